@@ -1,0 +1,297 @@
+"""The unified run model: frozen dataclasses shared by every layer.
+
+Paths inside the model are relative to ``Run.root`` (POSIX style strings), so
+JSON output and snapshots are the same on every machine. Series are numpy
+arrays because a run can hold tens of millions of points.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+
+class Severity(enum.IntEnum):
+    """How much a finding matters; ordered so that ``max()`` gives the worst."""
+
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+
+    @property
+    def label(self) -> str:
+        """Lower-case name used in JSON and text output."""
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> "Severity":
+        """Parse ``info``/``warning``/``error`` (case-insensitive)."""
+        return cls[text.strip().upper()]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing a user should know about a run, with a stable code."""
+
+    code: str
+    severity: Severity
+    message: str
+    paths: tuple[str, ...] = ()
+    steps: tuple[int, int] | None = None
+    """Inclusive step range the finding is about; None when it is not about steps."""
+    explanation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file that contributed to the run, with what was read of it."""
+
+    path: str
+    kind: str
+    """Reader kind: train_log, tb_events, checkpoint, json, config_py, sbatch, structured_log, eval, slurm, wandb, hf_trainer."""
+    size_bytes: int
+    mtime_s: float
+    bytes_read: int = 0
+    """Offset up to which the reader consumed whole records (resume point for refresh)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScalarSeries:
+    """One tag's points from one source file (and one attempt where known)."""
+
+    tag: str
+    steps: np.ndarray
+    """int64 global steps."""
+    values: np.ndarray
+    """float64 values; NaN and inf are kept as written."""
+    wall_times_s: np.ndarray
+    """float64 unix seconds; NaN where the source has no time for a point."""
+    source: str
+    """Path of the file the points came from, relative to the run root."""
+    attempt: int | None = None
+    """1-based attempt index; None when the source does not say."""
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+    @property
+    def first_step(self) -> int | None:
+        """Smallest step, or None for an empty series."""
+        return int(self.steps.min()) if len(self) else None
+
+    @property
+    def last_step(self) -> int | None:
+        """Largest step, or None for an empty series."""
+        return int(self.steps.max()) if len(self) else None
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """A notable record from a text log (warning, error, resume, save, eval ...)."""
+
+    kind: str
+    """Category: warning, error, traceback, resume, save, best, eval, load, start, final, info."""
+    message: str
+    source: str
+    line_no: int
+    """1-based line number of the record's first line in ``source``."""
+    level: str = "INFO"
+    timestamp: str | None = None
+    """The log's own timestamp text (node-local time, no zone)."""
+    attempt: int | None = None
+    step: int | None = None
+    """Global step the event belongs to (the last Train: step before it), if known."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """Metadata of one checkpoint file or directory, read without torch."""
+
+    path: str
+    format: str
+    """legacy (single torch.save file), standard (model/last dir), weights, dcp, hf, unknown."""
+    role: str
+    """last, last.prev, last.tmp, best, iter, prev, tmp, other."""
+    complete: bool
+    global_step: int | None = None
+    epoch: int | None = None
+    """As stored: E1+ next 0-based epoch index; E0 epoch_index+1."""
+    iter_in_epoch: int | None = None
+    best_metric_value: float | None = None
+    schema: str | None = None
+    version: int | None = None
+    wandb_run_id: str | None = None
+    wandb_cursor: int | None = None
+    """W&B history cursor: E2 ``resume_step`` or E3b ``next_step``; None when absent."""
+    wandb_cursor_key: str | None = None
+    wandb_step_offset: int | None = None
+    wandb_checkpoint_global_step: int | None = None
+    wandb_state: Mapping[str, Any] | None = None
+    """The whole ``logger.wandb`` (or flat legacy) dict as read, None if absent."""
+    world_size: int | None = None
+    num_workers: int | None = None
+    has_loader_state: bool | None = None
+    tensor_count: int = 0
+    tensor_bytes: int = 0
+    size_bytes: int = 0
+    mtime_s: float = 0.0
+    unsafe_globals: tuple[str, ...] = ()
+    """Globals referenced by the pickle that are not on the allow-list (never called)."""
+    top_level_keys: tuple[str, ...] = ()
+    resume_candidate: bool = False
+    """True for the checkpoint pimm's latest-checkpoint logic would pick."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDoc:
+    """A configuration document: parsed data where possible, raw text for config.py."""
+
+    path: str
+    kind: str
+    """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args."""
+    data: Mapping[str, Any] | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where and how the run was launched (attempt 1 for pimm, see spec section 6)."""
+
+    git_commit: str | None = None
+    git_branch: str | None = None
+    git_dirty: bool | None = None
+    """None when git information is absent (not a checkout or not recorded)."""
+    host: str | None = None
+    command: str | None = None
+    launch_command: str | None = None
+    cwd: str | None = None
+    created_at: str | None = None
+    source: str | None = None
+    """File the provenance came from, relative to the run root."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One process start of the run (a requeue, resume or restart)."""
+
+    index: int
+    """1-based."""
+    started_at: str | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    origin: str = "unknown"
+    """fresh, resume, rollback, warm-start, unknown."""
+    resumed_from: str | None = None
+    """Checkpoint path the attempt resumed from (as the log names it)."""
+    resume_step: int | None = None
+    """Global step restored from the checkpoint."""
+    ended: str = "unknown"
+    """completed, crashed, killed, running, unknown."""
+    end_detail: str | None = None
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WandbInfo:
+    """What the run knows about its W&B identity."""
+
+    run_ids: tuple[str, ...] = ()
+    project: str | None = None
+    entity: str | None = None
+    base_url: str | None = None
+    display_name: str | None = None
+    local_dirs: tuple[str, ...] = ()
+    url: str | None = None
+    sync_command: str | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Run:
+    """Everything pimm-inspect knows about one run directory."""
+
+    root: Path
+    """Absolute path of the run directory; every other path is relative to it."""
+    kind: str
+    """pimm, tensorboard, wandb, hf-trainer."""
+    era: str | None
+    """E0, E1, E1b, E2, E3a, E3b for pimm runs, else None."""
+    status: str
+    """finished, running, crashed, stopped, unknown."""
+    name: str = ""
+    attempts: tuple[Attempt, ...] = ()
+    series: tuple[ScalarSeries, ...] = ()
+    events: tuple[LogEvent, ...] = ()
+    checkpoints: tuple[CheckpointInfo, ...] = ()
+    configs: tuple[ConfigDoc, ...] = ()
+    provenance: Provenance = field(default_factory=Provenance)
+    wandb: WandbInfo = field(default_factory=WandbInfo)
+    findings: tuple[Finding, ...] = ()
+    sources: tuple[SourceFile, ...] = ()
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """Reader-specific facts (e.g. sbatch directives, eval metrics, structured-log ranks)."""
+
+    def tags(self) -> list[str]:
+        """Sorted unique scalar tags."""
+        return sorted({s.tag for s in self.series})
+
+    def series_for(self, tag: str) -> list[ScalarSeries]:
+        """All series of one tag, in source order."""
+        return [s for s in self.series if s.tag == tag]
+
+    def config(self, kind: str = "resolved_config") -> ConfigDoc | None:
+        """The first config document of a kind, or None."""
+        return next((c for c in self.configs if c.kind == kind), None)
+
+    def scalars(self):  # -> pandas.DataFrame
+        """Tidy DataFrame with columns tag, step, value, wall_time, attempt, source."""
+        import pandas as pd  # heavy (~0.5 s): only the Python API's DataFrames need it
+
+        frames = []
+        for s in self.series:
+            n = len(s)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "tag": np.full(n, s.tag, dtype=object),
+                        "step": s.steps,
+                        "value": s.values,
+                        "wall_time": s.wall_times_s,
+                        "attempt": pd.array([s.attempt] * n, dtype="Int64"),
+                        "source": np.full(n, s.source, dtype=object),
+                    }
+                )
+            )
+        if not frames:
+            return pd.DataFrame(
+                {
+                    "tag": pd.Series(dtype=object),
+                    "step": pd.Series(dtype="int64"),
+                    "value": pd.Series(dtype="float64"),
+                    "wall_time": pd.Series(dtype="float64"),
+                    "attempt": pd.Series(dtype="Int64"),
+                    "source": pd.Series(dtype=object),
+                }
+            )
+        return pd.concat(frames, ignore_index=True)
+
+
+def make_series(
+    tag: str,
+    steps: Any,
+    values: Any,
+    wall_times_s: Any | None,
+    source: str,
+    attempt: int | None = None,
+) -> ScalarSeries:
+    """Build a ScalarSeries with the canonical dtypes (int64, float64, float64)."""
+    step_array = np.asarray(steps, dtype=np.int64)
+    value_array = np.asarray(values, dtype=np.float64)
+    if wall_times_s is None:
+        wall_array = np.full(step_array.shape, np.nan, dtype=np.float64)
+    else:
+        wall_array = np.asarray(wall_times_s, dtype=np.float64)
+    return ScalarSeries(tag, step_array, value_array, wall_array, source, attempt)

@@ -1,0 +1,166 @@
+"""Helpers shared by the readers: safe opening, file findings, caps."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..model import Finding, Severity
+
+MAX_JSON_BYTES = 64 * 1024 * 1024
+"""JSON documents larger than this are not parsed (a finding says so)."""
+MAX_JSON_DEPTH = 200
+"""Deeper JSON nesting is treated as corrupt rather than risking recursion limits."""
+MAX_TEXT_BYTES = 16 * 1024 * 1024
+"""Small text documents (config.py, sbatch) are read up to this size."""
+
+
+class UnreadableFile(Exception):
+    """Raised by ``open_regular`` with a ready-made finding."""
+
+    def __init__(self, finding: Finding):
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+def file_finding(code: str, rel_path: str, message: str, explanation: str = "",
+                 severity: Severity = Severity.WARNING) -> Finding:
+    """A ``file.*`` finding about one file."""
+    return Finding(code=code, severity=severity, message=message, paths=(rel_path,),
+                   explanation=explanation)
+
+
+def rel(path: Path, root: Path) -> str:
+    """POSIX path of ``path`` relative to ``root`` (or its name when outside)."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def open_regular(path: Path, rel_path: str):
+    """Open a regular file for binary reading without ever blocking.
+
+    FIFOs, devices, sockets and directories are refused before opening (opening a
+    FIFO would block), and permission errors become a ``file.unreadable`` finding.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: file vanished or is a dangling link"))
+    except OSError as exc:
+        raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: cannot stat ({exc.strerror})"))
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: not a regular file"))
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: cannot open ({exc.strerror})"))
+
+
+def read_bytes_capped(path: Path, rel_path: str, cap: int) -> tuple[bytes, list[Finding]]:
+    """Read up to ``cap`` bytes of a regular file; findings for empty/huge/unreadable."""
+    findings: list[Finding] = []
+    try:
+        with open_regular(path, rel_path) as fh:
+            data = fh.read(cap + 1)
+    except UnreadableFile as exc:
+        return b"", [exc.finding]
+    except OSError as exc:
+        return b"", [file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})")]
+    if not data:
+        findings.append(file_finding("file.empty", rel_path, f"{rel_path} is empty", severity=Severity.INFO))
+    if len(data) > cap:
+        findings.append(file_finding("file.truncated", rel_path,
+                                     f"{rel_path} is larger than {cap // (1024 * 1024)} MiB; only the start was read"))
+        data = data[:cap]
+    return data, findings
+
+
+def decode_text(data: bytes, rel_path: str) -> tuple[str, list[Finding]]:
+    """Decode UTF-8, replacing bad bytes and saying so."""
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        return data.decode("utf-8", errors="replace"), [
+            file_finding("file.corrupt", rel_path,
+                         f"{rel_path} is not valid UTF-8 (first bad byte at offset {exc.start}); bad bytes replaced",
+                         severity=Severity.INFO)]
+
+
+def _depth(obj: Any, limit: int) -> int:
+    """Nesting depth of parsed JSON, iteratively (no recursion limit issues)."""
+    stack = [(obj, 1)]
+    worst = 0
+    while stack:
+        node, d = stack.pop()
+        worst = max(worst, d)
+        if worst > limit:
+            return worst
+        if isinstance(node, dict):
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, d + 1) for v in node)
+    return worst
+
+
+def _bracket_depth(text: str) -> int:
+    """Maximum bracket nesting of a JSON text, ignoring strings (cheap pre-check)."""
+    depth = worst = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            worst = max(worst, depth)
+        elif ch in "]}":
+            depth -= 1
+    return worst
+
+
+@dataclass(frozen=True, slots=True)
+class JsonResult:
+    """Parsed JSON (None when unusable) plus findings."""
+
+    data: Any
+    findings: list[Finding]
+
+
+def read_json(path: Path, rel_path: str) -> JsonResult:
+    """Read a JSON document safely: size and depth caps, NaN allowed, findings for damage."""
+    data, findings = read_bytes_capped(path, rel_path, MAX_JSON_BYTES)
+    if not data or any(f.code == "file.truncated" for f in findings):
+        return JsonResult(None, findings)
+    text, more = decode_text(data, rel_path)
+    findings += more
+    if _bracket_depth(text) > MAX_JSON_DEPTH:
+        findings.append(file_finding("file.invalid-json", rel_path,
+                                     f"{rel_path}: JSON nested deeper than {MAX_JSON_DEPTH} levels; not parsed"))
+        return JsonResult(None, findings)
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        findings.append(file_finding("file.invalid-json", rel_path, f"{rel_path}: invalid JSON ({exc})"))
+        return JsonResult(None, findings)
+    return JsonResult(parsed, findings)
+
+
+def finite_or_none(value: Any) -> float | None:
+    """A float for finite numbers, else None (JSON output cannot carry NaN/inf)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
