@@ -9,9 +9,10 @@ __all__ = ["__version__", "load_run", "discover"]
 
 def load_run(path):  # -> Run
     """Load one run directory into a :class:`pimm_inspect.model.Run`."""
+    from .analysis import analyze
     from .load import load_run as _load_run
 
-    return _load_run(path)
+    return analyze(_load_run(path))
 
 
 def discover(root):  # -> list[Path]

@@ -1,0 +1,52 @@
+"""Checks with stable codes and curve maths, over the unified run model."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from ..model import Finding, Run
+from . import checks_checkpoint, checks_provenance, checks_run, checks_steps, checks_wandb
+
+Check = Callable[[Run], list[Finding]]
+
+CHECKS: tuple[tuple[str, Check], ...] = (
+    ("steps.replayed", checks_steps.check_replayed),
+    ("steps.gap", checks_steps.check_gaps),
+    ("resume.rollback", checks_steps.check_rollback),
+    ("resume.inexact", checks_steps.check_inexact),
+    ("wandb.no-cursor", checks_wandb.check_no_cursor),
+    ("wandb.cursor-mismatch", checks_wandb.check_cursor_mismatch),
+    ("wandb.run-split", checks_wandb.check_run_split),
+    ("checkpoint.incomplete", checks_checkpoint.check_incomplete),
+    ("checkpoint.unsafe", checks_checkpoint.check_unsafe),
+    ("provenance.git", checks_provenance.check_git),
+    ("provenance.config-drift", checks_provenance.check_config_drift),
+    ("provenance.secret", checks_provenance.check_secrets),
+    ("run.crashed", checks_run.check_crashed),
+    ("run.stalled", checks_run.check_stalled),
+    ("metrics.non-finite", checks_run.check_non_finite),
+    ("artifacts.stale", checks_run.check_stale),
+)
+"""Every check, in the order its findings are listed; each is a pure function of the Run."""
+
+
+def run_checks(run: Run) -> list[Finding]:
+    """All analysis findings for a run; a failing check becomes an ``internal.check-failed`` finding."""
+    from ..model import Severity
+
+    findings: list[Finding] = []
+    for name, check in CHECKS:
+        try:
+            findings += check(run)
+        except Exception as exc:  # a bug in one check must not hide the others' findings
+            findings.append(Finding("internal.check-failed", Severity.INFO,
+                                    f"check {name} failed: {type(exc).__name__}: {exc}"))
+    return findings
+
+
+def analyze(run: Run) -> Run:
+    """The run with reader findings plus every check's findings, worst first."""
+    combined = list(run.findings) + run_checks(run)
+    combined.sort(key=lambda f: (-int(f.severity), f.code, f.steps or (0, 0)))
+    return dataclasses.replace(run, findings=tuple(combined))

@@ -1,0 +1,67 @@
+"""Small accessors the checks share: reader facts kept in ``Run.extras``, config lookups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..model import Run, ScalarSeries
+
+SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
+"""Preferred origin of a tag's points: the metric writer first, the text log last."""
+
+
+def extra(run: Run, key: str, default: Any = None) -> Any:
+    """A reader result stored by the loader (None when that file kind is absent)."""
+    value = run.extras.get(key) if run.extras else None
+    return default if value is None else value
+
+
+def segments(run: Run) -> list[Any]:
+    """train.log attempt segments, or []."""
+    log = extra(run, "train_log")
+    return list(log.segments) if log is not None else []
+
+
+def resolved_config(run: Run) -> dict[str, Any]:
+    """The resolved config as a dict ({} when absent)."""
+    doc = run.config("resolved_config")
+    return dict(doc.data) if doc is not None and isinstance(doc.data, dict) else {}
+
+
+def source_kind(run: Run, series: ScalarSeries) -> str:
+    """The reader kind that produced a series."""
+    for src in run.sources:
+        if src.path == series.source:
+            return src.kind
+    if series.source.startswith("wandb") or "run-" in series.source:
+        return "wandb"
+    return "tb_events" if "tfevents" in series.source else "train_log"
+
+
+def uses_wandb(run: Run) -> bool:
+    """True when the run logged to W&B (config flag, checkpoint ids or local folders)."""
+    cfg = resolved_config(run)
+    if cfg.get("use_wandb") is True:
+        return True
+    if run.wandb.local_dirs:
+        return True
+    return any(ck.wandb_run_id for ck in run.checkpoints)
+
+
+def typical_interval(run: Run) -> int:
+    """Median step interval between logged points of the densest train tag (1 if unknown)."""
+    best = None
+    for s in run.series:
+        if len(s) > 2 and (s.tag.startswith("train_batch/") or s.tag in ("loss", "train/loss")):
+            diffs = np.diff(np.unique(s.steps))
+            if diffs.size:
+                value = int(np.median(diffs))
+                best = value if best is None else min(best, value)
+    return max(best or 1, 1)
+
+
+def fmt_range(first: int, last: int) -> str:
+    """``51-75`` or ``51`` for a single step."""
+    return f"{first}" if first == last else f"{first}-{last}"

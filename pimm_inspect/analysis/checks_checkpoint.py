@@ -1,0 +1,64 @@
+"""Checks about checkpoints: incomplete publishes, dangling links, unsafe pickles."""
+
+from __future__ import annotations
+
+from ..model import Finding, Run, Severity
+from . import _facts
+
+
+def _pick(run: Run) -> str:
+    chosen = next((ck for ck in run.checkpoints if ck.resume_candidate), None)
+    if chosen is None:
+        return "No complete checkpoint qualifies: a resume would fail (train.sh exits 2)."
+    step = f" (global step {chosen.global_step})" if chosen.global_step is not None else ""
+    return f"A resume would pick {chosen.path}{step}."
+
+
+def check_incomplete(run: Run) -> list[Finding]:
+    """``checkpoint.incomplete``: publish leftovers, a ``last/`` without ``.complete``, a dangling ``model/`` link."""
+    model_dir = _facts.extra(run, "model_dir")
+    findings = []
+    if model_dir is not None and getattr(model_dir, "model_link_dangling", False):
+        findings.append(Finding(
+            "checkpoint.incomplete", Severity.ERROR,
+            f"model/ is a dangling symlink to {model_dir.model_link_target}",
+            ("model",), None,
+            "The checkpoints live under $MODEL_DIR, which has moved or is not mounted here. Nothing can be resumed "
+            "from this copy of the run; mount or copy the model directory."))
+    incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format != "hf"]
+    leftovers = list(getattr(model_dir, "leftovers", ()) or ()) if model_dir is not None else []
+    names = sorted({ck.path for ck in incomplete} | set(leftovers))
+    if names:
+        findings.append(Finding(
+            "checkpoint.incomplete", Severity.WARNING,
+            f"{len(names)} incomplete checkpoint(s) or leftovers: {', '.join(names[:4])}{' ...' if len(names) > 4 else ''}",
+            tuple(names), None,
+            "A save was interrupted (the process died while publishing): directories without `.complete`, "
+            "`last.tmp/` or `*.tmp` files are left behind and are ignored on resume. " + _pick(run)))
+    hf_incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format == "hf"]
+    if hf_incomplete:
+        findings.append(Finding(
+            "checkpoint.incomplete", Severity.WARNING,
+            f"{len(hf_incomplete)} Trainer checkpoint(s) are missing files",
+            tuple(ck.path for ck in hf_incomplete), None,
+            "These checkpoint-N folders lack trainer_state.json or the weights; resume_from_checkpoint would fail on them."))
+    return findings
+
+
+def check_unsafe(run: Run) -> list[Finding]:
+    """``checkpoint.unsafe``: pickles referencing callables outside the allow-list (named, never called)."""
+    findings = []
+    for ck in run.checkpoints:
+        if not ck.unsafe_globals:
+            continue
+        benign = all(g.startswith(("transformers.", "accelerate.")) for g in ck.unsafe_globals)
+        names = ", ".join(ck.unsafe_globals[:5])
+        findings.append(Finding(
+            "checkpoint.unsafe", Severity.INFO if benign else Severity.ERROR,
+            f"{ck.path} references {len(ck.unsafe_globals)} callable(s) outside the allow-list: {names}",
+            (ck.path,), None,
+            ("These are library classes (e.g. TrainingArguments) that `torch.load(weights_only=True)` refuses; "
+             "pimm-inspect read the file without calling them." if benign else
+             "Loading this file with `torch.load(weights_only=False)` would call these; pimm-inspect replaced them with "
+             "inert placeholders and ran nothing. Do not load it with pickle unless you trust its origin.")))
+    return findings

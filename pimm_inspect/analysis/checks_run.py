@@ -1,0 +1,115 @@
+"""Checks about the run as a whole: crashes, stalls, non-finite metrics, stale artifacts."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+from ..model import Finding, Run, Severity
+from . import _facts
+
+
+def check_crashed(run: Run) -> list[Finding]:
+    """``run.crashed``: an attempt ended with a traceback (error for the last one, warning if a later attempt recovered)."""
+    findings = []
+    for i, att in enumerate(run.attempts):
+        if att.ended != "crashed":
+            continue
+        last = i == len(run.attempts) - 1
+        detail = att.end_detail or "a traceback"
+        tb = next((e for e in run.events if e.kind == "traceback" and e.attempt == att.index), None)
+        where = f"{tb.source}:{tb.line_no}" if tb else "train.log"
+        findings.append(Finding(
+            "run.crashed", Severity.ERROR if last else Severity.WARNING,
+            f"attempt {att.index} crashed at step {att.last_step}: {detail}" if att.last_step is not None
+            else f"attempt {att.index} crashed: {detail}",
+            (tb.source,) if tb else ("train.log",), (att.last_step, att.last_step) if att.last_step is not None else None,
+            f"The traceback starts at {where}. " + ("The run did not recover." if last else
+                                                   f"Attempt {att.index + 1} resumed afterwards.")))
+    return findings
+
+
+def check_stalled(run: Run, now: float | None = None) -> list[Finding]:
+    """``run.stalled``: a live run whose last step is many usual intervals old."""
+    if run.status != "running":
+        return []
+    now = time.time() if now is None else now
+    best = None
+    for s in run.series:
+        finite = s.wall_times_s[np.isfinite(s.wall_times_s)]
+        if finite.size > 3 and (best is None or finite.size > best.size):
+            best = np.sort(finite)
+    if best is None:
+        return []
+    usual = float(np.median(np.diff(best)))
+    age = now - float(best[-1])
+    limit = max(20 * usual, 600.0)
+    if age <= limit:
+        return []
+    return [Finding(
+        "run.stalled", Severity.WARNING,
+        f"no new step for {age / 60:.0f} min (usually every {usual:.0f} s)",
+        (), None,
+        "The files are still fresh but training stopped advancing: a hang (NCCL, data loader), a stuck evaluation, or "
+        "a job waiting to be killed. Structured logs (if enabled) show which rank is stuck in which phase.")]
+
+
+def check_non_finite(run: Run) -> list[Finding]:
+    """``metrics.non-finite``: NaN/inf in metric-writer series (train.log's reader reports its own)."""
+    findings = []
+    for s in run.series:
+        if _facts.source_kind(run, s) == "train_log" or not len(s):
+            continue
+        bad = ~np.isfinite(s.values)
+        if bad.any():
+            steps = s.steps[bad]
+            findings.append(Finding(
+                "metrics.non-finite", Severity.WARNING,
+                f"{s.tag} has {int(bad.sum())} NaN/inf value(s) in {s.source}",
+                (s.source,), (int(steps.min()), int(steps.max())),
+                "A loss or metric became NaN/inf: check the learning rate, AMP scaler and input data around these steps."))
+    return findings
+
+
+def _run_start_s(run: Run) -> float | None:
+    created = run.provenance.created_at
+    if created:
+        try:
+            stamp = datetime.fromisoformat(created)
+            if stamp.tzinfo is None:
+                stamp = stamp.replace(tzinfo=timezone.utc)
+            return stamp.timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def check_stale(run: Run) -> list[Finding]:
+    """``artifacts.stale``: event files older than the run's start, checkpoints ahead of anything logged."""
+    findings = []
+    start = _run_start_s(run)
+    if start is not None:
+        for rel_path, _name, result in _facts.extra(run, "tb_files", ()):
+            first = result.first_wall_time_s
+            if first is not None and first < start - 300:
+                findings.append(Finding(
+                    "artifacts.stale", Severity.WARNING,
+                    f"{rel_path} was written before this run started ({run.provenance.created_at})",
+                    (rel_path,), None,
+                    "A fresh launch into a reused directory truncates train.log and rewrites provenance, but leaves old "
+                    "event files behind; TensorBoard will mix the old run's curves with this one. Move the old file away."))
+    segs = _facts.segments(run)
+    logged = [s.last_step for s in segs if s.last_step is not None]
+    if logged:
+        top = max(logged)
+        for ck in run.checkpoints:
+            if ck.global_step is not None and ck.global_step > top and ck.format != "hf":
+                findings.append(Finding(
+                    "artifacts.stale", Severity.WARNING,
+                    f"{ck.path} is at step {ck.global_step}, beyond anything in train.log (last step {top})",
+                    (ck.path, "train.log"), None,
+                    "The checkpoint comes from an earlier run in the same directory (train.log was truncated by a fresh "
+                    "launch) or the log was lost. Resuming would pick it up."))
+    return findings

@@ -1,0 +1,178 @@
+"""Checks about steps across attempts: replays, gaps, rollbacks, inexact resumes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import Finding, Run, ScalarSeries, Severity
+from . import _facts
+from .curves import overlaps, within_duplicates
+
+
+@dataclass
+class _Replay:
+    first: int
+    last: int
+    paths: set[str] = field(default_factory=set)
+    tags: set[str] = field(default_factory=set)
+    max_diff: float = float("nan")
+    max_diff_tag: str = ""
+    purged: bool = False
+    kinds: set[str] = field(default_factory=set)
+
+
+def _writer_label(s: ScalarSeries) -> str:
+    return f"attempt {s.attempt}" if s.attempt is not None else s.source
+
+
+def _has_purge_marker(run: Run, newer_source: str, first_overlap: int) -> bool:
+    """A session_log START at or before the overlap in the newer file makes TensorBoard drop the old copy."""
+    for rel_path, _name, result in _facts.extra(run, "tb_files", ()):
+        if rel_path == newer_source:
+            return any(m.kind == "session_log" and m.detail.upper() == "START" and m.step <= first_overlap
+                       for m in result.markers)
+    return False
+
+
+def check_replayed(run: Run) -> list[Finding]:
+    """``steps.replayed``: the same step written by more than one attempt or writer."""
+    by_tag: dict[tuple[str, str], list[ScalarSeries]] = defaultdict(list)
+    for s in run.series:
+        by_tag[(s.tag, _facts.source_kind(run, s))].append(s)
+    replays: dict[tuple[str, str], _Replay] = {}
+    for (tag, kind), group in by_tag.items():
+        for ov in overlaps(group):
+            key = (f"attempt {ov.older_attempt}" if ov.older_attempt is not None else ov.older,
+                   f"attempt {ov.newer_attempt}" if ov.newer_attempt is not None else ov.newer)
+            if key[0] == key[1]:
+                continue
+            rep = replays.setdefault(key, _Replay(ov.first_step, ov.last_step))
+            rep.first, rep.last = min(rep.first, ov.first_step), max(rep.last, ov.last_step)
+            rep.paths |= {ov.older, ov.newer}
+            rep.tags.add(tag)
+            rep.kinds.add(kind)
+            if kind == "tb_events" and _has_purge_marker(run, ov.newer, ov.first_step):
+                rep.purged = True
+            if np.isfinite(ov.max_abs_diff) and not (ov.max_abs_diff <= rep.max_diff):
+                rep.max_diff, rep.max_diff_tag = ov.max_abs_diff, tag
+        for s in group:
+            dup = within_duplicates(s)
+            if dup and kind != "train_log":
+                rep = replays.setdefault((s.source, s.source), _Replay(dup[0], dup[1]))
+                rep.first, rep.last = min(rep.first, dup[0]), max(rep.last, dup[1])
+                rep.paths.add(s.source)
+                rep.tags.add(tag)
+                rep.kinds.add(kind)
+    hf = _facts.extra(run, "hf")
+    for first, last in getattr(hf, "replayed", ()) or ():
+        rep = replays.setdefault(("hf attempt", "hf resume"), _Replay(first, last))
+        rep.paths.add("trainer_state.json")
+        rep.kinds.add("hf_trainer")
+    return [_replay_finding(run, key, rep) for key, rep in sorted(replays.items(), key=lambda kv: kv[1].first)]
+
+
+def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
+    span = _facts.fmt_range(rep.first, rep.last)
+    paths = tuple(sorted(rep.paths))
+    if key[0] == key[1]:
+        message = f"steps {span} appear more than once inside {key[0]}"
+    else:
+        message = f"steps {span} were written by {key[0]} and again by {key[1]}"
+    lines = [f"Files: {', '.join(paths)}. Tags affected: {len(rep.tags)} (e.g. {', '.join(sorted(rep.tags)[:3])})."]
+    if np.isfinite(rep.max_diff):
+        exact = "the copies are identical" if rep.max_diff == 0 else f"largest difference between copies: {rep.max_diff:.6g} ({rep.max_diff_tag})"
+        lines.append(f"Replay check: {exact}.")
+    if "tb_events" in rep.kinds:
+        if rep.purged:
+            lines.append("TensorBoard: the newer file starts with a purge marker (session_log START), so TensorBoard "
+                         "drops the older copy; its Python loader ignores the first restart marker in a run, so it may still show both.")
+        else:
+            lines.append("TensorBoard: its default (Rust) loader shows the newest copy per step; its Python loader "
+                         "(EventAccumulator, tbparse) keeps both copies and draws a zig-zag. Nothing in the files marks the "
+                         "restart (pimm passes no purge_step).")
+    lines.append(_wandb_view(run, rep.first))
+    lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
+                 "`newest` matches what TensorBoard's default loader shows.")
+    severity = Severity.INFO if rep.purged else Severity.WARNING
+    return Finding("steps.replayed", severity, message, paths, (rep.first, rep.last), " ".join(lines))
+
+
+def _wandb_view(run: Run, first: int) -> str:
+    if not _facts.uses_wandb(run):
+        return "W&B: not used by this run."
+    cursors = [ck for ck in run.checkpoints if ck.wandb_cursor is not None]
+    if cursors:
+        return (f"W&B: resumed with the checkpoint cursor (resume_from rewinds history to row {first}), "
+                "so W&B shows only the replayed copy.")
+    return ("W&B: no history cursor in the checkpoint, so W&B keeps the first value logged for each step and "
+            "drops the replays with a warning, or the resume started a new run.")
+
+
+def check_gaps(run: Run) -> list[Finding]:
+    """``steps.gap``: steps missing between consecutive attempts."""
+    findings = []
+    interval = _facts.typical_interval(run)
+    attempts = [a for a in run.attempts if a.first_step is not None and a.last_step is not None]
+    for prev, nxt in zip(attempts, attempts[1:]):
+        missing = nxt.first_step - prev.last_step
+        if missing > max(2 * interval, interval + 1):
+            first, last = prev.last_step + 1, nxt.first_step - 1
+            findings.append(Finding(
+                "steps.gap", Severity.WARNING,
+                f"no steps logged between {prev.last_step} (end of attempt {prev.index}) and {nxt.first_step} (start of attempt {nxt.index})",
+                tuple(sorted(set(prev.sources) | set(nxt.sources))), (first, last),
+                f"Steps are normally logged every {interval} step(s). Attempt {nxt.index} started at step "
+                f"{nxt.first_step} although attempt {prev.index} stopped logging at {prev.last_step}: its log was "
+                "lost (unflushed writer, deleted file) or it resumed from a checkpoint newer than anything logged."))
+    return findings
+
+
+def check_rollback(run: Run) -> list[Finding]:
+    """``resume.rollback``: an attempt resumed from a checkpoint older than the previous attempt's last step."""
+    findings = []
+    attempts = list(run.attempts)
+    for prev, nxt in zip(attempts, attempts[1:]):
+        if prev.last_step is None:
+            continue
+        restored = nxt.resume_step
+        if restored is None and nxt.first_step is not None and nxt.origin == "resume":
+            restored = nxt.first_step - 1
+        if restored is None or restored >= prev.last_step:
+            continue
+        lost = prev.last_step - restored
+        source = nxt.resumed_from or "a checkpoint"
+        findings.append(Finding(
+            "resume.rollback", Severity.WARNING,
+            f"attempt {nxt.index} resumed from step {restored} after attempt {prev.index} reached {prev.last_step}: {lost} steps redone",
+            tuple(sorted(set(prev.sources) | set(nxt.sources))), (restored + 1, prev.last_step),
+            f"Attempt {prev.index} ended ({prev.ended}) at step {prev.last_step}; its last checkpoint was at step {restored}, "
+            f"so attempt {nxt.index} restarted from {source} and trained steps {restored + 1}-{prev.last_step} again. "
+            f"The work after step {restored} was lost; save more often (save_freq) to lose less on preemption."))
+    return findings
+
+
+_INEXACT = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
+            "Legacy checkpoint is mid-epoch", "State was saved with world_size", "RNG state was saved with world_size",
+            "Sampler state was saved with num_replicas", "Sampler state length", "Cannot create an exact mid-epoch checkpoint")
+
+
+def check_inexact(run: Run) -> list[Finding]:
+    """``resume.inexact``: pimm's own non-exact-resume warnings, one finding per attempt."""
+    per_attempt: dict[int | None, list] = defaultdict(list)
+    for event in run.events:
+        if event.level in ("WARNING", "ERROR") and any(marker in event.message for marker in _INEXACT):
+            per_attempt[event.attempt].append(event)
+    findings = []
+    for attempt, events in per_attempt.items():
+        first_line = events[0].message.splitlines()[0]
+        who = f"attempt {attempt}" if attempt is not None else "a resumed attempt"
+        quoted = "\n".join(f"  {e.source}:{e.line_no}: {e.message.splitlines()[0]}" for e in events)
+        findings.append(Finding(
+            "resume.inexact", Severity.WARNING, f"{who} did not resume exactly: {first_line[:120]}",
+            tuple(sorted({e.source for e in events})), None,
+            "pimm warned that it could not restore the exact data-loader position, so already-seen batches were "
+            f"replayed and the curves after the seam are not bit-for-bit what an uninterrupted run would give:\n{quoted}"))
+    return findings

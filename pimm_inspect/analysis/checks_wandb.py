@@ -1,0 +1,96 @@
+"""Checks about W&B identity and history cursors (spec 5.3, 11.1 items 6-7)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..model import Finding, Run, Severity
+from . import _facts
+
+
+def check_no_cursor(run: Run) -> list[Finding]:
+    """``wandb.no-cursor``: a resume from a checkpoint without a W&B history cursor."""
+    warnings = [e for e in run.events if "no W&B rewind state" in e.message]
+    resumed = [a for a in run.attempts if a.origin in ("resume", "rollback")]
+    if warnings:
+        event = warnings[0]
+        return [Finding(
+            "wandb.no-cursor", Severity.WARNING,
+            f"attempt {event.attempt} resumed from a checkpoint without W&B rewind state",
+            (event.source,), None,
+            f"{event.source}:{event.line_no}: {event.message.splitlines()[0]}\n"
+            "Without `logger.wandb.resume_step` pimm cannot rewind W&B history to the checkpoint, so steps replayed "
+            "after the rollback may appear twice in W&B (or W&B drops them as going backwards), or the resume "
+            "started a separate W&B run. Compare the W&B run's history with the TensorBoard/train.log steps.")]
+    if not resumed or not _facts.uses_wandb(run):
+        return []
+    legacy = [ck for ck in run.checkpoints if ck.role in ("last", "last.prev", "legacy", "other")
+              and ck.wandb_state is not None and ck.wandb_cursor is None and ck.format != "hf"]
+    if not legacy:
+        return []
+    paths = tuple(ck.path for ck in legacy)
+    return [Finding(
+        "wandb.no-cursor", Severity.WARNING,
+        f"W&B run resumed, but {len(legacy)} checkpoint(s) carry no W&B history cursor",
+        paths, None,
+        "These checkpoints' `logger.wandb` has no `resume_step`/`next_step`, so a resume from them cannot rewind "
+        "W&B history: replayed steps may be duplicated or the history split across runs.")]
+
+
+def check_cursor_mismatch(run: Run) -> list[Finding]:
+    """``wandb.cursor-mismatch``: ``resume_step != checkpoint_global_step + step_offset + 1`` (E2)."""
+    findings = []
+    for ck in run.checkpoints:
+        if ck.wandb_cursor_key != "resume_step" or ck.wandb_cursor is None:
+            continue
+        global_step = ck.wandb_checkpoint_global_step if ck.wandb_checkpoint_global_step is not None else ck.global_step
+        if global_step is None:
+            continue
+        expected = global_step + (ck.wandb_step_offset or 0) + 1
+        if ck.wandb_cursor != expected:
+            delta = ck.wandb_cursor - expected
+            what = f"{delta} extra" if delta > 0 else f"{-delta} missing"
+            findings.append(Finding(
+                "wandb.cursor-mismatch", Severity.WARNING,
+                f"{ck.path}: W&B resume_step is {ck.wandb_cursor}, expected {expected}",
+                (ck.path,), None,
+                f"The checkpoint was saved at global step {global_step} with step offset {ck.wandb_step_offset or 0}, "
+                f"so the next W&B history row should be {expected}. A resume rewinds W&B to row {ck.wandb_cursor}: "
+                f"{what} row(s) in W&B history relative to the model's steps."))
+    return findings
+
+
+def check_run_split(run: Run) -> list[Finding]:
+    """``wandb.run-split``: one run mapped to several W&B ids, or several local folders sharing one id."""
+    findings = []
+    ids = [ck.wandb_run_id for ck in sorted(run.checkpoints, key=lambda k: k.global_step or -1) if ck.wandb_run_id]
+    distinct = list(dict.fromkeys(ids))
+    policy = next((ck.wandb_state.get("history") for ck in run.checkpoints
+                   if ck.wandb_state and isinstance(ck.wandb_state.get("history"), str)), None)
+    if len(distinct) > 1:
+        severity = Severity.INFO if policy == "new" else Severity.WARNING
+        findings.append(Finding(
+            "wandb.run-split", severity,
+            f"checkpoints of this run point at {len(distinct)} W&B runs: {', '.join(distinct)}",
+            tuple(ck.path for ck in run.checkpoints if ck.wandb_run_id), None,
+            "Successive checkpoints carry different W&B run ids, so the run's curves are split across W&B runs. "
+            + ("This is expected with the E3b history policy `new` (one W&B run per attempt)." if policy == "new"
+               else "Group them in W&B (by `group`) or pass the original id to resume into one run.")))
+    by_id: dict[str, list[str]] = defaultdict(list)
+    for wrun in _facts.extra(run, "wandb_runs", ()):
+        if getattr(wrun, "run_id", None):
+            by_id[wrun.run_id].append(wrun.path)
+    for run_id, folders in by_id.items():
+        if len(folders) > 1:
+            findings.append(Finding(
+                "wandb.run-split", Severity.WARNING,
+                f"{len(folders)} local W&B folders share run id {run_id}",
+                tuple(sorted(folders)), None,
+                "Each requeued offline attempt wrote its own folder with the same id. `wandb sync` uploads each "
+                "folder separately and does not merge them, so the later upload's history conflicts with the earlier one. "
+                "Sync them in order, or use W&B's resume/rewind when online."))
+    names = [getattr(w, "display_name", None) or "" for w in _facts.extra(run, "wandb_runs", ())]
+    if any(n.rsplit("-job", 1)[-1].isdigit() and "-job" in n for n in names):
+        findings.append(Finding("wandb.run-split", Severity.INFO, "W&B display names carry -jobNNNN suffixes (E1 chained runs)",
+                                (), None, "Before 2026-07-14 each chained attempt became its own W&B run named <base>-job0001, -job0002, ..."))
+    return findings

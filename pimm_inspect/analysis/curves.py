@@ -1,0 +1,155 @@
+"""Curve maths: overlap policies, replay detection, EMA smoothing, min/max downsampling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import ScalarSeries, make_series
+
+POLICIES = ("all", "newest", "oldest")
+"""all: every point, attempts as separate segments; newest: per step the latest writer wins; oldest: the first."""
+
+
+def _order_key(s: ScalarSeries, index: int) -> tuple[int, int]:
+    """Writer order: attempt first (None sorts by position), then position in the run."""
+    return (s.attempt if s.attempt is not None else index, index)
+
+
+def merge(series: list[ScalarSeries], policy: str = "all") -> list[ScalarSeries]:
+    """Apply an overlap policy to one tag's series (from one source kind), ordered by writer.
+
+    ``all`` returns the inputs unchanged (each a segment). ``newest``/``oldest`` return one
+    series sorted by step in which each step appears once, taken from the latest/earliest
+    writer; within one writer the last point logged for a step wins, as TensorBoard's fast
+    loader does.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    if policy == "all" or not series:
+        return list(series)
+    ordered = [s for _, s in sorted(((_order_key(s, i), s) for i, s in enumerate(series)), key=lambda t: t[0])]
+    rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
+    steps = np.concatenate([s.steps for s in ordered])
+    values = np.concatenate([s.values for s in ordered])
+    walls = np.concatenate([s.wall_times_s for s in ordered])
+    position = np.arange(steps.shape[0], dtype=np.int64)
+    # Sort by step, then by writer rank and position so the winner is last (newest) or first (oldest).
+    order = np.lexsort((position, rank, steps))
+    steps_sorted = steps[order]
+    if policy == "newest":
+        keep = np.ones(steps_sorted.shape[0], dtype=bool)
+        keep[:-1] = steps_sorted[1:] != steps_sorted[:-1]
+    else:
+        keep = np.ones(steps_sorted.shape[0], dtype=bool)
+        keep[1:] = steps_sorted[1:] != steps_sorted[:-1]
+    chosen = order[keep]
+    first = ordered[0]
+    return [make_series(first.tag, steps[chosen], values[chosen], walls[chosen], first.source, None)]
+
+
+@dataclass(frozen=True, slots=True)
+class Overlap:
+    """Steps written by two writers (files or attempts) of one tag."""
+
+    tag: str
+    first_step: int
+    last_step: int
+    count: int
+    """Number of distinct overlapping steps."""
+    older: str
+    newer: str
+    older_attempt: int | None
+    newer_attempt: int | None
+    max_abs_diff: float
+    """Largest |newer - older| over the overlapping steps (NaN if no finite pair)."""
+
+
+def overlaps(series: list[ScalarSeries]) -> list[Overlap]:
+    """Pairwise step overlaps between the writers of one tag, in writer order."""
+    ordered = [s for _, s in sorted(((_order_key(s, i), s) for i, s in enumerate(series)), key=lambda t: t[0])]
+    found: list[Overlap] = []
+    for i, older in enumerate(ordered):
+        if not len(older):
+            continue
+        for newer in ordered[i + 1:]:
+            if not len(newer):
+                continue
+            common, old_idx, new_idx = np.intersect1d(older.steps, newer.steps, assume_unique=False,
+                                                      return_indices=True)
+            if common.size == 0:
+                continue
+            # intersect1d gives the first occurrence; compare the last value each writer logged.
+            old_last = _last_value_per_step(older, common)
+            new_last = _last_value_per_step(newer, common)
+            with np.errstate(invalid="ignore"):
+                diff = np.abs(new_last - old_last)
+            finite = diff[np.isfinite(diff)]
+            found.append(Overlap(older.tag, int(common.min()), int(common.max()), int(common.size),
+                                 older.source, newer.source, older.attempt, newer.attempt,
+                                 float(finite.max()) if finite.size else float("nan")))
+    return found
+
+
+def _last_value_per_step(s: ScalarSeries, steps: np.ndarray) -> np.ndarray:
+    order = np.argsort(s.steps, kind="stable")
+    sorted_steps = s.steps[order]
+    idx = np.searchsorted(sorted_steps, steps, side="right") - 1
+    return s.values[order][idx]
+
+
+def within_duplicates(s: ScalarSeries) -> tuple[int, int, int] | None:
+    """(first, last, count) of steps logged more than once inside one series, or None."""
+    if len(s) < 2:
+        return None
+    uniq, counts = np.unique(s.steps, return_counts=True)
+    dup = uniq[counts > 1]
+    if dup.size == 0:
+        return None
+    return int(dup.min()), int(dup.max()), int(dup.size)
+
+
+def ema(values: np.ndarray, weight: float) -> np.ndarray:
+    """TensorBoard's debiased exponential moving average (weight in [0, 1)); NaN/inf are passed through."""
+    values = np.asarray(values, dtype=np.float64)
+    if weight <= 0 or values.size == 0:
+        return values.copy()
+    weight = min(weight, 0.999)
+    out = np.empty_like(values)
+    last = 0.0
+    n = 0
+    for i, v in enumerate(values):  # sequential by nature; callers smooth downsampled views
+        if not np.isfinite(v):
+            out[i] = v
+            continue
+        last = last * weight + (1 - weight) * v
+        n += 1
+        out[i] = last / (1 - weight ** n)
+    return out
+
+
+def downsample_minmax(steps: np.ndarray, values: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the min and max of each of ``buckets`` equal-count buckets (spikes survive), in step order."""
+    n = steps.shape[0]
+    if buckets <= 0 or n <= 2 * buckets:
+        return steps, values
+    edges = np.linspace(0, n, buckets + 1).astype(np.int64)
+    starts = edges[:-1]
+    safe = np.where(np.isfinite(values), values, np.nan)
+    filled_min = np.where(np.isnan(safe), np.inf, safe)
+    filled_max = np.where(np.isnan(safe), -np.inf, safe)
+    idx_min = _segment_arg(filled_min, starts, np.minimum)
+    idx_max = _segment_arg(filled_max, starts, np.maximum)
+    keep = np.unique(np.concatenate([idx_min, idx_max]))
+    return steps[keep], values[keep]
+
+
+def _segment_arg(values: np.ndarray, starts: np.ndarray, ufunc) -> np.ndarray:
+    """Index of the extreme value within each segment starting at ``starts``."""
+    extreme = ufunc.reduceat(values, starts)
+    seg_id = np.repeat(np.arange(starts.shape[0]), np.diff(np.append(starts, values.shape[0])))
+    hit = values == extreme[seg_id]
+    # First hit per segment: positions where hit, take the minimum position per segment.
+    positions = np.where(hit, np.arange(values.shape[0]), values.shape[0])
+    return np.minimum.reduceat(positions, starts)

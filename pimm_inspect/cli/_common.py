@@ -1,0 +1,62 @@
+"""Shared CLI plumbing: loading runs with progress on stderr, output helpers, exit codes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..model import Run
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+"""Exit codes: 0 ok, 1 `check` found something at or above --fail-on (or `url` has no link), 2 usage error or nothing readable."""
+
+
+def stderr(message: str) -> None:
+    """Diagnostics for people go to stderr; stdout carries the product."""
+    click.echo(message, err=True)
+
+
+def load_runs(path: str, single: bool = False) -> list[Run]:
+    """Discover and load (with analysis) every run under ``path``; exit 2 when there is none."""
+    from ..analysis import analyze
+    from ..load.safe import discover_with_errors, load_safely
+
+    root = Path(path)
+    if not root.exists() and not root.is_symlink():
+        stderr(f"pimm-inspect: {path}: no such file or directory")
+        sys.exit(EXIT_USAGE)
+    run_dirs, errors = discover_with_errors(root)
+    for folder, reason in errors:
+        stderr(f"pimm-inspect: skipped {folder}: {reason}")
+    if not run_dirs:
+        stderr(f"pimm-inspect: no run found under {path} (looked for train.log, event files, run_metadata.json, "
+               "model/ checkpoints, wandb/ run folders, trainer_state.json)")
+        sys.exit(EXIT_USAGE)
+    if single and len(run_dirs) > 1:
+        stderr(f"pimm-inspect: {path} holds {len(run_dirs)} runs; name one of them:")
+        for d in run_dirs[:20]:
+            stderr(f"  {d}")
+        sys.exit(EXIT_USAGE)
+    runs = []
+    show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
+    for i, run_dir in enumerate(run_dirs, start=1):
+        if show_progress:
+            click.echo(f"\rloading {i}/{len(run_dirs)} {run_dir.name[:40]:<40}", err=True, nl=False)
+        runs.append(analyze(load_safely(run_dir)))
+    if show_progress:
+        click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
+    return runs
+
+
+def console(no_color: bool = False):
+    """A Rich console writing to stdout (colour off when not a terminal or NO_COLOR is set)."""
+    from rich.console import Console
+
+    return Console(no_color=no_color or None, highlight=False, soft_wrap=False)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")

@@ -1,0 +1,32 @@
+"""``pimm-inspect show RUN``: attempts, scalars, checkpoints, provenance and W&B link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ._common import console, json_option, load_runs
+
+
+@click.command("show")
+@click.argument("run", type=click.Path(), default=".")
+@json_option
+def command(run: str, as_json: bool) -> None:
+    """Summarise a run (or every run under a folder).
+
+    Example: pimm-inspect show exp/panda/semseg/semseg-fft --json
+    """
+    from ..report.json_doc import dumps, show_document
+
+    runs = load_runs(run)
+    if as_json:
+        click.echo(dumps(show_document(runs, Path(run))))
+        return
+    from ..report.text import run_summary
+
+    out = console()
+    for i, r in enumerate(runs):
+        if i:
+            out.print()
+        out.print(run_summary(r, Path(run)))

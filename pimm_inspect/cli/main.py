@@ -1,0 +1,52 @@
+"""The ``pimm-inspect`` command group; ``pimm-inspect [PATH]`` opens the UI."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+
+
+class _DefaultToUi(click.Group):
+    """A group whose first argument may be a PATH for the UI instead of a command name."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:
+            args = ["ui"]
+        elif args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["ui", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultToUi, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pimm-inspect")
+def cli() -> None:
+    """Offline inspector for pimm, TensorBoard, W&B and Hugging Face Trainer runs.
+
+    Run `pimm-inspect PATH` to browse runs in the terminal UI, or use the commands
+    below from scripts. Exit codes: 0 ok, 1 `check` found something at or above
+    --fail-on (or `url` has no link), 2 usage error or nothing readable.
+
+    Example: pimm-inspect check exp/ --json
+    """
+
+
+def _register() -> None:
+    from . import cmd_check, cmd_config, cmd_curves, cmd_export, cmd_ls, cmd_show, cmd_ui, cmd_url
+
+    for module in (cmd_ls, cmd_show, cmd_check, cmd_curves, cmd_config, cmd_export, cmd_url, cmd_ui):
+        cli.add_command(module.command)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        cli.main(prog_name="pimm-inspect", standalone_mode=True)
+    except BrokenPipeError:  # `pimm-inspect ... | head` closes stdout early: that is fine
+        sys.stderr.close()
+        sys.exit(0)

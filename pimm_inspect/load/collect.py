@@ -1,0 +1,225 @@
+"""Call every reader that applies to a run directory and gather their results."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model import ConfigDoc, Finding, Provenance, SourceFile
+from ..sources._common import rel
+from .discover import EVENT_FILE, WANDB_RUN_DIR
+
+SLURM_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.out$")
+
+
+@dataclass
+class Collected:
+    """Raw reader results for one run, before attempts and status are worked out."""
+
+    root: Path
+    kind: str
+    sources: list[SourceFile] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    configs: list[ConfigDoc] = field(default_factory=list)
+    provenance: Provenance = field(default_factory=Provenance)
+    metadata_raw: dict[str, Any] | None = None
+    train_log: Any = None
+    tb_files: list[tuple[str, Any, Any]] = field(default_factory=list)
+    """(rel path, EventFileName or None, EventFileResult) ordered by name timestamp then first wall time."""
+    model_dir: Any = None
+    sbatch: Any = None
+    eval_metrics: list[Any] = field(default_factory=list)
+    rank_logs: list[Any] = field(default_factory=list)
+    slurm_logs: list[Any] = field(default_factory=list)
+    wandb_runs: list[Any] = field(default_factory=list)
+    hf: Any = None
+
+
+def _source(root: Path, path: Path, kind: str, bytes_read: int = 0) -> SourceFile:
+    try:
+        st = os.stat(path)
+        size, mtime = st.st_size, st.st_mtime
+    except OSError:
+        size, mtime = 0, 0.0
+    return SourceFile(rel(path, root), kind, size, mtime, bytes_read)
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def collect(root: Path, kind: str) -> Collected:
+    """Read every known file of the run at ``root``."""
+    c = Collected(root=root, kind=kind)
+    names = _listdir(root)
+    _read_docs(c, names)
+    _read_train_log(c)
+    _read_event_files(c, root, names)
+    if kind == "tensorboard" and not c.tb_files:
+        # A plain TensorBoard run may keep its event files one level down (runs/<name>/).
+        for name in names:
+            if (root / name).is_dir():
+                _read_event_files(c, root / name, _listdir(root / name))
+    _read_model_dir(c)
+    _read_side_files(c, names)
+    _read_wandb(c, names)
+    if kind == "hf-trainer":
+        _read_hf(c)
+    return c
+
+
+def _read_docs(c: Collected, names: list[str]) -> None:
+    from ..sources import json_docs
+
+    root = c.root
+    if "run_metadata.json" in names:
+        meta = json_docs.read_run_metadata(root / "run_metadata.json", "run_metadata.json")
+        c.provenance, c.metadata_raw = meta.provenance, meta.raw
+        c.findings += meta.findings
+        c.sources.append(_source(root, root / "run_metadata.json", "json"))
+    for name, kind in (("resolved_config.json", "resolved_config"), ("model_config.json", "model_config")):
+        if name in names:
+            doc, findings = json_docs.read_config_json(root / name, name, kind)
+            c.findings += findings
+            if doc:
+                c.configs.append(doc)
+            c.sources.append(_source(root, root / name, "json"))
+    if "config.py" in names:
+        doc, findings = json_docs.read_text_doc(root / "config.py", "config.py", "config_py")
+        c.findings += findings
+        if doc:
+            c.configs.append(doc)
+        c.sources.append(_source(root, root / "config.py", "config_py"))
+
+
+def _read_train_log(c: Collected) -> None:
+    path = c.root / "train.log"
+    if not (path.exists() or path.is_symlink()):
+        return
+    from ..sources.train_log import read_train_log
+
+    result = read_train_log(path, "train.log")
+    c.train_log = result
+    c.findings += result.findings
+    c.sources.append(_source(c.root, path, "train_log", result.end_offset))
+
+
+def _event_file_order(item: tuple[str, Any, Any]) -> tuple[float, float, str]:
+    """Process-start order: the timestamp in the name, then the first wall time, then the name."""
+    parsed, result = item[1], item[2]
+    stamp = parsed.timestamp_s if parsed else float("inf")
+    first = result.first_wall_time_s if result.first_wall_time_s is not None else float("inf")
+    return (stamp, first, item[0])
+
+
+def _read_event_files(c: Collected, folder: Path, names: list[str]) -> None:
+    from ..sources.tb_events import parse_event_file_name, read_event_file
+
+    found = []
+    for name in names:
+        if not EVENT_FILE.match(name):
+            continue
+        path = folder / name
+        rel_path = rel(path, c.root)
+        result = read_event_file(path, rel_path)
+        c.findings += result.findings
+        c.sources.append(_source(c.root, path, "tb_events", result.end_offset))
+        found.append((rel_path, parse_event_file_name(name), result))
+
+    c.tb_files += found
+    c.tb_files.sort(key=_event_file_order)
+
+
+def _read_model_dir(c: Collected) -> None:
+    model = c.root / "model"
+    if not (os.path.lexists(model)):
+        return
+    from ..sources.checkpoint import read_model_dir
+
+    result = read_model_dir(model, c.root)
+    c.model_dir = result
+    c.findings += result.findings
+    for info in result.checkpoints:
+        c.sources.append(_source(c.root, c.root / info.path, "checkpoint"))
+
+
+def _read_side_files(c: Collected, names: list[str]) -> None:
+    root = c.root
+    if "launch.sbatch" in names:
+        from ..sources.sbatch import read_sbatch
+
+        info, findings = read_sbatch(root / "launch.sbatch", "launch.sbatch")
+        c.sbatch = info
+        c.findings += findings
+        c.sources.append(_source(root, root / "launch.sbatch", "sbatch"))
+    if "eval" in names:
+        from ..sources.json_docs import read_eval_metrics
+
+        for stamp in _listdir(root / "eval"):
+            path = root / "eval" / stamp / "test_metrics.json"
+            if path.exists():
+                metrics, findings = read_eval_metrics(path, rel(path, root))
+                c.findings += findings
+                if metrics:
+                    c.eval_metrics.append(metrics)
+                c.sources.append(_source(root, path, "eval"))
+    if "structured_logs" in names:
+        from ..sources.structured_logs import read_rank_log
+
+        for name in _listdir(root / "structured_logs"):
+            if ".jsonl" not in name:
+                continue
+            path = root / "structured_logs" / name
+            summary, findings = read_rank_log(path, rel(path, root))
+            c.findings += findings
+            if summary:
+                c.rank_logs.append(summary)
+            c.sources.append(_source(root, path, "structured_log"))
+    for name in names:
+        if SLURM_LOG.match(name):
+            from ..sources.slurm import read_slurm_log
+
+            log, findings = read_slurm_log(root / name, name)
+            c.findings += findings
+            if log:
+                c.slurm_logs.append(log)
+            c.sources.append(_source(root, root / name, "slurm"))
+
+
+def _read_wandb(c: Collected, names: list[str]) -> None:
+    folders: list[Path] = []
+    if WANDB_RUN_DIR.match(c.root.name):
+        folders.append(c.root)
+    if "wandb" in names:
+        folders += [c.root / "wandb" / n for n in _listdir(c.root / "wandb") if WANDB_RUN_DIR.match(n)]
+    if not folders:
+        return
+    from ..sources.wandb_local import read_wandb_run  # only now: it loads W&B's record protos
+
+    for folder in folders:
+        rel_path = rel(folder, c.root) if folder != c.root else "."
+        result = read_wandb_run(folder, rel_path)
+        c.wandb_runs.append(result)
+        c.findings += result.findings
+        c.sources.append(_source(c.root, folder, "wandb"))
+
+
+def _read_hf(c: Collected) -> None:
+    from ..sources.hf_trainer import read_hf_trainer_dir
+
+    result = read_hf_trainer_dir(c.root, c.root)
+    c.hf = result
+    c.findings += result.findings
+    if (c.root / "trainer_state.json").exists():
+        c.sources.append(_source(c.root, c.root / "trainer_state.json", "hf_trainer"))
+    # One TensorBoard folder per process start under runs/ (the Trainer's logging_dir default).
+    for name in _listdir(c.root / "runs"):
+        folder = c.root / "runs" / name
+        if folder.is_dir():
+            _read_event_files(c, folder, _listdir(folder))

@@ -1,0 +1,30 @@
+"""Loading that never raises: a reader bug becomes a finding on a minimal Run."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+from ..model import Finding, Run, Severity
+from .assemble import load_run
+from .discover import discover
+
+
+def discover_with_errors(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Run directories under ``root`` plus the folders that could not be searched."""
+    errors: list[tuple[Path, str]] = []
+    runs = discover(root, on_error=lambda path, reason: errors.append((path, reason)))
+    return runs, errors
+
+
+def load_safely(path: Path) -> Run:
+    """``load_run`` that turns an unexpected exception into an ``internal.load-failed`` finding."""
+    try:
+        return load_run(path)
+    except Exception as exc:  # the inspector must never show a traceback for bad input
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return Run(root=Path(path).absolute(), kind="unknown", era=None, status="unknown", name=Path(path).name,
+                   findings=(Finding("internal.load-failed", Severity.ERROR,
+                                     f"could not load this run: {type(exc).__name__}: {exc}", (),
+                                     None, f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."),))
+

@@ -1,0 +1,143 @@
+"""JSON documents for ``show --json`` and ``check --json`` (schema_version 1, see README)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from ..analysis._facts import SOURCE_PRIORITY, source_kind
+from ..analysis.secrets import mask_text, mask_value
+from ..model import Finding, Run
+
+SCHEMA_VERSION = 1
+
+
+def run_path(run: Run, base: Path) -> str:
+    """The run's path relative to the PATH the user gave ('.' when it is the run itself)."""
+    try:
+        relative = os.path.relpath(run.root, Path(base).absolute())
+    except ValueError:
+        return run.root.name
+    return Path(relative).as_posix()
+
+
+def _num(value: Any) -> Any:
+    """JSON has no NaN/inf: map them to None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
+    """Per tag: point count, first and last step, from the preferred source kind (metric writer before train.log)."""
+    by_tag: dict[str, dict[str, list]] = {}
+    for s in run.series:
+        by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
+    summary = {}
+    for tag in sorted(by_tag):
+        kinds = by_tag[tag]
+        kind = next((k for k in SOURCE_PRIORITY if k in kinds), next(iter(kinds)))
+        group = [s for s in kinds[kind] if len(s)]
+        summary[tag] = {
+            "points": sum(len(s) for s in group),
+            "first_step": min((s.first_step for s in group), default=None),
+            "last_step": max((s.last_step for s in group), default=None),
+            "source": kind,
+        }
+    return summary
+
+
+def show_document(runs: list[Run], base: Path) -> dict[str, Any]:
+    """The ``show --json`` document."""
+    return {"schema_version": SCHEMA_VERSION, "runs": [show_run(run, base) for run in runs]}
+
+
+def show_run(run: Run, base: Path) -> dict[str, Any]:
+    """One run of the ``show --json`` document."""
+    prov = run.provenance
+    return {
+        "path": run_path(run, base),
+        "name": run.name,
+        "kind": run.kind,
+        "era": run.era,
+        "status": run.status,
+        "attempts": [{
+            "index": a.index, "first_step": a.first_step, "last_step": a.last_step,
+            "started_at": a.started_at, "origin": a.origin, "ended": a.ended,
+            "resume_step": a.resume_step, "resumed_from": a.resumed_from,
+            "end_detail": mask_text(a.end_detail) if a.end_detail else None,
+            "sources": list(a.sources),
+        } for a in run.attempts],
+        "scalars": scalar_summary(run),
+        "checkpoints": [{
+            "path": ck.path, "format": ck.format, "role": ck.role, "complete": ck.complete,
+            "global_step": ck.global_step, "epoch": ck.epoch, "wandb_run_id": ck.wandb_run_id,
+            "wandb_cursor": ck.wandb_cursor, "wandb_cursor_key": ck.wandb_cursor_key,
+            "size_bytes": ck.size_bytes, "resume_candidate": ck.resume_candidate,
+            "best_metric_value": _num(ck.best_metric_value),
+        } for ck in run.checkpoints],
+        "wandb": {
+            "run_ids": list(run.wandb.run_ids), "url": run.wandb.url, "project": run.wandb.project,
+            "entity": run.wandb.entity, "sync_command": run.wandb.sync_command,
+        },
+        "provenance": {
+            "git_commit": prov.git_commit, "git_dirty": prov.git_dirty, "host": prov.host,
+            "command": mask_text(prov.command) if prov.command else None,
+            "launch_command": mask_text(prov.launch_command) if prov.launch_command else None,
+            "created_at": prov.created_at, "source": prov.source,
+        },
+        "findings": _finding_counts(run.findings),
+    }
+
+
+def _finding_counts(findings: tuple[Finding, ...]) -> dict[str, int]:
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for f in findings:
+        counts[f.severity.label] += 1
+    return counts
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    """One finding as JSON; message and explanation are masked."""
+    return {
+        "code": finding.code,
+        "severity": finding.severity.label,
+        "message": mask_text(finding.message),
+        "steps": list(finding.steps) if finding.steps else None,
+        "paths": list(finding.paths),
+        "explanation": mask_text(finding.explanation),
+    }
+
+
+def check_document(runs: list[Run], base: Path) -> dict[str, Any]:
+    """The ``check --json`` document."""
+    return {"schema_version": SCHEMA_VERSION,
+            "runs": [{"path": run_path(run, base), "findings": [finding_json(f) for f in run.findings]}
+                     for run in runs]}
+
+
+def config_document(run: Run, base: Path, data: Any, kind: str) -> dict[str, Any]:
+    """The ``config --json`` document (secrets masked)."""
+    return {"schema_version": SCHEMA_VERSION, "path": run_path(run, base), "kind": kind, "config": mask_value(data)}
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """Serialize a document deterministically (NaN/inf become null)."""
+    return json.dumps(_clean(document), indent=2, sort_keys=False, ensure_ascii=False)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, float):
+        return _num(value)
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return str(value)

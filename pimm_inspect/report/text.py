@@ -1,0 +1,118 @@
+"""Rich renderables for the text output of ``ls``, ``show`` and ``check``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.secrets import mask_text
+from ..model import Run, Severity
+from .json_doc import run_path, scalar_summary
+
+SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+STATUS_STYLE = {"finished": "green", "running": "bold blue", "crashed": "bold red", "stopped": "yellow",
+                "unknown": "dim"}
+
+
+def _counts(run: Run) -> Text:
+    text = Text()
+    for sev, letter in ((Severity.ERROR, "E"), (Severity.WARNING, "W"), (Severity.INFO, "I")):
+        n = sum(1 for f in run.findings if f.severity == sev)
+        if n:
+            text.append(f"{n}{letter} ", style=SEVERITY_STYLE[sev])
+    return text if text.plain else Text("-", style="dim")
+
+
+def _last_step(run: Run) -> str:
+    steps = [a.last_step for a in run.attempts if a.last_step is not None]
+    if not steps:
+        steps = [s.last_step for s in run.series if len(s)]
+    return str(max(steps)) if steps else "-"
+
+
+def runs_table(runs: list[Run], base: Path) -> Table:
+    """The ``ls`` table: one row per run."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("run", "kind", "era", "status", "attempts", "last step", "W&B id", "findings"):
+        table.add_column(column, no_wrap=column != "run")
+    for run in runs:
+        table.add_row(run_path(run, base), run.kind, run.era or "-",
+                      Text(run.status, style=STATUS_STYLE.get(run.status, "")), str(len(run.attempts) or "-"),
+                      _last_step(run), ", ".join(run.wandb.run_ids) or "-", _counts(run))
+    return table
+
+
+def run_summary(run: Run, base: Path) -> Group:
+    """The ``show`` text view of one run."""
+    parts: list = []
+    head = Text()
+    head.append(run_path(run, base), style="bold")
+    head.append(f"  {run.kind}")
+    if run.era:
+        head.append(f" {run.era}")
+    head.append("  ")
+    head.append(run.status, style=STATUS_STYLE.get(run.status, ""))
+    parts.append(head)
+    prov = run.provenance
+    if prov.source:
+        dirty = " (dirty)" if prov.git_dirty else ""
+        parts.append(Text(f"git {prov.git_commit[:12] if prov.git_commit else '-'}{dirty}  host {prov.host or '-'}  "
+                          f"created {prov.created_at or '-'}  [{prov.source}]", style="dim"))
+    if run.wandb.url:
+        parts.append(Text(f"W&B {run.wandb.url}"))
+    elif run.wandb.run_ids:
+        parts.append(Text(f"W&B run id {', '.join(run.wandb.run_ids)} (project {run.wandb.project or '?'})"))
+    if run.attempts:
+        table = Table(title="attempts", title_justify="left", box=None, header_style="bold")
+        for column in ("#", "started", "steps", "origin", "ended", "resumed from"):
+            table.add_column(column)
+        for a in run.attempts:
+            steps = f"{a.first_step}-{a.last_step}" if a.first_step is not None else "-"
+            origin = a.origin + (f" @{a.resume_step}" if a.resume_step is not None else "")
+            ended = a.ended + (f": {mask_text(a.end_detail)[:60]}" if a.end_detail and a.ended == "crashed" else "")
+            table.add_row(str(a.index), a.started_at or "-", steps, origin, ended, a.resumed_from or "-")
+        parts.append(table)
+    summary = scalar_summary(run)
+    if summary:
+        table = Table(title=f"scalars ({len(summary)} tags)", title_justify="left", box=None, header_style="bold")
+        for column in ("tag", "points", "steps", "source"):
+            table.add_column(column)
+        for tag, info in list(summary.items())[:30]:
+            table.add_row(tag, str(info["points"]), f"{info['first_step']}-{info['last_step']}", info["source"])
+        if len(summary) > 30:
+            table.add_row(f"... {len(summary) - 30} more", "", "", "")
+        parts.append(table)
+    if run.checkpoints:
+        table = Table(title="checkpoints", title_justify="left", box=None, header_style="bold")
+        for column in ("path", "format", "complete", "step", "W&B id", "cursor", "resume"):
+            table.add_column(column)
+        for ck in run.checkpoints:
+            table.add_row(ck.path, ck.format, "yes" if ck.complete else Text("no", style="red"),
+                          "-" if ck.global_step is None else str(ck.global_step), ck.wandb_run_id or "-",
+                          "-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}",
+                          "<- picked" if ck.resume_candidate else "")
+        parts.append(table)
+    if run.findings:
+        parts.append(Text(f"findings: ", style="bold") + _counts(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
+    return Group(*parts)
+
+
+def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, explain: bool = True) -> Group:
+    """The ``check`` text view: the run's findings, worst first, with explanations."""
+    parts: list = [Text(run_path(run, base), style="bold")]
+    shown = [f for f in run.findings if f.severity >= min_severity]
+    if not shown:
+        parts.append(Text("  no findings", style="green"))
+    for f in shown:
+        line = Text("  ")
+        line.append(f"{f.severity.label:<7}", style=SEVERITY_STYLE[f.severity])
+        line.append(f" {f.code:<24} ", style="bold")
+        line.append(mask_text(f.message))
+        parts.append(line)
+        if explain and f.explanation:
+            for para in mask_text(f.explanation).splitlines():
+                parts.append(Text("      " + para, style="dim"))
+    return Group(*parts)
