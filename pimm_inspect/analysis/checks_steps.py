@@ -39,9 +39,14 @@ def _has_purge_marker(run: Run, newer_source: str, first_overlap: int) -> bool:
 
 def check_replayed(run: Run) -> list[Finding]:
     """``steps.replayed``: the same step written by more than one attempt or writer."""
+    # A W&B step metric (e.g. train/global_step) is the x axis of other keys, not a curve of its own.
+    step_metrics = {m for w in _facts.extra(run, "wandb_runs", ()) for m in getattr(w, "x_axis", {}).values()}
     by_tag: dict[tuple[str, str], list[ScalarSeries]] = defaultdict(list)
     for s in run.series:
-        by_tag[(s.tag, _facts.source_kind(run, s))].append(s)
+        kind = _facts.source_kind(run, s)
+        if kind == "wandb" and s.tag in step_metrics:
+            continue
+        by_tag[(s.tag, kind)].append(s)
     replays: dict[tuple[str, str], _Replay] = {}
     for (tag, kind), group in by_tag.items():
         for ov in overlaps(group):
@@ -59,7 +64,7 @@ def check_replayed(run: Run) -> list[Finding]:
             if np.isfinite(ov.max_abs_diff) and not (ov.max_abs_diff <= rep.max_diff):
                 rep.max_diff, rep.max_diff_tag = ov.max_abs_diff, tag
         for s in group:
-            dup = within_duplicates(s)
+            dup = within_duplicates(s, differing_only=True)
             if dup and kind != "train_log":
                 rep = replays.setdefault((s.source, s.source), _Replay(dup[0], dup[1]))
                 rep.first, rep.last = min(rep.first, dup[0]), max(rep.last, dup[1])
@@ -67,7 +72,7 @@ def check_replayed(run: Run) -> list[Finding]:
                 rep.tags.add(tag)
                 rep.kinds.add(kind)
     hf = _facts.extra(run, "hf")
-    for first, last in getattr(hf, "replayed", ()) or ():
+    for first, last in (getattr(hf, "replayed", ()) or ()) if not replays else ():
         rep = replays.setdefault(("hf attempt", "hf resume"), _Replay(first, last))
         rep.paths.add("trainer_state.json")
         rep.kinds.add("hf_trainer")
@@ -101,6 +106,11 @@ def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
 
 
 def _wandb_view(run: Run, first: int) -> str:
+    if run.kind == "wandb":
+        return ("W&B: each local folder is uploaded as-is by `wandb sync`; for one run id the server keeps the "
+                "first value logged for a step, so the replayed copy may be dropped.")
+    if run.kind == "hf-trainer":
+        return "W&B (if reporting): the Trainer logs with its own step, so replayed steps are dropped as going backwards."
     if not _facts.uses_wandb(run):
         return "W&B: not used by this run."
     cursors = [ck for ck in run.checkpoints if ck.wandb_cursor is not None]

@@ -79,7 +79,7 @@ def check_run_split(run: Run) -> list[Finding]:
     by_id: dict[str, list[str]] = defaultdict(list)
     for wrun in _facts.extra(run, "wandb_runs", ()):
         if getattr(wrun, "run_id", None):
-            by_id[wrun.run_id].append(wrun.path)
+            by_id[wrun.run_id].append(wrun.rel_path)
     for run_id, folders in by_id.items():
         if len(folders) > 1:
             findings.append(Finding(
@@ -94,3 +94,52 @@ def check_run_split(run: Run) -> list[Finding]:
         findings.append(Finding("wandb.run-split", Severity.INFO, "W&B display names carry -jobNNNN suffixes (E1 chained runs)",
                                 (), None, "Before 2026-07-14 each chained attempt became its own W&B run named <base>-job0001, -job0002, ..."))
     return findings
+
+
+def check_step_dropped(run: Run) -> list[Finding]:
+    """``wandb.step-dropped``: W&B ignored log calls whose step went backwards."""
+    findings = []
+    for wrun in _facts.extra(run, "wandb_runs", ()):
+        if not wrun.dropped_steps:
+            continue
+        steps = sorted(wrun.dropped_steps)
+        findings.append(Finding(
+            "wandb.step-dropped", Severity.WARNING,
+            f"W&B dropped {len(steps)} log call(s) in {wrun.rel_path} because their step went backwards",
+            (wrun.rel_path,), (steps[0], steps[-1]),
+            (f"W&B said: {wrun.dropped_step_warning.strip()[:300]}\n" if wrun.dropped_step_warning else "")
+            + "W&B's `_step` must increase; a call with a smaller explicit step is ignored, so those points are "
+              "missing from the W&B chart. Log a custom step metric (define_metric(..., step_metric=...)) instead "
+              "of passing step=, or rewind the run with resume_from."))
+    return findings
+
+
+def check_one_point(run: Run) -> list[Finding]:
+    """``wandb.few-rows``: the 'chart shows one point' confusion from explicit steps."""
+    findings = []
+    for wrun in _facts.extra(run, "wandb_runs", ()):
+        if wrun.few_rows_late_start:
+            findings.append(Finding(
+                "wandb.few-rows", Severity.INFO,
+                f"{wrun.rel_path}: history has only {len(wrun.history_steps)} row(s), starting at _step {wrun.first_step}",
+                (wrun.rel_path,), None,
+                "Steps were passed explicitly (run.log(..., step=N)); calls that share a step merge into one row, "
+                "so a chart against _step shows one point per distinct step. Plot against a step metric "
+                "(define_metric) or log without step= to get one row per call."))
+    return findings
+
+
+def check_missing_local_run(run: Run) -> list[Finding]:
+    """``wandb.no-local-run``: a checkpoint names a W&B run id with no local folder beside the run."""
+    local_ids = {w.run_id for w in _facts.extra(run, "wandb_runs", ()) if w.run_id}
+    if not local_ids:
+        return []
+    missing = sorted({ck.wandb_run_id for ck in run.checkpoints if ck.wandb_run_id} - local_ids)
+    if not missing:
+        return []
+    return [Finding(
+        "wandb.no-local-run", Severity.INFO,
+        f"checkpoint W&B run id(s) {', '.join(missing)} have no local W&B folder here",
+        tuple(ck.path for ck in run.checkpoints if ck.wandb_run_id in missing), None,
+        "The local wandb/ folders belong to other runs; the run named in the checkpoint was logged elsewhere "
+        "(another working directory or machine) or its folder was deleted.")]

@@ -99,12 +99,23 @@ def _last_value_per_step(s: ScalarSeries, steps: np.ndarray) -> np.ndarray:
     return s.values[order][idx]
 
 
-def within_duplicates(s: ScalarSeries) -> tuple[int, int, int] | None:
-    """(first, last, count) of steps logged more than once inside one series, or None."""
+def within_duplicates(s: ScalarSeries, differing_only: bool = False) -> tuple[int, int, int] | None:
+    """(first, last, count) of steps logged more than once inside one series, or None.
+
+    With ``differing_only`` a step counts only when its copies disagree: a writer that logs the
+    same value twice at one step (HF logs ``epoch`` with both train and eval rows) replays nothing.
+    """
     if len(s) < 2:
         return None
     uniq, counts = np.unique(s.steps, return_counts=True)
     dup = uniq[counts > 1]
+    if differing_only and dup.size:
+        order = np.lexsort((s.values, s.steps))
+        steps_sorted, values_sorted = s.steps[order], s.values[order]
+        same_step = steps_sorted[1:] == steps_sorted[:-1]
+        differs = same_step & ~((values_sorted[1:] == values_sorted[:-1]) |
+                                (np.isnan(values_sorted[1:]) & np.isnan(values_sorted[:-1])))
+        dup = np.unique(steps_sorted[1:][differs])
     if dup.size == 0:
         return None
     return int(dup.min()), int(dup.max()), int(dup.size)

@@ -42,7 +42,9 @@ class SecretHit:
 
 def _looks_secret_value(value: str) -> bool:
     v = value.strip().strip("'\"")
-    return len(v) >= 8 and v.lower() not in _BENIGN_VALUES and not v.startswith("$") and MASK not in v
+    placeholder = v.startswith("<") and v.endswith(">")  # HF writes "<HUB_TOKEN>" in place of the real one
+    return (len(v) >= 8 and v.lower() not in _BENIGN_VALUES and not v.startswith("$") and MASK not in v
+            and not placeholder)
 
 
 def mask_text(text: str) -> str:

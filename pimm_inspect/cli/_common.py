@@ -56,7 +56,18 @@ def console(no_color: bool = False):
     """A Rich console writing to stdout (colour off when not a terminal or NO_COLOR is set)."""
     from rich.console import Console
 
-    return Console(no_color=no_color or None, highlight=False, soft_wrap=False)
+    # Piped output has no terminal width: use a wide page rather than Rich's 80 columns.
+    width = None if sys.stdout.isatty() else 140
+    return Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")
+
+
+def load_many(paths: tuple[str, ...]) -> tuple[list[Run], Path]:
+    """Load the runs under every PATH given ('.' when none); output paths are relative to the base returned."""
+    paths = paths or (".",)
+    runs: list[Run] = []
+    for path in paths:
+        runs += load_runs(path)
+    return runs, Path(paths[0]) if len(paths) == 1 else Path(".")

@@ -8,18 +8,18 @@ from pathlib import Path
 import click
 
 from ..model import Severity
-from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, load_runs
+from ._common import load_many, EXIT_FINDINGS, EXIT_OK, console, json_option, load_runs
 
 
 @click.command("check")
-@click.argument("path", type=click.Path(), default=".")
+@click.argument("paths", nargs=-1, type=click.Path())
 @json_option
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default="warning",
               show_default=True, help="Exit 1 when a finding at or above this severity exists.")
 @click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default="info",
               show_default=True, help="Hide findings below this severity in text output.")
 @click.option("--brief", is_flag=True, help="One line per finding, without explanations.")
-def command(path: str, as_json: bool, fail_on: str, min_severity: str, brief: bool) -> None:
+def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: str, brief: bool) -> None:
     """Check runs for replayed steps, rollbacks, W&B cursor problems, incomplete checkpoints,
     provenance issues and damaged files.
 
@@ -27,9 +27,9 @@ def command(path: str, as_json: bool, fail_on: str, min_severity: str, brief: bo
     """
     from ..report.json_doc import check_document, dumps
 
-    runs = load_runs(path)
+    runs, base = load_many(paths)
     if as_json:
-        click.echo(dumps(check_document(runs, Path(path))))
+        click.echo(dumps(check_document(runs, base)))
     else:
         from ..report.text import findings_view
 
@@ -37,7 +37,7 @@ def command(path: str, as_json: bool, fail_on: str, min_severity: str, brief: bo
         for i, r in enumerate(runs):
             if i:
                 out.print()
-            out.print(findings_view(r, Path(path), Severity.parse(min_severity), explain=not brief))
+            out.print(findings_view(r, base, Severity.parse(min_severity), explain=not brief))
     if fail_on != "never":
         threshold = Severity.parse(fail_on)
         if any(f.severity >= threshold for r in runs for f in r.findings):

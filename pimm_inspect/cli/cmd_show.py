@@ -6,22 +6,22 @@ from pathlib import Path
 
 import click
 
-from ._common import console, json_option, load_runs
+from ._common import load_many, console, json_option, load_runs
 
 
 @click.command("show")
-@click.argument("run", type=click.Path(), default=".")
+@click.argument("runs", nargs=-1, type=click.Path())
 @json_option
-def command(run: str, as_json: bool) -> None:
+def command(runs: tuple[str, ...], as_json: bool) -> None:
     """Summarise a run (or every run under a folder).
 
     Example: pimm-inspect show exp/panda/semseg/semseg-fft --json
     """
     from ..report.json_doc import dumps, show_document
 
-    runs = load_runs(run)
+    runs, base = load_many(runs)
     if as_json:
-        click.echo(dumps(show_document(runs, Path(run))))
+        click.echo(dumps(show_document(runs, base)))
         return
     from ..report.text import run_summary
 
@@ -29,4 +29,4 @@ def command(run: str, as_json: bool) -> None:
     for i, r in enumerate(runs):
         if i:
             out.print()
-        out.print(run_summary(r, Path(run)))
+        out.print(run_summary(r, base))

@@ -62,6 +62,7 @@ def _attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries
     attempts: list[Attempt] = []
     segments = list(c.train_log.segments) if c.train_log is not None else []
     tb_attempt = _map_event_files(c, segments)
+    wandb_attempt: dict[str, int] = {}
     if segments:
         for seg in segments:
             sources = ["train.log"] + [p for p, a in tb_attempt.items() if a == seg.index]
@@ -80,20 +81,46 @@ def _attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries
                        if result.first_wall_time_s else None)
             attempts.append(Attempt(index=index, started_at=started, first_step=first, last_step=last,
                                     origin="fresh" if index == 1 else "resume", sources=(rel_path,)))
+    elif c.wandb_runs and c.kind == "wandb":
+        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+        for index, wrun in enumerate(ordered, start=1):
+            steps = [s for s in wrun.series if len(s)]
+            started = (datetime.utcfromtimestamp(wrun.start_time_s).strftime("%Y-%m-%d %H:%M:%S")
+                       if wrun.start_time_s else None)
+            ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
+            attempts.append(Attempt(index=index, started_at=started,
+                                    first_step=min((s.first_step for s in steps), default=None),
+                                    last_step=max((s.last_step for s in steps), default=None),
+                                    origin="resume" if wrun.resumed else "fresh", ended=ended,
+                                    end_detail=f"exit code {wrun.exit_code}" if wrun.exit_code else None,
+                                    sources=(wrun.rel_path,)))
+            if len(c.wandb_runs) > 1:
+                wandb_attempt[wrun.rel_path] = index
     elif c.hf is not None and getattr(c.hf, "attempts", None):
         for att in c.hf.attempts:
+            done = (att is c.hf.attempts[-1] and c.hf.max_steps is not None and c.hf.global_step is not None
+                    and c.hf.global_step >= c.hf.max_steps)
             attempts.append(Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step,
                                     origin="resume" if att.resumed_from_checkpoint else "fresh",
                                     resume_step=att.resumed_from_checkpoint,
+                                    resumed_from=(f"checkpoint-{att.resumed_from_checkpoint}"
+                                                  if att.resumed_from_checkpoint else None),
+                                    ended="completed" if done else "unknown",
                                     sources=(att.tb_dir,) if att.tb_dir else ()))
     for rel_path, _name, result in c.tb_files:
         attempt = tb_attempt.get(rel_path)
         for s in result.series.values():
             series.append(dataclasses.replace(s, attempt=attempt))
+    if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
+        # One W&B id, several local folders: each folder is one process start (a requeued offline run).
+        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered, start=1)}
     for run in c.wandb_runs:
-        series += list(run.series)
+        attempt = wandb_attempt.get(run.rel_path)
+        series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s for s in run.series]
     if c.hf is not None:
-        series += list(c.hf.series)
+        # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
+        series += list(c.hf.series) + list(c.hf.tb_series)
     return attempts, series
 
 
@@ -173,7 +200,9 @@ def _checkpoints(c: Collected) -> list[CheckpointInfo]:
     if c.model_dir is not None:
         items += list(c.model_dir.checkpoints)
     if c.hf is not None:
-        items += list(getattr(c.hf, "checkpoints", ()))
+        items += [h.info for h in c.hf.checkpoints]
+        if c.hf.final_model is not None:
+            items.append(c.hf.final_model)
     return items
 
 
@@ -217,7 +246,7 @@ def _wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
     entity = next((r.entity for r in c.wandb_runs if r.entity), None) or _str(resolved.get("wandb_entity"))
     base = next((r.base_url for r in c.wandb_runs if getattr(r, "base_url", None)), None) or "https://wandb.ai"
     name = next((r.display_name for r in c.wandb_runs if r.display_name), None) or _str(resolved.get("wandb_run_name"))
-    local_dirs = tuple(r.path for r in c.wandb_runs) if c.wandb_runs and hasattr(c.wandb_runs[0], "path") else ()
+    local_dirs = tuple(r.rel_path for r in c.wandb_runs)
     url = f"{base.rstrip('/')}/{entity}/{project}/runs/{ids[0]}" if ids and entity and project else None
     sync = None
     if url is None:
@@ -236,8 +265,7 @@ def _extra_configs(c: Collected) -> tuple:
     docs = []
     for run in c.wandb_runs:
         if getattr(run, "config", None):
-            docs.append(ConfigDoc(path=run.path if hasattr(run, "path") else "wandb", kind="wandb_config",
-                                  data=run.config))
+            docs.append(ConfigDoc(path=run.rel_path, kind="wandb_config", data=dict(run.config)))
     return tuple(docs)
 
 

@@ -218,8 +218,3 @@ def _read_hf(c: Collected) -> None:
     c.findings += result.findings
     if (c.root / "trainer_state.json").exists():
         c.sources.append(_source(c.root, c.root / "trainer_state.json", "hf_trainer"))
-    # One TensorBoard folder per process start under runs/ (the Trainer's logging_dir default).
-    for name in _listdir(c.root / "runs"):
-        folder = c.root / "runs" / name
-        if folder.is_dir():
-            _read_event_files(c, folder, _listdir(folder))

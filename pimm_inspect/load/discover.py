@@ -30,7 +30,7 @@ def classify_dir(path: Path, names: set[str] | None = None) -> str | None:
         return "hf-trainer"
     if WANDB_RUN_DIR.match(path.name) and any(n.endswith(".wandb") for n in names):
         return "wandb"
-    if "wandb" in names and _has_wandb_runs(path / "wandb"):
+    if "wandb" in names and _wandb_run_ids(path / "wandb") and len(_wandb_run_ids(path / "wandb")) == 1:
         return "wandb"
     if any(EVENT_FILE.match(n) for n in names):
         return "tensorboard"
@@ -51,11 +51,16 @@ def _is_model_dir(model: Path, names: set[str]) -> bool:
                or e.startswith("iter_") for e in entries)
 
 
-def _has_wandb_runs(wandb_dir: Path) -> bool:
+def _wandb_run_ids(wandb_dir: Path) -> set[str]:
+    """Run ids of the W&B run folders in a ``wandb/`` folder (the id ends the folder name)."""
     try:
-        return any(WANDB_RUN_DIR.match(n) for n in os.listdir(wandb_dir))
+        return {n.rsplit("-", 1)[-1] for n in os.listdir(wandb_dir) if WANDB_RUN_DIR.match(n)}
     except OSError:
-        return False
+        return set()
+
+
+def _has_wandb_runs(wandb_dir: Path) -> bool:
+    return bool(_wandb_run_ids(wandb_dir))
 
 
 def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
@@ -101,6 +106,8 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
             child = current / name
             if name == "wandb" and not _has_wandb_runs(child):
                 continue
+            if name == "latest-run":
+                continue  # W&B's symlink to a run folder listed beside it
             try:
                 if not stat.S_ISDIR(os.stat(child).st_mode):
                     continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -36,8 +37,10 @@ def _last_step(run: Run) -> str:
 def runs_table(runs: list[Run], base: Path) -> Table:
     """The ``ls`` table: one row per run."""
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("run", "kind", "era", "status", "attempts", "last step", "W&B id", "findings"):
-        table.add_column(column, no_wrap=column != "run")
+    longest = max((len(run_path(run, base)) for run in runs), default=3)
+    table.add_column("run", no_wrap=True, min_width=min(longest, 40))
+    for column in ("kind", "era", "status", "attempts", "last step", "W&B id", "findings"):
+        table.add_column(column, no_wrap=column not in ("W&B id",))
     for run in runs:
         table.add_row(run_path(run, base), run.kind, run.era or "-",
                       Text(run.status, style=STATUS_STYLE.get(run.status, "")), str(len(run.attempts) or "-"),
@@ -107,12 +110,14 @@ def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, 
     if not shown:
         parts.append(Text("  no findings", style="green"))
     for f in shown:
-        line = Text("  ")
-        line.append(f"{f.severity.label:<7}", style=SEVERITY_STYLE[f.severity])
-        line.append(f" {f.code:<24} ", style="bold")
-        line.append(mask_text(f.message))
-        parts.append(line)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=1)
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True)
+        grid.add_column(ratio=1)
+        grid.add_row("", Text(f"{f.severity.label:<7}", style=SEVERITY_STYLE[f.severity]),
+                     Text(f.code, style="bold"), Text(mask_text(f.message)))
+        parts.append(grid)
         if explain and f.explanation:
-            for para in mask_text(f.explanation).splitlines():
-                parts.append(Text("      " + para, style="dim"))
+            parts.append(Padding(Text(mask_text(f.explanation), style="dim"), (0, 0, 0, 6)))
     return Group(*parts)
