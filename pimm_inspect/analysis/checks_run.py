@@ -32,25 +32,31 @@ def check_crashed(run: Run) -> list[Finding]:
 
 
 def check_stalled(run: Run, now: float | None = None) -> list[Finding]:
-    """``run.stalled``: a live run whose last step is many usual intervals old."""
+    """``run.stalled``: the run's own files show recent activity but no new step for many usual intervals."""
     if run.status != "running":
         return []
     now = time.time() if now is None else now
     best = None
     for s in run.series:
-        finite = s.wall_times_s[np.isfinite(s.wall_times_s)]
+        finite = np.unique(s.wall_times_s[np.isfinite(s.wall_times_s)])
         if finite.size > 3 and (best is None or finite.size > best.size):
-            best = np.sort(finite)
+            best = finite
     if best is None:
         return []
     usual = float(np.median(np.diff(best)))
-    age = now - float(best[-1])
+    last_step_s = float(best[-1])
+    # Activity by the files' own clocks (structured-log records keep coming while a rank hangs).
+    activity = [last_step_s] + [r.last_time_s for r in _facts.extra(run, "rank_logs", ()) if r.last_time_s]
+    last_activity = max(activity)
+    if now - last_activity > 900:
+        return []  # nothing shows the process is alive now: a stopped run or a copy, not a stall
+    age = last_activity - last_step_s
     limit = max(20 * usual, 600.0)
     if age <= limit:
         return []
     return [Finding(
         "run.stalled", Severity.WARNING,
-        f"no new step for {age / 60:.0f} min (usually every {usual:.0f} s)",
+        f"no new step for {age / 60:.0f} min while the run is still writing (steps usually every {usual:.1f} s)",
         (), None,
         "The files are still fresh but training stopped advancing: a hang (NCCL, data loader), a stuck evaluation, or "
         "a job waiting to be killed. Structured logs (if enabled) show which rank is stuck in which phase.")]

@@ -81,11 +81,12 @@ def check_replayed(run: Run) -> list[Finding]:
 
 def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
     span = _facts.fmt_range(rep.first, rep.last)
+    what = f"step {span}" if rep.first == rep.last else f"steps {span}"
     paths = tuple(sorted(rep.paths))
     if key[0] == key[1]:
-        message = f"steps {span} appear more than once inside {key[0]}"
+        message = f"{what} appear{'s' if rep.first == rep.last else ''} more than once inside {key[0]}"
     else:
-        message = f"steps {span} were written by {key[0]} and again by {key[1]}"
+        message = f"{what} {'was' if rep.first == rep.last else 'were'} written by {key[0]} and again by {key[1]}"
     lines = [f"Files: {', '.join(paths)}. Tags affected: {len(rep.tags)} (e.g. {', '.join(sorted(rep.tags)[:3])})."]
     if np.isfinite(rep.max_diff):
         exact = "the copies are identical" if rep.max_diff == 0 else f"largest difference between copies: {rep.max_diff:.6g} ({rep.max_diff_tag})"
@@ -122,21 +123,38 @@ def _wandb_view(run: Run, first: int) -> str:
 
 
 def check_gaps(run: Run) -> list[Finding]:
-    """``steps.gap``: steps missing between consecutive attempts."""
+    """``steps.gap``: steps missing between consecutive attempts, in every source that covers both."""
+    interval_by_group: dict[tuple[str, str], tuple[int, dict[int, ScalarSeries]]] = {}
+    for s in run.series:
+        if s.attempt is None or not len(s):
+            continue
+        key = (s.tag, _facts.source_kind(run, s))
+        interval_by_group.setdefault(key, (0, {}))[1][s.attempt] = s
+    verdicts: dict[tuple[int, int], list[bool]] = defaultdict(list)
+    for key, (_unused, by_attempt) in interval_by_group.items():
+        steps = np.unique(np.concatenate([s.steps for s in by_attempt.values()]))
+        diffs = np.diff(steps)
+        interval = int(np.median(diffs)) if diffs.size else 1
+        ordered = sorted(by_attempt)
+        for a, b in zip(ordered, ordered[1:]):
+            jump = by_attempt[b].first_step - by_attempt[a].last_step
+            verdicts[(a, b)].append(jump > max(2 * interval, interval + 1))
     findings = []
-    interval = _facts.typical_interval(run)
-    attempts = [a for a in run.attempts if a.first_step is not None and a.last_step is not None]
-    for prev, nxt in zip(attempts, attempts[1:]):
-        missing = nxt.first_step - prev.last_step
-        if missing > max(2 * interval, interval + 1):
-            first, last = prev.last_step + 1, nxt.first_step - 1
-            findings.append(Finding(
-                "steps.gap", Severity.WARNING,
-                f"no steps logged between {prev.last_step} (end of attempt {prev.index}) and {nxt.first_step} (start of attempt {nxt.index})",
-                tuple(sorted(set(prev.sources) | set(nxt.sources))), (first, last),
-                f"Steps are normally logged every {interval} step(s). Attempt {nxt.index} started at step "
-                f"{nxt.first_step} although attempt {prev.index} stopped logging at {prev.last_step}: its log was "
-                "lost (unflushed writer, deleted file) or it resumed from a checkpoint newer than anything logged."))
+    by_index = {a.index: a for a in run.attempts}
+    for (a, b), flags in sorted(verdicts.items()):
+        prev, nxt = by_index.get(a), by_index.get(b)
+        if not flags or not all(flags) or prev is None or nxt is None or prev.last_step is None or nxt.first_step is None:
+            continue
+        first, last = prev.last_step + 1, nxt.first_step - 1
+        if last < first:
+            continue
+        findings.append(Finding(
+            "steps.gap", Severity.WARNING,
+            f"no steps logged between {prev.last_step} (end of attempt {prev.index}) and {nxt.first_step} (start of attempt {nxt.index})",
+            tuple(sorted(set(prev.sources) | set(nxt.sources))), (first, last),
+            f"Attempt {nxt.index} started at step {nxt.first_step} although attempt {prev.index} stopped logging at "
+            f"{prev.last_step}, in every source that covers both: its log was lost (unflushed writer, deleted file) "
+            "or it resumed from a checkpoint newer than anything logged."))
     return findings
 
 
@@ -156,7 +174,8 @@ def check_rollback(run: Run) -> list[Finding]:
         source = nxt.resumed_from or "a checkpoint"
         findings.append(Finding(
             "resume.rollback", Severity.WARNING,
-            f"attempt {nxt.index} resumed from step {restored} after attempt {prev.index} reached {prev.last_step}: {lost} steps redone",
+            f"attempt {nxt.index} resumed from step {restored} after attempt {prev.index} reached {prev.last_step}: "
+            f"rolled back {lost} step{'s' if lost != 1 else ''}",
             tuple(sorted(set(prev.sources) | set(nxt.sources))), (restored + 1, prev.last_step),
             f"Attempt {prev.index} ended ({prev.ended}) at step {prev.last_step}; its last checkpoint was at step {restored}, "
             f"so attempt {nxt.index} restarted from {source} and trained steps {restored + 1}-{prev.last_step} again. "
