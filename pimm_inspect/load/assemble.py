@@ -64,11 +64,15 @@ def _attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries
     tb_attempt = _map_event_files(c, segments)
     wandb_attempt: dict[str, int] = {}
     if segments:
+        tb_span = _tb_spans(c, tb_attempt)
         for seg in segments:
             sources = ["train.log"] + [p for p, a in tb_attempt.items() if a == seg.index]
+            # Reconcile with the attempt's event file: train.log logs every log_frequency steps, TB every step.
+            firsts = [v for v in (seg.first_step, tb_span.get(seg.index, (None, None))[0]) if v is not None]
+            lasts = [v for v in (seg.last_step, tb_span.get(seg.index, (None, None))[1]) if v is not None]
             attempts.append(Attempt(
-                index=seg.index, started_at=seg.started_at, first_step=seg.first_step,
-                last_step=seg.last_step, origin=seg.origin, resumed_from=seg.resumed_from,
+                index=seg.index, started_at=seg.started_at, first_step=min(firsts, default=None),
+                last_step=max(lasts, default=None), origin=seg.origin, resumed_from=seg.resumed_from,
                 resume_step=seg.resume_step, ended=seg.ended or "unknown",
                 end_detail=seg.end_detail, sources=tuple(sources)))
         series += list(c.train_log.series)
@@ -122,6 +126,20 @@ def _attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
     return attempts, series
+
+
+def _tb_spans(c: Collected, tb_attempt: dict[str, int]) -> dict[int, tuple[int, int]]:
+    """Per attempt, the step span of its event files' scalars."""
+    spans: dict[int, tuple[int, int]] = {}
+    for rel_path, _name, result in c.tb_files:
+        attempt = tb_attempt.get(rel_path)
+        steps = [(s.first_step, s.last_step) for s in result.series.values() if len(s)]
+        if attempt is None or not steps:
+            continue
+        lo, hi = min(a for a, _ in steps), max(b for _, b in steps)
+        old = spans.get(attempt)
+        spans[attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+    return spans
 
 
 def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:

@@ -1,0 +1,263 @@
+"""An allow-listing unpickler that turns torch/numpy pickles into inert placeholders.
+
+Nothing named by a pickle is ever imported or called: allowed globals map to our
+own stand-ins (``_stand_ins``, building ``_placeholders``), every other global becomes an ``UnsafeGlobal``
+class whose calls, ``__new__`` and ``__setstate__`` only record their arguments.
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+import io
+import pickle
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from . import _stand_ins as si
+from ._placeholders import (  # re-exported: the public placeholder types
+    ArrayPlaceholder,
+    Inert,
+    NumpyDtype,
+    PickledObject,
+    StoragePlaceholder,
+    StorageType,
+    TensorPlaceholder,
+    TorchDtype,
+    UnsafeGlobal,
+)
+
+__all__ = [
+    "ArrayPlaceholder", "Inert", "NumpyDtype", "PickledObject", "StoragePlaceholder",
+    "StorageType", "TensorPlaceholder", "TorchDtype", "UnsafeGlobal", "SafeLoad",
+    "SafeUnpickler", "safe_loads", "to_plain", "MAX_PICKLE_BYTES",
+]
+
+MAX_PICKLE_BYTES = 64 * 1024 * 1024
+"""Pickles (data.pkl, .metadata, DCP byte items) larger than this are refused."""
+MAX_RECORDED_GLOBALS = 200
+"""At most this many distinct globals are listed (a hostile file could name millions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SafeLoad:
+    """The outcome of one safe unpickling: a value (maybe partial) and what was seen."""
+
+    value: Any
+    ok: bool
+    """False when unpickling failed or was refused; ``value`` is then partial or None."""
+    error: str | None = None
+    truncated: bool = False
+    """True when the input ended before the pickle's STOP opcode."""
+    end_offset: int = 0
+    """Offset just after the pickle (for pickle sequences such as the legacy torch format)."""
+
+
+class _Recorder:
+    """State shared by all pickles read from one file: globals, storages, tensors."""
+
+    def __init__(self) -> None:
+        self.unsafe_globals: list[str] = []
+        self.globals_seen: list[str] = []
+        self.storages: dict[str, StoragePlaceholder] = {}
+        self.tensor_count = 0
+        self.tensor_numel_bytes = 0
+
+    def note_global(self, dotted: str, unsafe: bool) -> None:
+        """Remember a referenced global once, keeping first-seen order, capped."""
+        if dotted not in self.globals_seen and len(self.globals_seen) < MAX_RECORDED_GLOBALS:
+            self.globals_seen.append(dotted)
+        if unsafe and dotted not in self.unsafe_globals and len(self.unsafe_globals) < MAX_RECORDED_GLOBALS:
+            self.unsafe_globals.append(dotted)
+
+    @property
+    def storage_bytes(self) -> int:
+        """Bytes of all distinct storages referenced (what the file holds for tensors)."""
+        return sum(s.nbytes for s in self.storages.values())
+
+
+def _normalize(module: str, name: str) -> tuple[str, str]:
+    """Map Python 2 names (``__builtin__.set``, ``copy_reg``) to Python 3 ones, as pickle does."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
+class _SafeMixin:
+    """find_class/persistent_load shared by the C and the pure-Python unpickler."""
+
+    recorder: _Recorder
+
+    def find_class(self, module: Any, name: Any) -> Any:
+        """Return our stand-in for an allowed global, else an inert ``UnsafeGlobal``."""
+        module, name = _normalize(str(module), str(name))
+        stand_in = si.lookup(module, name)
+        self.recorder.note_global(f"{module}.{name}", unsafe=stand_in is None)
+        if stand_in is None:
+            return UnsafeGlobal(module, name)
+        if stand_in in si.COUNTED_TENSOR_BUILDERS:
+            return self._counting(stand_in)
+        return stand_in
+
+    def _counting(self, base: Any):
+        """Wrap a tensor stand-in so each tensor the pickle builds is counted."""
+        recorder = self.recorder
+
+        def rebuild(*args: Any, **kwargs: Any) -> Any:
+            result = base(*args, **kwargs)
+            if isinstance(result, TensorPlaceholder):
+                recorder.tensor_count += 1
+                recorder.tensor_numel_bytes += result.nbytes
+            return result
+
+        return rebuild
+
+    def persistent_load(self, pid: Any) -> Any:
+        """Describe a tensor storage reference instead of reading its bytes."""
+        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+            return Inert()
+        storage_type, key, location, numel = pid[1], str(pid[2]), pid[3], pid[4]
+        if key in self.recorder.storages:
+            return self.recorder.storages[key]
+        if isinstance(storage_type, StorageType):
+            dtype, itemsize = storage_type.dtype, storage_type.itemsize
+        else:
+            dtype, itemsize = "unknown", 1
+        numel = numel if isinstance(numel, int) and numel >= 0 else 0
+        storage = StoragePlaceholder(dtype=dtype, key=key, location=str(location), numel=numel,
+                                     nbytes=numel * itemsize)
+        if len(self.recorder.storages) < 10_000_000:
+            self.recorder.storages[key] = storage
+        return storage
+
+
+class _CUnpickler(_SafeMixin, pickle.Unpickler):
+    """The fast (C) unpickler with our hooks."""
+
+
+class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
+    """The pure-Python unpickler: slower, but its stacks survive an error (partial results)."""
+
+
+def _partial_from_stacks(unpickler: Any) -> Any:
+    """Rebuild the outermost container from the stacks left by a failed load.
+
+    Each MARK level holds the pending items of the dict or list just below it;
+    folding them in from the deepest level up recovers what had been read.
+    """
+    levels = [list(s) for s in getattr(unpickler, "metastack", [])]
+    levels.append(list(getattr(unpickler, "stack", [])))
+    for depth in range(len(levels) - 1, 0, -1):
+        below = levels[depth - 1]
+        if not below:
+            continue
+        target, items = below[-1], levels[depth]
+        try:
+            if isinstance(target, dict):
+                for i in range(0, len(items) - 1, 2):
+                    target[items[i]] = items[i + 1]
+            elif isinstance(target, list):
+                target.extend(items)
+        except TypeError:  # an unhashable placeholder as key: keep what we have
+            continue
+    return levels[0][0] if levels and levels[0] else None
+
+
+class SafeUnpickler:
+    """Reads one or several consecutive pickles from a byte buffer, safely."""
+
+    def __init__(self, data: bytes | memoryview) -> None:
+        self._stream: BinaryIO = io.BytesIO(data)
+        self.recorder = _Recorder()
+
+    @property
+    def unsafe_globals(self) -> tuple[str, ...]:
+        """``module.name`` of every referenced global outside the allow-list."""
+        return tuple(self.recorder.unsafe_globals)
+
+    def seek(self, offset: int) -> None:
+        """Continue reading at ``offset`` of the buffer."""
+        self._stream.seek(offset)
+
+    def load(self) -> SafeLoad:
+        """Unpickle the next pickle; never raises (errors come back in the result)."""
+        start = self._stream.tell()
+        fast = _CUnpickler(self._stream)
+        fast.recorder = self.recorder
+        try:
+            value = fast.load()
+            return SafeLoad(value, True, end_offset=self._stream.tell())
+        except RecursionError:
+            return SafeLoad(None, False, "nesting too deep (recursion limit)", end_offset=start)
+        except MemoryError:
+            return SafeLoad(None, False, "out of memory while unpickling", end_offset=start)
+        except Exception as exc:  # noqa: BLE001 - any failure becomes a finding, never a crash
+            first_error = exc
+        # Re-read with the pure-Python unpickler to salvage a partial value.
+        self._stream.seek(start)
+        slow = _PyUnpickler(self._stream)
+        slow.recorder = self.recorder
+        try:
+            value = slow.load()
+            return SafeLoad(value, True, end_offset=self._stream.tell())
+        except RecursionError:
+            partial = None
+        except Exception:  # noqa: BLE001
+            try:
+                partial = _partial_from_stacks(slow)
+            except Exception:  # noqa: BLE001
+                partial = None
+        truncated = isinstance(first_error, EOFError) or "ran out of input" in str(first_error).lower() \
+            or "truncated" in str(first_error).lower()
+        message = f"{type(first_error).__name__}: {first_error}"[:300]
+        return SafeLoad(partial, False, message, truncated=truncated, end_offset=self._stream.tell())
+
+
+def safe_loads(data: bytes | memoryview, cap: int = MAX_PICKLE_BYTES) -> tuple[SafeLoad, SafeUnpickler]:
+    """Unpickle one pickle from bytes with the allow-list; refuse buffers over ``cap``."""
+    if len(data) > cap:
+        unpickler = SafeUnpickler(b"")
+        return SafeLoad(None, False, f"pickle of {len(data)} bytes exceeds the {cap} byte cap"), unpickler
+    unpickler = SafeUnpickler(data)
+    return unpickler.load(), unpickler
+
+
+def to_plain(value: Any, max_nodes: int = 20_000) -> Any:
+    """A JSON-like copy of an unpickled tree: placeholders become small dicts or scalars.
+
+    Depth- and node-capped, so shared or cyclic references in a hostile pickle
+    cannot blow up time or recursion; enum-like objects become their value.
+    """
+    budget = [max_nodes]
+
+    def convert(node: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 50:
+            return "<...>"
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, (bytes, bytearray)):
+            return f"<{len(node)} bytes>"
+        if isinstance(node, dict):
+            return {(k if isinstance(k, (str, int, float, bool)) or k is None else str(k)): convert(v, depth + 1)
+                    for k, v in list(node.items())[: max(budget[0], 0)]}
+        if isinstance(node, (list, tuple, set, frozenset)):
+            return [convert(v, depth + 1) for v in list(node)[: max(budget[0], 0)]]
+        if isinstance(node, TensorPlaceholder):
+            return {"tensor": node.dtype, "shape": list(node.shape)}
+        if isinstance(node, ArrayPlaceholder):
+            return {"array": node.dtype, "shape": list(node.shape)}
+        if isinstance(node, (TorchDtype, StorageType)):
+            return f"torch.{node.name}"
+        if isinstance(node, PickledObject):
+            state = node.state
+            if isinstance(state, dict):
+                return convert(state, depth)
+            if state is None and len(node.args) == 1 and not node.kwargs:
+                return convert(node.args[0], depth)  # enum-like: Strategy("steps") -> "steps"
+            return f"<{type(node).dotted}>"  # type: ignore[attr-defined]
+        return f"<{type(node).__name__}>"
+
+    try:
+        return convert(value, 0)
+    except RecursionError:
+        return None

@@ -1,0 +1,171 @@
+"""The allow-listing unpickler: real torch/numpy shapes, hostile pickles, resource bounds."""
+
+from __future__ import annotations
+
+import enum
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pimm_inspect.sources.safe_pickle import (ArrayPlaceholder, PickledObject, SafeUnpickler, TensorPlaceholder,
+                                              UnsafeGlobal, safe_loads, to_plain)
+
+
+def _hostile_pickles(marker: Path) -> dict[str, bytes]:
+    """Hand-assembled pickles that would run ``touch <marker>`` if any global were honoured."""
+    cmd = f"touch {marker}".encode()
+    short = bytes([len(cmd)])
+    return {
+        "GLOBAL+REDUCE p0": b"cos\nsystem\n(S'" + cmd + b"'\ntR.",
+        "INST p0": b"(S'" + cmd + b"'\nios\nsystem\n.",
+        "OBJ p1": b"(cos\nsystem\nU" + short + cmd + b"o.",
+        "STACK_GLOBAL p4": b"\x80\x04\x8c\x02os\x8c\x06system\x93\x8c" + short + cmd + b"\x85R.",
+        "NEWOBJ p2": b"\x80\x02csubprocess\nPopen\n]U" + short + cmd + b"a\x85\x81.",
+        "NEWOBJ_EX p4": b"\x80\x04\x8c\nsubprocess\x8c\x05Popen\x93]\x8c" + short + cmd + b"a\x85}\x92.",
+        "eval p2": b"\x80\x02cbuiltins\neval\nU" + bytes([len(b"__import__('os').system('" + cmd + b"')")])
+                   + b"__import__('os').system('" + cmd + b"')\x85R.",
+        "setstate trick p2": b"\x80\x02cbuiltins\nobject\n)\x81}U\x0c__setstate__cos\nsystem\nsbU" + short + cmd + b"b.",
+        "import module p2": b"\x80\x02cbuiltins\n__import__\nU\x02os\x85R.",
+        "copyreg reconstructor p0": b"ccopy_reg\n_reconstructor\n(cos\nsystem\nc__builtin__\nobject\nS'" + cmd
+                                    + b"'\ntR.",
+    }
+
+
+@pytest.mark.parametrize("name", list(_hostile_pickles(Path("/x"))))
+def test_hostile_pickle_never_runs_and_is_listed(tmp_path: Path, name: str) -> None:
+    marker = tmp_path / "pwned"
+    data = _hostile_pickles(marker)[name]
+    result, unpickler = safe_loads(data)
+    assert not marker.exists()
+    assert unpickler.unsafe_globals, name
+    assert any(g in unpickler.unsafe_globals for g in ("os.system", "subprocess.Popen", "builtins.eval",
+                                                       "builtins.__import__"))
+
+
+def test_reduce_from_python_object_is_inert(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    for protocol in range(6):
+        result, unpickler = safe_loads(pickle.dumps({"x": Evil()}, protocol=protocol))
+        assert result.ok
+        assert isinstance(type(result.value["x"]), UnsafeGlobal)
+        assert result.value["x"].args == (f"touch {marker}",)
+        assert unpickler.unsafe_globals == ("posix.system",)
+    assert not marker.exists()
+
+
+def test_unsafe_placeholder_calls_and_attributes_are_inert() -> None:
+    result, _ = safe_loads(b"\x80\x02cos\nsystem\n.")
+    cls = result.value
+    assert isinstance(cls, UnsafeGlobal) and cls.dotted == "os.system"
+    obj = cls("rm -rf /")
+    assert isinstance(obj, PickledObject) and obj.args == ("rm -rf /",)
+    assert repr(obj.whatever()) == "<inert>"
+    assert repr(cls.path.join("a")) == "<inert>"
+
+
+class Strategy(enum.Enum):
+    STEPS = "steps"
+
+
+class FakeTrainingArguments:
+    def __init__(self) -> None:
+        self.output_dir = "/scratch/user/out"
+        self.logging_steps = 10
+        self.report_to = ["wandb"]
+        self.eval_strategy = Strategy.STEPS
+
+
+def test_build_state_of_unknown_class_is_readable_data() -> None:
+    result, unpickler = safe_loads(pickle.dumps(FakeTrainingArguments(), protocol=2))
+    assert result.ok
+    args = result.value
+    assert args.output_dir == "/scratch/user/out" and args.logging_steps == 10
+    plain = to_plain(args)
+    assert plain == {"output_dir": "/scratch/user/out", "logging_steps": 10, "report_to": ["wandb"],
+                     "eval_strategy": "steps"}
+    assert set(unpickler.unsafe_globals) == {"tests.test_safe_pickle.FakeTrainingArguments",
+                                             "tests.test_safe_pickle.Strategy"} or \
+        all(g.endswith(("FakeTrainingArguments", "Strategy")) for g in unpickler.unsafe_globals)
+
+
+def test_numpy_values_without_numpy_import() -> None:
+    payload = {"f": np.float64(1.5), "i": np.int64(-7), "u": np.uint8(200), "b": np.bool_(True),
+               "h": np.float16(0.5), "arr": np.arange(6, dtype=np.float32).reshape(2, 3),
+               "state": np.random.RandomState(3).get_state()}
+    result, unpickler = safe_loads(pickle.dumps(payload, protocol=2))
+    assert result.ok, result.error
+    value = result.value
+    assert (value["f"], value["i"], value["u"], value["b"], value["h"]) == (1.5, -7, 200, True, 0.5)
+    assert isinstance(value["arr"], ArrayPlaceholder)
+    assert (value["arr"].dtype, value["arr"].shape, value["arr"].nbytes) == ("<f4", (2, 3), 24)
+    assert value["state"][0] == "MT19937" and value["state"][1].shape == (624,)
+    assert unpickler.unsafe_globals == ()
+
+
+def test_builtins_stand_ins() -> None:
+    payload = {"s": {1, 2}, "fs": frozenset({3}), "c": 1 + 2j, "sl": slice(1, 5, 2), "r": range(3),
+               "ba": bytearray(b"xy"), "b": b"\x00\xff"}
+    for protocol in (0, 2, 4):
+        result, unpickler = safe_loads(pickle.dumps(payload, protocol=protocol))
+        assert result.ok, (protocol, result.error)
+        assert result.value == payload
+        assert unpickler.unsafe_globals == ()
+
+
+def test_resource_bounds() -> None:
+    refused, _ = safe_loads(pickle.dumps(list(range(100))), cap=10)
+    assert not refused.ok and "cap" in refused.error
+    huge_alloc, _ = safe_loads(b"\x80\x02c__builtin__\nbytearray\nJ\x00\x00\x00\x7f\x85R.")
+    assert huge_alloc.ok and repr(huge_alloc.value) == "<inert>"
+    # Deep nesting: the C unpickler copes; to_plain stops at its depth cap instead of recursing.
+    deep = b"\x80\x02" + b"]" * 100_000 + b"a" * 99_999 + b"."
+    result, _ = safe_loads(deep)
+    assert result.ok
+    assert to_plain(result.value) is not None
+    # Exponential sharing ("billion laughs") stays bounded in to_plain.
+    node: list = []
+    for _ in range(60):
+        node = [node, node]
+    result, _ = safe_loads(pickle.dumps(node, protocol=2))
+    assert result.ok and to_plain(result.value) is not None
+
+
+def test_truncated_pickle_gives_partial_value() -> None:
+    data = pickle.dumps({"epoch": 3, "iter": 7, "nested": {"a": [1, 2, 3]}}, protocol=2)
+    result, _ = safe_loads(data[:-12])
+    assert not result.ok and result.truncated
+    assert result.value["epoch"] == 3 and result.value["iter"] == 7
+
+
+def test_garbage_never_raises() -> None:
+    for blob in (b"\x80\x02\xff\xfe", b"\x80\x05" + b"\x00" * 20, b"(((((", b"\x80\x02}q\x00(K\x01]q\x01\x85u"):
+        result, _ = safe_loads(blob)
+        assert result.ok is False and result.error
+
+
+def test_sequential_pickles_share_a_recorder() -> None:
+    data = pickle.dumps(1) + pickle.dumps({"a": 2})
+    unpickler = SafeUnpickler(data)
+    first, second = unpickler.load(), unpickler.load()
+    assert (first.value, second.value) == (1, {"a": 2})
+    assert second.end_offset == len(data)
+
+
+def test_tensor_placeholder_fields_from_rebuild() -> None:
+    # _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks) with a persistent id,
+    # in the exact opcode shape torch.save writes (protocol 2).
+    data = (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storagectorch\nHalfStorage\n"
+            b"X\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89ccollections\n"
+            b"OrderedDict\n)RtR.")
+    result, unpickler = safe_loads(data)
+    assert result.ok, result.error
+    assert result.value == TensorPlaceholder("float16", (2, 3), 6, 12, "0")
+    assert unpickler.recorder.tensor_count == 1 and unpickler.recorder.storage_bytes == 12
