@@ -1,0 +1,86 @@
+"""The scenario table: every fixture run gives exactly the expected finding codes (mirrors fixtures/README.md)."""
+
+from pathlib import Path
+
+import pytest
+
+import pimm_inspect
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+
+EXPECTED = {
+    "e0_legacy": {"provenance.no-git"},
+    "e1_legacy_cursor": {"resume.inexact", "resume.rollback", "steps.replayed", "wandb.no-cursor"},
+    "e2_clean": set(),
+    "e2_crashed": {"run.crashed"},
+    "e2_dangling_model_link": {"checkpoint.incomplete", "provenance.no-git"},
+    "e2_exact_resume": set(),
+    "e2_incomplete_checkpoint": {"checkpoint.incomplete"},
+    "e2_rollback": {"resume.rollback", "steps.replayed"},
+    "e2_secret_in_config": {"provenance.git-dirty", "provenance.secret"},
+    "e2_wandb": set(),
+    "e3a_running": {"file.truncated"},
+    "hf_clean": set(),
+    "hf_resumed": {"resume.rollback", "steps.replayed"},
+    "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
+    "tb_plain/runs/baseline": set(),
+    "tb_plain/runs/lr-0.1": set(),
+    "wandb_backwards_step": {"wandb.step-dropped"},
+    "wandb_clean": set(),
+    "wandb_repeated_step": {"wandb.few-rows"},
+    "wandb_resumed_offline": {"resume.rollback", "steps.replayed", "wandb.run-split"},
+}
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {d.relative_to(RUNS).as_posix(): pimm_inspect.load_run(d) for d in pimm_inspect.discover(RUNS)}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_gives_exactly_the_expected_codes(loaded, name):
+    codes = {f.code for f in loaded[name].findings}
+    assert codes == EXPECTED[name]
+
+
+def test_every_discovered_run_is_in_the_table(loaded):
+    step_metric = {n for n in loaded if n.startswith("wandb_step_metric/")}
+    assert len(step_metric) == 2
+    missing = set(loaded) - set(EXPECTED) - step_metric
+    assert not missing, f"add these fixture runs to EXPECTED and fixtures/README.md: {sorted(missing)}"
+
+
+def test_rollback_story_in_detail(loaded):
+    run = loaded["e2_rollback"]
+    assert run.status == "finished" and run.era == "E2"
+    (a1, a2) = run.attempts
+    assert (a1.first_step, a1.last_step, a1.ended) == (1, 75, "killed")
+    assert (a2.first_step, a2.last_step, a2.origin, a2.resume_step, a2.ended) == (51, 100, "resume", 50, "completed")
+    replayed = next(f for f in run.findings if f.code == "steps.replayed")
+    assert replayed.steps == (51, 75)
+    assert "newest copy" in replayed.explanation and "zig-zag" in replayed.explanation
+    rollback = next(f for f in run.findings if f.code == "resume.rollback")
+    assert rollback.steps == (51, 75) and "rolled back 25 steps" in rollback.message
+
+
+def test_crash_names_the_exception(loaded):
+    (finding,) = [f for f in loaded["e2_crashed"].findings if f.code == "run.crashed"]
+    assert "OutOfMemoryError" in finding.message and finding.steps == (40, 40)
+
+
+def test_secret_never_in_messages(loaded):
+    run = loaded["e2_secret_in_config"]
+    raw = (RUNS / "e2_secret_in_config" / "resolved_config.json").read_text()
+    import re
+
+    key = re.search(r"[0-9a-f]{40}", raw).group(0)
+    for f in run.findings:
+        assert key not in f.message and key not in f.explanation
+
+
+def test_scalars_dataframe(loaded):
+    frame = loaded["e2_rollback"].scalars()
+    assert list(frame.columns) == ["tag", "step", "value", "wall_time", "attempt", "source"]
+    loss = frame[(frame["tag"] == "train_batch/loss") & frame["source"].str.startswith("events")]
+    assert len(loss) == 125
+    assert sorted(loss["attempt"].unique().tolist()) == [1, 2]
