@@ -1,0 +1,210 @@
+"""Each check fires on a run built for it and stays quiet on its clean twin (pure functions of the model)."""
+
+import dataclasses
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from pimm_inspect.analysis import analyze, checks_checkpoint, checks_provenance, checks_run, checks_steps, checks_wandb
+from pimm_inspect.model import (Attempt, CheckpointInfo, ConfigDoc, LogEvent, Provenance, Run, SourceFile, WandbInfo,
+                                make_series)
+
+
+def run_of(**kw) -> Run:
+    base = dict(root=Path("/nowhere/run"), kind="pimm", era="E2", status="finished", name="run")
+    base.update(kw)
+    return Run(**base)
+
+
+def tb_source(path: str) -> SourceFile:
+    return SourceFile(path, "tb_events", 100, 0.0)
+
+
+def test_replayed_fires_on_overlap_and_is_info_with_purge_marker():
+    s1 = make_series("loss", np.arange(1, 76), np.ones(75), None, "ev.1", 1)
+    s2 = make_series("loss", np.arange(51, 101), np.ones(50) * 1.5, None, "ev.2", 2)
+    run = run_of(series=(s1, s2), sources=(tb_source("ev.1"), tb_source("ev.2")))
+    (f,) = checks_steps.check_replayed(run)
+    assert (f.code, f.steps, f.severity.label) == ("steps.replayed", (51, 75), "warning")
+    assert "0.5" in f.explanation
+    marker = SimpleNamespace(kind="session_log", detail="START", step=51)
+    tb_files = (("ev.1", None, SimpleNamespace(markers=())), ("ev.2", None, SimpleNamespace(markers=(marker,))))
+    purged = dataclasses.replace(run, extras={"tb_files": tb_files})
+    (f,) = checks_steps.check_replayed(purged)
+    assert f.severity.label == "info" and "purge marker" in f.explanation
+    quiet = run_of(series=(s1, make_series("loss", np.arange(76, 101), np.ones(25), None, "ev.2", 2)),
+                   sources=(tb_source("ev.1"), tb_source("ev.2")))
+    assert checks_steps.check_replayed(quiet) == []
+
+
+def test_gap_fires_only_when_every_source_shows_it():
+    a1, a2 = Attempt(1, first_step=1, last_step=20), Attempt(2, first_step=41, last_step=80)
+    tb = (make_series("loss", np.arange(1, 21), np.ones(20), None, "ev.1", 1),
+          make_series("loss", np.arange(41, 81), np.ones(40), None, "ev.2", 2))
+    run = run_of(attempts=(a1, a2), series=tb, sources=(tb_source("ev.1"), tb_source("ev.2")))
+    (f,) = checks_steps.check_gaps(run)
+    assert f.steps == (21, 40)
+    log = (make_series("train_batch/loss", [5, 10, 15, 20, 25, 30, 35, 40], np.ones(8), None, "train.log", 1),
+           make_series("train_batch/loss", [45, 50], np.ones(2), None, "train.log", 2))
+    covered = dataclasses.replace(run, series=tb + log,
+                                  sources=run.sources + (SourceFile("train.log", "train_log", 1, 0.0),))
+    assert checks_steps.check_gaps(covered) == []
+
+
+def test_rollback_and_exact_resume():
+    attempts = (Attempt(1, first_step=1, last_step=75, ended="killed"),
+                Attempt(2, first_step=51, last_step=100, origin="resume", resume_step=50))
+    (f,) = checks_steps.check_rollback(run_of(attempts=attempts))
+    assert f.steps == (51, 75) and "rolled back 25 steps" in f.message
+    exact = (Attempt(1, first_step=1, last_step=50), Attempt(2, first_step=51, last_step=100, origin="resume",
+                                                              resume_step=50))
+    assert checks_steps.check_rollback(run_of(attempts=exact)) == []
+
+
+def test_inexact_from_pimm_warning():
+    warn = LogEvent("warning", "Skipping dataloader-cursor restore (world_size 8->4); restarting the resumed epoch "
+                    "from its first batch.", "train.log", 120, "WARNING", attempt=2)
+    (f,) = checks_steps.check_inexact(run_of(events=(warn,)))
+    assert f.code == "resume.inexact" and "world_size 8->4" in f.message and "train.log:120" in f.explanation
+    other = LogEvent("warning", "psutil not available - CPU metrics will not be logged", "train.log", 3, "WARNING")
+    assert checks_steps.check_inexact(run_of(events=(other,))) == []
+
+
+def _ckpt(**kw) -> CheckpointInfo:
+    base = dict(path="model/model_last.pth", format="legacy", role="last", complete=True)
+    base.update(kw)
+    return CheckpointInfo(**base)
+
+
+def test_no_cursor_from_checkpoint_state_and_quiet_with_cursor():
+    attempts = (Attempt(1), Attempt(2, origin="resume"))
+    cfg = ConfigDoc("resolved_config.json", "resolved_config", {"use_wandb": True})
+    legacy = _ckpt(wandb_state={"run_id": "abc", "step_offset": 0}, wandb_run_id="abc")
+    (f,) = checks_wandb.check_no_cursor(run_of(attempts=attempts, checkpoints=(legacy,), configs=(cfg,)))
+    assert f.code == "wandb.no-cursor" and f.paths == ("model/model_last.pth",)
+    good = _ckpt(wandb_state={"run_id": "abc", "resume_step": 51}, wandb_run_id="abc", wandb_cursor=51,
+                 wandb_cursor_key="resume_step")
+    assert checks_wandb.check_no_cursor(run_of(attempts=attempts, checkpoints=(good,), configs=(cfg,))) == []
+
+
+def test_cursor_mismatch():
+    bad = _ckpt(global_step=40, wandb_cursor=45, wandb_cursor_key="resume_step", wandb_step_offset=0)
+    (f,) = checks_wandb.check_cursor_mismatch(run_of(checkpoints=(bad,)))
+    assert "expected 41" in f.message and "4 extra" in f.explanation
+    offset = _ckpt(global_step=40, wandb_cursor=141, wandb_cursor_key="resume_step", wandb_step_offset=100)
+    assert checks_wandb.check_cursor_mismatch(run_of(checkpoints=(offset,))) == []
+
+
+def test_run_split_by_checkpoint_ids():
+    c1 = _ckpt(path="model/iter_50.pth", global_step=50, wandb_run_id="aaa")
+    c2 = _ckpt(global_step=100, wandb_run_id="bbb")
+    (f,) = checks_wandb.check_run_split(run_of(checkpoints=(c1, c2)))
+    assert "aaa, bbb" in f.message and f.severity.label == "warning"
+    assert checks_wandb.check_run_split(run_of(checkpoints=(c1, dataclasses.replace(c2, wandb_run_id="aaa")))) == []
+
+
+def test_incomplete_and_unsafe_checkpoints():
+    model_dir = SimpleNamespace(model_link_dangling=False, model_link_target=None, leftovers=("model/last.tmp",))
+    last = _ckpt(path="model/last", format="standard", complete=False)
+    prev = _ckpt(path="model/last.prev", format="standard", role="last.prev", resume_candidate=True, global_step=50)
+    (f,) = checks_checkpoint.check_incomplete(run_of(checkpoints=(last, prev), extras={"model_dir": model_dir}))
+    assert "model/last.prev (global step 50)" in f.explanation and set(f.paths) == {"model/last", "model/last.tmp"}
+    assert checks_checkpoint.check_incomplete(run_of(checkpoints=(prev,))) == []
+    evil = _ckpt(unsafe_globals=("posix.system",))
+    (f,) = checks_checkpoint.check_unsafe(run_of(checkpoints=(evil,)))
+    assert f.severity.label == "error" and "posix.system" in f.message
+    hf = _ckpt(path="checkpoint-10/training_args.bin", format="hf", unsafe_globals=("transformers.training_args.TrainingArguments",))
+    (f,) = checks_checkpoint.check_unsafe(run_of(checkpoints=(hf,)))
+    assert f.severity.label == "info"
+    assert checks_checkpoint.check_unsafe(run_of(checkpoints=(_ckpt(),))) == []
+
+
+def test_git_checks():
+    meta = {"git": {}}
+    (f,) = checks_provenance.check_git(run_of(provenance=Provenance(source="run_metadata.json"),
+                                              extras={"run_metadata": meta}))
+    assert f.code == "provenance.no-git"
+    (f,) = checks_provenance.check_git(run_of(provenance=Provenance(git_commit="abc", git_dirty=True, source="m")))
+    assert f.code == "provenance.git-dirty"
+    assert checks_provenance.check_git(run_of(provenance=Provenance(git_commit="abc", git_dirty=False, source="m"),
+                                              extras={"run_metadata": {"git": {"commit": "abc"}}})) == []
+
+
+def test_config_drift_ignores_derived_keys():
+    resolved = ConfigDoc("resolved_config.json", "resolved_config", {"optimizer": {"lr": 0.001}, "batch_size": 16,
+                                                                     "batch_size_per_gpu": 4})
+    wandb = ConfigDoc("wandb/run-x", "wandb_config", {"optimizer": {"lr": 0.002}, "batch_size": 16,
+                                                      "batch_size_per_gpu": 8})
+    (f,) = checks_provenance.check_config_drift(run_of(configs=(resolved, wandb)))
+    assert "optimizer.lr" in f.message and "batch_size_per_gpu" not in f.message
+    same = dataclasses.replace(wandb, data={"optimizer": {"lr": 0.001}, "batch_size": 16, "batch_size_per_gpu": 8})
+    assert checks_provenance.check_config_drift(run_of(configs=(resolved, same))) == []
+
+
+def test_secret_check_masks():
+    key = "0123456789abcdef" * 2 + "01234567"
+    doc = ConfigDoc("resolved_config.json", "resolved_config", {"wandb_api_key": key, "lr": 0.1})
+    (f,) = checks_provenance.check_secrets(run_of(configs=(doc,)))
+    assert key not in f.message + f.explanation and "wandb_api_key" in f.explanation
+    clean = ConfigDoc("resolved_config.json", "resolved_config", {"lr": 0.1, "git": {"commit": key}})
+    assert checks_provenance.check_secrets(run_of(configs=(clean,))) == []
+
+
+def test_crashed_only_for_crashed_attempts():
+    attempts = (Attempt(1, last_step=40, ended="crashed", end_detail="RuntimeError: boom"),)
+    (f,) = checks_run.check_crashed(run_of(attempts=attempts))
+    assert f.severity.label == "error" and "RuntimeError: boom" in f.message
+    recovered = attempts + (Attempt(2, last_step=80, ended="completed"),)
+    (f,) = checks_run.check_crashed(run_of(attempts=recovered))
+    assert f.severity.label == "warning"
+    assert checks_run.check_crashed(run_of(attempts=(Attempt(1, ended="completed"),))) == []
+
+
+def test_stalled_needs_recent_activity_inside_the_files():
+    now = time.time()
+    walls = now - 3600 + np.arange(10) * 10.0  # steps stopped ~58 min ago
+    series = (make_series("loss", np.arange(10), np.ones(10), walls, "ev", 1),)
+    alive = SimpleNamespace(last_time_s=now - 30)
+    run = run_of(status="running", series=series, extras={"rank_logs": (alive,)})
+    (f,) = checks_run.check_stalled(run, now=now)
+    assert f.code == "run.stalled"
+    assert checks_run.check_stalled(dataclasses.replace(run, extras={}), now=now) == []
+    assert checks_run.check_stalled(dataclasses.replace(run, status="finished"), now=now) == []
+
+
+def test_non_finite_in_metric_writer_series():
+    s = make_series("loss", [1, 2, 3, 4], [1.0, np.nan, np.inf, 2.0], None, "ev", None)
+    (f,) = checks_run.check_non_finite(run_of(series=(s,), sources=(tb_source("ev"),)))
+    assert f.steps == (2, 3)
+    ok = make_series("loss", [1, 2], [1.0, 2.0], None, "ev", None)
+    assert checks_run.check_non_finite(run_of(series=(ok,), sources=(tb_source("ev"),))) == []
+
+
+def test_stale_event_file_and_checkpoint():
+    old = SimpleNamespace(first_wall_time_s=1_700_000_000.0)
+    prov = Provenance(created_at="2026-07-14T21:30:00+00:00", source="run_metadata.json")
+    segs = SimpleNamespace(segments=(SimpleNamespace(last_step=100),))
+    run = run_of(provenance=prov, checkpoints=(_ckpt(path="model/iter_500.pth", global_step=500),),
+                 extras={"tb_files": (("events.old", None, old),), "train_log": segs})
+    codes = [f.message for f in checks_run.check_stale(run)]
+    assert len(codes) == 2 and "events.old" in codes[0] and "iter_500" in codes[1]
+    fresh = SimpleNamespace(first_wall_time_s=1_784_064_700.0)
+    quiet = run_of(provenance=prov, checkpoints=(_ckpt(global_step=100),),
+                   extras={"tb_files": (("events.new", None, fresh),), "train_log": segs})
+    assert checks_run.check_stale(quiet) == []
+
+
+def test_analyze_orders_worst_first_and_survives_a_broken_check(monkeypatch):
+    attempts = (Attempt(1, last_step=40, ended="crashed"),)
+    run = analyze(run_of(attempts=attempts, provenance=Provenance(git_commit="a", git_dirty=True, source="m")))
+    assert [f.severity.label for f in run.findings] == ["error", "warning"]
+    from pimm_inspect import analysis
+
+    def boom(run):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(analysis, "CHECKS", analysis.CHECKS + (("boom", boom),))
+    codes = [f.code for f in analyze(run_of()).findings]
+    assert "internal.check-failed" in codes
