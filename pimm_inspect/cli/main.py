@@ -45,6 +45,9 @@ _register()
 
 def main() -> None:
     """Console-script entry point."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a file name with undecodable bytes must not crash the output
+            stream.reconfigure(errors="backslashreplace")
     try:
         cli.main(prog_name="pimm-inspect", standalone_mode=True)
     except BrokenPipeError:  # `pimm-inspect ... | head` closes stdout early: that is fine

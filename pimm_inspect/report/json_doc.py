@@ -129,14 +129,25 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps(_clean(document), indent=2, sort_keys=False, ensure_ascii=False)
 
 
+def safe_str(text: str) -> str:
+    """Text that always encodes: undecodable bytes of file names (surrogate escapes) become ``\\xNN``."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _clean(value: Any) -> Any:
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {safe_str(str(k)): _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     if isinstance(value, float):
         return _num(value)
-    if isinstance(value, (str, int, bool)) or value is None:
+    if isinstance(value, str):
+        return safe_str(value)
+    if isinstance(value, (int, bool)) or value is None:
         return value
     if hasattr(value, "item"):
         return _clean(value.item())
