@@ -20,8 +20,8 @@ def run_path(run: Run, base: Path) -> str:
     try:
         relative = os.path.relpath(run.root, Path(base).absolute())
     except ValueError:
-        return run.root.name
-    return Path(relative).as_posix()
+        return safe_str(run.root.name)
+    return safe_str(Path(relative).as_posix())
 
 
 def _num(value: Any) -> Any:
