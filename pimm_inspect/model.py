@@ -184,15 +184,19 @@ class Attempt:
     first_step: int | None = None
     last_step: int | None = None
     origin: str = "unknown"
-    """fresh, resume, rollback, warm-start, unknown."""
+    """fresh, resume (exact), resume-inexact, rollback, warm-start, unknown."""
     resumed_from: str | None = None
     """Checkpoint path the attempt resumed from (as the log names it)."""
     resume_step: int | None = None
     """Global step restored from the checkpoint."""
     ended: str = "unknown"
-    """completed, crashed, killed, running, unknown."""
+    """completed, crashed, killed (a later attempt followed), stopped (last attempt, no end marker), running, unknown."""
     end_detail: str | None = None
     sources: tuple[str, ...] = ()
+    saved_steps: tuple[int, ...] = ()
+    """Global steps at which this attempt saved a checkpoint."""
+    lost_steps: tuple[int, int] | None = None
+    """Inclusive range of steps this attempt trained but no checkpoint kept (redone or lost for good)."""
 
 
 @dataclass(frozen=True, slots=True)

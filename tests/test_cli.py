@@ -28,7 +28,7 @@ def test_show_json_rollback_content():
     (run,) = doc["runs"]
     assert (run["path"], run["kind"], run["era"], run["status"]) == (".", "pimm", "E2", "finished")
     attempts = [(a["index"], a["first_step"], a["last_step"], a["origin"], a["ended"]) for a in run["attempts"]]
-    assert attempts == [(1, 1, 75, "fresh", "killed"), (2, 51, 100, "resume", "completed")]
+    assert attempts == [(1, 1, 75, "fresh", "killed"), (2, 51, 100, "rollback", "completed")]
     assert run["attempts"][1]["resume_step"] == 50
     loss = run["scalars"]["train_batch/loss"]
     assert (loss["first_step"], loss["last_step"], loss["source"]) == (1, 100, "tb_events")

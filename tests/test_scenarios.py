@@ -54,13 +54,21 @@ def test_rollback_story_in_detail(loaded):
     run = loaded["e2_rollback"]
     assert run.status == "finished" and run.era == "E2"
     (a1, a2) = run.attempts
-    assert (a1.first_step, a1.last_step, a1.ended) == (1, 75, "killed")
-    assert (a2.first_step, a2.last_step, a2.origin, a2.resume_step, a2.ended) == (51, 100, "resume", 50, "completed")
+    assert (a1.first_step, a1.last_step, a1.ended, a1.lost_steps, a1.saved_steps) == (1, 75, "killed", (51, 75), (50,))
+    assert (a2.first_step, a2.last_step, a2.origin, a2.resume_step, a2.ended) == (51, 100, "rollback", 50, "completed")
     replayed = next(f for f in run.findings if f.code == "steps.replayed")
     assert replayed.steps == (51, 75)
     assert "newest copy" in replayed.explanation and "zig-zag" in replayed.explanation
     rollback = next(f for f in run.findings if f.code == "resume.rollback")
     assert rollback.steps == (51, 75) and "rolled back 25 steps" in rollback.message
+
+
+def test_attempt_origins(loaded):
+    assert [a.origin for a in loaded["e2_exact_resume"].attempts] == ["fresh", "resume"]
+    assert loaded["e2_exact_resume"].attempts[0].lost_steps is None
+    assert [a.origin for a in loaded["e1_legacy_cursor"].attempts] == ["fresh", "rollback"]
+    assert [a.ended for a in loaded["e1_legacy_cursor"].attempts] == ["killed", "stopped"]
+    assert loaded["e2_crashed"].attempts[0].lost_steps == (26, 40)
 
 
 def test_crash_names_the_exception(loaded):

@@ -166,7 +166,7 @@ def check_rollback(run: Run) -> list[Finding]:
         if prev.last_step is None:
             continue
         restored = nxt.resume_step
-        if restored is None and nxt.first_step is not None and nxt.origin == "resume":
+        if restored is None and nxt.first_step is not None and nxt.origin in ("resume", "rollback", "resume-inexact"):
             restored = nxt.first_step - 1
         if restored is None or restored >= prev.last_step:
             continue

@@ -11,7 +11,7 @@ from . import _facts
 def check_no_cursor(run: Run) -> list[Finding]:
     """``wandb.no-cursor``: a resume from a checkpoint without a W&B history cursor."""
     warnings = [e for e in run.events if "no W&B rewind state" in e.message]
-    resumed = [a for a in run.attempts if a.origin in ("resume", "rollback")]
+    resumed = [a for a in run.attempts if a.origin in ("resume", "rollback", "resume-inexact")]
     if warnings:
         event = warnings[0]
         return [Finding(

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
 import click
 
 from ..model import Severity
-from ._common import load_many, EXIT_FINDINGS, EXIT_OK, console, json_option, load_runs
+from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, load_many
 
 
 @click.command("check")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from ._common import load_many, console, json_option, load_runs
+from ._common import console, json_option, load_many
 
 
 @click.command("ls")

@@ -69,7 +69,8 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "started_at": a.started_at, "origin": a.origin, "ended": a.ended,
             "resume_step": a.resume_step, "resumed_from": a.resumed_from,
             "end_detail": mask_text(a.end_detail) if a.end_detail else None,
-            "sources": list(a.sources),
+            "sources": list(a.sources), "saved_steps": list(a.saved_steps),
+            "lost_steps": list(a.lost_steps) if a.lost_steps else None,
         } for a in run.attempts],
         "scalars": scalar_summary(run),
         "checkpoints": [{

@@ -70,13 +70,14 @@ def run_summary(run: Run, base: Path) -> Group:
         parts.append(Text(f"W&B run id {', '.join(run.wandb.run_ids)} (project {run.wandb.project or '?'})"))
     if run.attempts:
         table = Table(title="attempts", title_justify="left", box=None, header_style="bold")
-        for column in ("#", "started", "steps", "origin", "ended", "resumed from"):
+        for column in ("#", "started", "steps", "origin", "ended", "lost", "resumed from"):
             table.add_column(column)
         for a in run.attempts:
             steps = f"{a.first_step}-{a.last_step}" if a.first_step is not None else "-"
             origin = a.origin + (f" @{a.resume_step}" if a.resume_step is not None else "")
             ended = a.ended + (f": {mask_text(a.end_detail)[:60]}" if a.end_detail and a.ended == "crashed" else "")
-            table.add_row(str(a.index), a.started_at or "-", steps, origin, ended, a.resumed_from or "-")
+            lost = f"{a.lost_steps[0]}-{a.lost_steps[1]}" if a.lost_steps else "-"
+            table.add_row(str(a.index), a.started_at or "-", steps, origin, ended, lost, a.resumed_from or "-")
         parts.append(table)
     summary = scalar_summary(run)
     if summary:
@@ -99,7 +100,7 @@ def run_summary(run: Run, base: Path) -> Group:
                           "<- picked" if ck.resume_candidate else "")
         parts.append(table)
     if run.findings:
-        parts.append(Text(f"findings: ", style="bold") + _counts(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
+        parts.append(Text("findings: ", style="bold") + _counts(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
     return Group(*parts)
 
 

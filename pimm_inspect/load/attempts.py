@@ -1,0 +1,185 @@
+"""Reconstruct a run's attempts (process starts) from every source that knows about them."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timezone
+from typing import Any
+
+from ..model import Attempt, ScalarSeries
+from .collect import Collected
+
+INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
+                   "Legacy checkpoint is mid-epoch", "State was saved with world_size",
+                   "RNG state was saved with world_size", "Sampler state was saved with num_replicas",
+                   "Sampler state length")
+"""pimm's own warnings that a resume replayed batches (spec section 10)."""
+
+
+def _utc(seconds: float | None) -> str | None:
+    if not seconds:
+        return None
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]]:
+    """Attempts from train.log segments (else one per event file), with every series attributed."""
+    series: list[ScalarSeries] = []
+    attempts: list[Attempt] = []
+    segments = list(c.train_log.segments) if c.train_log is not None else []
+    tb_attempt = _map_event_files(c, segments)
+    wandb_attempt: dict[str, int] = {}
+    if segments:
+        tb_span = _tb_spans(c, tb_attempt)
+        for seg in segments:
+            sources = ["train.log"] + [p for p, a in tb_attempt.items() if a == seg.index]
+            # Reconcile with the attempt's event file: train.log logs every log_frequency steps, TB every step.
+            firsts = [v for v in (seg.first_step, tb_span.get(seg.index, (None, None))[0]) if v is not None]
+            lasts = [v for v in (seg.last_step, tb_span.get(seg.index, (None, None))[1]) if v is not None]
+            attempts.append(Attempt(
+                index=seg.index, started_at=seg.started_at, first_step=min(firsts, default=None),
+                last_step=max(lasts, default=None), origin=seg.origin, resumed_from=seg.resumed_from,
+                resume_step=seg.resume_step, ended=seg.ended or "unknown",
+                end_detail=seg.end_detail, sources=tuple(sources), saved_steps=tuple(seg.saved_steps)))
+        series += list(c.train_log.series)
+    elif c.tb_files:
+        for index, (rel_path, _name, result) in enumerate(c.tb_files, start=1):
+            steps = [s for s in result.series.values() if len(s)]
+            first = min((s.first_step for s in steps), default=None)
+            last = max((s.last_step for s in steps), default=None)
+            started = (_utc(result.first_wall_time_s))
+            attempts.append(Attempt(index=index, started_at=started, first_step=first, last_step=last,
+                                    origin="fresh" if index == 1 else "resume", sources=(rel_path,)))
+    elif c.wandb_runs and c.kind == "wandb":
+        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+        for index, wrun in enumerate(ordered, start=1):
+            steps = [s for s in wrun.series if len(s)]
+            started = (_utc(wrun.start_time_s))
+            ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
+            attempts.append(Attempt(index=index, started_at=started,
+                                    first_step=min((s.first_step for s in steps), default=None),
+                                    last_step=max((s.last_step for s in steps), default=None),
+                                    origin="resume" if wrun.resumed else "fresh", ended=ended,
+                                    end_detail=f"exit code {wrun.exit_code}" if wrun.exit_code else None,
+                                    sources=(wrun.rel_path,)))
+            if len(c.wandb_runs) > 1:
+                wandb_attempt[wrun.rel_path] = index
+    elif c.hf is not None and getattr(c.hf, "attempts", None):
+        for att in c.hf.attempts:
+            done = (att is c.hf.attempts[-1] and c.hf.max_steps is not None and c.hf.global_step is not None
+                    and c.hf.global_step >= c.hf.max_steps)
+            attempts.append(Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step,
+                                    origin="resume" if att.resumed_from_checkpoint else "fresh",
+                                    resume_step=att.resumed_from_checkpoint,
+                                    resumed_from=(f"checkpoint-{att.resumed_from_checkpoint}"
+                                                  if att.resumed_from_checkpoint else None),
+                                    ended="completed" if done else "unknown",
+                                    sources=(att.tb_dir,) if att.tb_dir else ()))
+    for rel_path, _name, result in c.tb_files:
+        attempt = tb_attempt.get(rel_path)
+        for s in result.series.values():
+            series.append(dataclasses.replace(s, attempt=attempt))
+    if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
+        # One W&B id, several local folders: each folder is one process start (a requeued offline run).
+        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered, start=1)}
+    for run in c.wandb_runs:
+        attempt = wandb_attempt.get(run.rel_path)
+        series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s for s in run.series]
+    if c.hf is not None:
+        # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
+        series += list(c.hf.series) + list(c.hf.tb_series)
+    return attempts, series
+
+
+def _tb_spans(c: Collected, tb_attempt: dict[str, int]) -> dict[int, tuple[int, int]]:
+    """Per attempt, the step span of its event files' scalars."""
+    spans: dict[int, tuple[int, int]] = {}
+    for rel_path, _name, result in c.tb_files:
+        attempt = tb_attempt.get(rel_path)
+        steps = [(s.first_step, s.last_step) for s in result.series.values() if len(s)]
+        if attempt is None or not steps:
+            continue
+        lo, hi = min(a for a, _ in steps), max(b for _, b in steps)
+        old = spans.get(attempt)
+        spans[attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+    return spans
+
+
+def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
+    """Attribute each event file to an attempt: one file per process start, in order."""
+    mapping: dict[str, int] = {}
+    if not c.tb_files:
+        return mapping
+    if not segments or len(segments) == len(c.tb_files):
+        for index, (rel_path, _n, _r) in enumerate(c.tb_files, start=1):
+            mapping[rel_path] = segments[index - 1].index if segments else index
+        return mapping
+    # Counts differ (a file lost, or a stale file from a reused directory): match by first step.
+    for rel_path, _n, result in c.tb_files:
+        firsts = [s.first_step for s in result.series.values() if len(s)]
+        if not firsts:
+            continue
+        first = min(firsts)
+        best = min(segments, key=lambda seg: abs((seg.first_step if seg.first_step is not None else 10**18) - first))
+        mapping[rel_path] = best.index
+    return mapping
+
+
+def _close_attempts(attempts: list[Attempt], live: bool) -> list[Attempt]:
+    """Say how attempts without an end marker ended: killed when a later one exists, else running/stopped."""
+    out = []
+    for i, att in enumerate(attempts):
+        if att.ended == "unknown":
+            if i < len(attempts) - 1:
+                att = dataclasses.replace(att, ended="killed", end_detail=att.end_detail or
+                                          "log stops without an end marker; a later attempt started")
+            else:
+                att = dataclasses.replace(att, ended="running" if live else "stopped",
+                                          end_detail=att.end_detail or (None if live else "log stops without an end marker"))
+        out.append(att)
+    return out
+
+
+
+
+def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[Attempt]:
+    """Say how each attempt began and ended, and which of its steps no checkpoint kept."""
+    attempts = _close_attempts(attempts, live)
+    inexact = _inexact_attempts(c)
+    out: list[Attempt] = []
+    for i, att in enumerate(attempts):
+        prev = out[-1] if out else None
+        nxt = attempts[i + 1] if i + 1 < len(attempts) else None
+        origin = att.origin
+        if origin == "resume" and prev is not None:
+            restored = att.resume_step if att.resume_step is not None else (
+                att.first_step - 1 if att.first_step is not None else None)
+            if restored is not None and prev.last_step is not None and restored < prev.last_step:
+                origin = "rollback"
+            elif att.index in inexact:
+                origin = "resume-inexact"
+        out.append(dataclasses.replace(att, origin=origin, lost_steps=_lost(att, nxt)))
+    return out
+
+
+def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
+    """Steps after what survived: the next attempt's restore point, else this attempt's last save."""
+    if att.last_step is None or att.ended == "completed":
+        return None
+    if nxt is not None and nxt.origin in ("resume", "rollback", "resume-inexact") and nxt.resume_step is not None:
+        kept = nxt.resume_step
+    elif att.saved_steps:
+        kept = max(att.saved_steps)
+    elif nxt is None and att.ended in ("running", "unknown"):
+        return None
+    else:
+        kept = (att.first_step - 1) if att.first_step is not None else 0
+    return (kept + 1, att.last_step) if att.last_step > kept else None
+
+
+def _inexact_attempts(c: Collected) -> set[int]:
+    if c.train_log is None:
+        return set()
+    return {e.attempt for e in c.train_log.events
+            if e.attempt is not None and any(marker in e.message for marker in INEXACT_MARKERS)}
