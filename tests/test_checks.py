@@ -208,3 +208,20 @@ def test_analyze_orders_worst_first_and_survives_a_broken_check(monkeypatch):
     monkeypatch.setattr(analysis, "CHECKS", analysis.CHECKS + (("boom", boom),))
     codes = [f.code for f in analyze(run_of()).findings]
     assert "internal.check-failed" in codes
+
+
+def test_source_mismatch_between_train_log_and_tensorboard():
+    from pimm_inspect.analysis import checks_sources
+
+    steps = np.arange(5, 101, 5)
+    tb_values = np.linspace(2.0, 0.5, 100).astype(np.float32).astype(np.float64)
+    tb = make_series("train_batch/loss", np.arange(1, 101), tb_values, None, "events.1", 1)
+    log_values = np.round(tb_values[steps - 1], 4)
+    log = make_series("train_batch/loss", steps, log_values, None, "train.log", 1)
+    sources = (tb_source("events.1"), SourceFile("train.log", "train_log", 1, 0.0))
+    assert checks_sources.check_source_mismatch(run_of(series=(tb, log), sources=sources)) == []
+    shifted = log_values.copy()
+    shifted[10:] += 0.01  # another attempt's copy in the log
+    bad = make_series("train_batch/loss", steps, shifted, None, "train.log", 1)
+    (f,) = checks_sources.check_source_mismatch(run_of(series=(tb, bad), sources=sources))
+    assert f.code == "metrics.source-mismatch" and f.steps == (55, 100) and "10 of 20" in f.message

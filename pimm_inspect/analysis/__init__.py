@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 
 from ..model import Finding, Run
-from . import checks_checkpoint, checks_provenance, checks_run, checks_steps, checks_wandb
+from . import checks_checkpoint, checks_provenance, checks_run, checks_sources, checks_steps, checks_wandb
 
 Check = Callable[[Run], list[Finding]]
 
@@ -29,6 +29,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("run.crashed", checks_run.check_crashed),
     ("run.stalled", checks_run.check_stalled),
     ("metrics.non-finite", checks_run.check_non_finite),
+    ("metrics.source-mismatch", checks_sources.check_source_mismatch),
     ("artifacts.stale", checks_run.check_stale),
 )
 """Every check, in the order its findings are listed; each is a pure function of the Run."""

@@ -1,0 +1,69 @@
+"""Cross-source check: the same metric from two writers (train.log, TensorBoard, W&B, Trainer) must agree."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..model import Finding, Run, ScalarSeries, Severity
+from . import _facts
+from .curves import merge
+
+_LOG_DECIMALS = {"params/lr": 5}
+"""pimm prints Train: terms with %.4f and Lr with %.5f; the metric writers keep float32."""
+_LABEL = {"train_log": "train.log", "tb_events": "TensorBoard", "wandb": "W&B history", "hf_trainer": "trainer_state.json"}
+
+
+def _tolerance(tag: str, kinds: tuple[str, str], values: np.ndarray) -> np.ndarray:
+    rel = 2e-6 * np.abs(values)  # float32 storage in event files and W&B
+    if "train_log" in kinds:
+        return rel + 0.51 * 10.0 ** -_LOG_DECIMALS.get(tag, 4)
+    return rel + 1e-9
+
+
+def _newest(series: list[ScalarSeries]) -> ScalarSeries:
+    return merge(series, "newest")[0]
+
+
+def check_source_mismatch(run: Run) -> list[Finding]:
+    """``metrics.source-mismatch``: a tag logged by two sources whose values disagree at common steps."""
+    groups: dict[str, dict[str, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
+    step_metrics = {m for w in _facts.extra(run, "wandb_runs", ()) for m in getattr(w, "x_axis", {}).values()}
+    for s in run.series:
+        kind = _facts.source_kind(run, s)
+        if len(s) and not (kind == "wandb" and s.tag in step_metrics):
+            groups[s.tag][kind].append(s)
+    findings = []
+    for tag in sorted(groups):
+        kinds = sorted(groups[tag])
+        for i, a in enumerate(kinds):
+            for b in kinds[i + 1:]:
+                finding = _compare(tag, (a, b), _newest(groups[tag][a]), _newest(groups[tag][b]), groups[tag])
+                if finding:
+                    findings.append(finding)
+    return findings
+
+
+def _compare(tag, kinds, left: ScalarSeries, right: ScalarSeries, by_kind) -> Finding | None:
+    common, li, ri = np.intersect1d(left.steps, right.steps, return_indices=True)
+    if common.size == 0:
+        return None
+    lv, rv = left.values[li], right.values[ri]
+    both_finite = np.isfinite(lv) & np.isfinite(rv)
+    diff = np.where(both_finite, np.abs(lv - rv), 0.0)
+    bad = (diff > _tolerance(tag, kinds, np.where(both_finite, lv, 0.0))) | (np.isfinite(lv) != np.isfinite(rv))
+    if not bad.any():
+        return None
+    worst = int(np.argmax(np.where(bad, diff, -1.0)))
+    paths = tuple(sorted({s.source for k in kinds for s in by_kind[k]}))
+    la, lb = _LABEL.get(kinds[0], kinds[0]), _LABEL.get(kinds[1], kinds[1])
+    return Finding(
+        "metrics.source-mismatch", Severity.WARNING,
+        f"{tag}: {la} and {lb} disagree at {int(bad.sum())} of {common.size} common steps "
+        f"(largest difference {diff[worst]:.6g} at step {int(common[worst])})",
+        paths, (int(common[bad].min()), int(common[bad].max())),
+        f"At step {int(common[worst])}, {la} has {lv[worst]:.6g} and {lb} has {rv[worst]:.6g} (newest copy per step "
+        "in each source). Sources of one run should carry the same values; a difference means one of them holds "
+        "another attempt's copy (an unpurged replay, a W&B history that kept the first copy), a stale file, or "
+        "a different reduction of the metric.")
