@@ -91,7 +91,32 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "created_at": prov.created_at, "source": prov.source,
         },
         "findings": _finding_counts(run.findings),
+        "notes": run_notes(run),
+        "files": file_roles(run),
     }
+
+
+def run_notes(run: Run) -> list[str]:
+    """Plain-language notes that explain what the user sees (logging schedules, W&B x axes)."""
+    notes: list[str] = []
+    hf = run.extras.get("hf") if run.extras else None
+    notes += list(getattr(hf, "schedule_notes", ()) or ())
+    for wrun in (run.extras.get("wandb_runs") or ()) if run.extras else ():
+        axes = {axis for axis in getattr(wrun, "x_axis", {}).values() if axis != "_step"}
+        if axes:
+            notes.append(f"{wrun.rel_path}: curves are plotted against the step metric {', '.join(sorted(axes))} "
+                         "(define_metric), not W&B's internal _step.")
+        if getattr(wrun, "sync_command", None) and not getattr(wrun, "synced", False):
+            notes.append(f"{wrun.rel_path} was never synced; upload it with `{wrun.sync_command}`.")
+    return [mask_text(n) for n in notes]
+
+
+def file_roles(run: Run) -> dict[str, str]:
+    """What each auxiliary file of a W&B folder is, for the files present."""
+    roles: dict[str, str] = {}
+    for wrun in (run.extras.get("wandb_runs") or ()) if run.extras else ():
+        roles.update(getattr(wrun, "file_roles", {}) or {})
+    return roles
 
 
 def _finding_counts(findings: tuple[Finding, ...]) -> dict[str, int]:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..analysis.secrets import mask_text
 from ..model import Run, Severity
-from .json_doc import run_path, scalar_summary
+from .json_doc import run_notes, run_path, scalar_summary
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 STATUS_STYLE = {"finished": "green", "running": "bold blue", "crashed": "bold red", "stopped": "yellow",
@@ -99,6 +99,11 @@ def run_summary(run: Run, base: Path) -> Group:
                           "-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}",
                           "<- picked" if ck.resume_candidate else "")
         parts.append(table)
+    notes = run_notes(run)
+    if notes:
+        parts.append(Text("notes", style="bold"))
+        for note in notes:
+            parts.append(Padding(Text("- " + note), (0, 0, 0, 1)))
     if run.findings:
         parts.append(Text("findings: ", style="bold") + _counts(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
     return Group(*parts)
