@@ -397,3 +397,25 @@ def test_prefix_or_mutation_never_raises(valid_bytes: bytes, tmp_path: Path, dat
         assert result.scalar_count == sum(len(s) for s in result.series.values())
         if check and bytes(blob) == valid_bytes[:cut]:
             assert result.scalar_count <= sum(len(v) for v in reference_scalars(valid_bytes).values())
+
+
+def test_file_shrinking_between_reads_is_not_fatal(tmp_path):
+    """Reads use read(), not mmap: a file truncated under us cannot SIGBUS the process."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    from pimm_inspect.sources.tb_events import read_event_file
+
+    writer = EventFileWriter(str(tmp_path))
+    for step in range(50):
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=float(step))])
+        writer.add_event(event_pb2.Event(wall_time=1.0 + step, step=step, summary=summary))
+    writer.close()
+    (path,) = list(tmp_path.iterdir())
+    full = read_event_file(path, path.name)
+    with open(path, "r+b") as fh:
+        fh.truncate(full.end_offset // 2)
+    again = read_event_file(path, path.name, start_offset=full.end_offset)
+    assert again.series == {} and again.end_offset == full.end_offset
+    half = read_event_file(path, path.name)
+    assert 0 < len(half.series["loss"]) < 50

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import mmap
+import dataclasses
+
 import os
 import re
 import struct
@@ -110,17 +111,18 @@ def read_event_file(path: Path, rel_path: str, start_offset: int = 0, check_crc:
                                                       Severity.INFO)])
             if start_offset >= size:
                 return _empty_result(start_offset, [])
-            buf = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+            # Read, not mmap: a file truncated while mapped kills the process with SIGBUS.
+            start = max(0, start_offset)
+            handle.seek(start)
+            data = handle.read(size - start)
         except (OSError, ValueError) as exc:
             return _empty_result(start_offset, [file_finding("file.unreadable", rel_path,
-                                                             f"{rel_path}: cannot map ({exc})")])
-    try:
-        return _read_buffer(buf, size, max(0, start_offset), rel_path, check_crc)
-    finally:
-        try:
-            buf.close()
-        except BufferError:
-            pass  # a view is still referenced somewhere; the map is freed with it
+                                                             f"{rel_path}: cannot read ({exc})")])
+    result = _read_buffer(data, len(data), 0, rel_path, check_crc)
+    if start:
+        # Offsets inside the appended part are relative to ``start``; the resume point must be absolute.
+        result = dataclasses.replace(result, end_offset=result.end_offset + start)
+    return result
 
 
 @dataclass(slots=True)
