@@ -16,11 +16,14 @@ LIVE_WINDOW_S = 900.0
 """A run whose newest file changed this recently (and agrees with its own clock) may still be running."""
 
 
-def load_run(path: Path | str, now: float | None = None) -> Run:
-    """Read the run directory at ``path`` into a Run (reader findings only, no analysis)."""
+def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> Run:
+    """Read the run directory at ``path`` into a Run (reader findings only, no analysis).
+
+    Pass the same ``ReadCache`` on every refresh of a live run so only appended bytes are read.
+    """
     root = Path(path).absolute()
     kind = classify_dir(root) or "pimm"
-    c = collect(root, kind)
+    c = collect(root, kind, cache)
     attempts, series = attempts_and_series(c)
     live = _looks_live(c, now if now is not None else time.time())
     status = _status(attempts, live)

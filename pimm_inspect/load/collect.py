@@ -36,6 +36,8 @@ class Collected:
     slurm_logs: list[Any] = field(default_factory=list)
     wandb_runs: list[Any] = field(default_factory=list)
     hf: Any = None
+    cache: Any = None
+    """A ReadCache: growing train.log and event files are read from where the last read stopped."""
 
 
 def _source(root: Path, path: Path, kind: str, bytes_read: int = 0) -> SourceFile:
@@ -54,9 +56,9 @@ def _listdir(path: Path) -> list[str]:
         return []
 
 
-def collect(root: Path, kind: str) -> Collected:
-    """Read every known file of the run at ``root``."""
-    c = Collected(root=root, kind=kind)
+def collect(root: Path, kind: str, cache: Any = None) -> Collected:
+    """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given)."""
+    c = Collected(root=root, kind=kind, cache=cache)
     names = _listdir(root)
     _read_docs(c, names)
     _read_train_log(c)
@@ -104,7 +106,7 @@ def _read_train_log(c: Collected) -> None:
         return
     from ..sources.train_log import read_train_log
 
-    result = read_train_log(path, "train.log")
+    result = c.cache.train_log(path, "train.log") if c.cache is not None else read_train_log(path, "train.log")
     c.train_log = result
     c.findings += result.findings
     c.sources.append(_source(c.root, path, "train_log", result.end_offset))
@@ -127,7 +129,7 @@ def _read_event_files(c: Collected, folder: Path, names: list[str]) -> None:
             continue
         path = folder / name
         rel_path = rel(path, c.root)
-        result = read_event_file(path, rel_path)
+        result = c.cache.event_file(path, rel_path) if c.cache is not None else read_event_file(path, rel_path)
         c.findings += result.findings
         c.sources.append(_source(c.root, path, "tb_events", result.end_offset))
         found.append((rel_path, parse_event_file_name(name), result))

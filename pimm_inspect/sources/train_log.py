@@ -286,7 +286,7 @@ class _Reader:
                                 attempt=r["seg"].index, step=r["step"]) for r in self.events)
         tables = tuple(ValTable(t["step"], t["attempt"], t["line"], t["final"], tuple(t["metrics"]),
                                 tuple(t["rows"])) for t in self.tables)
-        findings = findings + _non_finite_findings(series, rel_path)
+        findings = findings + non_finite_findings(series, rel_path)
         if self.corrupt_at is not None:
             findings.insert(0, file_finding(
                 "file.corrupt", rel_path, f"{rel_path} is not valid UTF-8 (first bad byte at offset "
@@ -336,7 +336,7 @@ def _record_text(rec: dict) -> str:
     return head.decode("utf-8", "replace").rstrip("\n")
 
 
-def _non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
+def non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
     """One ``metrics.non-finite`` finding per tag whose logged values hit NaN or inf."""
     ranges: dict[str, list[int]] = {}
     for s in series:

@@ -1,0 +1,138 @@
+"""In-memory read cache: a refresh of a live run reads only the bytes appended since the last read.
+
+Nothing here touches the disk beyond reading the run's files: the cache lives in the
+process (the TUI keeps one per open run), never inside a run directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import make_series
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime_ns) or None when the file cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass
+class _Entry:
+    signature: tuple[int, int, int]
+    result: Any
+
+
+@dataclass
+class ReadCache:
+    """Per-file reader results keyed by path; grown files are read from where the last read stopped."""
+
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    incremental_reads: int = 0
+    """How many reads used only appended bytes (for tests and the UI's live indicator)."""
+
+    def event_file(self, path: Path, rel_path: str):
+        """``read_event_file`` that reuses and extends the previous result of a growing file."""
+        from ..sources.tb_events import read_event_file
+
+        sig = _signature(path)
+        entry = self.entries.get(str(path))
+        if sig is not None and entry is not None:
+            if entry.signature == sig:
+                return entry.result
+            old = entry.result
+            grown = sig[0] == entry.signature[0] and sig[1] >= old.end_offset and old.end_offset > 0
+            damaged = any(f.code == "file.corrupt" for f in old.findings)
+            if grown and not damaged:
+                new = read_event_file(path, rel_path, start_offset=old.end_offset)
+                merged = _merge_events(old, new)
+                self.entries[str(path)] = _Entry(sig, merged)
+                self.incremental_reads += 1
+                return merged
+        result = read_event_file(path, rel_path)
+        if sig is not None:
+            self.entries[str(path)] = _Entry(sig, result)
+        return result
+
+    def train_log(self, path: Path, rel_path: str):
+        """``read_train_log`` that re-reads only the last attempt segment of a growing log."""
+        from ..sources.train_log import read_train_log
+
+        sig = _signature(path)
+        entry = self.entries.get(str(path))
+        if sig is not None and entry is not None:
+            if entry.signature == sig:
+                return entry.result
+            old = entry.result
+            if sig[0] == entry.signature[0] and sig[1] >= old.end_offset and old.segments:
+                last = old.segments[-1]
+                new = read_train_log(path, rel_path, start_offset=last.start_offset, first_attempt=last.index,
+                                     first_line_no=last.start_line)
+                merged = _merge_log(old, new, last.index)
+                self.entries[str(path)] = _Entry(sig, merged)
+                self.incremental_reads += 1
+                return merged
+        result = read_train_log(path, rel_path)
+        if sig is not None:
+            self.entries[str(path)] = _Entry(sig, result)
+        return result
+
+
+def _merge_events(old, new):
+    """An event-file result extended by the records read after ``old.end_offset``."""
+    series = dict(old.series)
+    for tag, s in new.series.items():
+        if tag in series:
+            prev = series[tag]
+            series[tag] = make_series(tag, np.concatenate([prev.steps, s.steps]),
+                                      np.concatenate([prev.values, s.values]),
+                                      np.concatenate([prev.wall_times_s, s.wall_times_s]), prev.source, prev.attempt)
+        else:
+            series[tag] = s
+    markers = old.markers + tuple(dataclasses.replace(m, record_index=m.record_index + old.record_count)
+                                  for m in new.markers)
+    # The old tail was incomplete only until the writer finished the record.
+    findings = tuple(f for f in old.findings if f.code != "file.truncated") + tuple(new.findings)
+    return dataclasses.replace(
+        old, series=series, markers=markers, file_version=old.file_version or new.file_version,
+        first_wall_time_s=old.first_wall_time_s if old.first_wall_time_s is not None else new.first_wall_time_s,
+        last_wall_time_s=new.last_wall_time_s if new.last_wall_time_s is not None else old.last_wall_time_s,
+        record_count=old.record_count + new.record_count, scalar_count=old.scalar_count + new.scalar_count,
+        other_count=old.other_count + new.other_count, end_offset=new.end_offset, findings=findings)
+
+
+def _merge_log(old, new, last_index: int):
+    """Earlier segments from ``old``; the last segment (and what follows) from ``new``."""
+    keep = [s for s in old.segments if s.index < last_index]
+    best = tuple(dict.fromkeys(old.best + new.best))
+    series = tuple(s for s in old.series if s.attempt is not None and s.attempt < last_index) + new.series
+    return dataclasses.replace(
+        new,
+        series=series,
+        segments=tuple(keep) + new.segments,
+        events=tuple(e for e in old.events if e.attempt is not None and e.attempt < last_index) + new.events,
+        val_tables=tuple(t for t in old.val_tables if t.attempt < last_index) + new.val_tables,
+        best=best,
+        era_hint=old.era_hint or new.era_hint,
+        pids=tuple(dict.fromkeys(old.pids + new.pids)),
+        findings=_log_findings(old, new, series),
+    )
+
+
+def _log_findings(old, new, series):
+    """Damage findings of both reads (a completed tail drops 'truncated'); non-finite recomputed on all points."""
+    from ..sources.train_log import non_finite_findings
+
+    kept = [f for f in old.findings if f.code not in ("file.truncated", "metrics.non-finite")]
+    fresh = [f for f in new.findings if f.code != "metrics.non-finite"]
+    return tuple(dict.fromkeys(kept + fresh)) + tuple(non_finite_findings(list(series), new.series[0].source
+                                                                          if new.series else "train.log"))

@@ -1,0 +1,59 @@
+"""A live run refreshed through a ReadCache reads only appended bytes and equals a full read."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from pimm_inspect.load import ReadCache, load_run
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+
+
+def _grow_copy(tmp_path: Path) -> tuple[Path, bytes, bytes, Path, bytes]:
+    """A copy of e2_rollback whose train.log and second event file are cut at half, plus the cut-off tails."""
+    run = tmp_path / "live"
+    shutil.copytree(RUNS / "e2_rollback", run, symlinks=True)
+    log = run / "train.log"
+    data = log.read_bytes()
+    cut = data.index(b"\n", len(data) * 2 // 3) + 1
+    log.write_bytes(data[:cut])
+    events = sorted(run.glob("events.out.tfevents.*"))[-1]
+    ev = events.read_bytes()
+    events.write_bytes(ev[: len(ev) // 2 + 7])  # inside a record: a half-written tail
+    return log, data[cut:], ev[len(ev) // 2 + 7:], events, ev
+
+
+def _summary(run):
+    return ([(a.index, a.first_step, a.last_step, a.origin, a.ended) for a in run.attempts],
+            sorted((s.tag, s.source, s.attempt, len(s), float(np.nansum(s.values))) for s in run.series),
+            sorted(f.code for f in run.findings))
+
+
+def test_incremental_refresh_equals_full_read(tmp_path):
+    log, log_tail, ev_tail, events, _ = _grow_copy(tmp_path)
+    cache = ReadCache()
+    partial = load_run(log.parent, cache=cache)
+    assert "file.truncated" in {f.code for f in partial.findings}
+    with open(log, "ab") as fh:
+        fh.write(log_tail)
+    with open(events, "ab") as fh:
+        fh.write(ev_tail)
+    refreshed = load_run(log.parent, cache=cache)
+    assert cache.incremental_reads == 2
+    full = load_run(log.parent)
+    assert _summary(refreshed) == _summary(full)
+    assert [a.last_step for a in refreshed.attempts] == [75, 100]
+
+
+def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
+    cache = ReadCache()
+    load_run(RUNS / "e2_clean", cache=cache)
+    import pimm_inspect.sources.tb_events as tb
+
+    def fail(*args, **kwargs):
+        raise AssertionError("re-read an unchanged file")
+
+    monkeypatch.setattr(tb, "read_event_file", fail)
+    again = load_run(RUNS / "e2_clean", cache=cache)
+    assert again.status == "finished"
