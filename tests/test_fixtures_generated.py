@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import pickle
+import pickletools
 import re
 import struct
 import zipfile
@@ -17,6 +19,11 @@ PIMM_SCENARIOS = (
     "e2_clean", "e0_legacy", "e2_rollback", "e2_exact_resume", "e1_legacy_cursor",
     "e2_incomplete_checkpoint", "e2_crashed", "e3a_running", "e2_wandb",
     "e2_dangling_model_link", "e2_secret_in_config", "tb_plain",
+)
+# Scenarios added for the gap / cursor / non-finite / stale / unsafe / drift checks (own size budget).
+CHECK_SCENARIOS = (
+    "e2_tb_gap", "e2_cursor_mismatch", "e2_nan_loss", "e2_stale_reuse", "e2_unsafe_checkpoint",
+    "e2_config_drift",
 )
 PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (INFO|WARNING|ERROR) (\S+) line (\d+)(?: (\d+))?\] (.*)$")
 TRAIN = re.compile(r"Train: \[(\d+)/(\d+)\]\[(\d+)/(\d+)\] ")
@@ -109,9 +116,15 @@ def test_all_scenarios_present_and_under_budget() -> None:
     assert total < 1_500_000
 
 
+def test_check_scenarios_under_budget() -> None:
+    total = sum(p.stat().st_size for name in CHECK_SCENARIOS for p in run(name).rglob("*")
+                if p.is_file() and not p.is_symlink())
+    assert total < 250 * 1024
+
+
 def test_no_absolute_machine_paths() -> None:
     bad = re.compile(rb"/(work|root|home)/")
-    for name in PIMM_SCENARIOS:
+    for name in PIMM_SCENARIOS + CHECK_SCENARIOS:
         for p in run(name).rglob("*"):
             if p.is_file() and not p.is_symlink():
                 assert not bad.search(p.read_bytes()), p
@@ -124,6 +137,10 @@ def test_train_log_prefixes_match_era() -> None:
         assert prefixed and all(prefixed), name
         pids = {m.group(5) for m in prefixed}
         assert pids == ({"48213"} if name == "e0_legacy" else {None}), name
+    for name in CHECK_SCENARIOS:
+        lines = (run(name) / "train.log").read_text(encoding="utf-8").splitlines()
+        prefixed = [PREFIX.match(line) for line in lines if line.startswith("[20")]
+        assert prefixed and all(prefixed) and {m.group(5) for m in prefixed} == {None}, name
 
 
 def test_e2_clean() -> None:
@@ -293,3 +310,74 @@ def test_tb_plain() -> None:
         (tb,) = event_files(r / "runs" / name)
         assert sorted(scalars(tb, "loss")) == list(range(1, 51))
         assert sorted(scalars(tb, "accuracy")) == [10, 20, 30, 40, 50]
+
+
+def pickle_globals(data: bytes) -> set[str]:
+    """module.name of every GLOBAL opcode in a pickle (read with pickletools, nothing is imported or called)."""
+    return {str(arg).replace(" ", ".") for op, arg, _ in pickletools.genops(data) if op.name == "GLOBAL"}
+
+
+def test_e2_tb_gap() -> None:
+    r = run("e2_tb_gap")
+    text = (r / "train.log").read_text()
+    seg1, seg2 = train_steps(text)
+    assert seg1 == [5, 10, 15, 20] and (seg2[0], seg2[-1]) == (45, 70)
+    assert "Saving checkpoint at global step 40" not in text  # lost with the page cache
+    assert "Resuming train from structured state: epoch=0, iter=40, global_step=40" in text
+    first, second = event_files(r)
+    assert sorted(scalars(first, "train_batch/loss")) == list(range(1, 21))
+    assert sorted(scalars(second, "train_batch/loss")) == list(range(41, 71))
+    assert load_zip_payload(r / "model/model_last.pth")["trainer"]["global_step"] == 40
+
+
+def test_e2_cursor_mismatch() -> None:
+    r = run("e2_cursor_mismatch")
+    assert not event_files(r)
+    w = load_zip_payload(r / "model/model_last.pth")["logger"]["wandb"]
+    assert (w["run_id"], w["checkpoint_global_step"], w["step_offset"], w["resume_step"]) == ("c5r8t2vw", 10, 0, 16)
+    assert w["resume_step"] != w["checkpoint_global_step"] + w["step_offset"] + 1
+
+
+def test_e2_nan_loss() -> None:
+    r = run("e2_nan_loss")
+    text = (r / "train.log").read_text()
+    assert "][30/40] " in text and "loss: nan avg_pts" in text and "loss: inf avg_pts" in text
+    (tb,) = event_files(r)
+    loss = scalars(tb, "train_batch/loss")
+    bad = sorted(g for g, v in loss.items() if not math.isfinite(v))
+    assert bad == [28, 29, 30, 35] and math.isinf(loss[35]) and math.isnan(loss[28])
+
+
+def test_e2_stale_reuse() -> None:
+    r = run("e2_stale_reuse")
+    meta = json.loads((r / "run_metadata.json").read_text())
+    assert meta["created_at"] == "2026-07-23T10:30:05+00:00"
+    assert train_steps((r / "train.log").read_text()) == [[5]]
+    old, new = event_files(r)
+    wall = event_pb2.Event.FromString(records(old)[0][0]).wall_time
+    assert wall < event_pb2.Event.FromString(records(new)[0][0]).wall_time - 86400
+    assert max(scalars(old, "train_batch/loss")) == 25 and max(scalars(new, "train_batch/loss")) == 8
+    assert (r / "model/iter_20.pth").is_file()
+    assert load_zip_payload(r / "model/model_last.pth")["trainer"]["global_step"] == 20
+
+
+def test_e2_unsafe_checkpoint() -> None:
+    r = run("e2_unsafe_checkpoint")
+    with zipfile.ZipFile(r / "model/model_best.pth") as zf:
+        data = zf.read(next(n for n in zf.namelist() if n.endswith("/data.pkl")))
+    assert "posix.system" in pickle_globals(data) and b"pimm_pwned_marker" in data
+    with zipfile.ZipFile(r / "model/model_last.pth") as zf:
+        clean = zf.read(next(n for n in zf.namelist() if n.endswith("/data.pkl")))
+    assert not any(g.startswith(("posix.", "os.")) for g in pickle_globals(clean))
+
+
+def test_e2_config_drift() -> None:
+    r = run("e2_config_drift")
+    cfg = json.loads((r / "resolved_config.json").read_text())
+    assert cfg["optimizer"]["lr"] == 0.002 and cfg["batch_size"] == 4 and cfg["use_wandb"] is True
+    folders = sorted((r / "wandb").glob("offline-run-*-d3f6h9kq"))
+    assert len(folders) == 2
+    blobs = [(f / "run-d3f6h9kq.wandb").read_bytes() for f in folders]
+    assert b'"lr":0.002' in blobs[0] and b'"lr":0.001' in blobs[1]
+    text = (r / "train.log").read_text()
+    assert text.count("] => Loading config ...") == 2 and "\nbatch_size = 8\n" in text

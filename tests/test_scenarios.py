@@ -19,6 +19,12 @@ EXPECTED = {
     "e2_rollback": {"resume.rollback", "steps.replayed"},
     "e2_secret_in_config": {"provenance.git-dirty", "provenance.secret"},
     "e2_wandb": set(),
+    "e2_tb_gap": {"steps.gap"},
+    "e2_cursor_mismatch": {"wandb.cursor-mismatch"},
+    "e2_nan_loss": {"metrics.non-finite"},
+    "e2_stale_reuse": {"artifacts.stale"},
+    "e2_unsafe_checkpoint": {"checkpoint.unsafe"},
+    "e2_config_drift": {"provenance.config-drift", "resume.rollback", "steps.replayed", "wandb.run-split"},
     "e3a_running": {"file.truncated"},
     "hf_clean": set(),
     "hf_resumed": {"resume.rollback", "steps.replayed"},
@@ -69,6 +75,28 @@ def test_attempt_origins(loaded):
     assert [a.origin for a in loaded["e1_legacy_cursor"].attempts] == ["fresh", "rollback"]
     assert [a.ended for a in loaded["e1_legacy_cursor"].attempts] == ["killed", "stopped"]
     assert loaded["e2_crashed"].attempts[0].lost_steps == (26, 40)
+
+
+def test_gap_and_unsafe_details(loaded):
+    (gap,) = [f for f in loaded["e2_tb_gap"].findings if f.code == "steps.gap"]
+    assert gap.steps == (21, 40)
+    (unsafe,) = [f for f in loaded["e2_unsafe_checkpoint"].findings if f.code == "checkpoint.unsafe"]
+    assert unsafe.severity.label == "error" and "system" in unsafe.message
+    assert not Path("/tmp/pimm_pwned_marker").exists()
+    drift = next(f for f in loaded["e2_config_drift"].findings if f.code == "provenance.config-drift")
+    assert "optimizer.lr" in drift.message and "batch_size" in drift.message
+
+
+def test_every_check_fires_on_some_fixture(loaded):
+    from pimm_inspect.analysis import CHECKS
+
+    fired = {f.code for run in loaded.values() for f in run.findings}
+    not_on_fixtures = {"run.stalled", "metrics.source-mismatch", "wandb.no-local-run"}  # unit-tested in test_checks
+    for name, _check in CHECKS:
+        if name == "provenance.git":
+            assert {"provenance.git-dirty", "provenance.no-git"} <= fired
+        elif name not in not_on_fixtures:
+            assert name in fired, name
 
 
 def test_crash_names_the_exception(loaded):

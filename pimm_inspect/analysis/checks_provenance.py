@@ -9,8 +9,9 @@ from . import _facts
 from .secrets import find_in_mapping, find_in_text
 
 DERIVED_KEYS = {"batch_size_per_gpu", "num_worker_per_gpu", "batch_size_val_per_gpu", "scheduler.total_steps",
-                "wandb_run_name", "wandb_job_index", "_wandb"}
-"""Keys pimm derives per rank or at writer creation: they legitimately differ from resolved_config.json."""
+                "wandb_run_name", "wandb_job_index", "_wandb", "resume", "weight"}
+"""Keys pimm derives per rank or at writer creation, or sets for a resumed attempt (resume, weight):
+they legitimately differ from resolved_config.json."""
 
 
 def check_git(run: Run) -> list[Finding]:

@@ -51,7 +51,8 @@ def _compare(tag, kinds, left: ScalarSeries, right: ScalarSeries, by_kind) -> Fi
         return None
     lv, rv = left.values[li], right.values[ri]
     both_finite = np.isfinite(lv) & np.isfinite(rv)
-    diff = np.where(both_finite, np.abs(lv - rv), 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(both_finite, np.abs(lv - rv), 0.0)
     bad = (diff > _tolerance(tag, kinds, np.where(both_finite, lv, 0.0))) | (np.isfinite(lv) != np.isfinite(rv))
     if not bad.any():
         return None

@@ -122,16 +122,24 @@ def _wandb_view(run: Run, first: int) -> str:
             "drops the replays with a warning, or the resume started a new run.")
 
 
+def _densest_by_kind(run: Run) -> dict[str, dict[int, ScalarSeries]]:
+    """Per source kind, the attempt-attributed series of its most densely logged tag."""
+    per_kind: dict[str, dict[str, dict[int, ScalarSeries]]] = defaultdict(lambda: defaultdict(dict))
+    for s in run.series:
+        if s.attempt is not None and len(s):
+            per_kind[_facts.source_kind(run, s)][s.tag][s.attempt] = s
+    densest: dict[str, dict[int, ScalarSeries]] = {}
+    for kind, tags in per_kind.items():
+        # Per-epoch metrics (val/*, train/*) are too sparse to show a gap; the per-step ones are not.
+        densest[kind] = max(tags.values(), key=lambda by_attempt: (sum(len(s) for s in by_attempt.values()),
+                                                                    len(by_attempt)))
+    return densest
+
+
 def check_gaps(run: Run) -> list[Finding]:
     """``steps.gap``: steps missing between consecutive attempts, in every source that covers both."""
-    interval_by_group: dict[tuple[str, str], tuple[int, dict[int, ScalarSeries]]] = {}
-    for s in run.series:
-        if s.attempt is None or not len(s):
-            continue
-        key = (s.tag, _facts.source_kind(run, s))
-        interval_by_group.setdefault(key, (0, {}))[1][s.attempt] = s
     verdicts: dict[tuple[int, int], list[bool]] = defaultdict(list)
-    for key, (_unused, by_attempt) in interval_by_group.items():
+    for by_attempt in _densest_by_kind(run).values():
         steps = np.unique(np.concatenate([s.steps for s in by_attempt.values()]))
         diffs = np.diff(steps)
         interval = int(np.median(diffs)) if diffs.size else 1

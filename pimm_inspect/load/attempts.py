@@ -30,15 +30,11 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     tb_attempt = _map_event_files(c, segments)
     wandb_attempt: dict[str, int] = {}
     if segments:
-        tb_span = _tb_spans(c, tb_attempt)
         for seg in segments:
             sources = ["train.log"] + [p for p, a in tb_attempt.items() if a == seg.index]
-            # Reconcile with the attempt's event file: train.log logs every log_frequency steps, TB every step.
-            firsts = [v for v in (seg.first_step, tb_span.get(seg.index, (None, None))[0]) if v is not None]
-            lasts = [v for v in (seg.last_step, tb_span.get(seg.index, (None, None))[1]) if v is not None]
             attempts.append(Attempt(
-                index=seg.index, started_at=seg.started_at, first_step=min(firsts, default=None),
-                last_step=max(lasts, default=None), origin=seg.origin, resumed_from=seg.resumed_from,
+                index=seg.index, started_at=seg.started_at, first_step=seg.first_step,
+                last_step=seg.last_step, origin=seg.origin, resumed_from=seg.resumed_from,
                 resume_step=seg.resume_step, ended=seg.ended or "unknown",
                 end_detail=seg.end_detail, sources=tuple(sources), saved_steps=tuple(seg.saved_steps)))
         series += list(c.train_log.series)
@@ -85,25 +81,38 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered, start=1)}
     for run in c.wandb_runs:
         attempt = wandb_attempt.get(run.rel_path)
-        series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s for s in run.series]
+        # A declared step metric (pimm's hidden train/global_step) is the x axis of the others, not a curve.
+        step_metrics = set(run.x_axis.values()) - {"_step"}
+        series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s
+                   for s in run.series if s.tag not in step_metrics]
     if c.hf is not None:
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
-    return attempts, series
+    return _reconcile_spans(attempts, series), series
 
 
-def _tb_spans(c: Collected, tb_attempt: dict[str, int]) -> dict[int, tuple[int, int]]:
-    """Per attempt, the step span of its event files' scalars."""
+def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries]) -> list[Attempt]:
+    """Widen each attempt's step span to every source attributed to it.
+
+    train.log prints every log_frequency steps while TensorBoard and W&B record every step,
+    so the text log alone understates where an attempt started and stopped.
+    """
     spans: dict[int, tuple[int, int]] = {}
-    for rel_path, _name, result in c.tb_files:
-        attempt = tb_attempt.get(rel_path)
-        steps = [(s.first_step, s.last_step) for s in result.series.values() if len(s)]
-        if attempt is None or not steps:
+    for s in series:
+        if s.attempt is None or not len(s):
             continue
-        lo, hi = min(a for a, _ in steps), max(b for _, b in steps)
-        old = spans.get(attempt)
-        spans[attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
-    return spans
+        lo, hi = s.first_step, s.last_step
+        old = spans.get(s.attempt)
+        spans[s.attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+    out = []
+    for att in attempts:
+        span = spans.get(att.index)
+        if span is not None:
+            firsts = [v for v in (att.first_step, span[0]) if v is not None]
+            lasts = [v for v in (att.last_step, span[1]) if v is not None]
+            att = dataclasses.replace(att, first_step=min(firsts), last_step=max(lasts))
+        out.append(att)
+    return out
 
 
 def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
@@ -173,6 +182,8 @@ def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
         kept = max(att.saved_steps)
     elif nxt is None and att.ended in ("running", "unknown"):
         return None
+    elif att.resume_step is not None:
+        kept = att.resume_step
     else:
         kept = (att.first_step - 1) if att.first_step is not None else 0
     return (kept + 1, att.last_step) if att.last_step > kept else None

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 EVENT_FILE = re.compile(r"^events\.out\.tfevents\.")
-WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[A-Za-z0-9]+$")
+WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-(?P<id>[A-Za-z0-9]+)(?:-\d+)?$")
+"""W&B run folders; a second start in the same second gets a ``-1`` suffix."""
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 
 PIMM_MARKERS = ("train.log", "run_metadata.json", "resolved_config.json", "config.py")
@@ -54,7 +55,7 @@ def _is_model_dir(model: Path, names: set[str]) -> bool:
 def _wandb_run_ids(wandb_dir: Path) -> set[str]:
     """Run ids of the W&B run folders in a ``wandb/`` folder (the id ends the folder name)."""
     try:
-        return {n.rsplit("-", 1)[-1] for n in os.listdir(wandb_dir) if WANDB_RUN_DIR.match(n)}
+        return {m["id"] for m in map(WANDB_RUN_DIR.match, os.listdir(wandb_dir)) if m}
     except OSError:
         return set()
 
