@@ -20,6 +20,8 @@ class _Replay:
     tags: set[str] = field(default_factory=set)
     max_diff: float = float("nan")
     max_diff_tag: str = ""
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per file: the step range it holds for the affected tags (evidence for the explanation)."""
     purged: bool = False
     kinds: set[str] = field(default_factory=set)
 
@@ -61,8 +63,16 @@ def check_replayed(run: Run) -> list[Finding]:
             rep.kinds.add(kind)
             if kind == "tb_events" and _has_purge_marker(run, ov.newer, ov.first_step):
                 rep.purged = True
-            if np.isfinite(ov.max_abs_diff) and not (ov.max_abs_diff <= rep.max_diff):
+            # Report the loss when it is among the tags: a diff in point counts says little.
+            loss_like = "loss" in tag
+            better = not rep.max_diff_tag or (loss_like and "loss" not in rep.max_diff_tag) or (
+                loss_like == ("loss" in rep.max_diff_tag) and not (ov.max_abs_diff <= rep.max_diff))
+            if np.isfinite(ov.max_abs_diff) and better:
                 rep.max_diff, rep.max_diff_tag = ov.max_abs_diff, tag
+            for member in group:
+                if member.source in (ov.older, ov.newer) and len(member):
+                    lo, hi = rep.spans.get(member.source, (member.first_step, member.last_step))
+                    rep.spans[member.source] = (min(lo, member.first_step), max(hi, member.last_step))
         for s in group:
             dup = within_duplicates(s, differing_only=True)
             if dup and kind != "train_log":
@@ -87,9 +97,12 @@ def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
         message = f"{what} appear{'s' if rep.first == rep.last else ''} more than once inside {key[0]}"
     else:
         message = f"{what} {'was' if rep.first == rep.last else 'were'} written by {key[0]} and again by {key[1]}"
-    lines = [f"Files: {', '.join(paths)}. Tags affected: {len(rep.tags)} (e.g. {', '.join(sorted(rep.tags)[:3])})."]
+    evidence = "; ".join(f"{path} holds steps {_facts.fmt_range(*rep.spans[path])}" for path in paths if path in rep.spans)
+    lines = [f"{evidence or 'Files: ' + ', '.join(paths)}. Tags affected: {len(rep.tags)} "
+             f"(e.g. {', '.join(sorted(rep.tags, key=lambda t: ('loss' not in t, t))[:3])})."]
     if np.isfinite(rep.max_diff):
-        exact = "the copies are identical" if rep.max_diff == 0 else f"largest difference between copies: {rep.max_diff:.6g} ({rep.max_diff_tag})"
+        exact = ("the copies are identical (a deterministic replay)" if rep.max_diff == 0 else
+                 f"the copies differ by up to {rep.max_diff:.4g} in {rep.max_diff_tag}")
         lines.append(f"Replay check: {exact}.")
     if "tb_events" in rep.kinds:
         if rep.purged:
@@ -98,7 +111,8 @@ def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
         else:
             lines.append("TensorBoard: its default (Rust) loader shows the newest copy per step; its Python loader "
                          "(EventAccumulator, tbparse) keeps both copies and draws a zig-zag. Nothing in the files marks the "
-                         "restart (pimm passes no purge_step).")
+                         f"restart (pimm passes no purge_step): to see one copy, move the older file's steps {span} aside "
+                         "or pass purge_step to the writer on resume.")
     lines.append(_wandb_view(run, rep.first))
     lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
                  "`newest` matches what TensorBoard's default loader shows.")
