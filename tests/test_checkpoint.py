@@ -116,6 +116,7 @@ def test_resume_candidate_and_leftovers(tmp_path: Path) -> None:
     model = run / "model"
     shutil.copy(FIXTURES / "e2_model_last.pth", model / "model_last.pth")
     os.utime(model / "model_last.pth", (1_790_000_000, 1_790_000_000))
+    os.utime(model / "last", (1_780_000_000, 1_780_000_000))  # a fresh checkout gives it "now": pin it older
     (model / "model_last.pth.tmp").write_bytes(b"PK\x03\x04")
     shutil.copytree(model / "last", model / "last.tmp")
     (model / "last.tmp" / ".complete").unlink()
