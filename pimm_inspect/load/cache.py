@@ -40,51 +40,48 @@ class ReadCache:
     incremental_reads: int = 0
     """How many reads used only appended bytes (for tests and the UI's live indicator)."""
 
-    def event_file(self, path: Path, rel_path: str):
-        """``read_event_file`` that reuses and extends the previous result of a growing file."""
-        from ..sources.tb_events import read_event_file
-
+    def _cached(self, path: Path, full_read, extend):
+        """The cached result when unchanged; ``extend(old)`` when the same file grew; else a full read."""
         sig = _signature(path)
         entry = self.entries.get(str(path))
         if sig is not None and entry is not None:
             if entry.signature == sig:
                 return entry.result
-            old = entry.result
-            grown = sig[0] == entry.signature[0] and sig[1] >= old.end_offset and old.end_offset > 0
-            damaged = any(f.code == "file.corrupt" for f in old.findings)
-            if grown and not damaged:
-                new = read_event_file(path, rel_path, start_offset=old.end_offset)
-                merged = _merge_events(old, new)
+            same_file = sig[0] == entry.signature[0] and sig[1] >= entry.result.end_offset
+            merged = extend(entry.result) if same_file else None
+            if merged is not None:
                 self.entries[str(path)] = _Entry(sig, merged)
                 self.incremental_reads += 1
                 return merged
-        result = read_event_file(path, rel_path)
+        result = full_read()
         if sig is not None:
             self.entries[str(path)] = _Entry(sig, result)
         return result
+
+    def event_file(self, path: Path, rel_path: str):
+        """``read_event_file`` that reuses and extends the previous result of a growing file."""
+        from ..sources.tb_events import read_event_file
+
+        def extend(old):
+            if old.end_offset <= 0 or any(f.code == "file.corrupt" for f in old.findings):
+                return None  # nothing valid to extend from: read it whole
+            return _merge_events(old, read_event_file(path, rel_path, start_offset=old.end_offset))
+
+        return self._cached(path, lambda: read_event_file(path, rel_path), extend)
 
     def train_log(self, path: Path, rel_path: str):
         """``read_train_log`` that re-reads only the last attempt segment of a growing log."""
         from ..sources.train_log import read_train_log
 
-        sig = _signature(path)
-        entry = self.entries.get(str(path))
-        if sig is not None and entry is not None:
-            if entry.signature == sig:
-                return entry.result
-            old = entry.result
-            if sig[0] == entry.signature[0] and sig[1] >= old.end_offset and old.segments:
-                last = old.segments[-1]
-                new = read_train_log(path, rel_path, start_offset=last.start_offset, first_attempt=last.index,
-                                     first_line_no=last.start_line)
-                merged = _merge_log(old, new, last.index)
-                self.entries[str(path)] = _Entry(sig, merged)
-                self.incremental_reads += 1
-                return merged
-        result = read_train_log(path, rel_path)
-        if sig is not None:
-            self.entries[str(path)] = _Entry(sig, result)
-        return result
+        def extend(old):
+            if not old.segments:
+                return None
+            last = old.segments[-1]
+            new = read_train_log(path, rel_path, start_offset=last.start_offset, first_attempt=last.index,
+                                 first_line_no=last.start_line)
+            return _merge_log(old, new, last.index)
+
+        return self._cached(path, lambda: read_train_log(path, rel_path), extend)
 
 
 def _merge_events(old, new):

@@ -109,8 +109,8 @@ def _depth(obj: Any, limit: int) -> int:
     return worst
 
 
-def _bracket_depth(text: str) -> int:
-    """Maximum bracket nesting of a JSON text, ignoring strings (cheap pre-check)."""
+def scan_json_nesting(text: str) -> tuple[int, int, bool]:
+    """(deepest bracket nesting, nesting at the end, ends inside a string) of a JSON text, strings ignored."""
     depth = worst = 0
     in_string = escaped = False
     for ch in text:
@@ -128,7 +128,7 @@ def _bracket_depth(text: str) -> int:
             worst = max(worst, depth)
         elif ch in "]}":
             depth -= 1
-    return worst
+    return worst, depth, in_string
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +146,7 @@ def read_json(path: Path, rel_path: str) -> JsonResult:
         return JsonResult(None, findings)
     text, more = decode_text(data, rel_path)
     findings += more
-    if _bracket_depth(text) > MAX_JSON_DEPTH:
+    if scan_json_nesting(text)[0] > MAX_JSON_DEPTH:
         findings.append(file_finding("file.invalid-json", rel_path,
                                      f"{rel_path}: JSON nested deeper than {MAX_JSON_DEPTH} levels; not parsed"))
         return JsonResult(None, findings)

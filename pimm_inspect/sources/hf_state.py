@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..model import Finding, ScalarSeries, Severity, make_series
-from ._common import decode_text, file_finding, read_bytes_capped, read_json
+from ._common import decode_text, file_finding, read_bytes_capped, read_json, scan_json_nesting
 
 STATE_NAME = "trainer_state.json"
 SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second")
@@ -29,22 +29,7 @@ class StateDoc:
 
 def _cut_short(text: str) -> bool:
     """True when JSON text ends inside a string or with brackets still open (a cut write)."""
-    depth = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
+    _worst, depth, in_string = scan_json_nesting(text)
     return in_string or depth > 0
 
 
