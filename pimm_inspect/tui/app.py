@@ -1,0 +1,209 @@
+"""The Textual app: one load worker feeding the Runs and Run screens through messages."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from ..analysis import analyze
+from ..load.discover import classify_dir, iter_runs
+from ..load.safe import load_safely
+from ..model import Finding, Run, Severity
+from .facts import relative_name
+from .messages import DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound, RunLoaded
+from .screens.compare import CompareScreen
+from .screens.help import HelpScreen
+from .screens.run import RunScreen
+from .screens.runs import RunsScreen
+
+Loader = Callable[[Path], Run]
+
+
+def default_loader(path: Path) -> Run:
+    """Load and analyse one run; never raises (a failure becomes a finding)."""
+    run = load_safely(path)
+    try:
+        return analyze(run)
+    except Exception:  # analysis bugs already become findings per check; this guards the sort itself
+        return run
+
+
+def guarded(loader: Loader, path: Path) -> Run:
+    """Call a loader; an exception becomes an ``internal.load-failed`` finding on a minimal Run."""
+    try:
+        return loader(path)
+    except Exception as exc:  # the UI must show a finding, never a traceback
+        return Run(root=Path(path).absolute(), kind="unknown", era=None, status="unknown", name=Path(path).name,
+                   findings=(Finding("internal.load-failed", Severity.ERROR,
+                                     f"could not load this run: {type(exc).__name__}: {exc}", (), None,
+                                     "Please report this bug."),))
+
+
+class InspectApp(App):
+    """pimm-inspect's terminal UI over one run or a tree of runs."""
+
+    CSS_PATH = "pimm_inspect.tcss"
+    TITLE = "pimm-inspect"
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.loader: Loader = loader or default_loader
+        self.follow_interval_s = follow_interval_s
+        self.runs: dict[Path, Run | None] = {}
+        """Discovered runs in discovery order; None until loaded. Only message handlers change it."""
+        self.runs_screen = RunsScreen(self.path)
+        self.root_is_run = False
+
+    def on_mount(self) -> None:
+        self.push_screen(self.runs_screen)
+        self.root_is_run = self.path.is_dir() and classify_dir(self.path.absolute()) is not None
+        if self.root_is_run:
+            # A single run opens directly, before discovery, so its screen is up at once.
+            self._push_run_screen(self.path.absolute())
+        self._load_all()
+
+    # -- worker ---------------------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load_all(self) -> None:
+        """Discover runs (posting each as found), then load them one by one."""
+        worker = get_current_worker()
+        root = self.path.absolute()
+        if not root.exists():
+            self.post_message(LoadFailed(f"cannot open {self.path.as_posix()}: no such file or directory"))
+            return
+        if not root.is_dir():
+            self.post_message(LoadFailed(f"{self.path.as_posix()} is not a directory: give a run directory or a "
+                                         "folder of runs"))
+            return
+        errors: list[tuple[Path, str]] = []
+        paths: list[Path] = []
+        try:
+            for path in iter_runs(root, on_error=lambda p, reason: errors.append((p, reason))):
+                if worker.is_cancelled:
+                    return
+                paths.append(path)
+                self.post_message(RunFound(path))
+        except Exception as exc:  # discovery must end in a message, never a traceback
+            self.post_message(LoadFailed(f"searching {self.path.as_posix()} failed: {type(exc).__name__}: {exc}"))
+            return
+        self.post_message(DiscoveryDone(paths, errors, classify_dir(root) is not None))
+        for done, path in enumerate(paths, start=1):
+            if worker.is_cancelled:
+                return
+            self.post_message(RunLoaded(path, guarded(self.loader, path)))
+            self.post_message(LoadProgress(done, len(paths)))
+        self.post_message(LoadFinished(len(paths)))
+
+    @work(thread=True, group="reload")
+    def _load_one(self, path: Path) -> None:
+        """Load one run now (opened before the main worker reached it, or reloaded by live follow)."""
+        self.post_message(RunLoaded(path, guarded(self.loader, path)))
+
+    # -- handlers (the only place state changes) ----------------------------------------------------------
+
+    def on_run_found(self, message: RunFound) -> None:
+        self.runs.setdefault(message.path, None)
+        self.runs_screen.add_path(message.path)
+
+    def on_discovery_done(self, message: DiscoveryDone) -> None:
+        if not message.paths:
+            lines = [f"No runs found under {self.path.as_posix()}.",
+                     "A run is a folder with train.log, run_metadata.json, resolved_config.json, config.py, "
+                     "model/, trainer_state.json, a W&B run folder or TensorBoard event files."]
+            for where, reason in message.errors[:20]:
+                lines.append(f"  cannot search {relative_name(where, self.path) or where.name}: {reason}")
+            self.runs_screen.show_problem("\n".join(lines))
+        elif len(message.paths) == 1 and not message.root_is_run and self.screen is self.runs_screen:
+            self._push_run_screen(message.paths[0])
+        elif message.errors:
+            self.notify(f"{len(message.errors)} folder(s) could not be searched", severity="warning")
+
+    def on_run_loaded(self, message: RunLoaded) -> None:
+        self.runs[message.path] = message.run
+        self.runs_screen.set_run(message.path, message.run)
+        for screen in self.screen_stack:
+            if isinstance(screen, RunScreen) and screen.path == message.path:
+                screen.set_run(message.run)
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        self.runs_screen.set_progress(message.done, message.total)
+
+    def on_load_finished(self, message: LoadFinished) -> None:
+        self.runs_screen.set_progress(message.total, message.total)
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        self.runs_screen.show_problem(message.reason)
+        for screen in self.screen_stack:
+            if isinstance(screen, RunScreen) and screen.run is None:
+                self.notify(message.reason, severity="error")
+
+    def on_runs_screen_open(self, message: RunsScreen.Open) -> None:
+        self._push_run_screen(message.path)
+
+    def on_runs_screen_compare(self, message: RunsScreen.Compare) -> None:
+        loaded = [self.runs.get(p) for p in message.paths]
+        runs = [r for r in loaded if r is not None]
+        if len(runs) < 2:
+            self.notify("the marked runs are still loading", severity="warning")
+            return
+        self.push_screen(CompareScreen(runs, self.path))
+
+    def on_run_screen_back(self, message: RunScreen.Back) -> None:
+        # A path that is itself a run has no table worth going back to.
+        if not self.root_is_run and isinstance(self.screen, RunScreen):
+            self.pop_screen()
+
+    def on_run_screen_reload(self, message: RunScreen.Reload) -> None:
+        self._load_one(message.path)
+
+    def _push_run_screen(self, path: Path) -> None:
+        run = self.runs.get(path)
+        self.push_screen(RunScreen(path, self.path, run, self.follow_interval_s))
+        if run is None and self.runs:
+            self._load_one(path)  # opened before the main worker got to it
+
+    # -- actions and commands ------------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        """Show every key binding."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen([
+            ("Everywhere", list(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")]),
+            ("Runs table", RunsScreen.BINDINGS),
+            ("Run (tabs 1-6)", RunScreen.BINDINGS),
+            ("Compare", CompareScreen.BINDINGS),
+        ]))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's commands plus every binding active on the screen, so the palette lists all actions."""
+        yield from super().get_system_commands(screen)
+        seen: set[str] = set()
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            if not active.enabled or binding.action in seen or binding.action in ("quit", "command_palette"):
+                continue
+            seen.add(binding.action)
+            title = binding.description or binding.action
+            yield SystemCommand(title, binding.tooltip or f"key: {self.get_key_display(binding)}",
+                                functools.partial(self.run_action, binding.action, active.node))
+        if "help" not in seen:
+            yield SystemCommand("Help", "List every key binding", self.action_help)
+
+
+def make_app(path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0) -> InspectApp:
+    """The app for a run directory or a folder of runs (shared by the CLI and the tests)."""
+    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s)

@@ -1,0 +1,136 @@
+"""Pure helpers the screens share: row values, filters, timeline spans, cursor checks (no Textual)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..analysis.secrets import mask_text
+from ..model import CheckpointInfo, Run, Severity
+
+SORT_COLUMNS = ("name", "kind", "status", "attempts", "last step", "findings")
+"""Columns ``s`` cycles through on the Runs screen."""
+
+
+def relative_name(root: Path, base: Path) -> str:
+    """A run's path relative to the path the user gave (its own name when it is that path)."""
+    try:
+        rel = Path(os.path.relpath(Path(root).absolute(), Path(base).absolute())).as_posix()
+    except ValueError:
+        return Path(root).name
+    return Path(root).name if rel == "." else rel
+
+
+def compile_filter(text: str) -> Callable[[str], bool]:
+    """A predicate for the filter syntax: substring, ``!`` negation, ``/regex/`` (case-insensitive)."""
+    text = text.strip()
+    negate = text.startswith("!")
+    if negate:
+        text = text[1:].strip()
+    if not text:
+        return lambda _haystack: True
+    if len(text) >= 2 and text.startswith("/") and text.endswith("/"):
+        try:
+            pattern = re.compile(text[1:-1], re.IGNORECASE)
+        except re.error:
+            pattern = re.compile(re.escape(text[1:-1]), re.IGNORECASE)
+        matches: Callable[[str], bool] = lambda haystack: pattern.search(haystack) is not None
+    else:
+        needle = text.lower()
+        matches = lambda haystack: needle in haystack.lower()
+    return (lambda haystack: not matches(haystack)) if negate else matches
+
+
+def severity_counts(run: Run) -> dict[Severity, int]:
+    """Number of findings per severity."""
+    counts = {s: 0 for s in Severity}
+    for f in run.findings:
+        counts[f.severity] += 1
+    return counts
+
+
+def findings_cell(run: Run) -> str:
+    """Compact ``E1 W2 I0`` text for a table cell ('-' when clean)."""
+    counts = severity_counts(run)
+    if not any(counts.values()):
+        return "-"
+    return " ".join(f"{s.name[0]}{counts[s]}" for s in sorted(Severity, reverse=True) if counts[s])
+
+
+def last_step(run: Run) -> int | None:
+    """Largest step any attempt or series reached."""
+    steps = [a.last_step for a in run.attempts if a.last_step is not None]
+    steps += [s.last_step for s in run.series if len(s)]
+    return max(steps, default=None)
+
+
+def kind_label(run: Run) -> str:
+    """``pimm E2`` style kind/era label."""
+    return f"{run.kind} {run.era}" if run.era else run.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """An inclusive step range with what it means on the timeline."""
+
+    first: int
+    last: int
+    what: str
+    """replayed, lost (work redone after a rollback), gap (nothing logged)."""
+
+
+def marked_spans(run: Run) -> list[Span]:
+    """Replayed, rolled-back and unlogged step ranges from the analysis findings."""
+    spans: list[Span] = []
+    for f in run.findings:
+        if f.steps is None:
+            continue
+        what = {"steps.replayed": "replayed", "resume.rollback": "lost", "steps.gap": "gap"}.get(f.code)
+        if what:
+            spans.append(Span(int(f.steps[0]), int(f.steps[1]), what))
+    return spans
+
+
+def policy_note(run: Run) -> str:
+    """What TensorBoard and W&B show for replayed steps, from the ``steps.replayed`` explanation."""
+    finding = next((f for f in run.findings if f.code == "steps.replayed"), None)
+    if finding is None:
+        return "No step was written twice: every policy shows the same curve."
+    sentences = re.split(r"(?<=\.)\s+", finding.explanation)
+    # The first clause of each is what its default view shows; the rest is detail for the Findings tab.
+    picked = [s.split(";")[0].rstrip(".") + "." for s in sentences if s.startswith(("TensorBoard", "W&B"))]
+    return mask_text(" ".join(picked) if picked else finding.message)
+
+
+def expected_cursor(ck: CheckpointInfo) -> int | None:
+    """The W&B ``resume_step`` a checkpoint should carry (E2: global step + offset + 1), or None."""
+    if ck.wandb_cursor_key != "resume_step":
+        return None
+    step = ck.wandb_checkpoint_global_step if ck.wandb_checkpoint_global_step is not None else ck.global_step
+    return None if step is None else step + (ck.wandb_step_offset or 0) + 1
+
+
+def human_bytes(size: int) -> str:
+    """``1.2 MB`` style size."""
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1024 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def fmt_step(step: int | None) -> str:
+    """A step or '-'."""
+    return "-" if step is None else str(step)
+
+
+def wandb_target(run: Run) -> tuple[str | None, str | None]:
+    """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL."""
+    url = run.wandb.url
+    if url:
+        return url, None
+    return None, run.wandb.sync_command

@@ -1,0 +1,78 @@
+"""Every app-wide message of the terminal UI, posted by workers and handled by screens or the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.message import Message
+
+from ..model import Run
+
+
+class RunFound(Message):
+    """Discovery found a run directory (not loaded yet)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class DiscoveryDone(Message):
+    """Discovery finished: every run directory under the root, and folders it could not search."""
+
+    def __init__(self, paths: list[Path], errors: list[tuple[Path, str]], root_is_run: bool) -> None:
+        super().__init__()
+        self.paths = paths
+        self.errors = errors
+        self.root_is_run = root_is_run
+
+
+class RunLoaded(Message):
+    """A run was loaded and analysed (or reloaded by live follow)."""
+
+    def __init__(self, path: Path, run: Run) -> None:
+        super().__init__()
+        self.path = path
+        self.run = run
+
+
+class LoadProgress(Message):
+    """How many of the discovered runs are loaded; a newer one supersedes a queued older one."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+
+    def can_replace(self, message: Message) -> bool:
+        """Only the latest progress matters."""
+        return isinstance(message, LoadProgress)
+
+
+class LoadFinished(Message):
+    """Every discovered run has been loaded."""
+
+    def __init__(self, total: int) -> None:
+        super().__init__()
+        self.total = total
+
+
+class LoadFailed(Message):
+    """Something outside any one run failed (e.g. the path does not exist)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class LogIndexProgress(Message):
+    """Bytes of a log file indexed so far; a newer one supersedes a queued older one."""
+
+    def __init__(self, done_bytes: int, total_bytes: int) -> None:
+        super().__init__()
+        self.done_bytes = done_bytes
+        self.total_bytes = total_bytes
+
+    def can_replace(self, message: Message) -> bool:
+        """Only the latest progress matters."""
+        return isinstance(message, LogIndexProgress)

@@ -1,0 +1,1 @@
+"""Screens of the terminal UI: runs table, one run, compare, help, finding detail."""

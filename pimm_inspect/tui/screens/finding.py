@@ -1,0 +1,53 @@
+"""A modal with one finding's explanation and evidence."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ...analysis.secrets import mask_text
+from ...model import Finding
+
+
+class FindingScreen(ModalScreen[None]):
+    """Code, severity, message, steps, files and the explanation of one finding."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"), Binding("y", "copy", "Copy")]
+    COMPONENT_CLASSES = {"finding--error", "finding--warning", "finding--info"}
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__()
+        self.finding = finding
+
+    def compose(self) -> ComposeResult:
+        f = self.finding
+        with Vertical(id="finding-dialog"):
+            yield Static(id="finding-head")
+            with VerticalScroll(id="finding-body"):
+                yield Static(mask_text(f.message), id="finding-message", markup=False)
+                evidence = []
+                if f.steps:
+                    evidence.append(f"steps   {f.steps[0]}-{f.steps[1]}")
+                for path in f.paths:
+                    evidence.append(f"file    {path}")
+                yield Static("\n".join(evidence) or "no files or steps attached", id="finding-evidence",
+                             markup=False)
+                yield Static(mask_text(f.explanation) or "(no further explanation)", id="finding-explanation",
+                             markup=False)
+            yield Static("escape close   y copy explanation", id="finding-keys")
+
+    def on_mount(self) -> None:
+        f = self.finding
+        head = Text()
+        head.append(f" {f.severity.label.upper()} ", self.get_component_rich_style(f"finding--{f.severity.label}"))
+        head.append(f"  {f.code}")
+        self.query_one("#finding-head", Static).update(head)
+
+    def action_copy(self) -> None:
+        """Copy message and explanation (OSC 52)."""
+        self.app.copy_to_clipboard(mask_text(f"{self.finding.code}: {self.finding.message}\n{self.finding.explanation}"))
+        self.notify("copied the finding")

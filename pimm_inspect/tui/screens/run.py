@@ -1,0 +1,304 @@
+"""The Run screen: six tabs (Overview, Curves, Config, Checkpoints, Findings, Log) about one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
+
+from ...model import Run
+from .. import links
+from ..facts import kind_label, relative_name, wandb_target
+from ..messages import LogIndexProgress
+from ..widgets.config_tree import ConfigPane
+from ..widgets.curves import CurvesPane
+from ..widgets.log_view import LogView
+from ..widgets.overview import Overview
+from ..widgets.tables import CheckpointTable, FindingsTable
+from .finding import FindingScreen
+
+TABS = ("overview", "curves", "config", "checkpoints", "findings", "log")
+TAB_ACTIONS = {
+    "policy": ("curves",), "smooth": ("curves",), "x_axis": ("curves",), "log_y": ("curves",),
+    "search": ("curves", "config", "log"), "log_top": ("log",), "log_end": ("log",), "log_next": ("log",),
+    "log_prev": ("log",), "next_attempt": ("log",), "open_finding": ("findings",),
+}
+"""Actions that only make sense on some tabs (hidden from the footer elsewhere)."""
+
+
+class RunScreen(Screen):
+    """Everything about one run; the app sets the run (again, on live follow)."""
+
+    BINDINGS = [
+        Binding("1", "tab('overview')", "Overview", show=False),
+        Binding("2", "tab('curves')", "Curves", show=False),
+        Binding("3", "tab('config')", "Config", show=False),
+        Binding("4", "tab('checkpoints')", "Checkpoints", show=False),
+        Binding("5", "tab('findings')", "Findings", show=False),
+        Binding("6", "tab('log')", "Log", show=False),
+        Binding("escape", "back", "Back"),
+        Binding("p", "policy", "Policy", tooltip="Overlap policy: all attempts / newest / oldest per step"),
+        Binding("plus,equals_sign", "smooth(1)", "Smooth+", key_display="+"),
+        Binding("minus", "smooth(-1)", "Smooth-", key_display="-"),
+        Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative hours / wall time"),
+        Binding("g", "log_y", "Log y"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("g", "log_top", "Top"),
+        Binding("G", "log_end", "End"),
+        Binding("n", "log_next", "Next match"),
+        Binding("N", "log_prev", "Prev match", show=False),
+        Binding("right_square_bracket", "next_attempt", "Next attempt", key_display="]"),
+        Binding("enter", "open_finding", "Detail"),
+        Binding("o", "open_wandb", "Open W&B"),
+        Binding("y", "copy_wandb", "Copy W&B"),
+        Binding("r", "reload", "Reload"),
+    ]
+
+    class Back(Message):
+        """Ask the app to go back to the runs table (it knows whether there is one worth showing)."""
+
+    class Reload(Message):
+        """Ask the app to load this run again."""
+
+        def __init__(self, path: Path) -> None:
+            super().__init__()
+            self.path = path
+
+    def __init__(self, path: Path, base: Path, run: Run | None = None, follow_interval_s: float = 10.0) -> None:
+        super().__init__()
+        self.path = path
+        self.base = base
+        self.run: Run | None = None
+        self._pending = run
+        self._follow_interval_s = follow_interval_s
+        self._follow_timer = None
+        self._log_opened = False
+        self._ready = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"{relative_name(self.path, self.base)}  loading…", id="run-title")
+        with TabbedContent(initial="overview", id="run-tabs"):
+            with TabPane("1 Overview", id="overview"):
+                yield Overview(self.base)
+            with TabPane("2 Curves", id="curves"):
+                yield CurvesPane()
+            with TabPane("3 Config", id="config"):
+                yield ConfigPane()
+            with TabPane("4 Checkpoints", id="checkpoints"):
+                yield CheckpointTable(id="checkpoint-table")
+            with TabPane("5 Findings", id="findings"):
+                yield FindingsTable(id="findings-table")
+            with TabPane("6 Log", id="log"):
+                yield Static("", id="log-status")
+                yield Input(placeholder="/ search the log (enter: find next, escape: back to the log)", id="log-search")
+                yield LogView(id="log-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._ready = True
+        if self._pending is not None:
+            self.set_run(self._pending)
+
+    @property
+    def active_tab(self) -> str:
+        """Id of the shown tab."""
+        return self.query_one("#run-tabs", TabbedContent).active
+
+    def set_run(self, run: Run) -> None:
+        """Show a (re)loaded run in every tab, keeping the tab, tag and options."""
+        if not self._ready:
+            self._pending = run  # arrived before the screen was mounted
+            return
+        self._pending = None
+        self.run = run
+        title = f"{relative_name(run.root, self.base)}  {kind_label(run)}  {run.status}  " \
+                f"{len(run.attempts)} attempt(s)"
+        self.query_one("#run-title", Static).update(title)
+        self.query_one(Overview).set_run(run)
+        self.query_one(CurvesPane).set_run(run)
+        self.query_one(ConfigPane).set_run(run)
+        self.query_one(CheckpointTable).set_run(run)
+        self.query_one(FindingsTable).set_run(run)
+        if self._log_opened or self.active_tab == "log":
+            self._open_log()
+        if run.status == "running" and self._follow_timer is None and self._follow_interval_s > 0:
+            # Live follow: reload a running run periodically (the readers are fast enough to re-read).
+            self._follow_timer = self.set_interval(self._follow_interval_s, self.action_reload)
+        elif run.status != "running" and self._follow_timer is not None:
+            self._follow_timer.stop()
+            self._follow_timer = None
+        self.refresh_bindings()
+
+    def _open_log(self) -> None:
+        """Index train.log on first view of the Log tab (not before: it can be huge)."""
+        if self.run is None:
+            return
+        self._log_opened = True
+        log_files = [s.path for s in self.run.sources if s.kind == "train_log"]
+        status = self.query_one("#log-status", Static)
+        if not log_files:
+            status.update("this run has no train.log")
+            return
+        status.update(f"{log_files[0]}  indexing…")
+        self.query_one(LogView).open(self.run.root / log_files[0], log_files[0])
+
+    @on(TabbedContent.TabActivated, "#run-tabs")
+    def _tab_changed(self) -> None:
+        if self.active_tab == "log" and not self._log_opened:
+            self._open_log()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide tab-specific actions on other tabs; W&B actions need a link or sync command."""
+        if action in TAB_ACTIONS:
+            return self.active_tab in TAB_ACTIONS[action]
+        if action in ("open_wandb", "copy_wandb"):
+            if self.run is None:
+                return False
+            url, command = wandb_target(self.run)
+            return bool(url) if action == "open_wandb" else bool(url or command)
+        return True
+
+    # -- actions -----------------------------------------------------------------------------------------
+
+    def action_tab(self, tab: str) -> None:
+        """Switch tab (keys 1-6)."""
+        self.query_one("#run-tabs", TabbedContent).active = tab
+        self.refresh_bindings()
+
+    def action_back(self) -> None:
+        """Leave a search box, else go back to the runs table."""
+        if isinstance(self.focused, Input):
+            if self.focused.id == "log-search":
+                self.query_one(LogView).focus()
+            else:
+                self.focused.blur()
+            return
+        self.post_message(self.Back())
+
+    def action_policy(self) -> None:
+        """Cycle the overlap policy."""
+        self.query_one(CurvesPane).cycle_policy()
+
+    def action_smooth(self, delta: int) -> None:
+        """More or less EMA smoothing."""
+        self.query_one(CurvesPane).change_smoothing(delta)
+
+    def action_x_axis(self) -> None:
+        """Cycle the x axis."""
+        self.query_one(CurvesPane).cycle_x_axis()
+
+    def action_log_y(self) -> None:
+        """Toggle a logarithmic y axis."""
+        self.query_one(CurvesPane).toggle_log_y()
+
+    def action_search(self) -> None:
+        """Focus the search box of the current tab."""
+        tab = self.active_tab
+        if tab == "curves":
+            self.query_one(CurvesPane).focus_filter()
+        elif tab == "config":
+            self.query_one(ConfigPane).focus_search()
+        elif tab == "log":
+            self.query_one("#log-search", Input).focus()
+
+    def action_log_top(self) -> None:
+        """First line of the log."""
+        self.query_one(LogView).go_top()
+
+    def action_log_end(self) -> None:
+        """Last line of the log."""
+        self.query_one(LogView).go_end()
+
+    def action_log_next(self) -> None:
+        """Next search match."""
+        self._search(True)
+
+    def action_log_prev(self) -> None:
+        """Previous search match."""
+        self._search(False)
+
+    def action_next_attempt(self) -> None:
+        """Jump to the next attempt start (``=> Loading config ...``)."""
+        view = self.query_one(LogView)
+        if not view.next_attempt() and not view.next_attempt(False):
+            self.notify("no attempt start in this log", severity="warning")
+
+    def _search(self, forward: bool) -> None:
+        view = self.query_one(LogView)
+        text = self.query_one("#log-search", Input).value
+        if not text:
+            self.action_search()
+            return
+        if not view.search(text, forward):
+            self.notify(f"not found: {text}", severity="warning")
+
+    @on(Input.Submitted, "#log-search")
+    def _log_search_submitted(self, event: Input.Submitted) -> None:
+        self._search(True)
+        self.query_one(LogView).focus()
+
+    def on_log_index_progress(self, message: LogIndexProgress) -> None:
+        """Show indexing progress of a big log."""
+        percent = 100 * message.done_bytes / max(message.total_bytes, 1)
+        self.query_one("#log-status", Static).update(f"indexing… {percent:.0f}%")
+
+    def on_log_view_indexed(self, message: LogView.Indexed) -> None:
+        """Say how big the log is and where attempts start."""
+        view = self.query_one(LogView)
+        lines = message.offsets.shape[0] - 1
+        starts = ", ".join(str(int(i) + 1) for i in message.attempt_lines[:8])
+        name = next((s.path for s in self.run.sources if s.kind == "train_log"), "train.log") if self.run else ""
+        self.query_one("#log-status", Static).update(
+            f"{name}  {lines} lines  attempts start at line {starts or '-'}  (/ search, n next, ] next attempt, g/G ends)")
+        view.refresh()
+
+    def on_log_view_failed(self, message: LogView.Failed) -> None:
+        """A log that cannot be read is a message, not a traceback."""
+        self.query_one("#log-status", Static).update(message.reason)
+
+    @on(DataTable.RowSelected, "#findings-table")
+    def _finding_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_finding()
+
+    def action_open_finding(self) -> None:
+        """Show the highlighted finding's explanation and evidence."""
+        if self.run is None or not self.run.findings:
+            return
+        table = self.query_one("#findings-table", DataTable)
+        index = min(max(table.cursor_row, 0), len(self.run.findings) - 1)
+        self.app.push_screen(FindingScreen(self.run.findings[index]))
+
+    def action_open_wandb(self) -> None:
+        """Open the W&B run in a browser when one is available, else say how to get there."""
+        if self.run is None:
+            return
+        url, command = wandb_target(self.run)
+        if url is None:
+            self.notify(f"never synced: run `{command}` first (y copies it)" if command else "no W&B link",
+                        severity="warning")
+        elif links.open_in_browser(url):
+            self.notify(f"opened {url}")
+        else:
+            self.notify(f"no browser here (SSH?): {url}  (y copies it)", severity="warning", timeout=8)
+
+    def action_copy_wandb(self) -> None:
+        """Copy the W&B link (or the ``wandb sync`` command) via the terminal clipboard (OSC 52)."""
+        if self.run is None:
+            return
+        url, command = wandb_target(self.run)
+        text = url or command
+        if not text:
+            self.notify("this run has no W&B link", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied: {text}")
+
+    def action_reload(self) -> None:
+        """Load the run again (also what live follow does)."""
+        self.post_message(self.Reload(self.path))

@@ -1,0 +1,1 @@
+"""Widgets of the terminal UI, grouped by the screen area they fill."""

@@ -1,0 +1,180 @@
+"""The Curves tab: a filterable tag list and one plot with policy, smoothing and axis toggles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from ...analysis.curves import POLICIES
+from ...model import Run
+from ...report.plot import lines_for
+from ..facts import compile_filter, policy_note
+from .plot import CurvePlot, PlotLine, PlotSpec
+
+SMOOTHING_STEPS = (0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99)
+"""EMA weights ``+``/``-`` step through (TensorBoard's slider range)."""
+
+X_LABELS = {"step": "global step", "relative": "hours since start", "wall": "unix time (s)"}
+
+
+@dataclass(frozen=True, slots=True)
+class CurveOptions:
+    """How the current tag is drawn."""
+
+    policy: str = "all"
+    smooth_index: int = 0
+    x_axis: str = "step"
+    log_y: bool = False
+
+    @property
+    def smooth(self) -> float:
+        """EMA weight."""
+        return SMOOTHING_STEPS[self.smooth_index]
+
+
+def default_tag(tags: list[str]) -> str | None:
+    """The tag to show first: a training loss if there is one."""
+    for wanted in ("train/loss", "train_batch/loss", "loss"):
+        if wanted in tags:
+            return wanted
+    return next((t for t in tags if "loss" in t), tags[0] if tags else None)
+
+
+def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpec:
+    """Lines, seams and labels for one tag (called in a worker; downsampling happens in the core)."""
+    lines = lines_for(run, tag, options.policy, options.smooth, options.x_axis, max_points=max(200, 2 * width))
+    plot_lines = tuple(
+        PlotLine(line.label, line.x, line.y, (line.attempt - 1) if line.attempt else 0) for line in lines)
+    seams: tuple[float, ...] = ()
+    if options.x_axis == "step" and options.policy == "all":
+        seams = tuple(float(a.first_step) for a in run.attempts[1:] if a.first_step is not None)
+    title = f"{tag}  policy={options.policy}" + (f"  smooth={options.smooth:g}" if options.smooth else "")
+    return PlotSpec(plot_lines, seams, X_LABELS[options.x_axis], title, options.log_y,
+                    empty_text=f"no finite points for {tag}")
+
+
+class CurvesPane(Vertical):
+    """Tag list on the left, plot on the right; the screen sets the run and the options."""
+
+    class Drawn(Message):
+        """A worker finished computing the lines for a tag."""
+
+        def __init__(self, spec: PlotSpec, generation: int) -> None:
+            super().__init__()
+            self.spec = spec
+            self.generation = generation
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.run: Run | None = None
+        self.options = CurveOptions()
+        self.tag: str | None = None
+        self._generation = 0
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="tag-column"):
+                yield Input(placeholder="/ filter tags", id="tag-filter")
+                yield OptionList(id="tag-list")
+            with Vertical(id="plot-column"):
+                yield Static("", id="curve-status", markup=False)
+                yield Static("", id="policy-note", markup=False)
+                yield CurvePlot(id="curve-plot")
+
+    def set_run(self, run: Run) -> None:
+        """Show a run's tags and draw its default tag."""
+        self.run = run
+        tags = run.tags()
+        if self.tag not in tags:
+            self.tag = default_tag(tags)
+        self._fill_tags()
+        self.query_one("#policy-note", Static).update(policy_note(run))
+        self.redraw()
+
+    def set_options(self, options: CurveOptions) -> None:
+        """Change how the tag is drawn and redraw."""
+        self.options = options
+        self.redraw()
+
+    def cycle_policy(self) -> None:
+        """all -> newest -> oldest -> all."""
+        nxt = POLICIES[(POLICIES.index(self.options.policy) + 1) % len(POLICIES)]
+        self.set_options(replace(self.options, policy=nxt))
+
+    def change_smoothing(self, delta: int) -> None:
+        """Step the EMA weight up or down."""
+        index = min(max(self.options.smooth_index + delta, 0), len(SMOOTHING_STEPS) - 1)
+        self.set_options(replace(self.options, smooth_index=index))
+
+    def cycle_x_axis(self) -> None:
+        """step -> relative -> wall -> step."""
+        order = ("step", "relative", "wall")
+        self.set_options(replace(self.options, x_axis=order[(order.index(self.options.x_axis) + 1) % len(order)]))
+
+    def toggle_log_y(self) -> None:
+        """Linear or logarithmic y axis."""
+        self.set_options(replace(self.options, log_y=not self.options.log_y))
+
+    def focus_filter(self) -> None:
+        """Put the cursor in the tag filter."""
+        self.query_one("#tag-filter", Input).focus()
+
+    def _fill_tags(self) -> None:
+        tags = self.run.tags() if self.run else []
+        keep = compile_filter(self.query_one("#tag-filter", Input).value)
+        shown = [t for t in tags if keep(t)]
+        option_list = self.query_one("#tag-list", OptionList)
+        option_list.clear_options()
+        option_list.add_options([Option(t, id=t) for t in shown])
+        if self.tag in shown:
+            option_list.highlighted = shown.index(self.tag)
+
+    @on(Input.Changed, "#tag-filter")
+    def _filter_changed(self) -> None:
+        self._fill_tags()
+
+    @on(Input.Submitted, "#tag-filter")
+    def _filter_submitted(self) -> None:
+        self.query_one("#tag-list", OptionList).focus()
+
+    @on(OptionList.OptionHighlighted, "#tag-list")
+    @on(OptionList.OptionSelected, "#tag-list")
+    def _tag_chosen(self, event: OptionList.OptionHighlighted | OptionList.OptionSelected) -> None:
+        tag = event.option.id
+        if tag and tag != self.tag:
+            self.tag = tag
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Recompute the lines for the current tag in a worker."""
+        self._generation += 1
+        status = self.query_one("#curve-status", Static)
+        opts = self.options
+        status.update(
+            f"{self.tag or '(no scalar tags)'}  policy {opts.policy} · smooth {opts.smooth:g} · x {opts.x_axis}"
+            + (" · log y" if opts.log_y else ""))
+        if self.run is None or self.tag is None:
+            self.query_one(CurvePlot).show(PlotSpec(empty_text="this run has no scalar curves"))
+            return
+        width = self.query_one(CurvePlot).size.width or 100
+        self._compute(self.run, self.tag, opts, width, self._generation)
+
+    @work(thread=True, exclusive=True, group="curves")
+    def _compute(self, run: Run, tag: str, options: CurveOptions, width: int, generation: int) -> None:
+        try:
+            spec = build_spec(run, tag, options, width)
+        except Exception as exc:  # a bad series must show as a message, not a traceback
+            spec = PlotSpec(empty_text=f"cannot draw {tag}: {type(exc).__name__}: {exc}")
+        self.post_message(self.Drawn(spec, generation))
+
+    def on_curves_pane_drawn(self, message: Drawn) -> None:
+        """Show the newest computed spec (older ones are dropped)."""
+        message.stop()
+        if message.generation == self._generation:
+            self.query_one(CurvePlot).show(message.spec)

@@ -1,0 +1,186 @@
+"""The Overview tab: identity, attempts timeline, provenance, W&B, top findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult, RenderResult
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static
+
+from ...analysis.secrets import mask_text
+from ...model import Attempt, Run, Severity
+from ..facts import Span, fmt_step, kind_label, marked_spans, relative_name
+
+SEVERITY_CLASS = {Severity.ERROR: "overview--error", Severity.WARNING: "overview--warning",
+                  Severity.INFO: "overview--info"}
+BAR_CHARS = {"logged": "█", "replayed": "▓", "lost": "░", "gap": "·"}
+"""Each mark has its own character so the strip reads without colour (NO_COLOR)."""
+
+
+class TimelineStrip(Widget):
+    """One row per attempt: its step span on a shared axis, replayed/lost/gap ranges marked."""
+
+    COMPONENT_CLASSES = {"timeline--logged", "timeline--replayed", "timeline--lost", "timeline--gap",
+                         "timeline--label", "timeline--dim"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts: tuple[Attempt, ...] = ()
+        self.spans: list[Span] = []
+
+    def show(self, attempts: tuple[Attempt, ...], spans: list[Span]) -> None:
+        """Set the attempts and marked ranges to draw."""
+        self.attempts = attempts
+        self.spans = spans
+        self.styles.height = len(attempts) + 2 if attempts else 1
+        self.refresh(layout=True)
+
+    def render(self) -> RenderResult:
+        """Draw the strip to the widget's current width."""
+        if not self.attempts:
+            return Text("no attempts found (no train.log segments or event files)",
+                        style=self.get_component_rich_style("timeline--dim"))
+        steps = [s for a in self.attempts for s in (a.first_step, a.last_step) if s is not None]
+        steps += [s for sp in self.spans for s in (sp.first, sp.last)]
+        lo, hi = (min(steps), max(steps)) if steps else (0, 1)
+        label_width = 14
+        bar_width = max(self.size.width - label_width - 22, 10)
+        scale = (hi - lo + 1) / bar_width
+        out = Text(no_wrap=True, overflow="ellipsis")
+        last_index = len(self.attempts) - 1
+        for row, attempt in enumerate(self.attempts):
+            out.append(f"#{attempt.index} {attempt.origin}"[:label_width - 1].ljust(label_width),
+                       self.get_component_rich_style("timeline--label"))
+            for cell in range(bar_width):
+                a, b = lo + int(cell * scale), lo + int((cell + 1) * scale) - 1
+                out.append(*self._cell(attempt, a, max(a, b), row == last_index))
+            out.append(f" {fmt_step(attempt.first_step)}-{fmt_step(attempt.last_step)} {attempt.ended}")
+            out.append("\n")
+        out.append(" " * label_width + f"{lo}".ljust(bar_width - len(str(hi))) + f"{hi}",
+                   self.get_component_rich_style("timeline--dim"))
+        out.append("\n")
+        legend = "  ".join(f"{BAR_CHARS[k]} {k}" for k in ("logged", "replayed", "lost", "gap"))
+        out.append(" " * label_width + legend, self.get_component_rich_style("timeline--dim"))
+        return out
+
+    def _cell(self, attempt: Attempt, a: int, b: int, is_last: bool) -> tuple[str, object]:
+        """Character and style for the step range [a, b] of one attempt's row."""
+        first, last = attempt.first_step, attempt.last_step
+        inside = first is not None and last is not None and a <= last and b >= first
+        for span in self.spans:
+            if span.first <= b and span.last >= a:
+                if span.what == "gap" and not inside:
+                    return BAR_CHARS["gap"], self.get_component_rich_style("timeline--gap")
+                if inside and span.what == "lost" and not is_last and attempt.first_step is not None \
+                        and attempt.first_step < span.first:
+                    return BAR_CHARS["lost"], self.get_component_rich_style("timeline--lost")
+                if inside and span.what == "replayed" and attempt.first_step is not None \
+                        and attempt.first_step >= span.first - 1 and attempt.index > 1:
+                    return BAR_CHARS["replayed"], self.get_component_rich_style("timeline--replayed")
+        if inside:
+            return BAR_CHARS["logged"], self.get_component_rich_style("timeline--logged")
+        return " ", self.get_component_rich_style("timeline--dim")
+
+
+class Overview(VerticalScroll):
+    """Everything a user checks first about one run."""
+
+    COMPONENT_CLASSES = {"overview--error", "overview--warning", "overview--info", "overview--key",
+                         "overview--heading"}
+
+    def __init__(self, base: Path, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.base = base
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="ov-identity")
+        yield Static("Attempts", classes="heading")
+        yield TimelineStrip()
+        yield Static("", id="ov-attempts")
+        yield Static("Provenance", classes="heading")
+        yield Static("", id="ov-provenance")
+        yield Static("Weights & Biases", classes="heading")
+        yield Static("", id="ov-wandb")
+        yield Static("Top findings", classes="heading")
+        yield Static("", id="ov-findings")
+
+    def _rows(self, rows: list[tuple[str, str | Text]]) -> Table:
+        """Key/value rows; long values wrap under their value column, not under the key."""
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=12, no_wrap=True, style=self.get_component_rich_style("overview--key"))
+        grid.add_column(ratio=1)
+        for key, value in rows:
+            grid.add_row(key, value if isinstance(value, Text) else Text(mask_text(value)))
+        return grid
+
+    def set_run(self, run: Run) -> None:
+        """Fill every section from the run."""
+        counts = {s: sum(1 for f in run.findings if f.severity == s) for s in Severity}
+        self.query_one("#ov-identity", Static).update(self._rows([
+            ("run", relative_name(run.root, self.base)),
+            ("kind / era", kind_label(run)),
+            ("status", run.status),
+            ("attempts", str(len(run.attempts))),
+            ("scalar tags", str(len(run.tags()))),
+            ("checkpoints", str(len(run.checkpoints))),
+            ("findings", f"{counts[Severity.ERROR]} error, {counts[Severity.WARNING]} warning, "
+                         f"{counts[Severity.INFO]} info"),
+        ]))
+        self.query_one(TimelineStrip).show(run.attempts, marked_spans(run))
+        self.query_one("#ov-attempts", Static).update(self._attempt_text(run))
+        prov = run.provenance
+        dirty = {True: " (dirty)", False: " (clean)", None: ""}[prov.git_dirty]
+        rows = [("git", f"{prov.git_commit or '-'}{dirty}" + (f" on {prov.git_branch}" if prov.git_branch else "")),
+                ("host", prov.host or "-"), ("created", prov.created_at or "-"),
+                ("command", prov.command or "-")]
+        if prov.launch_command:
+            rows.append(("launch", prov.launch_command))
+        rows.append(("source", prov.source or "(no provenance file)"))
+        self.query_one("#ov-provenance", Static).update(self._rows(rows))
+        self.query_one("#ov-wandb", Static).update(self._wandb_text(run))
+        self.query_one("#ov-findings", Static).update(self._findings_text(run))
+
+    def _attempt_text(self, run: Run) -> Table:
+        rows = []
+        for a in run.attempts:
+            parts = [f"{a.origin}", f"started {a.started_at or '?'}",
+                     f"steps {fmt_step(a.first_step)}-{fmt_step(a.last_step)}"]
+            if a.resume_step is not None:
+                parts.append(f"resumed at step {a.resume_step}")
+            if a.resumed_from:
+                parts.append(f"from {a.resumed_from}")
+            parts.append(f"ended: {a.ended}" + (f" ({a.end_detail})" if a.end_detail else ""))
+            rows.append((f"#{a.index}", ", ".join(parts)))
+        return self._rows(rows)
+
+    def _wandb_text(self, run: Run) -> Table | Text:
+        info = run.wandb
+        if not (info.url or info.sync_command or info.run_ids or info.local_dirs):
+            return Text("not used by this run")
+        rows = [("run ids", ", ".join(info.run_ids) or "-"),
+                ("project", "/".join(p for p in (info.entity, info.project) if p) or "-")]
+        if info.url:
+            rows.append(("link", f"{info.url}   (o open, y copy)"))
+        elif info.sync_command:
+            rows.append(("never synced", f"{info.sync_command}   (y copy)"))
+        if info.local_dirs:
+            rows.append(("local", ", ".join(info.local_dirs)))
+        return self._rows(rows)
+
+    def _findings_text(self, run: Run) -> Text:
+        if not run.findings:
+            return Text("no findings")
+        out = Text()
+        for i, f in enumerate(run.findings[:6]):
+            if i:
+                out.append("\n")
+            out.append(f"{f.severity.label:<8}", self.get_component_rich_style(SEVERITY_CLASS[f.severity]))
+            out.append(f"{f.code:<24} ", self.get_component_rich_style("overview--key"))
+            out.append(mask_text(f.message))
+        if len(run.findings) > 6:
+            out.append(f"\n… {len(run.findings) - 6} more in the Findings tab (5)")
+        return out

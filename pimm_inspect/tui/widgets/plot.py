@@ -1,0 +1,78 @@
+"""A plotext plot of already-downsampled lines, drawn only through its own ``plt``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rich.text import Text
+from textual.app import RenderResult
+from textual_plotext import PlotextPlot
+
+PALETTE = ("cyan", "orange", "green", "magenta", "blue", "red", "yellow", "white")
+"""Line colours by index (plotext names, mapped to the terminal's palette), stable across redraws."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlotLine:
+    """One line to draw: label, x/y arrays (already downsampled) and a colour index."""
+
+    label: str
+    x: np.ndarray
+    y: np.ndarray
+    color_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlotSpec:
+    """Everything a plot shows; replaced as a whole so drawing never sees half an update."""
+
+    lines: tuple[PlotLine, ...] = ()
+    seams: tuple[float, ...] = ()
+    """x positions of resume seams, drawn as vertical lines."""
+    x_label: str = "global step"
+    title: str = ""
+    log_y: bool = False
+    empty_text: str = "no data"
+
+
+class CurvePlot(PlotextPlot):
+    """Draws a PlotSpec; never loops over more points than the lines it is given."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.spec = PlotSpec()
+
+    def show(self, spec: PlotSpec) -> None:
+        """Replace what the plot shows."""
+        self.spec = spec
+        self.refresh()
+
+    def render(self) -> RenderResult:
+        """Draw the spec with plotext; a drawing error becomes a one-line message, not a traceback."""
+        spec = self.spec
+        plt = self.plt
+        plt.clear_figure()
+        drawn = 0
+        try:
+            for line in spec.lines:
+                x, y = line.x, line.y
+                if spec.log_y:
+                    keep = y > 0
+                    x, y = x[keep], y[keep]
+                if not x.size:
+                    continue
+                plt.plot(x.tolist(), y.tolist(), label=line.label, marker="braille",
+                         color=PALETTE[line.color_index % len(PALETTE)])
+                drawn += 1
+            if not drawn:
+                return Text(spec.empty_text, justify="center")
+            for seam in spec.seams:
+                plt.vline(seam, "red")
+            if spec.log_y:
+                plt.yscale("log")
+            plt.xlabel(spec.x_label)
+            plt.title(spec.title)
+            return super().render()
+        except Exception as exc:  # plotext edge cases (e.g. one point, constant log axis) must not crash the UI
+            return Text(f"cannot draw this plot: {type(exc).__name__}: {exc}", justify="center")

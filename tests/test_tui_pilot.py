@@ -1,0 +1,437 @@
+"""Pilot tests of the terminal UI on the fixture runs: every screen and key binding."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+pytest.importorskip("textual_plotext")
+
+from rich.console import Console  # noqa: E402
+from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent, Tree  # noqa: E402
+
+from pimm_inspect.analysis import analyze  # noqa: E402
+from pimm_inspect.load.assemble import load_run  # noqa: E402
+from pimm_inspect.model import Run, WandbInfo  # noqa: E402
+from pimm_inspect.tui import links  # noqa: E402
+from pimm_inspect.tui.app import make_app  # noqa: E402
+from pimm_inspect.tui.screens.compare import CompareScreen  # noqa: E402
+from pimm_inspect.tui.screens.finding import FindingScreen  # noqa: E402
+from pimm_inspect.tui.screens.help import HelpScreen  # noqa: E402
+from pimm_inspect.tui.screens.run import RunScreen  # noqa: E402
+from pimm_inspect.tui.screens.runs import RunsScreen  # noqa: E402
+from pimm_inspect.tui.widgets.curves import CurvesPane  # noqa: E402
+from pimm_inspect.tui.widgets.log_view import LogView  # noqa: E402
+from pimm_inspect.tui.widgets.plot import CurvePlot  # noqa: E402
+
+pytestmark = pytest.mark.asyncio
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "fixtures" / "runs"
+ROLLBACK = RUNS / "e2_rollback"
+FIXED_NOW = 4102444800.0
+"""2100-01-01: no fixture looks live because of fresh mtimes, so results do not depend on the clock."""
+SIZE = (120, 36)
+
+if not ROLLBACK.is_dir():
+    pytest.skip("fixture runs not generated", allow_module_level=True)
+
+
+def fixed_loader(path: Path) -> Run:
+    """The default loader with a fixed clock."""
+    return analyze(load_run(path, now=FIXED_NOW))
+
+
+async def settle(pilot) -> None:
+    """Wait until every worker (loading, curves, log index) is done and its messages are handled."""
+    for _ in range(200):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.is_running for w in pilot.app.workers):
+            await pilot.pause()
+            return
+
+
+def plain(widget) -> str:
+    """What a Static shows, as plain text (its content may be a Rich table)."""
+    content = widget.content
+    if isinstance(content, str):
+        return content
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    console.print(content)
+    return console.export_text()
+
+
+def plain_renderable(renderable) -> str:
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def row_keys(table: DataTable) -> list[str]:
+    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+
+
+async def move_to(pilot, table: DataTable, key: str) -> None:
+    table.move_cursor(row=table.get_row_index(key))
+    await pilot.pause()
+
+
+async def test_runs_table_lists_every_fixture_with_loaded_facts():
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        table = screen.query_one("#runs-table", DataTable)
+        keys = row_keys(table)
+        assert len(keys) == len(app.runs) >= 10
+        key = ROLLBACK.absolute().as_posix()
+        row = table.get_row(key)
+        assert [str(c) for c in row[1:6]] == ["e2_rollback", "pimm E2", "finished", "2", "100"]
+        assert "W2" in str(row[7])
+        assert all(run is not None for run in app.runs.values())
+        assert "run(s)" in str(screen.query_one("#runs-status", Static).render())
+
+
+async def test_filter_substring_negation_regex_and_sort():
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#runs-table", DataTable)
+        total = table.row_count
+        await pilot.press("slash")
+        box = app.screen.query_one("#runs-filter", Input)
+        assert box.has_focus
+        await pilot.press(*"e2_roll")
+        assert [Path(k).name for k in row_keys(table)] == ["e2_rollback"]
+        box.value = "!e2_"
+        await pilot.pause()
+        assert table.row_count == total - sum(1 for p in app.runs if p.name.startswith("e2_"))
+        assert not any(Path(k).name.startswith("e2_") for k in row_keys(table))
+        box.value = "/^hf_/"
+        await pilot.pause()
+        assert sorted(Path(k).name for k in row_keys(table)) == ["hf_clean", "hf_resumed", "hf_resumed_wandb"]
+        box.value = "steps.replayed"  # finding codes are searchable too
+        await pilot.pause()
+        assert "e2_rollback" in [Path(k).name for k in row_keys(table)]
+        await pilot.press("enter")  # back to the table
+        assert table.has_focus
+        await pilot.press("escape")  # clears the filter
+        assert table.row_count == total
+        await pilot.press("s")
+        assert app.screen.sort_index == 1
+        assert "sort: kind" in str(app.screen.query_one("#runs-status", Static).render())
+        kinds = [str(table.get_row(k)[2]) for k in row_keys(table)]
+        assert kinds == sorted(kinds)
+        await pilot.press("s", "s")
+        assert "sort: attempts" in str(app.screen.query_one("#runs-status", Static).render())
+        attempts = [int(str(table.get_row(k)[4])) for k in row_keys(table)]
+        assert attempts == sorted(attempts, reverse=True)
+
+
+async def test_mark_and_compare_overlays_runs_in_stable_colours():
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#runs-table", DataTable)
+        await pilot.press("c")  # nothing marked: a notification, no screen
+        assert isinstance(app.screen, RunsScreen)
+        await move_to(pilot, table, (RUNS / "e2_clean").absolute().as_posix())
+        await pilot.press("space")
+        await move_to(pilot, table, ROLLBACK.absolute().as_posix())
+        await pilot.press("space")
+        assert app.screen.marked == {(RUNS / "e2_clean").absolute().as_posix(), ROLLBACK.absolute().as_posix()}
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.tag == "train/loss"
+        spec = screen.query_one(CurvePlot).spec
+        assert [(line.label, line.color_index) for line in spec.lines] == [("e2_clean", 0), ("e2_rollback", 1)]
+        # newest policy: the rollback run's merged line has each step 1..100 once
+        rollback = spec.lines[1]
+        assert rollback.x.size == len(set(rollback.x.tolist()))
+        await pilot.press("p")
+        assert screen.policy == "oldest"
+        await pilot.press("p")
+        assert [line.label for line in screen.query_one(CurvePlot).spec.lines] == [
+            "e2_clean #1", "e2_rollback #1", "e2_rollback #2"]
+        await pilot.press("x", "g")
+        assert (screen.x_axis, screen.log_y) == ("relative", True)
+        await pilot.press("slash", *"val/m")
+        assert all("val/m" in o.id for o in screen.query_one("#compare-tags", OptionList).options)
+        await pilot.press("escape", "escape")
+        assert isinstance(app.screen, RunsScreen)
+
+
+async def test_open_run_and_every_tab():
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#runs-table", DataTable)
+        await move_to(pilot, table, ROLLBACK.absolute().as_posix())
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunScreen) and screen.run is not None
+        assert screen.run.name == "e2_rollback"
+        tabs = screen.query_one(TabbedContent)
+        for key, tab in zip("123456", ("overview", "curves", "config", "checkpoints", "findings", "log")):
+            await pilot.press(key)
+            await settle(pilot)
+            assert tabs.active == tab
+        await pilot.press("escape")
+        assert isinstance(app.screen, RunsScreen)
+
+
+async def test_single_run_opens_directly_with_overview():
+    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        identity = plain(screen.query_one("#ov-identity", Static))
+        assert "e2_rollback" in identity and "pimm E2" in identity
+        attempts = plain(screen.query_one("#ov-attempts", Static))
+        assert "resumed at step 50" in attempts
+        strip = plain_renderable(screen.query_one("TimelineStrip").render())
+        assert "▓" in strip and "░" in strip  # replayed and lost ranges are marked
+        assert "51-100 completed" in strip
+        provenance = plain(screen.query_one("#ov-provenance", Static))
+        assert "run_metadata.json" in provenance
+        assert "/work" not in identity + attempts + provenance
+        await pilot.press("escape")  # nowhere to go back to: stays
+        assert isinstance(app.screen, RunScreen)
+
+
+async def test_curves_toggles_policy_smoothing_axis_and_log():
+    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        pane = app.screen.query_one(CurvesPane)
+        plot = pane.query_one(CurvePlot)
+        assert pane.tag == "train/loss"
+        assert [line.label for line in plot.spec.lines] == ["train/loss (attempt 1)", "train/loss (attempt 2)"]
+        assert plot.spec.seams == (51.0,)
+        note = str(pane.query_one("#policy-note", Static).render())
+        assert note.startswith("TensorBoard:") and "W&B" in note
+        await pilot.press("p")
+        await settle(pilot)
+        assert pane.options.policy == "newest"
+        merged = plot.spec.lines[0]
+        assert len(plot.spec.lines) == 1 and plot.spec.seams == ()
+        assert merged.x.tolist() == sorted(set(merged.x.tolist()))
+        await pilot.press("p", "p")
+        await settle(pilot)
+        assert pane.options.policy == "all"
+        await pilot.press("plus", "plus")
+        await settle(pilot)
+        assert pane.options.smooth == 0.6 and "smooth=0.6" in plot.spec.title
+        await pilot.press("minus")
+        assert pane.options.smooth == 0.3
+        await pilot.press("x")
+        await settle(pilot)
+        assert pane.options.x_axis == "relative" and plot.spec.x_label == "hours since start"
+        await pilot.press("g")
+        await settle(pilot)
+        assert plot.spec.log_y
+        await pilot.press("slash", *"val/m")
+        tags = [o.id for o in pane.query_one("#tag-list", OptionList).options]
+        assert tags and all(t.startswith("val/m") for t in tags)
+        await pilot.press("enter", "down")
+        await settle(pilot)
+        assert pane.tag.startswith("val/m") and pane.tag != "train/loss"
+
+
+async def test_config_tree_search_and_masking(tmp_path):
+    run_dir = tmp_path / "secret_run"
+    run_dir.mkdir()
+    (run_dir / "resolved_config.json").write_text(json.dumps(
+        {"lr": 0.1, "wandb_api_key": "0123456789abcdef0123456789abcdef01234567", "model": {"depth": 4}}))
+    app = make_app(run_dir, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        tree = app.screen.query_one("#config-tree", Tree)
+
+        def labels(node) -> list[str]:
+            out = [str(node.label)]
+            for child in node.children:
+                out += labels(child)
+            return out
+
+        shown = labels(tree.root)
+        assert "lr: 0.1" in shown and "depth: 4" in shown
+        assert "wandb_api_key: '****'" in shown
+        assert not any("0123456789abcdef" in s for s in shown)
+        await pilot.press("slash", *"depth")
+        shown = labels(tree.root)
+        assert "depth: 4" in shown and "lr: 0.1" not in shown
+
+
+async def test_checkpoints_and_finding_detail_modal():
+    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        table = app.screen.query_one("#checkpoint-table", DataTable)
+        row = [str(c) for c in table.get_row("model/last")]
+        assert row[:5] == ["model/last", "standard", "last", "yes", "100"] and row[-1] == "◀ picked"
+        await pilot.press("5")
+        findings = app.screen.query_one("#findings-table", DataTable)
+        codes = [str(findings.get_row(k)[1]) for k in row_keys(findings)]
+        assert codes == ["resume.rollback", "steps.replayed"]
+        findings.focus()
+        findings.move_cursor(row=1)
+        await pilot.press("enter")
+        modal = app.screen
+        assert isinstance(modal, FindingScreen) and modal.finding.code == "steps.replayed"
+        assert "51-75" in str(modal.query_one("#finding-evidence", Static).render())
+        assert "TensorBoard" in str(modal.query_one("#finding-explanation", Static).render())
+        await pilot.press("y")
+        assert "steps.replayed" in app.clipboard
+        await pilot.press("escape")
+        assert isinstance(app.screen, RunScreen)
+
+
+async def test_log_viewer_window_search_and_ends():
+    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        view = app.screen.query_one(LogView)
+        text = (ROLLBACK / "train.log").read_text()
+        lines = text.splitlines()
+        assert view.line_count == len(lines)
+        starts = [i for i, line in enumerate(lines) if "=> Loading config ..." in line]
+        assert view.attempt_lines.tolist() == starts and len(starts) == 2
+        assert view.line_text(5) == lines[5]
+        view.focus()
+        await pilot.press("G")
+        assert view.cursor_line == len(lines) - 1
+        await pilot.press("g")
+        assert view.cursor_line == 0
+        await pilot.press("right_square_bracket")
+        assert view.cursor_line == starts[1]
+        await pilot.press("g", "slash", *"Resuming from iteration", "enter")
+        expected = next(i for i, line in enumerate(lines) if "Resuming from iteration" in line)
+        assert view.cursor_line == expected
+        await pilot.press("n")  # wraps around to the same, only match
+        assert view.cursor_line == expected
+        status = str(app.screen.query_one("#log-status", Static).render())
+        assert f"{len(lines)} lines" in status
+
+
+async def test_help_screen_and_command_palette_list_actions():
+    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Policy", "Smooth+", "X axis", "Log y", "Search", "Reload", "Help", "Back"} <= titles
+        command = next(c for c in app.get_system_commands(app.screen) if c.title == "Policy")
+        await command.callback()
+        await settle(pilot)
+        assert app.screen.query_one(CurvesPane).options.policy == "newest"
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text", Static).render())
+        for needle in ("Runs table", "Compare", "Policy", "Next attempt", "Filter", "Mark"):
+            assert needle in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, RunScreen)
+
+
+async def test_wandb_open_and_copy(monkeypatch):
+    url = "https://wandb.ai/team/pimm/runs/abc123"
+
+    def with_link(path: Path) -> Run:
+        return dataclasses.replace(fixed_loader(path), wandb=WandbInfo(run_ids=("abc123",), url=url))
+
+    monkeypatch.setattr(links, "browser_available", lambda: False)
+    app = make_app(ROLLBACK, loader=with_link, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("o")
+        assert any("no browser" in n.message for n in app._notifications)
+        await pilot.press("y")
+        assert app.clipboard == url
+        overview = plain(app.screen.query_one("#ov-wandb", Static))
+        assert url in overview
+
+
+async def test_offline_run_copies_sync_command():
+    app = make_app(RUNS / "wandb_clean", loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("y")
+        assert app.clipboard.startswith("wandb sync ")
+        assert not app.screen.check_action("open_wandb", ())
+
+
+async def test_empty_folder_shows_no_runs(tmp_path):
+    (tmp_path / "empty").mkdir()
+    app = make_app(tmp_path / "empty", loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        problem = app.screen.query_one("#runs-problem", Static)
+        assert problem.display and "No runs found" in str(problem.render())
+
+
+async def test_missing_path_is_a_message_not_a_traceback(tmp_path):
+    app = make_app(tmp_path / "nope", loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "no such file or directory" in str(app.screen.query_one("#runs-problem", Static).render())
+
+
+async def test_broken_run_shows_findings(tmp_path, monkeypatch):
+    run_dir = tmp_path / "broken"
+    run_dir.mkdir()
+    (run_dir / "run_metadata.json").write_text("{not json")
+    (run_dir / "train.log").write_bytes(b"\xff\xfe garbage \x00\n[2026-07-16 14:30:09,501 INFO train.py line 251] =>")
+    app = make_app(run_dir, follow_interval_s=0)  # the real loader, clock and all
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        codes = {f.code for f in app.screen.run.findings}
+        assert "file.invalid-json" in codes
+        await pilot.press("6")
+        await settle(pilot)
+        assert app.screen.query_one(LogView).line_count == 2
+
+    import pimm_inspect.load.safe as safe
+
+    def explode(path):
+        raise RuntimeError("reader bug")
+
+    monkeypatch.setattr(safe, "load_run", explode)
+    app = make_app(run_dir, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert [f.code for f in app.screen.run.findings] == ["internal.load-failed"]
+        assert "reader bug" in plain(app.screen.query_one("#ov-findings", Static))
+
+
+async def test_live_follow_reloads_a_running_run():
+    calls = []
+
+    def running(path: Path) -> Run:
+        calls.append(path)
+        return dataclasses.replace(fixed_loader(path), status="running")
+
+    app = make_app(ROLLBACK, loader=running, follow_interval_s=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.7)
+        await settle(pilot)
+        assert len(calls) >= 3
+        assert app.screen.run.status == "running"

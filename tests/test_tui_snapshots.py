@@ -1,0 +1,118 @@
+"""Snapshot tests of every view (pytest-textual-snapshot), on the fixture runs at fixed sizes and a fixed clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytest_textual_snapshot")
+pytest.importorskip("textual_plotext")
+
+from pimm_inspect.analysis import analyze  # noqa: E402
+from pimm_inspect.load.assemble import load_run  # noqa: E402
+from pimm_inspect.model import Run  # noqa: E402
+from pimm_inspect.tui.app import make_app  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "fixtures" / "runs"
+FIXED_NOW = 4102444800.0
+"""2100-01-01: statuses do not depend on when the fixtures were generated."""
+
+if not (RUNS / "e2_rollback").is_dir():
+    pytest.skip("fixture runs not generated", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch):
+    """Paths are given relative to the repository, as a user would type them, so no absolute path is shown."""
+    monkeypatch.chdir(REPO)
+
+
+def fixed_loader(path: Path) -> Run:
+    """The default loader with a fixed clock."""
+    return analyze(load_run(path, now=FIXED_NOW))
+
+
+async def settle(pilot) -> None:
+    """Wait until every worker is done and its messages are handled."""
+    for _ in range(200):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.is_running for w in pilot.app.workers):
+            await pilot.pause()
+            return
+
+
+def keys(*presses: str):
+    """A run_before that waits for loading, presses keys (settling after each), and settles again."""
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for key in presses:
+            await pilot.press(key)
+            await settle(pilot)
+    return run_before
+
+
+def app_for(path: str):
+    return make_app(path, loader=fixed_loader, follow_interval_s=0)
+
+
+def test_runs_table(snap_compare):
+    assert snap_compare(app_for("fixtures/runs"), terminal_size=(120, 36), run_before=keys())
+
+
+def test_runs_table_80x24(snap_compare):
+    assert snap_compare(app_for("fixtures/runs"), terminal_size=(80, 24), run_before=keys())
+
+
+def test_runs_filtered_and_marked(snap_compare):
+    assert snap_compare(app_for("fixtures/runs"), terminal_size=(120, 36),
+                        run_before=keys("slash", *"e2_", "enter", "space", "down", "space", "s"))
+
+
+@pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", "6"])
+def test_rollback_tab(snap_compare, tab):
+    assert snap_compare(app_for("fixtures/runs/e2_rollback"), terminal_size=(120, 36), run_before=keys(tab))
+
+
+def test_rollback_overview_80x24(snap_compare):
+    assert snap_compare(app_for("fixtures/runs/e2_rollback"), terminal_size=(80, 24), run_before=keys())
+
+
+def test_rollback_curves_newest_80x24(snap_compare):
+    assert snap_compare(app_for("fixtures/runs/e2_rollback"), terminal_size=(80, 24), run_before=keys("2", "p"))
+
+
+def test_compare_view(snap_compare):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        table = pilot.app.screen.query_one("#runs-table")
+        for name in ("e2_clean", "e2_rollback"):
+            table.move_cursor(row=table.get_row_index((REPO / "fixtures/runs" / name).as_posix()))
+            await pilot.press("space")
+        await pilot.press("c")
+        await settle(pilot)
+
+    assert snap_compare(app_for("fixtures/runs"), terminal_size=(120, 36), run_before=run_before)
+
+
+def test_finding_detail_modal(snap_compare):
+    assert snap_compare(app_for("fixtures/runs/e2_rollback"), terminal_size=(120, 36),
+                        run_before=keys("5", "down", "enter"))
+
+
+def test_help_screen(snap_compare):
+    assert snap_compare(app_for("fixtures/runs/e2_rollback"), terminal_size=(120, 36),
+                        run_before=keys("question_mark"))
+
+
+def test_load_error_no_runs(snap_compare, tmp_path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert snap_compare(app_for("empty"), terminal_size=(80, 24), run_before=keys())
+
+
+def test_load_error_missing_path(snap_compare, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert snap_compare(app_for("no/such/dir"), terminal_size=(80, 24), run_before=keys())
