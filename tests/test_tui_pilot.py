@@ -150,7 +150,7 @@ async def test_mark_and_compare_overlays_runs_in_stable_colours():
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
-        assert screen.tag == "train/loss"
+        assert screen.tag == "train_batch/loss"
         spec = screen.query_one(CurvePlot).spec
         assert [(line.label, line.color_index) for line in spec.lines] == [("e2_clean", 0), ("e2_rollback", 1)]
         # newest policy: the rollback run's merged line has each step 1..100 once
@@ -217,14 +217,17 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         await settle(pilot)
         pane = app.screen.query_one(CurvesPane)
         plot = pane.query_one(CurvePlot)
-        assert pane.tag == "train/loss"
-        assert [line.label for line in plot.spec.lines] == ["train/loss (attempt 1)", "train/loss (attempt 2)"]
+        assert pane.tag == "train_batch/loss"
+        assert [line.label for line in plot.spec.lines] == ["train_batch/loss (attempt 1)",
+                                                           "train_batch/loss (attempt 2)"]
         assert plot.spec.seams == (51.0,)
+        assert plot.spec.replays == ((51.0, 75.0),) and "replayed 51-75" in plot.spec.title
         note = str(pane.query_one("#policy-note", Static).render())
-        assert note.startswith("TensorBoard:") and "W&B" in note
+        assert note.startswith("Steps 51-75 exist twice") and "TensorBoard:" in note and "W&B" in note
         await pilot.press("p")
         await settle(pilot)
         assert pane.options.policy == "newest"
+        assert "showing the newest copy." in str(pane.query_one("#policy-note", Static).render())
         merged = plot.spec.lines[0]
         assert len(plot.spec.lines) == 1 and plot.spec.seams == ()
         assert merged.x.tolist() == sorted(set(merged.x.tolist()))
@@ -247,7 +250,7 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         assert tags and all(t.startswith("val/m") for t in tags)
         await pilot.press("enter", "down")
         await settle(pilot)
-        assert pane.tag.startswith("val/m") and pane.tag != "train/loss"
+        assert pane.tag.startswith("val/m") and pane.tag != "train_batch/loss"
 
 
 async def test_config_tree_search_and_masking(tmp_path):

@@ -40,7 +40,8 @@ class CurveOptions:
 
 def default_tag(tags: list[str]) -> str | None:
     """The tag to show first: a training loss if there is one."""
-    for wanted in ("train/loss", "train_batch/loss", "loss"):
+    # The per-step loss shows a replay plainly; train/loss (epoch means) has a handful of points.
+    for wanted in ("train_batch/loss", "train/loss", "loss"):
         if wanted in tags:
             return wanted
     return next((t for t in tags if "loss" in t), tags[0] if tags else None)
@@ -54,9 +55,15 @@ def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpe
     seams: tuple[float, ...] = ()
     if options.x_axis == "step" and options.policy == "all":
         seams = tuple(float(a.first_step) for a in run.attempts[1:] if a.first_step is not None)
+    replays: tuple[tuple[float, float], ...] = ()
+    if options.x_axis == "step":
+        replays = tuple((float(f.steps[0]), float(f.steps[1])) for f in run.findings
+                        if f.code == "steps.replayed" and f.steps)
     title = f"{tag}  policy={options.policy}" + (f"  smooth={options.smooth:g}" if options.smooth else "")
+    if replays:
+        title += "  replayed " + ", ".join(f"{int(a)}-{int(b)}" for a, b in replays)
     return PlotSpec(plot_lines, seams, X_LABELS[options.x_axis], title, options.log_y,
-                    empty_text=f"no finite points for {tag}")
+                    empty_text=f"no finite points for {tag}", replays=replays)
 
 
 class CurvesPane(Vertical):
@@ -94,13 +101,16 @@ class CurvesPane(Vertical):
         if self.tag not in tags:
             self.tag = default_tag(tags)
         self._fill_tags()
-        self.query_one("#policy-note", Static).update(policy_note(run))
         self.redraw()
 
     def set_options(self, options: CurveOptions) -> None:
         """Change how the tag is drawn and redraw."""
         self.options = options
         self.redraw()
+
+    def _update_note(self) -> None:
+        if self.run is not None:
+            self.query_one("#policy-note", Static).update(policy_note(self.run, self.options.policy))
 
     def cycle_policy(self) -> None:
         """all -> newest -> oldest -> all."""
@@ -159,6 +169,7 @@ class CurvesPane(Vertical):
         status.update(
             f"{self.tag or '(no scalar tags)'}  policy {opts.policy} · smooth {opts.smooth:g} · x {opts.x_axis}"
             + (" · log y" if opts.log_y else ""))
+        self._update_note()
         if self.run is None or self.tag is None:
             self.query_one(CurvePlot).show(PlotSpec(empty_text="this run has no scalar curves"))
             return

@@ -34,6 +34,8 @@ class PlotSpec:
     title: str = ""
     log_y: bool = False
     empty_text: str = "no data"
+    replays: tuple[tuple[float, float], ...] = ()
+    """Inclusive x ranges written by more than one attempt, marked by a pair of vertical lines."""
 
 
 class CurvePlot(PlotextPlot):
@@ -67,6 +69,9 @@ class CurvePlot(PlotextPlot):
                 drawn += 1
             if not drawn:
                 return Text(spec.empty_text, justify="center")
+            for first, last in spec.replays:
+                plt.vline(first, "yellow")
+                plt.vline(last, "yellow")
             for seam in spec.seams:
                 plt.vline(seam, "red")
             if spec.log_y:
