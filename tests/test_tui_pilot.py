@@ -93,7 +93,8 @@ async def test_runs_table_lists_every_fixture_with_loaded_facts():
         key = ROLLBACK.absolute().as_posix()
         row = table.get_row(key)
         assert [str(c) for c in row[1:6]] == ["e2_rollback", "pimm E2", "finished", "2", "100"]
-        assert "W2" in str(row[7])
+        assert [str(c) for c in row[6:8]] == ["mIoU 0.7646", "2026-07-16 15:02"]  # best metric, last logged (UTC)
+        assert "W2" in str(row[-1])
         assert all(run is not None for run in app.runs.values())
         assert "run(s)" in str(screen.query_one("#runs-status", Static).render())
 
@@ -438,3 +439,23 @@ async def test_live_follow_reloads_a_running_run():
         await settle(pilot)
         assert len(calls) >= 3
         assert app.screen.run.status == "running"
+
+
+async def test_config_filter_on_the_runs_table():
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        box = screen.query_one("#runs-filter", Input)
+        box.value = "cfg.use_wandb = true"
+        await pilot.pause()
+        shown = {Path(k).name for k in row_keys(screen.query_one("#runs-table", DataTable))}
+        assert {"e2_wandb", "e1_legacy_cursor", "e2_cursor_mismatch"} <= shown and "e2_rollback" not in shown
+        box.value = "cfg.epoch>=5"
+        await pilot.pause()
+        shown = {Path(k).name for k in row_keys(screen.query_one("#runs-table", DataTable))}
+        assert "e2_rollback" in shown and "e2_clean" not in shown
+        box.value = "!cfg.epoch>=5"
+        await pilot.pause()
+        shown = {Path(k).name for k in row_keys(screen.query_one("#runs-table", DataTable))}
+        assert "e2_rollback" not in shown and "e2_clean" in shown

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+
+import numpy as np
 
 from ..analysis.secrets import mask_text
 from ..model import CheckpointInfo, Run, Severity
 
-SORT_COLUMNS = ("name", "kind", "status", "attempts", "last step", "findings")
+SORT_COLUMNS = ("name", "kind", "status", "attempts", "last step", "best", "last log", "findings")
 """Columns ``s`` cycles through on the Runs screen."""
 
 
@@ -42,6 +46,106 @@ def compile_filter(text: str) -> Callable[[str], bool]:
         needle = text.lower()
         matches = lambda haystack: needle in haystack.lower()
     return (lambda haystack: not matches(haystack)) if negate else matches
+
+
+_CFG_TERM = re.compile(r"^cfg\.(?P<key>[\w.\-\[\]]+)\s*(?P<op>==|!=|>=|<=|=|>|<|~)\s*(?P<value>.*)$")
+
+
+def _flat(data, prefix: str = "", out: dict | None = None) -> dict:
+    out = {} if out is None else out
+    if isinstance(data, dict):
+        for key, value in data.items():
+            _flat(value, f"{prefix}.{key}" if prefix else str(key), out)
+    else:
+        out[prefix] = data
+    return out
+
+
+def run_config(run: Run) -> dict:
+    """The run's config flattened to ``a.b.c`` keys: resolved config, else W&B config, else Trainer args."""
+    for kind in ("resolved_config", "wandb_config", "hf_training_args"):
+        doc = run.config(kind)
+        if doc is not None and isinstance(doc.data, dict):
+            return _flat(dict(doc.data))
+    return {}
+
+
+def _compare(left, op: str, right: str) -> bool:
+    try:
+        a, b = float(left), float(right)
+    except (TypeError, ValueError):
+        a, b = str(left).lower(), right.strip().strip("'\"").lower()
+        if isinstance(left, bool):
+            a = str(left).lower()
+    if op == "~":
+        return str(b) in str(a)
+    if op in ("=", "=="):
+        return a == b
+    if op == "!=":
+        return a != b
+    try:
+        return {">": a > b, "<": a < b, ">=": a >= b, "<=": a <= b}[op]
+    except TypeError:
+        return False
+
+
+def compile_run_filter(text: str) -> Callable[[str, Run | None], bool]:
+    """The Runs filter: text syntax of ``compile_filter``, or ``cfg.<key> op value`` on the run's config.
+
+    ``op`` is one of ``= == != > < >= <= ~`` (``~`` is substring); numbers compare as numbers.
+    A leading ``!`` negates. Runs not loaded yet never match a config filter.
+    """
+    stripped = text.strip()
+    negate = stripped.startswith("!")
+    body = stripped[1:].strip() if negate else stripped
+    match = _CFG_TERM.match(body)
+    if match is None:
+        plain = compile_filter(text)
+        return lambda haystack, _run: plain(haystack)
+    key, op, value = match["key"], match["op"], match["value"]
+
+    def matches(_haystack: str, run: Run | None) -> bool:
+        if run is None:
+            return False
+        config = run_config(run)
+        hit = key in config and _compare(config[key], op, value)
+        return not hit if negate else hit
+
+    return matches
+
+
+def best_metric(run: Run) -> str:
+    """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
+    log = run.extras.get("train_log") if run.extras else None
+    best = getattr(log, "best", ()) if log is not None else ()
+    if best:
+        name, value, _step = best[-1]
+        return f"{name} {value:.4g}"
+    hf = run.extras.get("hf") if run.extras else None
+    if hf is not None and getattr(hf, "best_metric", None) is not None:
+        return f"{hf.best_metric:.4g}"
+    values = [ck.best_metric_value for ck in run.checkpoints
+              if ck.best_metric_value is not None and math.isfinite(ck.best_metric_value)]
+    return f"{max(values):.4g}" if values else "-"
+
+
+def last_logged(run: Run) -> float | None:
+    """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
+    latest = None
+    for s in run.series:
+        if len(s):
+            finite = s.wall_times_s[np.isfinite(s.wall_times_s)]
+            if finite.size:
+                value = float(finite.max())
+                latest = value if latest is None else max(latest, value)
+    return latest
+
+
+def fmt_time(seconds: float | None) -> str:
+    """``YYYY-MM-DD HH:MM`` in UTC, or '-'."""
+    if seconds is None:
+        return "-"
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def severity_counts(run: Run) -> dict[Severity, int]:

@@ -13,12 +13,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from ...model import Run, Severity
-from ..facts import (SORT_COLUMNS, compile_filter, findings_cell, fmt_step, kind_label, last_step,
-                     relative_name, severity_counts)
+from ..facts import (SORT_COLUMNS, best_metric, compile_run_filter, findings_cell, fmt_step, fmt_time, kind_label,
+                     last_logged, last_step, relative_name, severity_counts)
 
 COLUMNS = ("", "run", "kind", "status", "att", "step", "W&B id", "findings")
+WIDE_COLUMNS = ("", "run", "kind", "status", "att", "step", "best", "last log", "W&B id", "findings")
+"""At 120 columns and more the table also shows the best metric and when the run last logged."""
 OTHER_COLUMNS_WIDTH = 62
+WIDE_OTHER_COLUMNS_WIDTH = 94
 """Cells the columns other than the run name need (with padding); the name gets the rest."""
+WIDE_AT = 120
 
 
 def shorten(name: str, width: int) -> str:
@@ -69,7 +73,8 @@ class RunsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(f"runs under {self.base.as_posix()}", id="runs-title")
-        yield Input(placeholder="/ filter runs: text, !text, /regex/ (name, kind, status, W&B id, finding code)", id="runs-filter")
+        yield Input(placeholder="/ filter: text, !text, /regex/, cfg.<key> op value (e.g. cfg.optimizer.lr>0.001)",
+                    id="runs-filter")
         yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="runs-problem")
         yield Static("", id="runs-status")
@@ -105,7 +110,7 @@ class RunsScreen(Screen):
         self.runs[key] = run
         table = self.query_one(DataTable)
         if key in table.rows:
-            for column, value in zip(COLUMNS, self._cells(key)):
+            for column, value in zip(self._columns(), self._cells(key)):
                 table.update_cell(key, column or "mark", value, update_width=True)
             if not self._visible(key):
                 self._rebuild()
@@ -137,20 +142,30 @@ class RunsScreen(Screen):
         return " ".join([name, kind_label(run), run.status, *run.wandb.run_ids, *(f.code for f in run.findings)])
 
     def _visible(self, key: str) -> bool:
-        return compile_filter(self.query_one("#runs-filter", Input).value)(self._haystack(key))
+        predicate = compile_run_filter(self.query_one("#runs-filter", Input).value)
+        return predicate(self._haystack(key), self.runs.get(key))
+
+    def _wide(self) -> bool:
+        return self.app.size.width >= WIDE_AT
+
+    def _columns(self) -> tuple[str, ...]:
+        return WIDE_COLUMNS if self._wide() else COLUMNS
 
     def _cells(self, key: str) -> tuple:
-        name = shorten(relative_name(self.paths[key], self.base), max(self.app.size.width - OTHER_COLUMNS_WIDTH, 14))
+        others = WIDE_OTHER_COLUMNS_WIDTH if self._wide() else OTHER_COLUMNS_WIDTH
+        name = shorten(relative_name(self.paths[key], self.base), max(self.app.size.width - others, 14))
         mark = Text(MARK, self.get_component_rich_style("runs--mark")) if key in self.marked else ""
         run = self.runs.get(key)
         if run is None:
-            return (mark, name, "", Text("loading…", self.get_component_rich_style("runs--loading")), "", "", "", "")
+            loading = Text("loading…", self.get_component_rich_style("runs--loading"))
+            return (mark, name, "", loading) + ("",) * (len(self._columns()) - 4)
         worst = max((f.severity for f in run.findings), default=None)
         style = {Severity.ERROR: "runs--error", Severity.WARNING: "runs--warning"}.get(worst) if worst is not None \
             else None
         findings = Text(findings_cell(run), self.get_component_rich_style(style) if style else "")
+        extra = (best_metric(run), fmt_time(last_logged(run))) if self._wide() else ()
         return (mark, name, kind_label(run), run.status, str(len(run.attempts)), fmt_step(last_step(run)),
-                ", ".join(run.wandb.run_ids) or "-", findings)
+                *extra, ", ".join(run.wandb.run_ids) or "-", findings)
 
     def _sort_key(self, key: str):
         column = SORT_COLUMNS[self.sort_index]
@@ -164,6 +179,8 @@ class RunsScreen(Screen):
             "status": run.status,
             "attempts": -len(run.attempts),
             "last step": -(last_step(run) or 0),
+            "best": best_metric(run),
+            "last log": -(last_logged(run) or 0.0),
             "findings": tuple(-severity_counts(run)[s] for s in sorted(Severity, reverse=True)),
         }[column]
         return (0, value, name)
@@ -172,7 +189,7 @@ class RunsScreen(Screen):
         table = self.query_one(DataTable)
         current = self._cursor_key()
         table.clear(columns=True)
-        for name in COLUMNS:
+        for name in self._columns():
             table.add_column(name, key=name or "mark")
         keys = sorted((k for k in self.paths if self._visible(k)), key=self._sort_key)
         for key in keys:
