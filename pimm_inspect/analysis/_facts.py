@@ -65,3 +65,26 @@ def typical_interval(run: Run) -> int:
 def fmt_range(first: int, last: int) -> str:
     """``51-75`` or ``51`` for a single step."""
     return f"{first}" if first == last else f"{first}-{last}"
+
+
+def run_start_s(run: Run) -> float | None:
+    """run_metadata.json's created_at (attempt 1's launch) as unix seconds, if recorded."""
+    from datetime import datetime, timezone
+
+    created = run.provenance.created_at
+    if not created:
+        return None
+    try:
+        stamp = datetime.fromisoformat(created)
+    except ValueError:
+        return None
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def stale_event_files(run: Run) -> set[str]:
+    """Event files whose first record predates this run's creation: left over from an earlier run."""
+    start = run_start_s(run)
+    if start is None:
+        return set()
+    return {rel_path for rel_path, _name, result in extra(run, "tb_files", ())
+            if result.first_wall_time_s is not None and result.first_wall_time_s < start - 300}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
 import numpy as np
 
@@ -79,33 +78,19 @@ def check_non_finite(run: Run) -> list[Finding]:
     return findings
 
 
-def _run_start_s(run: Run) -> float | None:
-    created = run.provenance.created_at
-    if created:
-        try:
-            stamp = datetime.fromisoformat(created)
-            if stamp.tzinfo is None:
-                stamp = stamp.replace(tzinfo=timezone.utc)
-            return stamp.timestamp()
-        except ValueError:
-            return None
-    return None
-
-
 def check_stale(run: Run) -> list[Finding]:
     """``artifacts.stale``: event files older than the run's start, checkpoints ahead of anything logged."""
     findings = []
-    start = _run_start_s(run)
-    if start is not None:
-        for rel_path, _name, result in _facts.extra(run, "tb_files", ()):
-            first = result.first_wall_time_s
-            if first is not None and first < start - 300:
-                findings.append(Finding(
-                    "artifacts.stale", Severity.WARNING,
-                    f"{rel_path} was written before this run started ({run.provenance.created_at})",
-                    (rel_path,), None,
-                    "A fresh launch into a reused directory truncates train.log and rewrites provenance, but leaves old "
-                    "event files behind; TensorBoard will mix the old run's curves with this one. Move the old file away."))
+    stale = _facts.stale_event_files(run)
+    for rel_path, _name, _result in _facts.extra(run, "tb_files", ()):
+        if rel_path in stale:
+            findings.append(Finding(
+                "artifacts.stale", Severity.WARNING,
+                f"{rel_path} was written before this run started ({run.provenance.created_at})",
+                (rel_path,), None,
+                "A fresh launch into a reused directory truncates train.log and rewrites provenance, but leaves old "
+                "event files behind; TensorBoard will mix the old run's curves with this one (same steps, two runs). "
+                "Move the old file away."))
     segs = _facts.segments(run)
     logged = [s.last_step for s in segs if s.last_step is not None]
     if logged:

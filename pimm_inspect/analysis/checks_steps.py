@@ -43,10 +43,11 @@ def check_replayed(run: Run) -> list[Finding]:
     """``steps.replayed``: the same step written by more than one attempt or writer."""
     # A W&B step metric (e.g. train/global_step) is the x axis of other keys, not a curve of its own.
     step_metrics = {m for w in _facts.extra(run, "wandb_runs", ()) for m in getattr(w, "x_axis", {}).values()}
+    stale = _facts.stale_event_files(run)  # another run's steps: artifacts.stale reports those
     by_tag: dict[tuple[str, str], list[ScalarSeries]] = defaultdict(list)
     for s in run.series:
         kind = _facts.source_kind(run, s)
-        if kind == "wandb" and s.tag in step_metrics:
+        if (kind == "wandb" and s.tag in step_metrics) or s.source in stale:
             continue
         by_tag[(s.tag, kind)].append(s)
     replays: dict[tuple[str, str], _Replay] = {}

@@ -115,6 +115,18 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries]) -> lis
     return out
 
 
+def _created_at_s(c: Collected) -> float | None:
+    """run_metadata.json's created_at as unix seconds (attempt 1's launch), if recorded."""
+    text = c.provenance.created_at
+    if not text:
+        return None
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
+
+
 def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
     """Attribute each event file to an attempt: one file per process start, in order."""
     mapping: dict[str, int] = {}
@@ -124,8 +136,12 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
         for index, (rel_path, _n, _r) in enumerate(c.tb_files, start=1):
             mapping[rel_path] = segments[index - 1].index if segments else index
         return mapping
-    # Counts differ (a file lost, or a stale file from a reused directory): match by first step.
+    # Counts differ (a file lost, or a stale file from a reused directory): match by first step,
+    # leaving out files written before this run was created (they belong to an earlier run).
+    created = _created_at_s(c)  # the same rule as analysis' artifacts.stale
     for rel_path, _n, result in c.tb_files:
+        if created is not None and result.first_wall_time_s is not None and result.first_wall_time_s < created - 300:
+            continue
         firsts = [s.first_step for s in result.series.values() if len(s)]
         if not firsts:
             continue
