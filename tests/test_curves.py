@@ -62,3 +62,14 @@ def test_downsample_keeps_spikes_and_order():
     assert np.all(np.diff(x) > 0)
     small_x, small_y = downsample_minmax(steps[:10], values[:10], 500)
     assert small_x.size == 10
+
+
+@pytest.mark.parametrize("weight", [0.05, 0.3, 0.6, 0.9, 0.99, 0.999])
+def test_vectorised_ema_equals_sequential_definition(weight):
+    from pimm_inspect.analysis.curves import _ema_reference
+
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=3001) * 5 + 2
+    values[[0, 17, 1500]] = np.nan
+    values[99] = -np.inf
+    np.testing.assert_allclose(ema(values, weight), _ema_reference(values, weight), rtol=1e-9, atol=1e-9)

@@ -122,21 +122,56 @@ def within_duplicates(s: ScalarSeries, differing_only: bool = False) -> tuple[in
 
 
 def ema(values: np.ndarray, weight: float) -> np.ndarray:
-    """TensorBoard's debiased exponential moving average (weight in [0, 1)); NaN/inf are passed through."""
+    """TensorBoard's debiased exponential moving average (weight in [0, 1)); NaN/inf are passed through.
+
+    Non-finite points neither update the average nor count for the debiasing, as in TensorBoard.
+    Vectorised in blocks: within a block the recurrence is a weighted cumulative sum, and the block
+    length keeps ``weight ** -k`` far from overflow.
+    """
     values = np.asarray(values, dtype=np.float64)
+    out = values.copy()
     if weight <= 0 or values.size == 0:
-        return values.copy()
+        return out
     weight = min(weight, 0.999)
-    out = np.empty_like(values)
-    last = 0.0
-    n = 0
-    for i, v in enumerate(values):  # sequential by nature; callers smooth downsampled views
-        if not np.isfinite(v):
-            out[i] = v
-            continue
-        last = last * weight + (1 - weight) * v
-        n += 1
-        out[i] = last / (1 - weight ** n)
+    finite = np.isfinite(values)
+    x = values[finite]
+    if x.size == 0:
+        return out
+    block = int(max(1, min(1024, 12.0 / -np.log10(weight))))
+    rows = -(-x.size // block)
+    padded = np.zeros(rows * block)
+    padded[:x.size] = x
+    powers = weight ** np.arange(1, block + 1, dtype=np.float64)          # w^1 .. w^B
+    inverse = weight ** -np.arange(0, block, dtype=np.float64)            # w^-0 .. w^-(B-1)
+    # Each block from a zero state: L[b, i] = (1 - w) * sum_{k<=i} w^(i-k) x_k.
+    local = np.cumsum(padded.reshape(rows, block) * inverse, axis=1) * (powers / weight) * (1 - weight)
+    # The state entering each block is a short scalar recurrence over blocks.
+    carry = np.empty(rows)
+    state = 0.0
+    decay = weight ** block
+    ends = local[:, -1]
+    for b in range(rows):
+        carry[b] = state
+        state = decay * state + ends[b]
+    smoothed = (local + carry[:, None] * powers).reshape(-1)[:x.size]
+    debias = 1 - weight ** np.arange(1, x.size + 1, dtype=np.float64)
+    out[finite] = smoothed / debias
+    return out
+
+
+def _ema_reference(values: np.ndarray, weight: float) -> np.ndarray:
+    """The sequential definition (used by tests to check the vectorised one)."""
+    values = np.asarray(values, dtype=np.float64)
+    out = values.copy()
+    if weight <= 0:
+        return out
+    weight = min(weight, 0.999)
+    last, n = 0.0, 0
+    for i, v in enumerate(values):
+        if np.isfinite(v):
+            last = last * weight + (1 - weight) * v
+            n += 1
+            out[i] = last / (1 - weight ** n)
     return out
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mmap
 import re
 from pathlib import Path
 
@@ -20,12 +19,46 @@ from ...analysis.secrets import mask_text
 from ...sources._common import UnreadableFile, open_regular
 from ..messages import LogIndexProgress
 
+TRAIN_LINE = re.compile(rb"Train: \[(\d+)/\d+\]\[(\d+)/(\d+)\]")
+"""A Train: record's epoch, iter and iters per epoch: g = (epoch - 1) * iters + iter (spec 3.4 D)."""
 ATTEMPT_MARK = b"=> Loading config ..."
 """Each process start writes this first (spec 3.3), so it opens a new attempt segment."""
 LEVEL = re.compile(r"^\[\S+ \S+ (WARNING|ERROR|CRITICAL) ")
 CHUNK_BYTES = 8 << 20
 MAX_LINE_CHARS = 2000
 """Very long lines are cut when shown (the file is never changed)."""
+
+
+def scan(path: Path, pattern: re.Pattern[bytes], start: int, end: int):
+    """Yield (absolute offset, match) of ``pattern`` in ``path[start:end]``, read in line-aligned chunks.
+
+    Reads with read(), never mmap: pimm truncates train.log on a fresh relaunch, and a mapped file
+    that shrinks kills the process (SIGBUS). A line longer than a chunk is searched whole.
+    """
+    try:
+        with open_regular(path, path.name) as fh:
+            fh.seek(start)
+            position, carry = start, b""
+            while position < end:
+                chunk = fh.read(min(CHUNK_BYTES, end - position))
+                if not chunk:
+                    break
+                position += len(chunk)
+                data = carry + chunk
+                cut = data.rfind(b"\n") + 1 if position < end else len(data)
+                if cut == 0:
+                    carry = data
+                    continue
+                base = position - len(data)
+                for match in pattern.finditer(data, 0, cut):
+                    yield base + match.start(), match
+                carry = data[cut:]
+            if carry:
+                base = position - len(carry)
+                for match in pattern.finditer(carry):
+                    yield base + match.start(), match
+    except (UnreadableFile, OSError, ValueError):
+        return
 
 
 class LogView(ScrollView, can_focus=True):
@@ -91,11 +124,8 @@ class LogView(ScrollView, can_focus=True):
                 offsets = np.concatenate(parts)
                 if offsets[-1] != position:
                     offsets = np.append(offsets, position)  # last line has no newline (still being written)
-                attempt_offsets = np.zeros(0, dtype=np.int64)
-                if position:
-                    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                        found = [m.start() for m in re.finditer(re.escape(ATTEMPT_MARK), mm)]
-                    attempt_offsets = np.asarray(found, dtype=np.int64)
+            found = [offset for offset, _m in scan(path, re.compile(re.escape(ATTEMPT_MARK)), 0, position)]
+            attempt_offsets = np.asarray(found, dtype=np.int64)
             lines = np.searchsorted(offsets, attempt_offsets, side="right") - 1
             widest = int(np.diff(offsets).max()) if offsets.shape[0] > 1 else 0
             self.post_message(self.Indexed(offsets, lines.astype(np.int64), min(widest, MAX_LINE_CHARS)))
@@ -208,23 +238,38 @@ class LogView(ScrollView, can_focus=True):
         if not text or self.path is None or not self.line_count:
             return False
         needle = re.compile(re.escape(text.encode("utf-8", errors="replace")), re.IGNORECASE)
-        try:
-            with open_regular(self.path, self.path.name) as fh, \
-                    mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                if forward:
-                    start = int(self.offsets[min(self.cursor_line + 1, self.line_count)])
-                    hit = needle.search(mm, start) or needle.search(mm, 0)
-                    offset = hit.start() if hit else None
-                else:
-                    end = int(self.offsets[self.cursor_line])
-                    offset = None
-                    for found in needle.finditer(mm, 0, end):
-                        offset = found.start()
-        except (UnreadableFile, OSError, ValueError):
-            return False
+        end_of_file = int(self.offsets[-1])
+        offset = None
+        if forward:
+            start = int(self.offsets[min(self.cursor_line + 1, self.line_count)])
+            offset = next((o for o, _m in scan(self.path, needle, start, end_of_file)), None)
+            if offset is None:
+                offset = next((o for o, _m in scan(self.path, needle, 0, start)), None)
+        else:
+            for found, _m in scan(self.path, needle, 0, int(self.offsets[self.cursor_line])):
+                offset = found
         if offset is None:
             return False
         self.go_to(int(np.searchsorted(self.offsets, offset, side="right") - 1))
+        return True
+
+    def find_step(self, step: int, attempt: int | None = None) -> bool:
+        """Go to the first ``Train:`` line at or after global ``step`` (within ``attempt`` when given)."""
+        if self.path is None or not self.line_count:
+            return False
+        bounds = np.append(self.attempt_lines, self.line_count)
+        first_line, last_line = 0, self.line_count
+        if attempt is not None and self.attempt_lines.size >= attempt >= 1:
+            first_line, last_line = int(bounds[attempt - 1]), int(bounds[attempt])
+        best = None
+        for offset, match in scan(self.path, TRAIN_LINE, int(self.offsets[first_line]), int(self.offsets[last_line])):
+            g = (int(match[1]) - 1) * int(match[3]) + int(match[2])
+            if g >= step:
+                best = offset
+                break
+        if best is None:
+            return False
+        self.go_to(int(np.searchsorted(self.offsets, best, side="right") - 1))
         return True
 
     def action_cursor_down(self) -> None:
