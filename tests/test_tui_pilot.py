@@ -459,3 +459,61 @@ async def test_config_filter_on_the_runs_table():
         await pilot.pause()
         shown = {Path(k).name for k in row_keys(screen.query_one("#runs-table", DataTable))}
         assert "e2_rollback" not in shown and "e2_clean" in shown
+
+
+async def test_zoom_cursor_readout_and_jump_to_log():
+    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        pane = app.screen.query_one(CurvesPane)
+        plot = pane.query_one(CurvePlot)
+        await pilot.press("z")
+        await settle(pilot)
+        assert pane.options.x_range == (39.0, 87.0)  # steps 51-75 with half their width on each side
+        assert plot.spec.lines[0].x.min() >= 39 and "zoom 39-87" in plot.spec.title
+        await pilot.press("full_stop")
+        await settle(pilot)
+        readout = str(pane.query_one("#curve-cursor", Static).render())
+        assert pane.cursor_x == 52.0 and "raw" in readout and "attempt 1" in readout and "attempt 2" in readout
+        await pilot.press("comma", "comma")
+        assert pane.cursor_x == 50.0
+        await pilot.press("full_stop", "full_stop", "full_stop")
+        assert pane.cursor_x == 53.0 and plot.spec.cursor == 53.0
+        await pilot.press("l")
+        await settle(pilot)
+        assert app.screen.active_tab == "log"
+        view = app.screen.query_one(LogView)
+        line = view.line_text(view.cursor_line)
+        assert "Train: [3/5][15/20]" in line  # g = 2*20 + 15 = 55, the first logged step >= 53, attempt 2
+        assert view.cursor_line > int(view.attempt_lines[1])
+        await pilot.press("2")
+        await settle(pilot)
+        await pilot.press("z")
+        await settle(pilot)
+        assert pane.options.x_range is None
+
+
+async def test_finding_detail_jumps_to_curves_and_log():
+    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        table = app.screen.query_one("#findings-table", DataTable)
+        codes = [f.code for f in app.screen.run.findings]
+        table.move_cursor(row=codes.index("steps.replayed"))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, FindingScreen)
+        await pilot.press("c")
+        await settle(pilot)
+        pane = app.screen.query_one(CurvesPane)
+        assert app.screen.active_tab == "curves" and pane.options.x_range == (39.0, 87.0)
+        await pilot.press("5", "enter")
+        await settle(pilot)
+        await pilot.press("l")
+        await settle(pilot)
+        view = app.screen.query_one(LogView)
+        assert app.screen.active_tab == "log" and "Train: [3/5][15/20]" in view.line_text(view.cursor_line)

@@ -44,8 +44,12 @@ def preferred_series(run: Run, tag: str) -> list[ScalarSeries]:
 
 
 def lines_for(run: Run, tag: str, policy: str = "all", smooth: float = 0.0, x_axis: str = "step",
-              max_points: int = 2000) -> list[Line]:
-    """Lines to draw for one tag under an overlap policy, smoothed and downsampled."""
+              max_points: int = 2000, x_range: tuple[float, float] | None = None) -> list[Line]:
+    """Lines to draw for one tag under an overlap policy, smoothed and downsampled.
+
+    With ``x_range`` (inclusive, in x-axis units) only that window is kept, before downsampling,
+    so a zoom shows full detail; smoothing still runs over the whole series.
+    """
     if x_axis not in X_AXES:
         raise ValueError(f"x axis must be one of {', '.join(X_AXES)}")
     merged = merge(preferred_series(run, tag), policy)
@@ -65,6 +69,9 @@ def lines_for(run: Run, tag: str, policy: str = "all", smooth: float = 0.0, x_ax
             x = s.wall_times_s[order]
         else:
             x = (s.wall_times_s[order] - t0) / 3600.0
+        if x_range is not None:
+            window = (x >= x_range[0]) & (x <= x_range[1])
+            x, values = x[window], values[window]
         x, values = downsample_minmax(x, values, max_points // 2)
         finite = np.isfinite(values) & np.isfinite(x)
         label = f"{tag}" + (f" (attempt {s.attempt})" if s.attempt is not None and policy == "all" else "")

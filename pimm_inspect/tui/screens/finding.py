@@ -13,10 +13,14 @@ from ...analysis.secrets import mask_text
 from ...model import Finding
 
 
-class FindingScreen(ModalScreen[None]):
-    """Code, severity, message, steps, files and the explanation of one finding."""
+class FindingScreen(ModalScreen[str | None]):
+    """Code, severity, message, steps, files and the explanation of one finding.
 
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"), Binding("y", "copy", "Copy")]
+    Dismissed with "curves" or "log" when the user wants to see the finding's step range there.
+    """
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close"), Binding("y", "copy", "Copy"),
+                Binding("c", "jump('curves')", "Curves"), Binding("l", "jump('log')", "Log")]
     COMPONENT_CLASSES = {"finding--error", "finding--warning", "finding--info"}
 
     def __init__(self, finding: Finding) -> None:
@@ -38,7 +42,10 @@ class FindingScreen(ModalScreen[None]):
                              markup=False)
                 yield Static(mask_text(f.explanation) or "(no further explanation)", id="finding-explanation",
                              markup=False)
-            yield Static("escape close   y copy explanation", id="finding-keys")
+            keys = "escape close   y copy explanation"
+            if f.steps:
+                keys += "   c show steps in Curves   l show in Log"
+            yield Static(keys, id="finding-keys")
 
     def on_mount(self) -> None:
         f = self.finding
@@ -46,6 +53,13 @@ class FindingScreen(ModalScreen[None]):
         head.append(f" {f.severity.label.upper()} ", self.get_component_rich_style(f"finding--{f.severity.label}"))
         head.append(f"  {f.code}")
         self.query_one("#finding-head", Static).update(head)
+
+    def action_jump(self, target: str) -> None:
+        """Close and show the finding's steps in the Curves or Log tab."""
+        if not self.finding.steps:
+            self.notify("this finding is not about a step range", severity="warning")
+            return
+        self.dismiss(target)
 
     def action_copy(self) -> None:
         """Copy message and explanation (OSC 52)."""

@@ -26,7 +26,8 @@ TABS = ("overview", "curves", "config", "checkpoints", "findings", "log")
 TAB_ACTIONS = {
     "policy": ("curves",), "smooth": ("curves",), "x_axis": ("curves",), "log_y": ("curves",),
     "search": ("curves", "config", "log"), "log_top": ("log",), "log_end": ("log",), "log_next": ("log",),
-    "log_prev": ("log",), "next_attempt": ("log",), "open_finding": ("findings",),
+    "log_prev": ("log",), "next_attempt": ("log",), "open_finding": ("findings",), "zoom": ("curves",),
+    "cursor": ("curves",), "cursor_log": ("curves",),
 }
 """Actions that only make sense on some tabs (hidden from the footer elsewhere)."""
 
@@ -42,11 +43,17 @@ class RunScreen(Screen):
         Binding("5", "tab('findings')", "Findings", show=False),
         Binding("6", "tab('log')", "Log", show=False),
         Binding("escape", "back", "Back"),
+        Binding("down", "nav(1)", "Down", show=False),
+        Binding("up", "nav(-1)", "Up", show=False),
         Binding("p", "policy", "Policy", tooltip="Overlap policy: all attempts / newest / oldest per step"),
         Binding("plus,equals_sign", "smooth(1)", "Smooth+", key_display="+"),
         Binding("minus", "smooth(-1)", "Smooth-", key_display="-"),
         Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative hours / wall time"),
         Binding("g", "log_y", "Log y"),
+        Binding("z", "zoom", "Zoom", tooltip="zoom to the replayed/lost step range, or back out"),
+        Binding("comma", "cursor(-1)", "Cursor ←", key_display=",", show=False),
+        Binding("full_stop", "cursor(1)", "Cursor →", key_display="."),
+        Binding("l", "cursor_log", "Log line", tooltip="the train.log line of the step under the cursor"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("g", "log_top", "Top"),
         Binding("G", "log_end", "End"),
@@ -79,6 +86,8 @@ class RunScreen(Screen):
         self._follow_timer = None
         self._log_opened = False
         self._ready = False
+        self._pending_log_step: tuple[int, int | None] | None = None
+        """A log line to show once train.log is indexed (from a finding or the curve cursor)."""
 
     def compose(self) -> ComposeResult:
         yield Static(f"{relative_name(self.path, self.base)}  loading…", id="run-title")
@@ -167,9 +176,28 @@ class RunScreen(Screen):
     # -- actions -----------------------------------------------------------------------------------------
 
     def action_tab(self, tab: str) -> None:
-        """Switch tab (keys 1-6)."""
+        """Switch tab (keys 1-6) and focus its main widget, never a search box (keys would type into it)."""
         self.query_one("#run-tabs", TabbedContent).active = tab
+        # Focus nothing: a focused widget in a pane makes TabbedContent re-activate that pane when its
+        # focus message arrives, which races with the next key. up/down/enter focus the tab's main widget.
+        self.set_focus(None)
         self.refresh_bindings()
+
+    def _main_widget(self):
+        """The widget arrow keys drive on the current tab."""
+        selector = {"curves": "#tag-list", "config": "#config-tree", "checkpoints": "#checkpoint-table",
+                    "findings": "#findings-table", "log": "#log-view"}.get(self.active_tab)
+        return self.query_one(selector) if selector and self.query(selector) else None
+
+    def action_nav(self, delta: int) -> None:
+        """Arrow keys with nothing focused: focus the tab's main widget and move in it."""
+        widget = self._main_widget()
+        if widget is None:
+            return
+        widget.focus()
+        action = getattr(widget, "action_cursor_down" if delta > 0 else "action_cursor_up", None)
+        if action is not None:
+            action()
 
     def action_back(self) -> None:
         """Leave a search box, else go back to the runs table."""
@@ -196,6 +224,46 @@ class RunScreen(Screen):
     def action_log_y(self) -> None:
         """Toggle a logarithmic y axis."""
         self.query_one(CurvesPane).toggle_log_y()
+
+    def action_zoom(self) -> None:
+        """Zoom the curve to the interesting step range, or back out."""
+        self.query_one(CurvesPane).toggle_zoom()
+
+    def action_cursor(self, delta: int) -> None:
+        """Move the curve cursor and show the values under it."""
+        self.query_one(CurvesPane).move_cursor(delta)
+
+    def action_cursor_log(self) -> None:
+        """Open the log at the Train: line of the step (and attempt) under the curve cursor."""
+        point = self.query_one(CurvesPane).cursor_point()
+        if point is None:
+            self.notify("move the cursor with , and . first (step axis)", severity="warning")
+            return
+        self.show_log_step(*point)
+
+    def show_log_step(self, step: int, attempt: int | None = None) -> None:
+        """Switch to the Log tab at the first Train: line at or after ``step`` (in ``attempt``)."""
+        self.action_tab("log")
+        if not self._log_opened:
+            self._open_log()
+        self._pending_log_step = (step, attempt)
+        self._try_log_step()
+
+    def _try_log_step(self) -> None:
+        view = self.query_one(LogView)
+        pending = self._pending_log_step
+        if pending is None or view.path is None or not view.offsets[-1]:
+            return  # the index is not ready yet: on_log_view_indexed calls again
+        self._pending_log_step = None
+        step, attempt = pending
+        if not view.find_step(step, attempt):
+            self.notify(f"no Train: line for step {step} in the log", severity="warning")
+        view.focus()
+
+    def show_curve_steps(self, first: int, last: int) -> None:
+        """Switch to the Curves tab zoomed on a step range."""
+        self.action_tab("curves")
+        self.query_one(CurvesPane).focus_steps(first, last)
 
     def action_search(self) -> None:
         """Focus the search box of the current tab."""
@@ -257,6 +325,7 @@ class RunScreen(Screen):
         self.query_one("#log-status", Static).update(
             f"{name}  {lines} lines  attempts start at line {starts or '-'}  (/ search, n next, ] next attempt, g/G ends)")
         view.refresh()
+        self.call_after_refresh(self._try_log_step)
 
     def on_log_view_failed(self, message: LogView.Failed) -> None:
         """A log that cannot be read is a message, not a traceback."""
@@ -272,7 +341,18 @@ class RunScreen(Screen):
             return
         table = self.query_one("#findings-table", DataTable)
         index = min(max(table.cursor_row, 0), len(self.run.findings) - 1)
-        self.app.push_screen(FindingScreen(self.run.findings[index]))
+        finding = self.run.findings[index]
+
+        def jump(target: str | None) -> None:
+            if target == "curves" and finding.steps:
+                self.show_curve_steps(*finding.steps)
+            elif target == "log" and finding.steps:
+                attempt = next((a.index for a in (self.run.attempts if self.run else ())
+                                if a.first_step is not None and a.last_step is not None
+                                and a.first_step <= finding.steps[0] <= a.last_step), None)
+                self.show_log_step(finding.steps[0], attempt)
+
+        self.app.push_screen(FindingScreen(finding), jump)
 
     def action_open_wandb(self) -> None:
         """Open the W&B run in a browser when one is available, else say how to get there."""

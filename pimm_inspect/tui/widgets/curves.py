@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -13,9 +15,20 @@ from textual.widgets.option_list import Option
 
 from ...analysis.curves import POLICIES
 from ...model import Run
-from ...report.plot import lines_for
-from ..facts import compile_filter, policy_note
+from ...report.plot import lines_for, preferred_series
+from ..facts import compile_filter, fmt_time, policy_note
 from .plot import CurvePlot, PlotLine, PlotSpec
+
+@dataclass(frozen=True, slots=True)
+class _Point:
+    """One logged point under the cursor."""
+
+    step: int
+    value: float
+    wall_time_s: float
+    attempt: int | None
+    source: str
+
 
 SMOOTHING_STEPS = (0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99)
 """EMA weights ``+``/``-`` step through (TensorBoard's slider range)."""
@@ -31,6 +44,8 @@ class CurveOptions:
     smooth_index: int = 0
     x_axis: str = "step"
     log_y: bool = False
+    x_range: tuple[float, float] | None = None
+    """Zoomed step window (step axis only); None shows everything."""
 
     @property
     def smooth(self) -> float:
@@ -49,7 +64,9 @@ def default_tag(tags: list[str]) -> str | None:
 
 def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpec:
     """Lines, seams and labels for one tag (called in a worker; downsampling happens in the core)."""
-    lines = lines_for(run, tag, options.policy, options.smooth, options.x_axis, max_points=max(200, 2 * width))
+    x_range = options.x_range if options.x_axis == "step" else None
+    lines = lines_for(run, tag, options.policy, options.smooth, options.x_axis, max_points=max(200, 2 * width),
+                      x_range=x_range)
     plot_lines = tuple(
         PlotLine(line.label, line.x, line.y, (line.attempt - 1) if line.attempt else 0) for line in lines)
     seams: tuple[float, ...] = ()
@@ -59,7 +76,13 @@ def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpe
     if options.x_axis == "step":
         replays = tuple((float(f.steps[0]), float(f.steps[1])) for f in run.findings
                         if f.code == "steps.replayed" and f.steps)
+    if x_range is not None:
+        seams = tuple(x for x in seams if x_range[0] <= x <= x_range[1])
+        replays = tuple((max(a, x_range[0]), min(b, x_range[1]))
+                        for a, b in replays if b >= x_range[0] and a <= x_range[1])
     title = f"{tag}  policy={options.policy}" + (f"  smooth={options.smooth:g}" if options.smooth else "")
+    if x_range is not None:
+        title += f"  zoom {int(x_range[0])}-{int(x_range[1])}"
     if replays:
         title += "  replayed " + ", ".join(f"{int(a)}-{int(b)}" for a, b in replays)
     return PlotSpec(plot_lines, seams, X_LABELS[options.x_axis], title, options.log_y,
@@ -83,6 +106,8 @@ class CurvesPane(Vertical):
         self.options = CurveOptions()
         self.tag: str | None = None
         self._generation = 0
+        self.cursor_x: float | None = None
+        """Step (or x) under the cursor, moved with , and . along the drawn points."""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -93,6 +118,7 @@ class CurvesPane(Vertical):
                 yield Static("", id="curve-status", markup=False)
                 yield Static("", id="policy-note", markup=False)
                 yield CurvePlot(id="curve-plot")
+                yield Static("", id="curve-cursor", markup=False)
 
     def set_run(self, run: Run) -> None:
         """Show a run's tags and draw its default tag."""
@@ -107,6 +133,78 @@ class CurvesPane(Vertical):
         """Change how the tag is drawn and redraw."""
         self.options = options
         self.redraw()
+
+    def toggle_zoom(self) -> None:
+        """Zoom to the first replayed, rolled-back or missing step range, or back out."""
+        if self.options.x_range is not None:
+            self.set_options(replace(self.options, x_range=None))
+            return
+        spans = [f.steps for f in (self.run.findings if self.run else ())
+                 if f.steps and f.code in ("steps.replayed", "resume.rollback", "steps.gap", "metrics.non-finite")]
+        if not spans:
+            self.app.notify("nothing to zoom to: no replayed or missing step range", severity="warning")
+            return
+        self.focus_steps(*spans[0])
+
+    def focus_steps(self, first: int, last: int) -> None:
+        """Show a step range with some context on both sides (used by findings too)."""
+        margin = max((last - first) // 2, 5)
+        self.set_options(replace(self.options, x_axis="step", x_range=(float(max(first - margin, 0)),
+                                                                         float(last + margin))))
+        self.cursor_x = float(first)
+
+    def move_cursor(self, delta: int) -> None:
+        """Move the cursor to the next/previous drawn x position and describe the points there."""
+        spec = self.query_one(CurvePlot).spec
+        xs = np.unique(np.concatenate([line.x for line in spec.lines])) if spec.lines else np.zeros(0)
+        if not xs.size:
+            return
+        if self.cursor_x is None:
+            index = 0 if delta > 0 else xs.size - 1
+        elif delta > 0:
+            index = int(np.searchsorted(xs, self.cursor_x, side="right"))  # first x after the cursor
+        else:
+            index = int(np.searchsorted(xs, self.cursor_x, side="left")) - 1  # last x before it
+        index = min(max(index, 0), xs.size - 1)
+        self.cursor_x = float(xs[index])
+        self._show_cursor()
+
+    def cursor_point(self) -> tuple[int, int | None] | None:
+        """(step, attempt) under the cursor, for jumping to the log."""
+        if self.cursor_x is None or self.options.x_axis != "step":
+            return None
+        attempts = [p.attempt for p in self._points_at(self.cursor_x)]
+        return int(self.cursor_x), (attempts[-1] if attempts else None)
+
+    def _points_at(self, step: float):
+        """Raw points of the tag at a step, from its preferred source (every attempt's copy)."""
+        if self.run is None or self.tag is None or self.options.x_axis != "step":
+            return []
+        found = []
+        for series in preferred_series(self.run, self.tag):
+            hits = np.flatnonzero(series.steps == int(step))
+            for i in hits:
+                found.append(_Point(int(series.steps[i]), float(series.values[i]), float(series.wall_times_s[i]),
+                                    series.attempt, series.source))
+        return found
+
+    def _show_cursor(self) -> None:
+        plot = self.query_one(CurvePlot)
+        plot.show(replace(plot.spec, cursor=self.cursor_x))
+        readout = self.query_one("#curve-cursor", Static)
+        if self.cursor_x is None:
+            readout.update("")
+            return
+        parts = [f"x {self.cursor_x:g}"]
+        for line in plot.spec.lines:
+            if line.x.size:
+                j = int(np.argmin(np.abs(line.x - self.cursor_x)))
+                parts.append(f"{line.label}: {line.y[j]:.6g}" + (" (smoothed)" if self.options.smooth else ""))
+        for p in self._points_at(self.cursor_x):
+            when = fmt_time(p.wall_time_s) if np.isfinite(p.wall_time_s) else "-"
+            who = f"attempt {p.attempt}" if p.attempt is not None else "-"
+            parts.append(f"raw {p.value:.6g} @ {when} {who} [{p.source}]")
+        readout.update("  ".join(parts) + "   (l: log line)")
 
     def _update_note(self) -> None:
         if self.run is not None:
@@ -189,3 +287,5 @@ class CurvesPane(Vertical):
         message.stop()
         if message.generation == self._generation:
             self.query_one(CurvePlot).show(message.spec)
+            if self.cursor_x is not None:
+                self._show_cursor()

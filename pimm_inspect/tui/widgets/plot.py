@@ -36,6 +36,8 @@ class PlotSpec:
     empty_text: str = "no data"
     replays: tuple[tuple[float, float], ...] = ()
     """Inclusive x ranges written by more than one attempt, marked by a pair of vertical lines."""
+    cursor: float | None = None
+    """x of the cursor line (None: no cursor)."""
 
 
 class CurvePlot(PlotextPlot):
@@ -74,6 +76,8 @@ class CurvePlot(PlotextPlot):
                 plt.vline(last, "yellow")
             for seam in spec.seams:
                 plt.vline(seam, "red")
+            if spec.cursor is not None:
+                plt.vline(spec.cursor, "white")
             if spec.log_y:
                 plt.yscale("log")
             plt.xlabel(spec.x_label)
