@@ -517,3 +517,27 @@ async def test_finding_detail_jumps_to_curves_and_log():
         await settle(pilot)
         view = app.screen.query_one(LogView)
         assert app.screen.active_tab == "log" and "Train: [3/5][15/20]" in view.line_text(view.cursor_line)
+
+
+async def test_live_follow_reads_only_appended_bytes(tmp_path):
+    from tests.test_refresh import _grow_copy
+
+    log, log_tail, ev_tail, events, _ = _grow_copy(tmp_path)
+    app = make_app(log.parent, follow_interval_s=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.run.status == "running"
+        before = max(a.last_step for a in app.screen.run.attempts)
+        with open(log, "ab") as fh:
+            fh.write(log_tail)
+        with open(events, "ab") as fh:
+            fh.write(ev_tail)
+        for _ in range(30):
+            await pilot.pause(0.1)
+            await settle(pilot)
+            if app.screen.run.status == "finished":
+                break
+        run = app.screen.run
+        assert run.status == "finished" and max(a.last_step for a in run.attempts) == 100 > before
+        (cache,) = app.loader.caches.values()
+        assert cache.incremental_reads >= 2

@@ -17,10 +17,13 @@ def discover_with_errors(root: Path) -> tuple[list[Path], list[tuple[Path, str]]
     return runs, errors
 
 
-def load_safely(path: Path) -> Run:
-    """``load_run`` that turns an unexpected exception into an ``internal.load-failed`` finding."""
+def load_safely(path: Path, cache=None) -> Run:
+    """``load_run`` that turns an unexpected exception into an ``internal.load-failed`` finding.
+
+    ``cache`` (a ReadCache kept between calls) makes a reload read only what was appended.
+    """
     try:
-        return load_run(path)
+        return load_run(path, cache=cache)
     except Exception as exc:  # the inspector must never show a traceback for bad input
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return Run(root=Path(path).absolute(), kind="unknown", era=None, status="unknown", name=Path(path).name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from ..analysis import analyze
+from ..load.cache import ReadCache
 from ..load.discover import classify_dir, iter_runs
 from ..load.safe import load_safely
 from ..model import Finding, Run, Severity
@@ -26,13 +28,26 @@ from .screens.runs import RunsScreen
 Loader = Callable[[Path], Run]
 
 
+class CachingLoader:
+    """Load and analyse runs, keeping one ReadCache per run so a live reload reads only appended bytes."""
+
+    def __init__(self) -> None:
+        self.caches: dict[str, ReadCache] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, path: Path) -> Run:
+        with self._lock:
+            cache = self.caches.setdefault(Path(path).absolute().as_posix(), ReadCache())
+        run = load_safely(path, cache=cache)
+        try:
+            return analyze(run)
+        except Exception:  # analysis bugs already become findings per check; this guards the sort itself
+            return run
+
+
 def default_loader(path: Path) -> Run:
-    """Load and analyse one run; never raises (a failure becomes a finding)."""
-    run = load_safely(path)
-    try:
-        return analyze(run)
-    except Exception:  # analysis bugs already become findings per check; this guards the sort itself
-        return run
+    """Load and analyse one run without a cache; never raises (a failure becomes a finding)."""
+    return CachingLoader()(path)
 
 
 def guarded(loader: Loader, path: Path) -> Run:
@@ -59,7 +74,7 @@ class InspectApp(App):
     def __init__(self, path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0) -> None:
         super().__init__()
         self.path = Path(path)
-        self.loader: Loader = loader or default_loader
+        self.loader: Loader = loader or CachingLoader()
         self.follow_interval_s = follow_interval_s
         self.runs: dict[Path, Run | None] = {}
         """Discovered runs in discovery order; None until loaded. Only message handlers change it."""
