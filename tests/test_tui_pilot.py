@@ -414,7 +414,7 @@ async def test_broken_run_shows_findings(tmp_path, monkeypatch):
 
     import pimm_inspect.load.safe as safe
 
-    def explode(path):
+    def explode(path, **_kwargs):
         raise RuntimeError("reader bug")
 
     monkeypatch.setattr(safe, "load_run", explode)
