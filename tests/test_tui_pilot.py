@@ -541,3 +541,33 @@ async def test_live_follow_reads_only_appended_bytes(tmp_path):
         assert run.status == "finished" and max(a.last_step for a in run.attempts) == 100 > before
         (cache,) = app.loader.caches.values()
         assert cache.incremental_reads >= 2
+
+
+async def test_config_diff_between_documents_and_between_runs():
+    from pimm_inspect.tui.screens.config_diff import ConfigDiffScreen
+
+    app = make_app(RUNS / "e2_config_drift", loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "d")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfigDiffScreen)
+        keys = [key for key, _values in app.screen.rows]
+        assert "optimizer.lr" in keys and "batch_size" in keys
+        lr = dict(app.screen.rows)["optimizer.lr"]
+        assert len(set(lr)) > 1
+        await pilot.press("escape")
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#runs-table", DataTable)
+        for name in ("e2_clean", "e2_rollback"):
+            await move_to(pilot, table, (RUNS / name).absolute().as_posix())
+            await pilot.press("space")
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfigDiffScreen)
+        rows = dict(app.screen.rows)
+        assert rows["epoch"] == ["3", "5"] and "save_path" in rows

@@ -97,6 +97,15 @@ def test_compare_view(snap_compare):
     assert snap_compare(app_for("fixtures/runs"), terminal_size=(120, 36), run_before=run_before)
 
 
+def test_config_diff_modal(snap_compare):
+    assert snap_compare(app_for("fixtures/runs/e2_config_drift"), terminal_size=(120, 36), run_before=keys("3", "d"))
+
+
+def test_curves_zoom_and_cursor(snap_compare):
+    assert snap_compare(app_for("fixtures/runs/e2_rollback"), terminal_size=(120, 36),
+                        run_before=keys("2", "z", "full_stop", "full_stop"))
+
+
 def test_finding_detail_modal(snap_compare):
     assert snap_compare(app_for("fixtures/runs/e2_rollback"), terminal_size=(120, 36),
                         run_before=keys("5", "down", "enter"))

@@ -61,13 +61,23 @@ def _flat(data, prefix: str = "", out: dict | None = None) -> dict:
     return out
 
 
-def run_config(run: Run) -> dict:
-    """The run's config flattened to ``a.b.c`` keys: resolved config, else W&B config, else Trainer args."""
+def flat_config(data) -> dict:
+    """A nested config flattened to ``a.b.c`` keys."""
+    return _flat(data if isinstance(data, dict) else {})
+
+
+def main_config(run: Run) -> dict:
+    """The run's main config document (nested): resolved config, else W&B config, else Trainer args."""
     for kind in ("resolved_config", "wandb_config", "hf_training_args"):
         doc = run.config(kind)
         if doc is not None and isinstance(doc.data, dict):
-            return _flat(dict(doc.data))
+            return dict(doc.data)
     return {}
+
+
+def run_config(run: Run) -> dict:
+    """The run's main config flattened to ``a.b.c`` keys."""
+    return _flat(main_config(run))
 
 
 def _compare(left, op: str, right: str) -> bool:

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 from ...analysis.curves import POLICIES
 from ...model import Run
 from ...report.plot import lines_for
-from ..facts import compile_filter, relative_name
+from ..facts import compile_filter, main_config, relative_name
 from ..widgets.curves import X_LABELS, default_tag
 from ..widgets.plot import PALETTE, CurvePlot, PlotLine, PlotSpec
 
@@ -30,6 +30,7 @@ class CompareScreen(Screen):
         Binding("p", "policy", "Policy"),
         Binding("x", "x_axis", "X axis"),
         Binding("g", "log_y", "Log y"),
+        Binding("d", "config_diff", "Config diff", tooltip="config keys that differ between these runs"),
     ]
 
     def __init__(self, runs: list[Run], base: Path) -> None:
@@ -44,6 +45,13 @@ class CompareScreen(Screen):
         self.policy = "newest"
         self.x_axis = "step"
         self.log_y = False
+
+    def action_config_diff(self) -> None:
+        """The config keys that differ between the compared runs (secrets masked)."""
+        from .config_diff import ConfigDiffScreen
+
+        columns = [(relative_name(r.root, self.base), main_config(r)) for r in self.runs]
+        self.app.push_screen(ConfigDiffScreen(f"compare {len(self.runs)} runs", columns))
 
     def compose(self) -> ComposeResult:
         names = [relative_name(r.root, self.base) for r in self.runs]

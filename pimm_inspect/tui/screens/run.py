@@ -20,6 +20,7 @@ from ..widgets.curves import CurvesPane
 from ..widgets.log_view import LogView
 from ..widgets.overview import Overview
 from ..widgets.tables import CheckpointTable, FindingsTable
+from .config_diff import ConfigDiffScreen
 from .finding import FindingScreen
 
 TABS = ("overview", "curves", "config", "checkpoints", "findings", "log")
@@ -27,7 +28,7 @@ TAB_ACTIONS = {
     "policy": ("curves",), "smooth": ("curves",), "x_axis": ("curves",), "log_y": ("curves",),
     "search": ("curves", "config", "log"), "log_top": ("log",), "log_end": ("log",), "log_next": ("log",),
     "log_prev": ("log",), "next_attempt": ("log",), "open_finding": ("findings",), "zoom": ("curves",),
-    "cursor": ("curves",), "cursor_log": ("curves",),
+    "cursor": ("curves",), "cursor_log": ("curves",), "config_diff": ("config",),
 }
 """Actions that only make sense on some tabs (hidden from the footer elsewhere)."""
 
@@ -54,6 +55,7 @@ class RunScreen(Screen):
         Binding("comma", "cursor(-1)", "Cursor ←", key_display=",", show=False),
         Binding("full_stop", "cursor(1)", "Cursor →", key_display="."),
         Binding("l", "cursor_log", "Log line", tooltip="the train.log line of the step under the cursor"),
+        Binding("d", "config_diff", "Diff", tooltip="keys that differ between this run's config documents"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("g", "log_top", "Top"),
         Binding("G", "log_end", "End"),
@@ -224,6 +226,21 @@ class RunScreen(Screen):
     def action_log_y(self) -> None:
         """Toggle a logarithmic y axis."""
         self.query_one(CurvesPane).toggle_log_y()
+
+    def action_config_diff(self) -> None:
+        """Show the keys that differ between the run's config documents (resolved vs W&B, ...)."""
+        if self.run is None:
+            return
+        chosen = [d for d in self.run.configs if isinstance(d.data, dict) and d.kind != "model_config"]
+        kinds = [d.kind.replace("_config", "") for d in chosen]
+        labels = [f"{k} #{kinds[:i + 1].count(k)}" if kinds.count(k) > 1 else k for i, k in enumerate(kinds)]
+        docs = [(label, dict(d.data)) for label, d in zip(labels, chosen)]
+        legend = "   ".join(f"{label} = {d.path}" for label, d in zip(labels, chosen))
+        if len(docs) < 2:
+            self.notify("this run has one config document: mark runs on the runs table and press c, then d, "
+                        "to compare runs", severity="warning", timeout=6)
+            return
+        self.app.push_screen(ConfigDiffScreen(f"{self.run.name}: config documents", docs, legend))
 
     def action_zoom(self) -> None:
         """Zoom the curve to the interesting step range, or back out."""

@@ -1,0 +1,66 @@
+"""A modal table of the config keys that differ between documents (runs, or a run's own configs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from ...analysis.secrets import mask_value
+from ..facts import flat_config
+
+ABSENT = "—"
+MAX_CELL = 60
+
+
+def config_differences(columns: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, list[str]]]:
+    """(dotted key, one text per column) for every key whose value is not the same in all columns."""
+    flats = [flat_config(mask_value(data)) for _label, data in columns]
+    keys = sorted(set().union(*flats)) if flats else []
+    rows = []
+    for key in keys:
+        values = [flat.get(key, ABSENT) for flat in flats]
+        if any(v != values[0] for v in values[1:]):
+            rows.append((key, [_cell(v) for v in values]))
+    return rows
+
+
+def _cell(value: Any) -> str:
+    text = ABSENT if value is ABSENT else ("null" if value is None else str(value))
+    return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
+
+
+class ConfigDiffScreen(ModalScreen[None]):
+    """Keys that differ between several config documents, one column each."""
+
+    BINDINGS = [Binding("escape,q,d", "dismiss", "Close")]
+
+    def __init__(self, title: str, columns: list[tuple[str, dict[str, Any]]], legend: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.legend = legend
+        self.columns = columns
+        self.rows = config_differences(columns)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="diff-dialog"):
+            yield Static(f"{self.title_text}: {len(self.rows)} differing key(s)", id="diff-title", markup=False)
+            if self.legend:
+                yield Static(self.legend, id="diff-legend", markup=False)
+            yield DataTable(id="diff-table", cursor_type="row", zebra_stripes=True)
+            yield Static("escape close   (secrets masked; — means absent)", id="diff-keys")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("key")
+        for label, _data in self.columns:
+            table.add_column(label)
+        for key, values in self.rows:
+            table.add_row(key, *values)
+        if not self.rows:
+            table.add_row("(no differences)", *[""] * len(self.columns))
+        table.focus()
