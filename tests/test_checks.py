@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from pimm_inspect.analysis import analyze, checks_checkpoint, checks_provenance, checks_run, checks_steps, checks_wandb
-from pimm_inspect.model import (Attempt, CheckpointInfo, ConfigDoc, LogEvent, Provenance, Run, SourceFile, WandbInfo,
+from pimm_inspect.model import (Attempt, CheckpointInfo, ConfigDoc, LogEvent, Provenance, Run, SourceFile,
                                 make_series)
 
 

@@ -1,7 +1,6 @@
 """Read-only, no network, no code execution, no crash: guarantees checked end to end through the CLI."""
 
 import hashlib
-import io
 import os
 import pickle
 import shutil
