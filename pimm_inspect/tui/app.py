@@ -158,6 +158,7 @@ class InspectApp(App):
 
     def on_load_finished(self, message: LoadFinished) -> None:
         self.runs_screen.set_progress(message.total, message.total)
+        self.runs_screen.resort()
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.runs_screen.show_problem(message.reason)

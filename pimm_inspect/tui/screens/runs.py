@@ -123,6 +123,10 @@ class RunsScreen(Screen):
         self.progress = "" if done >= total else f"loading {done}/{total}…"
         self._status()
 
+    def resort(self) -> None:
+        """Lay the rows out again in sort order (rows are appended as runs are found, then filled in)."""
+        self._rebuild()
+
     def show_problem(self, text: str) -> None:
         """The load-error state: nothing to show, and why."""
         self.problem = text
