@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def console(no_color: bool = False):
     from rich.console import Console
 
     # Piped output has no terminal width: use a wide page rather than Rich's 80 columns.
-    width = None if sys.stdout.isatty() else 140
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
     return Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width)
 
 

@@ -18,6 +18,12 @@ STATUS_STYLE = {"finished": "green", "running": "bold blue", "crashed": "bold re
                 "unknown": "dim"}
 
 
+def _label(run: Run, base: Path) -> str:
+    """The run's path relative to what the user typed; its own name when that was the run itself."""
+    path = run_path(run, base)
+    return run.name if path == "." else path
+
+
 def _counts(run: Run) -> Text:
     text = Text()
     for sev, letter in ((Severity.ERROR, "E"), (Severity.WARNING, "W"), (Severity.INFO, "I")):
@@ -37,12 +43,12 @@ def _last_step(run: Run) -> str:
 def runs_table(runs: list[Run], base: Path) -> Table:
     """The ``ls`` table: one row per run."""
     table = Table(box=None, header_style="bold", pad_edge=False)
-    longest = max((len(run_path(run, base)) for run in runs), default=3)
+    longest = max((len(_label(run, base)) for run in runs), default=3)
     table.add_column("run", no_wrap=True, min_width=min(longest, 40))
     for column in ("kind", "era", "status", "attempts", "last step", "W&B id", "findings"):
         table.add_column(column, no_wrap=column not in ("W&B id",))
     for run in runs:
-        table.add_row(run_path(run, base), run.kind, run.era or "-",
+        table.add_row(_label(run, base), run.kind, run.era or "-",
                       Text(run.status, style=STATUS_STYLE.get(run.status, "")), str(len(run.attempts) or "-"),
                       _last_step(run), ", ".join(run.wandb.run_ids) or "-", _counts(run))
     return table
@@ -52,7 +58,7 @@ def run_summary(run: Run, base: Path) -> Group:
     """The ``show`` text view of one run."""
     parts: list = []
     head = Text()
-    head.append(run_path(run, base), style="bold")
+    head.append(_label(run, base), style="bold")
     head.append(f"  {run.kind}")
     if run.era:
         head.append(f" {run.era}")
@@ -111,7 +117,7 @@ def run_summary(run: Run, base: Path) -> Group:
 
 def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, explain: bool = True) -> Group:
     """The ``check`` text view: the run's findings, worst first, with explanations."""
-    parts: list = [Text(run_path(run, base), style="bold")]
+    parts: list = [Text(_label(run, base), style="bold")]
     shown = [f for f in run.findings if f.severity >= min_severity]
     if not shown:
         parts.append(Text("  no findings", style="green"))
