@@ -106,3 +106,30 @@ def test_slurm_log_markers(tmp_path):
     assert log.job_id == "4242"
     assert log.attempts == ((1, 3, False), (1, 3, True), (2, 3, False))
     assert dict(log.problems)["time-limit"].startswith("slurmstepd")
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+VALID_METADATA = json.dumps(META).encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=400), cut=st.integers(min_value=0, max_value=len(VALID_METADATA)),
+       flips=st.lists(st.integers(min_value=0, max_value=len(VALID_METADATA) - 1), max_size=4))
+def test_small_readers_never_raise(tmp_path, data, cut, flips):
+    """Any bytes, any prefix or mutation of a valid document: what could be read plus findings, never an exception."""
+    mutated = bytearray(VALID_METADATA)
+    for i in flips:
+        mutated[i] ^= 0xA5
+    for content in (data, VALID_METADATA[:cut], bytes(mutated)):
+        for name in ("run_metadata.json", "launch.sbatch", "slurm-1.out", "config.py",
+                     "training.global_rank_0.20260714-143000-123456-AB12CD.jsonl"):
+            path = tmp_path / name
+            path.write_bytes(content)
+            read_run_metadata(path, name)
+            read_config_json(path, name, "resolved_config")
+            read_text_doc(path, name, "config_py")
+            read_sbatch(path, name)
+            read_slurm_log(path, name)
+            read_rank_log(path, name)
