@@ -225,3 +225,16 @@ def test_source_mismatch_between_train_log_and_tensorboard():
     bad = make_series("train_batch/loss", steps, shifted, None, "train.log", 1)
     (f,) = checks_sources.check_source_mismatch(run_of(series=(tb, bad), sources=sources))
     assert f.code == "metrics.source-mismatch" and f.steps == (55, 100) and "10 of 20" in f.message
+
+
+def test_ranks_diverged_from_structured_logs():
+    def rank(r, step, event, spans=("step",), started="20260725-160005-000000"):
+        return SimpleNamespace(rank=r, last_step=step, last_event=event, open_spans=spans, started=started,
+                               path=f"structured_logs/training.global_rank_{r}.{started}-AAAAAA.jsonl")
+
+    logs = (rank(0, 9, "optimizer_end"), rank(1, 7, "data_fetch_start", ("step", "data_fetch")),
+            rank(1, 12, "step_end", (), started="20260701-000000-000000"))  # an older attempt's file
+    (f,) = checks_run.check_ranks_diverged(run_of(extras={"rank_logs": logs}))
+    assert f.steps == (7, 9) and "rank 1 stopped at step 7" in f.message and "open step, data_fetch" in f.explanation
+    same = (rank(0, 7, "data_fetch_end"), rank(1, 7, "step_start"))
+    assert checks_run.check_ranks_diverged(run_of(extras={"rank_logs": same})) == []

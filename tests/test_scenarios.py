@@ -91,7 +91,8 @@ def test_every_check_fires_on_some_fixture(loaded):
     from pimm_inspect.analysis import CHECKS
 
     fired = {f.code for run in loaded.values() for f in run.findings}
-    not_on_fixtures = {"run.stalled", "metrics.source-mismatch", "wandb.no-local-run"}  # unit-tested in test_checks
+    not_on_fixtures = {"run.stalled", "run.ranks-diverged", "metrics.source-mismatch",
+                       "wandb.no-local-run"}  # unit-tested in test_checks
     for name, _check in CHECKS:
         if name == "provenance.git":
             assert {"provenance.git-dirty", "provenance.no-git"} <= fired

@@ -28,6 +28,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("provenance.secret", checks_provenance.check_secrets),
     ("run.crashed", checks_run.check_crashed),
     ("run.stalled", checks_run.check_stalled),
+    ("run.ranks-diverged", checks_run.check_ranks_diverged),
     ("metrics.non-finite", checks_run.check_non_finite),
     ("metrics.source-mismatch", checks_sources.check_source_mismatch),
     ("artifacts.stale", checks_run.check_stale),

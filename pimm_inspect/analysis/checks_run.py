@@ -104,3 +104,33 @@ def check_stale(run: Run) -> list[Finding]:
                     "The checkpoint comes from an earlier run in the same directory (train.log was truncated by a fresh "
                     "launch) or the log was lost. Resuming would pick it up."))
     return findings
+
+
+def _latest_rank_logs(run: Run) -> list:
+    """Per rank, the structured log of the newest process start."""
+    latest: dict[int, object] = {}
+    for log in _facts.extra(run, "rank_logs", ()):
+        if log.rank is None:
+            continue
+        old = latest.get(log.rank)
+        if old is None or (log.started or "") >= (old.started or ""):
+            latest[log.rank] = log
+    return [latest[r] for r in sorted(latest)]
+
+
+def check_ranks_diverged(run: Run) -> list[Finding]:
+    """``run.ranks-diverged``: in the newest attempt, ranks stopped at different steps (a hang or a dead rank)."""
+    logs = [log for log in _latest_rank_logs(run) if log.last_step is not None]
+    if len(logs) < 2 or len({log.last_step for log in logs}) < 2:
+        return []
+    behind = min(logs, key=lambda log: log.last_step)
+    ahead = max(logs, key=lambda log: log.last_step)
+    detail = "; ".join(f"rank {log.rank}: step {log.last_step}, last event {log.last_event}"
+                       + (f", open {', '.join(log.open_spans)}" if log.open_spans else "") for log in logs)
+    return [Finding(
+        "run.ranks-diverged", Severity.WARNING,
+        f"rank {behind.rank} stopped at step {behind.last_step} while rank {ahead.rank} reached {ahead.last_step}",
+        tuple(log.path for log in logs), (behind.last_step, ahead.last_step),
+        f"Structured logs of the newest attempt: {detail}. Ranks of a data-parallel job move in lock step; a rank "
+        "that falls behind is stuck (data loading, a collective waiting on a dead peer) or died. Its open spans "
+        "say in which phase.")]

@@ -99,6 +99,14 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
 def run_notes(run: Run) -> list[str]:
     """Plain-language notes that explain what the user sees (logging schedules, W&B x axes)."""
     notes: list[str] = []
+    ranks = [log for log in (run.extras.get("rank_logs") or ()) if getattr(log, "rank", None) is not None] \
+        if run.extras else []
+    if ranks:
+        newest = max(log.started or "" for log in ranks)
+        parts = [f"rank {log.rank} at step {log.last_step} (last {log.last_event}"
+                 + (f", open {'/'.join(log.open_spans)}" if log.open_spans else "") + ")"
+                 for log in sorted(ranks, key=lambda log: log.rank) if (log.started or "") == newest]
+        notes.append("structured logs, newest attempt: " + "; ".join(parts))
     hf = run.extras.get("hf") if run.extras else None
     notes += list(getattr(hf, "schedule_notes", ()) or ())
     for wrun in (run.extras.get("wandb_runs") or ()) if run.extras else ():
