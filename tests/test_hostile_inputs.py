@@ -1,0 +1,84 @@
+"""Hostile input for the binary readers without property tests elsewhere: pickles/checkpoints, HF state,
+plus permission-denied files and folders simulated (the suite runs as root, which ignores file modes)."""
+
+import builtins
+import os
+import shutil
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pimm_inspect.load import discover, load_run
+from pimm_inspect.sources.checkpoint import read_checkpoint_file
+from pimm_inspect.sources.hf_trainer import read_hf_trainer_dir
+from pimm_inspect.sources.safe_pickle import safe_loads
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKPOINTS = sorted((ROOT / "fixtures" / "checkpoints").glob("*.pth"))
+SAMPLES = {p.name: p.read_bytes() for p in CHECKPOINTS}
+PROFILE = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@PROFILE
+@given(name=st.sampled_from(sorted(SAMPLES)), cut=st.floats(min_value=0, max_value=1),
+       flips=st.lists(st.tuples(st.floats(min_value=0, max_value=1), st.integers(1, 255)), max_size=6))
+def test_checkpoint_prefixes_and_mutations_never_raise(tmp_path, name, cut, flips):
+    data = bytearray(SAMPLES[name])
+    for where, xor in flips:
+        data[int(where * (len(data) - 1))] ^= xor
+    data = bytes(data[: max(1, int(cut * len(data)))]) if cut < 1 else bytes(data)
+    path = tmp_path / name
+    path.write_bytes(data)
+    read = read_checkpoint_file(path, name)
+    assert read.info.path == name
+    if data != SAMPLES[name]:
+        assert read.findings or read.payload is not None
+
+
+@PROFILE
+@given(payload=st.binary(max_size=600))
+def test_arbitrary_pickle_bytes_never_raise_or_run(payload):
+    result, _unpickler = safe_loads(payload)
+    assert result.ok in (True, False)
+
+
+def test_hf_trainer_state_mutations_never_raise(tmp_path):
+    source = ROOT / "fixtures" / "runs" / "hf_resumed"
+    for i, cut in enumerate((0.0, 0.1, 0.5, 0.9)):
+        run = tmp_path / f"run{i}"
+        shutil.copytree(source, run, symlinks=True)
+        for path in sorted(run.rglob("trainer_state.json")):
+            data = path.read_bytes()
+            path.write_bytes(data[: int(len(data) * cut)])
+        result = read_hf_trainer_dir(run, run)
+        assert any(f.paths and f.paths[0].endswith("trainer_state.json") for f in result.findings)
+
+
+def test_permission_denied_file_and_folder(tmp_path, monkeypatch):
+    run = tmp_path / "runs" / "e2_clean"
+    shutil.copytree(ROOT / "fixtures" / "runs" / "e2_clean", run, symlinks=True)
+    locked_dir = tmp_path / "runs" / "locked"
+    locked_dir.mkdir()
+    real_open, real_listdir = builtins.open, os.listdir
+
+    def guarded_open(file, *args, **kwargs):
+        if str(file).endswith(("resolved_config.json", "train.log")):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    def guarded_listdir(path="."):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "listdir", guarded_listdir)
+    errors = []
+    found = discover(tmp_path / "runs", on_error=lambda p, why: errors.append((p.name, why)))
+    assert [p.name for p in found] == ["e2_clean"]
+    assert ("locked", "Permission denied") in errors
+    loaded = load_run(run)
+    unreadable = {f.paths[0] for f in loaded.findings if f.code == "file.unreadable"}
+    assert {"resolved_config.json", "train.log"} <= unreadable
+    assert loaded.series  # the event file was still read
