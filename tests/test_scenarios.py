@@ -121,3 +121,17 @@ def test_scalars_dataframe(loaded):
     loss = frame[(frame["tag"] == "train_batch/loss") & frame["source"].str.startswith("events")]
     assert len(loss) == 125
     assert sorted(loss["attempt"].unique().tolist()) == [1, 2]
+
+
+def test_fixture_readme_table_matches_the_expectations():
+    import re
+
+    readme = (RUNS.parent / "README.md").read_text()
+    table: dict[str, set[str]] = {}
+    for line in readme.splitlines():
+        match = re.match(r"^\| `([^`]+)` \|", line)
+        if match:
+            table[match.group(1)] = set(re.findall(r"`([a-z]+\.[a-z-]+)`", line.rsplit(" | ", 1)[-1]))
+    for name, codes in EXPECTED.items():
+        key = "tb_plain" if name.startswith("tb_plain/") else name
+        assert table.get(key) == codes, name
