@@ -1,0 +1,70 @@
+"""Every command on every fixture run: real content, not just exit codes."""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import pimm_inspect
+from pimm_inspect.cli.main import cli
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+ALL = pimm_inspect.discover(RUNS)
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {p: pimm_inspect.load_run(p) for p in ALL}
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
+def test_every_command_on_every_fixture(path, loaded, tmp_path):
+    run = loaded[path]
+    show = json.loads(invoke("show", path, "--json").stdout)["runs"][0]
+    assert (show["path"], show["kind"], show["status"]) == (".", run.kind, run.status)
+    assert len(show["attempts"]) == len(run.attempts)
+    for tag, info in show["scalars"].items():
+        assert info["points"] > 0 and info["first_step"] <= info["last_step"], tag
+    check = json.loads(invoke("check", path, "--json", "--fail-on", "never").stdout)
+    assert sorted(f["code"] for f in check["runs"][0]["findings"]) == sorted(f.code for f in run.findings)
+
+    tags = run.tags()
+    if tags:
+        tag = "train_batch/loss" if "train_batch/loss" in tags else tags[0]
+        curves = json.loads(invoke("curves", path, "--tag", tag, "--json", "--policy", "newest").stdout)
+        (line,) = curves["lines"]
+        assert line["tag"] == tag and len(line["x"]) == len(line["y"]) > 0
+        assert line["x"] == sorted(set(line["x"]))  # newest policy: one point per step, in order
+        out = tmp_path / "all.csv"
+        assert invoke("export", path, "--format", "csv", "-o", out).exit_code == 0
+        rows = list(csv.DictReader(io.StringIO(out.read_text())))
+        assert len(rows) == sum(len(s) for s in run.series)
+        assert {r["tag"] for r in rows} == set(tags)
+
+    config = invoke("config", path, "--flat")
+    if any(doc.data is not None or doc.text for doc in run.configs):
+        assert config.exit_code == 0 and config.stdout.strip()
+    else:
+        assert config.exit_code == 2
+
+    url = invoke("url", path)
+    if run.wandb.url or run.wandb.sync_command:
+        assert url.exit_code == 0 and url.stdout.strip() in (run.wandb.url, run.wandb.sync_command)
+    else:
+        assert url.exit_code == 1
+
+
+def test_ls_and_check_on_the_whole_tree(loaded):
+    doc = json.loads(invoke("ls", RUNS, "--json").stdout)
+    assert len(doc["runs"]) == len(ALL)
+    check = json.loads(invoke("check", RUNS, "--json", "--fail-on", "never").stdout)
+    codes = {r["path"]: sorted(f["code"] for f in r["findings"]) for r in check["runs"]}
+    for path, run in loaded.items():
+        assert codes[path.relative_to(RUNS).as_posix()] == sorted(f.code for f in run.findings)
