@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..load.attempts import created_at_seconds
 from ..model import Run, ScalarSeries
 
 SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
@@ -69,16 +70,7 @@ def fmt_range(first: int, last: int) -> str:
 
 def run_start_s(run: Run) -> float | None:
     """run_metadata.json's created_at (attempt 1's launch) as unix seconds, if recorded."""
-    from datetime import datetime, timezone
-
-    created = run.provenance.created_at
-    if not created:
-        return None
-    try:
-        stamp = datetime.fromisoformat(created)
-    except ValueError:
-        return None
-    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
+    return created_at_seconds(run.provenance.created_at)
 
 
 def stale_event_files(run: Run) -> set[str]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..model import Finding, Run, Severity
 from . import _facts
+from .configs import flatten_config
 from .secrets import find_in_mapping, find_in_text
 
 DERIVED_KEYS = {"batch_size_per_gpu", "num_worker_per_gpu", "batch_size_val_per_gpu", "scheduler.total_steps",
@@ -40,16 +41,6 @@ def check_git(run: Run) -> list[Finding]:
     return []
 
 
-def _flatten(data: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
-    out = {} if out is None else out
-    if isinstance(data, dict):
-        for key, value in data.items():
-            _flatten(value, f"{prefix}.{key}" if prefix else str(key), out)
-    else:
-        out[prefix] = data
-    return out
-
-
 def _same(a: Any, b: Any) -> bool:
     if a == b:
         return True
@@ -65,7 +56,7 @@ def check_config_drift(run: Run) -> list[Finding]:
     for doc in run.configs:
         if doc.kind != "wandb_config" or not isinstance(doc.data, dict) or resolved is None:
             continue
-        left, right = _flatten(resolved.data), _flatten(_unwrap_wandb(doc.data))
+        left, right = flatten_config(resolved.data), flatten_config(_unwrap_wandb(doc.data))
         differing = sorted(k for k in left.keys() & right.keys()
                            if k not in DERIVED_KEYS and not k.startswith("_") and not _same(left[k], right[k]))
         if differing:

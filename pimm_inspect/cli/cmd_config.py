@@ -5,28 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ._common import EXIT_USAGE, json_option, load_runs, stderr
 
 KINDS = ("resolved_config", "model_config", "config_py", "wandb_config")
-
-
-def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts to ``a.b.c`` keys (lists stay values)."""
-    out: dict[str, Any] = {}
-    if isinstance(data, dict):
-        for key, value in data.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
-            if isinstance(value, dict) and value:
-                out.update(flatten(value, name))
-            else:
-                out[name] = value
-    else:
-        out[prefix or "value"] = data
-    return out
 
 
 def _pick(run, kind: str):
@@ -51,6 +35,7 @@ def command(run: str, other: str | None, flat: bool, kind: str, as_json: bool) -
 
     Example: pimm-inspect config exp/run-a --diff exp/run-b
     """
+    from ..analysis.configs import flatten_config
     from ..analysis.secrets import mask_text, mask_value
     from ..report.json_doc import config_document, dumps
 
@@ -62,8 +47,8 @@ def command(run: str, other: str | None, flat: bool, kind: str, as_json: bool) -
     if other:
         other_run = load_runs(other, single=True)[0]
         other_doc = _pick(other_run, doc.kind)
-        left = flatten(mask_value(doc.data)) if doc.data is not None else {}
-        right = flatten(mask_value(other_doc.data)) if other_doc is not None and other_doc.data is not None else {}
+        left = flatten_config(mask_value(doc.data)) if doc.data is not None else {}
+        right = flatten_config(mask_value(other_doc.data)) if other_doc is not None and other_doc.data is not None else {}
         keys = sorted(k for k in left.keys() | right.keys() if left.get(k, ...) != right.get(k, ...))
         if as_json:
             click.echo(dumps({"schema_version": 1, "left": run, "right": other, "kind": doc.kind,
@@ -83,7 +68,7 @@ def command(run: str, other: str | None, flat: bool, kind: str, as_json: bool) -
     if as_json:
         click.echo(dumps(config_document(target, Path(run), doc.data, doc.kind)))
     elif flat:
-        for key, value in flatten(mask_value(doc.data)).items():
+        for key, value in flatten_config(mask_value(doc.data)).items():
             click.echo(f"{key} = {json.dumps(value)}")
     else:
         click.echo(json.dumps(mask_value(doc.data), indent=2))

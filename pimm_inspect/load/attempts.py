@@ -115,9 +115,8 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries]) -> lis
     return out
 
 
-def _created_at_s(c: Collected) -> float | None:
-    """run_metadata.json's created_at as unix seconds (attempt 1's launch), if recorded."""
-    text = c.provenance.created_at
+def created_at_seconds(text: str | None) -> float | None:
+    """run_metadata.json's ISO ``created_at`` (attempt 1's launch) as unix seconds; naive means UTC."""
     if not text:
         return None
     try:
@@ -138,7 +137,7 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
         return mapping
     # Counts differ (a file lost, or a stale file from a reused directory): match by first step,
     # leaving out files written before this run was created (they belong to an earlier run).
-    created = _created_at_s(c)  # the same rule as analysis' artifacts.stale
+    created = created_at_seconds(c.provenance.created_at)  # the same rule as analysis' artifacts.stale
     for rel_path, _n, result in c.tb_files:
         if created is not None and result.first_wall_time_s is not None and result.first_wall_time_s < created - 300:
             continue

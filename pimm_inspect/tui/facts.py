@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.configs import flatten_config
 from ..analysis.secrets import mask_text
 from ..model import CheckpointInfo, Run, Severity
 
@@ -51,19 +52,9 @@ def compile_filter(text: str) -> Callable[[str], bool]:
 _CFG_TERM = re.compile(r"^cfg\.(?P<key>[\w.\-\[\]]+)\s*(?P<op>==|!=|>=|<=|=|>|<|~)\s*(?P<value>.*)$")
 
 
-def _flat(data, prefix: str = "", out: dict | None = None) -> dict:
-    out = {} if out is None else out
-    if isinstance(data, dict):
-        for key, value in data.items():
-            _flat(value, f"{prefix}.{key}" if prefix else str(key), out)
-    else:
-        out[prefix] = data
-    return out
-
-
 def flat_config(data) -> dict:
     """A nested config flattened to ``a.b.c`` keys."""
-    return _flat(data if isinstance(data, dict) else {})
+    return flatten_config(data if isinstance(data, dict) else {})
 
 
 def main_config(run: Run) -> dict:
@@ -77,7 +68,7 @@ def main_config(run: Run) -> dict:
 
 def run_config(run: Run) -> dict:
     """The run's main config flattened to ``a.b.c`` keys."""
-    return _flat(main_config(run))
+    return flatten_config(main_config(run))
 
 
 def _compare(left, op: str, right: str) -> bool:
