@@ -15,11 +15,10 @@ pytest.importorskip("textual_plotext")
 from rich.console import Console  # noqa: E402
 from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent, Tree  # noqa: E402
 
-from pimm_inspect.analysis import analyze  # noqa: E402
-from pimm_inspect.load.assemble import load_run  # noqa: E402
 from pimm_inspect.model import Run, WandbInfo  # noqa: E402
 from pimm_inspect.tui import links  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
+from tests.tui_support import RUNS, fixed_loader, settle  # noqa: E402
 from pimm_inspect.tui.screens.compare import CompareScreen  # noqa: E402
 from pimm_inspect.tui.screens.finding import FindingScreen  # noqa: E402
 from pimm_inspect.tui.screens.help import HelpScreen  # noqa: E402
@@ -30,30 +29,11 @@ from pimm_inspect.tui.widgets.log_view import LogView  # noqa: E402
 from pimm_inspect.tui.widgets.plot import CurvePlot  # noqa: E402
 
 pytestmark = pytest.mark.asyncio
-REPO = Path(__file__).resolve().parent.parent
-RUNS = REPO / "fixtures" / "runs"
 ROLLBACK = RUNS / "e2_rollback"
-FIXED_NOW = 4102444800.0
-"""2100-01-01: no fixture looks live because of fresh mtimes, so results do not depend on the clock."""
 SIZE = (120, 36)
 
 if not ROLLBACK.is_dir():
     pytest.skip("fixture runs not generated", allow_module_level=True)
-
-
-def fixed_loader(path: Path) -> Run:
-    """The default loader with a fixed clock."""
-    return analyze(load_run(path, now=FIXED_NOW))
-
-
-async def settle(pilot) -> None:
-    """Wait until every worker (loading, curves, log index) is done and its messages are handled."""
-    for _ in range(200):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers):
-            await pilot.pause()
-            return
 
 
 def plain(widget) -> str:

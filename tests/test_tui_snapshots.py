@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 pytest.importorskip("textual_plotext")
 
-from pimm_inspect.analysis import analyze  # noqa: E402
-from pimm_inspect.load.assemble import load_run  # noqa: E402
-from pimm_inspect.model import Run  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
+from tests.tui_support import REPO, RUNS, fixed_loader, settle  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-RUNS = REPO / "fixtures" / "runs"
-FIXED_NOW = 4102444800.0
-"""2100-01-01: statuses do not depend on when the fixtures were generated."""
 
 if not (RUNS / "e2_rollback").is_dir():
     pytest.skip("fixture runs not generated", allow_module_level=True)
@@ -27,21 +19,6 @@ if not (RUNS / "e2_rollback").is_dir():
 def _repo_cwd(monkeypatch):
     """Paths are given relative to the repository, as a user would type them, so no absolute path is shown."""
     monkeypatch.chdir(REPO)
-
-
-def fixed_loader(path: Path) -> Run:
-    """The default loader with a fixed clock."""
-    return analyze(load_run(path, now=FIXED_NOW))
-
-
-async def settle(pilot) -> None:
-    """Wait until every worker is done and its messages are handled."""
-    for _ in range(200):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers):
-            await pilot.pause()
-            return
 
 
 def keys(*presses: str):

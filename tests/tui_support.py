@@ -1,0 +1,29 @@
+"""Shared by the UI tests: the fixture paths, a loader with a fixed clock, and waiting for workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pimm_inspect.analysis import analyze
+from pimm_inspect.load.assemble import load_run
+from pimm_inspect.model import Run
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "fixtures" / "runs"
+FIXED_NOW = 4102444800.0
+"""2100-01-01: no fixture looks live because of fresh mtimes, so results do not depend on the clock."""
+
+
+def fixed_loader(path: Path) -> Run:
+    """The default loader with a fixed clock."""
+    return analyze(load_run(path, now=FIXED_NOW))
+
+
+async def settle(pilot) -> None:
+    """Wait until every worker (loading, curves, log index) is done and its messages are handled."""
+    for _ in range(200):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.is_running for w in pilot.app.workers):
+            await pilot.pause()
+            return
