@@ -36,6 +36,11 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
             if i:
                 out.print()
             out.print(findings_view(r, base, Severity.parse(min_severity), explain=not brief))
+        if len(runs) > 1:
+            counts = {sev: sum(1 for r in runs for f in r.findings if f.severity == sev) for sev in Severity}
+            flagged = sum(1 for r in runs if any(f.severity >= Severity.WARNING for f in r.findings))
+            out.print(f"\n{len(runs)} runs, {flagged} with warnings or errors: {counts[Severity.ERROR]} error(s), "
+                      f"{counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info")
     if fail_on != "never":
         threshold = Severity.parse(fail_on)
         if any(f.severity >= threshold for r in runs for f in r.findings):
