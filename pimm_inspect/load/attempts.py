@@ -6,6 +6,8 @@ import dataclasses
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
 from ..model import Attempt, ScalarSeries
 from .collect import Collected
 
@@ -98,12 +100,16 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries]) -> lis
     so the text log alone understates where an attempt started and stopped.
     """
     spans: dict[int, tuple[int, int]] = {}
+    first_wall: dict[int, float] = {}
     for s in series:
         if s.attempt is None or not len(s):
             continue
         lo, hi = s.first_step, s.last_step
         old = spans.get(s.attempt)
         spans[s.attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+        walls = s.wall_times_s[np.isfinite(s.wall_times_s)]
+        if walls.size:
+            first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls.min()))
     out = []
     for att in attempts:
         span = spans.get(att.index)
@@ -111,6 +117,9 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries]) -> lis
             firsts = [v for v in (att.first_step, span[0]) if v is not None]
             lasts = [v for v in (att.last_step, span[1]) if v is not None]
             att = dataclasses.replace(att, first_step=min(firsts), last_step=max(lasts))
+        if att.started_at is None and att.index in first_wall:
+            # No log line gives the start: the first point the attempt wrote is the best evidence.
+            att = dataclasses.replace(att, started_at=_utc(first_wall[att.index]))
         out.append(att)
     return out
 
