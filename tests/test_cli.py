@@ -148,3 +148,34 @@ def test_every_command_is_documented(name):
     assert f"pimm-inspect {name}" in readme
     help_text = run_cli(name, "--help").stdout
     assert "Example:" in help_text
+
+
+@pytest.mark.parametrize("command", [["check", "--json"], ["check"], ["show", "--json"], ["ls"]])
+def test_tree_commands_hold_one_run_at_a_time(command, tmp_path, monkeypatch):
+    """A tree of many big runs is processed run by run: memory stays flat (tracemalloc sees numpy buffers)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from pimm_inspect.load import safe
+    from pimm_inspect.model import Attempt, Run, make_series
+
+    for i in range(40):
+        (tmp_path / f"run{i:02d}").mkdir()
+        (tmp_path / f"run{i:02d}" / "train.log").write_text("")
+
+    def big_run(path, cache=None):
+        steps = np.arange(2_500_000)  # 20 MB of steps + 20 MB of values + 20 MB of wall times
+        series = (make_series("loss", steps, steps * 0.5, steps * 1.0, "train.log", 1),)
+        return Run(root=Path(path).absolute(), kind="pimm", era="E2", status="finished", name=Path(path).name,
+                   attempts=(Attempt(1, first_step=0, last_step=2_499_999, ended="completed"),), series=series)
+
+    monkeypatch.setattr(safe, "load_safely", big_run)
+    tracemalloc.start()
+    try:
+        result = CliRunner().invoke(cli, [*command, str(tmp_path)], catch_exceptions=False)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code in (0, 1) and "run39" in result.stdout
+    assert peak < 400 * 1024 * 1024, f"peak {peak / 2**20:.0f} MiB: runs were kept in memory"

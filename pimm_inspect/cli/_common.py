@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -21,10 +22,9 @@ def stderr(message: str) -> None:
     click.echo(message, err=True)
 
 
-def load_runs(path: str, single: bool = False) -> list[Run]:
-    """Discover and load (with analysis) every run under ``path``; exit 2 when there is none."""
-    from ..analysis import analyze
-    from ..load.safe import discover_with_errors, load_safely
+def discover_paths(path: str, single: bool = False) -> list[Path]:
+    """The run directories under ``path``; exit 2 when there is none (or several where one is needed)."""
+    from ..load.safe import discover_with_errors
 
     root = Path(path)
     if not root.exists() and not root.is_symlink():
@@ -42,15 +42,26 @@ def load_runs(path: str, single: bool = False) -> list[Run]:
         for d in run_dirs[:20]:
             stderr(f"  {d}")
         sys.exit(EXIT_USAGE)
-    runs = []
+    return run_dirs
+
+
+def iter_loaded(run_dirs: list[Path]) -> Iterator[Run]:
+    """Load and analyse runs one at a time, so a tree of thousands never sits in memory at once."""
+    from ..analysis import analyze
+    from ..load.safe import load_safely
+
     show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
     for i, run_dir in enumerate(run_dirs, start=1):
         if show_progress:
             click.echo(f"\rloading {i}/{len(run_dirs)} {run_dir.name[:40]:<40}", err=True, nl=False)
-        runs.append(analyze(load_safely(run_dir)))
+        yield analyze(load_safely(run_dir))
     if show_progress:
         click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
-    return runs
+
+
+def load_runs(path: str, single: bool = False) -> list[Run]:
+    """Discover and load (with analysis) every run under ``path``; exit 2 when there is none."""
+    return list(iter_loaded(discover_paths(path, single)))
 
 
 def console(no_color: bool = False):
@@ -65,10 +76,11 @@ def console(no_color: bool = False):
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")
 
 
-def load_many(paths: tuple[str, ...]) -> tuple[list[Run], Path]:
-    """Load the runs under every PATH given ('.' when none); output paths are relative to the base returned."""
+def stream_many(paths: tuple[str, ...]) -> tuple[Iterator[Run], Path]:
+    """Runs under every PATH given ('.' when none), loaded lazily; output paths are relative to the base returned.
+
+    Every PATH is discovered first (so a usage error exits before any output), then runs load one by one.
+    """
     paths = paths or (".",)
-    runs: list[Run] = []
-    for path in paths:
-        runs += load_runs(path)
-    return runs, Path(paths[0]) if len(paths) == 1 else Path(".")
+    run_dirs = [d for path in paths for d in discover_paths(path)]
+    return iter_loaded(run_dirs), Path(paths[0]) if len(paths) == 1 else Path(".")

@@ -6,7 +6,7 @@ import sys
 import click
 
 from ..model import Severity
-from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, load_many
+from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, stream_many
 
 
 @click.command("check")
@@ -23,26 +23,32 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
 
     Example: pimm-inspect check exp/ --fail-on error
     """
-    from ..report.json_doc import check_document, dumps
+    from ..report.json_doc import SCHEMA_VERSION, dumps, finding_json, run_path
 
-    runs, base = load_many(paths)
-    if as_json:
-        click.echo(dumps(check_document(runs, base)))
-    else:
-        from ..report.text import findings_view
+    runs, base = stream_many(paths)
+    threshold = None if fail_on == "never" else Severity.parse(fail_on)
+    failed = False
+    counts = {sev: 0 for sev in Severity}
+    total = flagged = 0
+    documents = []
+    out = None if as_json else console()
+    for run in runs:  # one run in memory at a time: only its findings are kept
+        total += 1
+        failed |= threshold is not None and any(f.severity >= threshold for f in run.findings)
+        flagged += any(f.severity >= Severity.WARNING for f in run.findings)
+        for f in run.findings:
+            counts[f.severity] += 1
+        if as_json:
+            documents.append({"path": run_path(run, base), "findings": [finding_json(f) for f in run.findings]})
+        else:
+            from ..report.text import findings_view
 
-        out = console()
-        for i, r in enumerate(runs):
-            if i:
+            if total > 1:
                 out.print()
-            out.print(findings_view(r, base, Severity.parse(min_severity), explain=not brief))
-        if len(runs) > 1:
-            counts = {sev: sum(1 for r in runs for f in r.findings if f.severity == sev) for sev in Severity}
-            flagged = sum(1 for r in runs if any(f.severity >= Severity.WARNING for f in r.findings))
-            out.print(f"\n{len(runs)} runs, {flagged} with warnings or errors: {counts[Severity.ERROR]} error(s), "
-                      f"{counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info")
-    if fail_on != "never":
-        threshold = Severity.parse(fail_on)
-        if any(f.severity >= threshold for r in runs for f in r.findings):
-            sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_OK)
+            out.print(findings_view(run, base, Severity.parse(min_severity), explain=not brief))
+    if as_json:
+        click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": documents}))
+    elif total > 1:
+        out.print(f"\n{total} runs, {flagged} with warnings or errors: {counts[Severity.ERROR]} error(s), "
+                  f"{counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info")
+    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)

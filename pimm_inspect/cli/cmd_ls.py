@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import console, json_option, load_many
+from ._common import console, json_option, stream_many
 
 
 @click.command("ls")
@@ -15,16 +15,15 @@ def command(roots: tuple[str, ...], as_json: bool) -> None:
 
     Example: pimm-inspect ls exp/panda
     """
-    from ..report.json_doc import dumps, show_run
+    from ..report.json_doc import SCHEMA_VERSION, dumps, show_run
+    from ..report.text import runs_table, runs_table_row
 
-    runs, base = load_many(roots)
+    runs, base = stream_many(roots)
     if as_json:
-        doc = {"schema_version": 1, "runs": [{k: v for k, v in show_run(r, base).items()
-                                              if k in ("path", "name", "kind", "era", "status", "findings")}
-                                             | {"attempts": len(r.attempts), "wandb_run_ids": list(r.wandb.run_ids)}
-                                             for r in runs]}
+        keep = ("path", "name", "kind", "era", "status", "findings")
+        doc = {"schema_version": SCHEMA_VERSION, "runs": [
+            {k: v for k, v in show_run(r, base).items() if k in keep}
+            | {"attempts": len(r.attempts), "wandb_run_ids": list(r.wandb.run_ids)} for r in runs]}
         click.echo(dumps(doc))
         return
-    from ..report.text import runs_table
-
-    console().print(runs_table(runs, base))
+    console().print(runs_table([runs_table_row(r, base) for r in runs]))

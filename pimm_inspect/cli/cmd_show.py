@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import console, json_option, load_many
+from ._common import console, json_option, stream_many
 
 
 @click.command("show")
@@ -15,16 +15,17 @@ def command(runs: tuple[str, ...], as_json: bool) -> None:
 
     Example: pimm-inspect show exp/panda/semseg/semseg-fft --json
     """
-    from ..report.json_doc import dumps, show_document
+    from ..report.json_doc import SCHEMA_VERSION, dumps, show_run
 
-    runs, base = load_many(runs)
+    loaded, base = stream_many(runs)
     if as_json:
-        click.echo(dumps(show_document(runs, base)))
+        # Only each run's summary document is kept, never its series.
+        click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": [show_run(r, base) for r in loaded]}))
         return
     from ..report.text import run_summary
 
     out = console()
-    for i, r in enumerate(runs):
+    for i, r in enumerate(loaded):
         if i:
             out.print()
         out.print(run_summary(r, base))

@@ -17,10 +17,10 @@ def command(path: str) -> None:
     if not sys.stdout.isatty():
         from pathlib import Path
 
-        from ..report.text import runs_table
-        from ._common import console, load_runs
+        from ..report.text import runs_table, runs_table_row
+        from ._common import console, discover_paths, iter_loaded
 
-        console().print(runs_table(load_runs(path), Path(path)))
+        console().print(runs_table([runs_table_row(r, Path(path)) for r in iter_loaded(discover_paths(path))]))
         return
     from ..tui.app import make_app
 

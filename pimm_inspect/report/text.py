@@ -40,17 +40,21 @@ def _last_step(run: Run) -> str:
     return str(max(steps)) if steps else "-"
 
 
-def runs_table(runs: list[Run], base: Path) -> Table:
-    """The ``ls`` table: one row per run."""
+def runs_table_row(run: Run, base: Path) -> tuple:
+    """One ``ls`` row: small cells, so a tree of thousands of runs need not stay in memory."""
+    return (_label(run, base), run.kind, run.era or "-", Text(run.status, style=STATUS_STYLE.get(run.status, "")),
+            str(len(run.attempts) or "-"), _last_step(run), ", ".join(run.wandb.run_ids) or "-", _counts(run))
+
+
+def runs_table(rows: list[tuple]) -> Table:
+    """The ``ls`` table from ``runs_table_row`` rows."""
     table = Table(box=None, header_style="bold", pad_edge=False)
-    longest = max((len(_label(run, base)) for run in runs), default=3)
+    longest = max((len(row[0]) for row in rows), default=3)
     table.add_column("run", no_wrap=True, min_width=min(longest, 40))
     for column in ("kind", "era", "status", "attempts", "last step", "W&B id", "findings"):
         table.add_column(column, no_wrap=column not in ("W&B id",))
-    for run in runs:
-        table.add_row(_label(run, base), run.kind, run.era or "-",
-                      Text(run.status, style=STATUS_STYLE.get(run.status, "")), str(len(run.attempts) or "-"),
-                      _last_step(run), ", ".join(run.wandb.run_ids) or "-", _counts(run))
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
