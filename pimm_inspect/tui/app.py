@@ -18,8 +18,9 @@ from ..load.cache import ReadCache
 from ..load.discover import classify_dir, iter_runs
 from ..load.safe import load_safely
 from ..model import Finding, Run, Severity
-from .facts import relative_name
-from .messages import DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound, RunLoaded
+from .facts import is_light, light_run, relative_name
+from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound,
+                       RunLoaded)
 from .screens.compare import CompareScreen
 from .screens.help import HelpScreen
 from .screens.run import RunScreen
@@ -33,12 +34,19 @@ class CachingLoader:
 
     def __init__(self) -> None:
         self.caches: dict[str, ReadCache] = {}
+        self.incremental_reads = 0
+        """Reads that used only appended bytes, over all runs (the live indicator and tests use it)."""
         self._lock = threading.Lock()
 
     def __call__(self, path: Path) -> Run:
         with self._lock:
             cache = self.caches.setdefault(Path(path).absolute().as_posix(), ReadCache())
         run = load_safely(path, cache=cache)
+        with self._lock:
+            self.incremental_reads += cache.incremental_reads
+            cache.incremental_reads = 0
+            if run.status != "running":  # only a live run is reloaded: don't keep reader results of the others
+                self.caches.pop(Path(path).absolute().as_posix(), None)
         try:
             return analyze(run)
         except Exception:  # analysis bugs already become findings per check; this guards the sort itself
@@ -147,8 +155,10 @@ class InspectApp(App):
             self.notify(f"{len(message.errors)} folder(s) could not be searched", severity="warning")
 
     def on_run_loaded(self, message: RunLoaded) -> None:
-        self.runs[message.path] = message.run
-        self.runs_screen.set_run(message.path, message.run)
+        # The table keeps a light copy (no series): a tree of thousands of runs must fit in memory.
+        light = light_run(message.run)
+        self.runs[message.path] = light
+        self.runs_screen.set_run(message.path, light)
         for screen in self.screen_stack:
             if isinstance(screen, RunScreen) and screen.path == message.path:
                 screen.set_run(message.run)
@@ -170,12 +180,16 @@ class InspectApp(App):
         self._push_run_screen(message.path)
 
     def on_runs_screen_compare(self, message: RunsScreen.Compare) -> None:
-        loaded = [self.runs.get(p) for p in message.paths]
-        runs = [r for r in loaded if r is not None]
-        if len(runs) < 2:
-            self.notify("the marked runs are still loading", severity="warning")
-            return
-        self.push_screen(CompareScreen(runs, self.path))
+        self._load_for_compare(list(message.paths))
+
+    @work(thread=True, group="compare", exclusive=True)
+    def _load_for_compare(self, paths: list[Path]) -> None:
+        """Full runs (with curves) for the compare view; the table only holds light copies."""
+        runs = [guarded(self.loader, p) for p in paths]
+        self.post_message(CompareReady(runs))
+
+    def on_compare_ready(self, message: CompareReady) -> None:
+        self.push_screen(CompareScreen(message.runs, self.path))
 
     def on_run_screen_back(self, message: RunScreen.Back) -> None:
         # A path that is itself a run has no table worth going back to.
@@ -187,9 +201,10 @@ class InspectApp(App):
 
     def _push_run_screen(self, path: Path) -> None:
         run = self.runs.get(path)
-        self.push_screen(RunScreen(path, self.path, run, self.follow_interval_s))
-        if run is None and self.runs:
-            self._load_one(path)  # opened before the main worker got to it
+        full = None if is_light(run) else run
+        self.push_screen(RunScreen(path, self.path, full, self.follow_interval_s))
+        if full is None and self.runs:
+            self._load_one(path)  # the table holds a light copy, or the main worker has not got to it yet
 
     # -- actions and commands ------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -115,8 +116,28 @@ def compile_run_filter(text: str) -> Callable[[str, Run | None], bool]:
     return matches
 
 
+TABLE_FACTS = "table_facts"
+"""Key in a light run's extras holding the runs-table values computed before its series were dropped."""
+
+
+def light_run(run: Run) -> Run:
+    """The run as the runs table needs it: series and reader results dropped, table values kept.
+
+    A tree of thousands of runs stays small in memory; opening or comparing loads the full run again.
+    """
+    facts = {"last_step": last_step(run), "last_logged": last_logged(run), "best": best_metric(run)}
+    return dataclasses.replace(run, series=(), events=(), extras={TABLE_FACTS: facts})
+
+
+def is_light(run: Run | None) -> bool:
+    """True for a run made by ``light_run`` (it has no curves or reader results)."""
+    return run is not None and bool(run.extras) and TABLE_FACTS in run.extras
+
+
 def best_metric(run: Run) -> str:
     """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
+    if is_light(run):
+        return run.extras[TABLE_FACTS]["best"]
     log = run.extras.get("train_log") if run.extras else None
     best = getattr(log, "best", ()) if log is not None else ()
     if best:
@@ -132,6 +153,8 @@ def best_metric(run: Run) -> str:
 
 def last_logged(run: Run) -> float | None:
     """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
+    if is_light(run):
+        return run.extras[TABLE_FACTS]["last_logged"]
     latest = None
     for s in run.series:
         if len(s):
@@ -167,6 +190,8 @@ def findings_cell(run: Run) -> str:
 
 def last_step(run: Run) -> int | None:
     """Largest step any attempt or series reached."""
+    if is_light(run):
+        return run.extras[TABLE_FACTS]["last_step"]
     steps = [a.last_step for a in run.attempts if a.last_step is not None]
     steps += [s.last_step for s in run.series if len(s)]
     return max(steps, default=None)

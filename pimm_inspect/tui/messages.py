@@ -76,3 +76,11 @@ class LogIndexProgress(Message):
     def can_replace(self, message: Message) -> bool:
         """Only the latest progress matters."""
         return isinstance(message, LogIndexProgress)
+
+
+class CompareReady(Message):
+    """The marked runs were loaded in full for the compare view."""
+
+    def __init__(self, runs: list[Run]) -> None:
+        super().__init__()
+        self.runs = runs
