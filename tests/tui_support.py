@@ -25,5 +25,8 @@ async def settle(pilot) -> None:
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         if not any(w.is_running for w in pilot.app.workers):
-            await pilot.pause()
-            return
+            # Messages a finished worker posted last (LoadFinished -> re-sort) may still be queued.
+            for _ in range(3):
+                await pilot.pause()
+            if not any(w.is_running for w in pilot.app.workers):
+                return
