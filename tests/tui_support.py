@@ -28,5 +28,17 @@ async def settle(pilot) -> None:
             # Messages a finished worker posted last (LoadFinished -> re-sort) may still be queued.
             for _ in range(3):
                 await pilot.pause()
+            await _tables_laid_out(pilot)
             if not any(w.is_running for w in pilot.app.workers):
                 return
+
+
+async def _tables_laid_out(pilot) -> None:
+    """Wait until every DataTable has measured its rows (it does so when idle, after a re-sort rebuilt it)."""
+    from textual.widgets import DataTable
+
+    for _ in range(100):
+        pending = [t for t in pilot.app.screen.query(DataTable) if getattr(t, "_require_update_dimensions", False)]
+        if not pending:
+            return
+        await pilot.pause(0.02)

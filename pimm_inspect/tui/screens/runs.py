@@ -125,7 +125,11 @@ class RunsScreen(Screen):
 
     def resort(self) -> None:
         """Lay the rows out again in sort order (rows are appended as runs are found, then filled in)."""
-        self._rebuild()
+        table = self.query_one(DataTable)
+        shown = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+        wanted = sorted((k for k in self.paths if self._visible(k)), key=self._sort_key)
+        if shown != wanted:
+            self._rebuild()
 
     def show_problem(self, text: str) -> None:
         """The load-error state: nothing to show, and why."""
