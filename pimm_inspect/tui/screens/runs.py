@@ -196,9 +196,13 @@ class RunsScreen(Screen):
     def _rebuild(self) -> None:
         table = self.query_one(DataTable)
         current = self._cursor_key()
-        table.clear(columns=True)
-        for name in self._columns():
-            table.add_column(name, key=name or "mark")
+        wanted = [name or "mark" for name in self._columns()]
+        if [column.key.value for column in table.ordered_columns] == wanted:
+            table.clear()  # keep the columns and their measured widths: only the rows are re-laid
+        else:
+            table.clear(columns=True)
+            for name in self._columns():
+                table.add_column(name, key=name or "mark")
         keys = sorted((k for k in self.paths if self._visible(k)), key=self._sort_key)
         for key in keys:
             table.add_row(*self._cells(key), key=key)
