@@ -159,22 +159,6 @@ def ema(values: np.ndarray, weight: float) -> np.ndarray:
     return out
 
 
-def _ema_reference(values: np.ndarray, weight: float) -> np.ndarray:
-    """The sequential definition (used by tests to check the vectorised one)."""
-    values = np.asarray(values, dtype=np.float64)
-    out = values.copy()
-    if weight <= 0:
-        return out
-    weight = min(weight, 0.999)
-    last, n = 0.0, 0
-    for i, v in enumerate(values):
-        if np.isfinite(v):
-            last = last * weight + (1 - weight) * v
-            n += 1
-            out[i] = last / (1 - weight ** n)
-    return out
-
-
 def downsample_minmax(steps: np.ndarray, values: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """Keep the min and max of each of ``buckets`` equal-count buckets (spikes survive), in step order."""
     n = steps.shape[0]

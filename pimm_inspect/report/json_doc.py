@@ -50,11 +50,6 @@ def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
     return summary
 
 
-def show_document(runs: list[Run], base: Path) -> dict[str, Any]:
-    """The ``show --json`` document."""
-    return {"schema_version": SCHEMA_VERSION, "runs": [show_run(run, base) for run in runs]}
-
-
 def show_run(run: Run, base: Path) -> dict[str, Any]:
     """One run of the ``show --json`` document."""
     prov = run.provenance
@@ -144,13 +139,6 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "paths": list(finding.paths),
         "explanation": mask_text(finding.explanation),
     }
-
-
-def check_document(runs: list[Run], base: Path) -> dict[str, Any]:
-    """The ``check --json`` document."""
-    return {"schema_version": SCHEMA_VERSION,
-            "runs": [{"path": run_path(run, base), "findings": [finding_json(f) for f in run.findings]}
-                     for run in runs]}
 
 
 def config_document(run: Run, base: Path, data: Any, kind: str) -> dict[str, Any]:

@@ -53,11 +53,6 @@ class CachingLoader:
             return run
 
 
-def default_loader(path: Path) -> Run:
-    """Load and analyse one run without a cache; never raises (a failure becomes a finding)."""
-    return CachingLoader()(path)
-
-
 def guarded(loader: Loader, path: Path) -> Run:
     """Call a loader; an exception becomes an ``internal.load-failed`` finding on a minimal Run."""
     try:
