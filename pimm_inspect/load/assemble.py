@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..model import Attempt, CheckpointInfo, Finding, Run, WandbInfo
+from ..model import Attempt, CheckpointInfo, Finding, Run, Severity, WandbInfo
 from .attempts import attempts_and_series, finish_attempts
 from .collect import Collected, collect
 from .discover import classify_dir
@@ -63,7 +63,8 @@ def _looks_live(c: Collected, now: float) -> bool:
     """True when something is still being written: a half-written tail, or fresh consistent files."""
     tails = {"train.log"} | {p for p, _n, _r in c.tb_files} | {r.path for r in c.rank_logs}
     for f in c.findings:
-        if f.code == "file.truncated" and f.paths and f.paths[0] in tails and "may still" in (f.message + f.explanation):
+        # Readers report a half-written tail of a stream as an info-level file.truncated (damage is file.corrupt).
+        if f.code == "file.truncated" and f.severity == Severity.INFO and f.paths and f.paths[0] in tails:
             return True
     newest = max((s.mtime_s for s in c.sources if s.kind in ("train_log", "tb_events", "structured_log")), default=0.0)
     if now - newest > LIVE_WINDOW_S:
