@@ -138,6 +138,29 @@ def test_resource_bounds() -> None:
     assert result.ok and to_plain(result.value) is not None
 
 
+def test_counted_length_beyond_the_input_is_refused_before_allocating() -> None:
+    """BYTEARRAY8 claiming 4 GiB in a 15-byte pickle: pickle's own fallback would zero-fill 4 GiB first.
+
+    (CI was OOM-killed by a hypothesis example of this shape claiming tens of GB.) The C unpickler
+    reserves the claim without touching it, so resident memory, not allocations, is what must stay small.
+    """
+    import subprocess
+    import sys
+
+    script = (
+        "import resource, struct\n"
+        "from pimm_inspect.sources.safe_pickle import safe_loads\n"
+        "r, _ = safe_loads(b'\\x80\\x05\\x96' + struct.pack('<Q', 4 << 30) + b'xyz.')\n"
+        "print(r.ok, r.truncated, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    ok, truncated, max_rss_kib = out.stdout.split()
+    assert (ok, truncated) == ("False", "True")
+    assert int(max_rss_kib) < 300 * 1024, max_rss_kib
+    honest, _ = safe_loads(b"\x80\x05\x96" + (3).to_bytes(8, "little") + b"xyz.")
+    assert honest.ok and honest.value == bytearray(b"xyz")
+
+
 def test_truncated_pickle_gives_partial_value() -> None:
     data = pickle.dumps({"epoch": 3, "iter": 7, "nested": {"a": [1, 2, 3]}}, protocol=2)
     result, _ = safe_loads(data[:-12])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import _compat_pickle
 import io
 import pickle
+import struct
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -137,6 +138,25 @@ class _CUnpickler(_SafeMixin, pickle.Unpickler):
 class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
     """The pure-Python unpickler: slower, but its stacks survive an error (partial results)."""
 
+    input_size = 0
+    """Bytes in the whole input: no counted item can be longer (the BYTEARRAY8 guard)."""
+
+    def load_bytearray8(self) -> None:
+        """BYTEARRAY8, refusing a claimed length longer than the input before allocating.
+
+        pickle's own version zero-fills ``bytearray(n)`` first, so 12 hostile bytes
+        claiming 20 GB would touch 20 GB of memory before noticing the truncation.
+        """
+        (size,) = struct.unpack("<Q", self.read(8))
+        if size > self.input_size:
+            raise pickle.UnpicklingError("pickle data was truncated")
+        buffer = bytearray(size)
+        self.readinto(buffer)
+        self.append(buffer)
+
+    dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
 
 def _partial_from_stacks(unpickler: Any) -> Any:
     """Rebuild the outermost container from the stacks left by a failed load.
@@ -167,6 +187,7 @@ class SafeUnpickler:
 
     def __init__(self, data: bytes | memoryview) -> None:
         self._stream: BinaryIO = io.BytesIO(data)
+        self._size = len(data)
         self.recorder = _Recorder()
 
     @property
@@ -196,6 +217,7 @@ class SafeUnpickler:
         self._stream.seek(start)
         slow = _PyUnpickler(self._stream)
         slow.recorder = self.recorder
+        slow.input_size = self._size
         try:
             value = slow.load()
             return SafeLoad(value, True, end_offset=self._stream.tell())
