@@ -195,6 +195,7 @@ def test_training_args_state_is_readable(tmp_path: Path) -> None:
     ("empty", "file.empty"), ("text", "file.corrupt"), ("truncated_zip", "file.truncated"),
     ("no_data_pkl", "file.corrupt"), ("truncated_prezip", "file.truncated"), ("cut_prezip_pickle", "file.truncated"),
     ("directory", "file.unreadable"), ("fifo", "file.unreadable"), ("missing_storage", "file.corrupt"),
+    ("zip_version", "file.corrupt"),
 ])
 def test_damage_becomes_a_finding(tmp_path: Path, case: str, code: str) -> None:
     path = tmp_path / "model_last.pth"
@@ -219,6 +220,9 @@ def test_damage_becomes_a_finding(tmp_path: Path, case: str, code: str) -> None:
         path.mkdir()
     elif case == "fifo":
         os.mkfifo(path)
+    elif case == "zip_version":  # a flipped byte: "needs zip version 20.3" (zipfile raised NotImplementedError)
+        central = e2.index(b"PK\x01\x02")
+        path.write_bytes(e2[: central + 6] + bytes([203]) + e2[central + 7:])
     elif case == "missing_storage":
         with zipfile.ZipFile(io.BytesIO(e2)) as src, zipfile.ZipFile(path, "w") as dst:
             for item in src.infolist():
@@ -232,7 +236,7 @@ def test_damage_becomes_a_finding(tmp_path: Path, case: str, code: str) -> None:
         assert read.info.global_step == 120 and read.info.wandb_cursor == 121 and not read.info.complete
     if case == "truncated_prezip":
         assert read.info.epoch == 2 and not read.info.complete
-    if case == "missing_storage":
+    if case in ("missing_storage", "zip_version"):
         assert read.info.global_step == 120
 
 

@@ -83,3 +83,31 @@ def test_permission_denied_file_and_folder(tmp_path, monkeypatch):
     unreadable = {f.paths[0] for f in loaded.findings if f.code == "file.unreadable"}
     assert {"resolved_config.json", "train.log"} <= unreadable
     assert loaded.series  # the event file was still read
+
+
+def test_a_reader_bug_costs_only_its_file(monkeypatch):
+    """A reader that raises on one file: that file is named in internal.reader-failed, the rest loads."""
+    from pimm_inspect.sources import checkpoint, sbatch
+
+    source = ROOT / "fixtures" / "runs" / "e2_clean"
+    healthy = load_run(source)
+    real_read = checkpoint.read_checkpoint_file
+
+    def boom(*args, **kwargs):
+        raise KeyError("a bug")
+
+    def boom_on_one(path, rel_path):
+        if rel_path == "model/model_best.pth":
+            raise IndexError("another bug")
+        return real_read(path, rel_path)
+
+    monkeypatch.setattr(sbatch, "read_sbatch", boom)
+    monkeypatch.setattr(checkpoint, "read_checkpoint_file", boom_on_one)
+    run = load_run(source)
+    failed = {f.paths: f for f in run.findings if f.code == "internal.reader-failed"}
+    assert set(failed) == {("launch.sbatch",), ("model/model_best.pth",)}
+    assert "KeyError" in failed[("launch.sbatch",)].message
+    assert "IndexError" in failed[("model/model_best.pth",)].message
+    assert {s.tag for s in run.series} == {s.tag for s in healthy.series}
+    assert {c.path for c in run.checkpoints} == {c.path for c in healthy.checkpoints} - {"model/model_best.pth"}
+    assert len(run.attempts) == len(healthy.attempts)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import ConfigDoc, Finding, Provenance, SourceFile
+from ..model import ConfigDoc, Finding, Provenance, Severity, SourceFile
 from ..sources._common import rel
 from .discover import EVENT_FILE, WANDB_RUN_DIR
 
@@ -49,6 +51,20 @@ def _source(root: Path, path: Path, kind: str, bytes_read: int = 0) -> SourceFil
     return SourceFile(rel(path, root), kind, size, mtime, bytes_read)
 
 
+@contextmanager
+def _reading(c: Collected, rel_path: str):
+    """Run one reader; a bug it trips over becomes a finding naming the file, and the run loads on."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - one file must never cost the whole run
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        c.findings.append(Finding(
+            "internal.reader-failed", Severity.ERROR, f"{rel_path}: could not be read: {type(exc).__name__}: {exc}"[:400],
+            (rel_path,), None,
+            f"The reader for this file failed on its content; the rest of the run was read. "
+            f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."))
+
+
 def _listdir(path: Path) -> list[str]:
     try:
         return sorted(os.listdir(path))
@@ -61,18 +77,21 @@ def collect(root: Path, kind: str, cache: Any = None) -> Collected:
     c = Collected(root=root, kind=kind, cache=cache)
     names = _listdir(root)
     _read_docs(c, names)
-    _read_train_log(c)
+    with _reading(c, "train.log"):
+        _read_train_log(c)
     _read_event_files(c, root, names)
     if kind == "tensorboard" and not c.tb_files:
         # A plain TensorBoard run may keep its event files one level down (runs/<name>/).
         for name in names:
             if (root / name).is_dir():
                 _read_event_files(c, root / name, _listdir(root / name))
-    _read_model_dir(c)
+    with _reading(c, "model"):
+        _read_model_dir(c)
     _read_side_files(c, names)
     _read_wandb(c, names)
     if kind == "hf-trainer":
-        _read_hf(c)
+        with _reading(c, "trainer_state.json"):
+            _read_hf(c)
     return c
 
 
@@ -81,23 +100,32 @@ def _read_docs(c: Collected, names: list[str]) -> None:
 
     root = c.root
     if "run_metadata.json" in names:
-        meta = json_docs.read_run_metadata(root / "run_metadata.json", "run_metadata.json")
-        c.provenance, c.metadata_raw = meta.provenance, meta.raw
-        c.findings += meta.findings
-        c.sources.append(_source(root, root / "run_metadata.json", "json"))
+        with _reading(c, "run_metadata.json"):
+            _read_metadata(c)
     for name, kind in (("resolved_config.json", "resolved_config"), ("model_config.json", "model_config")):
         if name in names:
-            doc, findings = json_docs.read_config_json(root / name, name, kind)
+            with _reading(c, name):
+                doc, findings = json_docs.read_config_json(root / name, name, kind)
+                c.findings += findings
+                if doc:
+                    c.configs.append(doc)
+            c.sources.append(_source(root, root / name, "json"))
+    if "config.py" in names:
+        with _reading(c, "config.py"):
+            doc, findings = json_docs.read_text_doc(root / "config.py", "config.py", "config_py")
             c.findings += findings
             if doc:
                 c.configs.append(doc)
-            c.sources.append(_source(root, root / name, "json"))
-    if "config.py" in names:
-        doc, findings = json_docs.read_text_doc(root / "config.py", "config.py", "config_py")
-        c.findings += findings
-        if doc:
-            c.configs.append(doc)
         c.sources.append(_source(root, root / "config.py", "config_py"))
+
+
+def _read_metadata(c: Collected) -> None:
+    from ..sources import json_docs
+
+    meta = json_docs.read_run_metadata(c.root / "run_metadata.json", "run_metadata.json")
+    c.provenance, c.metadata_raw = meta.provenance, meta.raw
+    c.findings += meta.findings
+    c.sources.append(_source(c.root, c.root / "run_metadata.json", "json"))
 
 
 def _read_train_log(c: Collected) -> None:
@@ -129,10 +157,11 @@ def _read_event_files(c: Collected, folder: Path, names: list[str]) -> None:
             continue
         path = folder / name
         rel_path = rel(path, c.root)
-        result = c.cache.event_file(path, rel_path) if c.cache is not None else read_event_file(path, rel_path)
-        c.findings += result.findings
-        c.sources.append(_source(c.root, path, "tb_events", result.end_offset))
-        found.append((rel_path, parse_event_file_name(name), result))
+        with _reading(c, rel_path):
+            result = c.cache.event_file(path, rel_path) if c.cache is not None else read_event_file(path, rel_path)
+            c.findings += result.findings
+            c.sources.append(_source(c.root, path, "tb_events", result.end_offset))
+            found.append((rel_path, parse_event_file_name(name), result))
 
     c.tb_files += found
     c.tb_files.sort(key=_event_file_order)
@@ -156,9 +185,10 @@ def _read_side_files(c: Collected, names: list[str]) -> None:
     if "launch.sbatch" in names:
         from ..sources.sbatch import read_sbatch
 
-        info, findings = read_sbatch(root / "launch.sbatch", "launch.sbatch")
-        c.sbatch = info
-        c.findings += findings
+        with _reading(c, "launch.sbatch"):
+            info, findings = read_sbatch(root / "launch.sbatch", "launch.sbatch")
+            c.sbatch = info
+            c.findings += findings
         c.sources.append(_source(root, root / "launch.sbatch", "sbatch"))
     if "eval" in names:
         from ..sources.json_docs import read_eval_metrics
@@ -166,10 +196,11 @@ def _read_side_files(c: Collected, names: list[str]) -> None:
         for stamp in _listdir(root / "eval"):
             path = root / "eval" / stamp / "test_metrics.json"
             if path.exists():
-                metrics, findings = read_eval_metrics(path, rel(path, root))
-                c.findings += findings
-                if metrics:
-                    c.eval_metrics.append(metrics)
+                with _reading(c, rel(path, root)):
+                    metrics, findings = read_eval_metrics(path, rel(path, root))
+                    c.findings += findings
+                    if metrics:
+                        c.eval_metrics.append(metrics)
                 c.sources.append(_source(root, path, "eval"))
     if "structured_logs" in names:
         from ..sources.structured_logs import read_rank_log
@@ -178,19 +209,21 @@ def _read_side_files(c: Collected, names: list[str]) -> None:
             if ".jsonl" not in name:
                 continue
             path = root / "structured_logs" / name
-            summary, findings = read_rank_log(path, rel(path, root))
-            c.findings += findings
-            if summary:
-                c.rank_logs.append(summary)
+            with _reading(c, rel(path, root)):
+                summary, findings = read_rank_log(path, rel(path, root))
+                c.findings += findings
+                if summary:
+                    c.rank_logs.append(summary)
             c.sources.append(_source(root, path, "structured_log"))
     for name in names:
         if SLURM_LOG.match(name):
             from ..sources.slurm import read_slurm_log
 
-            log, findings = read_slurm_log(root / name, name)
-            c.findings += findings
-            if log:
-                c.slurm_logs.append(log)
+            with _reading(c, name):
+                log, findings = read_slurm_log(root / name, name)
+                c.findings += findings
+                if log:
+                    c.slurm_logs.append(log)
             c.sources.append(_source(root, root / name, "slurm"))
 
 
@@ -206,9 +239,10 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
 
     for folder in folders:
         rel_path = rel(folder, c.root) if folder != c.root else "."
-        result = read_wandb_run(folder, rel_path)
-        c.wandb_runs.append(result)
-        c.findings += result.findings
+        with _reading(c, rel_path):
+            result = read_wandb_run(folder, rel_path)
+            c.wandb_runs.append(result)
+            c.findings += result.findings
         c.sources.append(_source(c.root, folder, "wandb"))
 
 

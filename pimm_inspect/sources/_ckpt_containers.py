@@ -107,9 +107,12 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
     out = Container("zip")
     try:
         archive = zipfile.ZipFile(fh)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        # No central directory: a write cut short. data.pkl comes first, so try its local header.
-        out.findings.append(_truncated(rel_path, f"zip archive is truncated or damaged ({exc})"))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, struct.error) as exc:
+        # No usable central directory: usually a write cut short. data.pkl comes first, so try its local header.
+        if isinstance(exc, (NotImplementedError, struct.error)):
+            out.findings.append(_corrupt(rel_path, f"zip central directory is damaged ({exc})"))
+        else:
+            out.findings.append(_truncated(rel_path, f"zip archive is truncated or damaged ({exc})"))
         _salvage_first_entry(fh, rel_path, out)
         return out
     with archive:

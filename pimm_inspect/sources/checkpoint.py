@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..model import CheckpointInfo, Finding, SourceFile
+from ..model import CheckpointInfo, Finding, Severity, SourceFile
 from ._ckpt_containers import Container, read_container, read_dcp_directory
 from ._common import file_finding, rel
 from .safe_pickle import to_plain
@@ -312,7 +312,14 @@ def read_model_dir(model_dir: Path, run_root: Path) -> ModelDirResult:
                 if os.path.lexists(os.path.join(entry.path, inner)):
                     leftovers.append(f"{entry_rel}/{inner}")
         elif name.endswith((".pth", ".pth.prev", ".pth.tmp", ".pt")) or name in _HF_FILES:
-            read = read_checkpoint_file(Path(entry.path), entry_rel)
+            try:
+                read = read_checkpoint_file(Path(entry.path), entry_rel)
+            except Exception as exc:  # noqa: BLE001 - one odd file must not hide the other checkpoints
+                findings.append(file_finding("internal.reader-failed", entry_rel,
+                                             f"{entry_rel}: could not be read: {type(exc).__name__}: {exc}"[:400],
+                                             "The checkpoint reader failed on this file's content; the other "
+                                             "checkpoints were read. Please report this bug.", Severity.ERROR))
+                continue
             infos.append(read.info)
             findings += read.findings
             sources.append(read.source)
