@@ -134,6 +134,7 @@ def test_corrupted_copies_of_every_fixture_kind_never_crash(tmp_path):
         assert result.exit_code in (0, 1, 2)
         assert "Traceback" not in result.stdout + result.stderr
         assert "internal.load-failed" not in result.stdout, result.stdout[:2000]
+        assert "internal.reader-failed" not in result.stdout, result.stdout[:2000]
     check = runner.invoke(cli, ["check", "--json", "--fail-on", "never", str(root)]).stdout
     assert '"file.' in check
 
@@ -152,3 +153,26 @@ def test_hostile_names_fifo_and_links(tmp_path):
     result = runner.invoke(cli, ["check", "--json", "--fail-on", "never", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "file.unreadable" in result.stdout
+
+
+def test_device_files_where_files_were_expected(tmp_path):
+    """Every file kind linked to /dev/zero or /dev/urandom (endless): named unreadable, never read forever."""
+    import json
+    import subprocess
+    import sys
+
+    run = tmp_path / "devices"
+    (run / "model").mkdir(parents=True)
+    (run / "wandb" / "run-20260101_000000-abc").mkdir(parents=True)
+    links = {"train.log": "/dev/zero", "events.out.tfevents.1700000000.host": "/dev/urandom",
+             "run_metadata.json": "/dev/zero", "resolved_config.json": "/dev/urandom", "config.py": "/dev/zero",
+             "launch.sbatch": "/dev/zero", "model/model_last.pth": "/dev/zero",
+             "wandb/run-20260101_000000-abc/run-abc.wandb": "/dev/urandom"}
+    for name, device in links.items():
+        (run / name).symlink_to(device)
+    result = subprocess.run([sys.executable, "-m", "pimm_inspect", "check", "--json", "--fail-on", "never", str(run)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    findings = json.loads(result.stdout)["runs"][0]["findings"]
+    unreadable = {f["paths"][0] for f in findings if f["code"] == "file.unreadable"}
+    assert unreadable == set(links)

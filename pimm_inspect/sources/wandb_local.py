@@ -295,7 +295,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None) ->
     """Read one W&B run folder (transaction log, files/, logs/); never raises on damaged input."""
     prefix = f"{rel_path}/" if rel_path not in ("", ".") else ""
     name_match = RUN_DIR_PATTERN.match(run_dir.name)
-    log_paths = sorted(p for p in run_dir.glob("run-*.wandb") if p.is_file() and not p.is_symlink())
+    log_paths = sorted(run_dir.glob("run-*.wandb"))  # open_regular names anything that is not a regular file
     log_rel = prefix + log_paths[0].name if log_paths else None
     state = _LogState(log_rel or prefix + "output")
     if log_paths:
