@@ -14,6 +14,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from . import _stand_ins as si
 from ._placeholders import (  # re-exported: the public placeholder types
     ArrayPlaceholder,
@@ -188,6 +190,7 @@ class SafeUnpickler:
     def __init__(self, data: bytes | memoryview) -> None:
         self._stream: BinaryIO = io.BytesIO(data)
         self._size = len(data)
+        self._hostile_counts = _claims_beyond_input(data, self._size)
         self.recorder = _Recorder()
 
     @property
@@ -202,6 +205,8 @@ class SafeUnpickler:
     def load(self) -> SafeLoad:
         """Unpickle the next pickle; never raises (errors come back in the result)."""
         start = self._stream.tell()
+        if self._hostile_counts:
+            return self._load_slow(start, None)
         fast = _CUnpickler(self._stream)
         fast.recorder = self.recorder
         try:
@@ -214,6 +219,10 @@ class SafeUnpickler:
         except Exception as exc:  # noqa: BLE001 - any failure becomes a finding, never a crash
             first_error = exc
         # Re-read with the pure-Python unpickler to salvage a partial value.
+        return self._load_slow(start, first_error)
+
+    def _load_slow(self, start: int, first_error: Exception | None) -> SafeLoad:
+        """The pure-Python unpickler from ``start``: partial values survive an error, and its memo is a dict."""
         self._stream.seek(start)
         slow = _PyUnpickler(self._stream)
         slow.recorder = self.recorder
@@ -221,17 +230,46 @@ class SafeUnpickler:
         try:
             value = slow.load()
             return SafeLoad(value, True, end_offset=self._stream.tell())
-        except RecursionError:
-            partial = None
-        except Exception:  # noqa: BLE001
+        except RecursionError as exc:
+            first_error, partial = first_error or exc, None
+        except Exception as exc:  # noqa: BLE001
+            first_error = first_error or exc
             try:
                 partial = _partial_from_stacks(slow)
             except Exception:  # noqa: BLE001
                 partial = None
-        truncated = isinstance(first_error, EOFError) or "ran out of input" in str(first_error).lower() \
-            or "truncated" in str(first_error).lower()
-        message = f"{type(first_error).__name__}: {first_error}"[:300]
+        text = str(first_error).lower()
+        at_end = self._stream.tell() >= self._size
+        truncated = isinstance(first_error, EOFError) or _truncated_text(text) or at_end
+        message = ("EOFError: pickle data was truncated" if at_end and not _truncated_text(text)
+                   else f"{type(first_error).__name__}: {first_error}")[:300]
         return SafeLoad(partial, False, message, truncated=truncated, end_offset=self._stream.tell())
+
+
+def _truncated_text(text: str) -> bool:
+    """Whether an unpickling error message already says the input ended early."""
+    return "ran out of input" in text or "truncated" in text
+
+
+def _claims_beyond_input(data: bytes | memoryview, size: int) -> bool:
+    """True when some byte could be an opcode whose count claims more than the whole input.
+
+    CPython's C unpickler grows its memo array to twice a LONG_BINPUT index and zero-fills it (10 bytes
+    claiming index 2**27 touch 2 GB), and reserves a BYTEARRAY8 length before reading. A real pickle's memo
+    index and lengths are below its size, so such bytes (or look-alikes inside strings) send the pickle to
+    the pure-Python unpickler, whose memo is a dict and whose BYTEARRAY8 is guarded.
+    """
+    raw = np.frombuffer(data, dtype=np.uint8)
+    for opcode, width in ((0x72, 4), (0x96, 8)):  # LONG_BINPUT (uint32 index), BYTEARRAY8 (uint64 length)
+        at = np.flatnonzero(raw[: max(len(raw) - width, 0)] == opcode)
+        if not len(at):
+            continue
+        claims = np.zeros(len(at), dtype=np.uint64)
+        for k in range(width):
+            claims |= raw[at + 1 + k].astype(np.uint64) << np.uint64(8 * k)
+        if (claims > size).any():
+            return True
+    return False
 
 
 def safe_loads(data: bytes | memoryview, cap: int = MAX_PICKLE_BYTES) -> tuple[SafeLoad, SafeUnpickler]:

@@ -1,0 +1,43 @@
+"""Copy seed inputs for each fuzz target from the committed fixtures into fuzz/corpus/<target>/."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+OUT = Path(__file__).resolve().parent / "corpus"
+
+
+def main() -> None:
+    seeds = {
+        "tfrecord": sorted(FIXTURES.rglob("events.out.tfevents.*")),
+        "wandb": sorted(FIXTURES.rglob("*.wandb")),
+        "checkpoint": sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".pth", ".pt", ".bin")
+                             and p.stat().st_size < 64_000),
+    }
+    for target, paths in seeds.items():
+        folder = OUT / target
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, path in enumerate(paths):
+            shutil.copyfile(path, folder / f"{i:03d}_{path.name[:40]}")
+    folder = OUT / "pickle"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, path in enumerate(seeds["checkpoint"]):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                for name in archive.namelist():
+                    if name.endswith(("data.pkl", ".metadata")):
+                        (folder / f"{i:03d}_{name.replace('/', '_')[:40]}").write_bytes(archive.read(name))
+        except zipfile.BadZipFile:
+            continue
+    for path in sorted(FIXTURES.rglob(".metadata")):
+        (folder / f"dcp_{len(list(folder.iterdir())):03d}.metadata").write_bytes(path.read_bytes())
+    for target in seeds | {"pickle": None}:
+        print(target, len(list((OUT / target).iterdir())))
+
+
+if __name__ == "__main__":
+    main()
