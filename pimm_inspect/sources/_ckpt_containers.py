@@ -236,7 +236,12 @@ def _check_legacy_storages(out: Container, path: Path, rel_path: str, offset: in
                 header = fh.read(8)
                 if len(header) < 8:
                     raise EOFError
-                offset += 8 + struct.unpack("<q", header)[0] * itemsize
+                count = struct.unpack("<q", header)[0]
+                if count < 0:
+                    out.findings.append(_corrupt(rel_path, f"legacy storage header at byte {offset} "
+                                                           f"claims {count} elements"))
+                    return
+                offset += 8 + count * max(itemsize, 0)
                 if offset > size:
                     raise EOFError
     except (EOFError, struct.error):
