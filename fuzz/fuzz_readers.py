@@ -6,7 +6,8 @@ Run by hand, not in CI (see fuzz/README.md):
     python fuzz/fuzz_readers.py tfrecord fuzz/corpus/tfrecord -max_total_time=600 -rss_limit_mb=2048 -timeout=20
 
 Targets: ``tfrecord`` (TensorBoard event files, with and without CRC checks), ``wandb`` (the ``.wandb``
-transaction log, through the whole W&B folder reader), ``pickle`` (the allow-listing unpickler and
+transaction log, through the whole W&B folder reader), ``wandb-records`` (the same, structure-aware: one record payload is mutated and the log re-framed with
+valid CRCs, so the record decoder is reached), ``pickle`` (the allow-listing unpickler and
 ``to_plain``), ``checkpoint`` (zip / legacy torch files through the checkpoint reader). A target must never
 raise, never run code named by its input, and stay within the RSS limit; libFuzzer saves any input that
 breaks this as ``crash-*`` / ``oom-*`` / ``timeout-*`` for a regression test in ``tests/``.
@@ -14,10 +15,14 @@ breaks this as ``crash-*`` / ``oom-*`` / ``timeout-*`` for a regression test in 
 
 from __future__ import annotations
 
+import io
 import os
+import random
 import shutil
+import struct
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 import atheris
@@ -26,6 +31,7 @@ with atheris.instrument_imports():
     from pimm_inspect.sources.checkpoint import read_checkpoint_file
     from pimm_inspect.sources.safe_pickle import safe_loads, to_plain
     from pimm_inspect.sources.tb_events import _read_buffer
+    from pimm_inspect.sources._wandb_framing import BLOCK_LEN, FILE_HEADER, FramingState, iter_records
     from pimm_inspect.sources.wandb_local import read_wandb_run
 
 SCRATCH = Path(tempfile.mkdtemp(prefix="pimm-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
@@ -43,6 +49,42 @@ def fuzz_wandb(data: bytes) -> None:
     read_wandb_run(WANDB_DIR, "wandb/run-20260101_000000-fuzz0001")
 
 
+def _frame(payloads: list[bytes]) -> bytes:
+    """A valid .wandb log holding ``payloads`` (chunk CRCs right), so mutations reach the record decoder."""
+    out = bytearray(FILE_HEADER)
+    for payload in payloads:
+        rest, first = payload, True
+        while True:
+            space = BLOCK_LEN - len(out) % BLOCK_LEN
+            if space < 7:
+                out += bytes(space)
+                continue
+            chunk, rest = rest[: space - 7], rest[space - 7:]
+            kind = (1 if not rest else 2) if first else (4 if not rest else 3)
+            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + chunk), len(chunk), kind) + chunk
+            first = False
+            if not rest:
+                break
+    return bytes(out)
+
+
+def mutate_wandb_records(data: bytes, max_size: int, seed: int) -> bytes:
+    """Structure-aware: mutate one record payload (or drop/duplicate one), then re-frame with valid CRCs."""
+    payloads = [payload for _, payload in iter_records(io.BytesIO(data), FramingState("fuzz"))]
+    if not payloads:
+        return atheris.Mutate(data, max_size)
+    rng = random.Random(seed)
+    i = rng.randrange(len(payloads))
+    action = rng.randrange(10)
+    if action == 0:
+        del payloads[i]
+    elif action == 1:
+        payloads.insert(rng.randrange(len(payloads) + 1), payloads[i])
+    else:
+        payloads[i] = atheris.Mutate(payloads[i], len(payloads[i]) + 64)
+    return _frame(payloads)[:max(max_size, 64)]
+
+
 def fuzz_pickle(data: bytes) -> None:
     result, _ = safe_loads(data)
     to_plain(result.value)
@@ -54,15 +96,17 @@ def fuzz_checkpoint(data: bytes) -> None:
     read_checkpoint_file(path, "model/model_last.pth")
 
 
-TARGETS = {"tfrecord": fuzz_tfrecord, "wandb": fuzz_wandb, "pickle": fuzz_pickle, "checkpoint": fuzz_checkpoint}
+TARGETS = {"tfrecord": fuzz_tfrecord, "wandb": fuzz_wandb, "wandb-records": fuzz_wandb, "pickle": fuzz_pickle,
+           "checkpoint": fuzz_checkpoint}
+MUTATORS = {"wandb-records": mutate_wandb_records}
 
 
 def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in TARGETS:
         sys.exit(f"usage: {sys.argv[0]} {{{','.join(TARGETS)}}} [CORPUS_DIR] [libFuzzer options]")
-    target = TARGETS[sys.argv.pop(1)]
+    name = sys.argv.pop(1)
     try:
-        atheris.Setup(sys.argv, target)
+        atheris.Setup(sys.argv, TARGETS[name], custom_mutator=MUTATORS.get(name))
         atheris.Fuzz()
     finally:
         shutil.rmtree(SCRATCH, ignore_errors=True)

@@ -17,6 +17,7 @@ EXPECTED = {
     "e2_exact_resume": set(),
     "e2_incomplete_checkpoint": {"checkpoint.incomplete"},
     "e2_rollback": {"resume.rollback", "steps.replayed"},
+    "e2_requeue_failed": {"slurm.attempts-mismatch"},
     "e2_secret_in_config": {"provenance.git-dirty", "provenance.secret"},
     "e2_wandb": set(),
     "e2_tb_gap": {"steps.gap"},
@@ -67,6 +68,23 @@ def test_rollback_story_in_detail(loaded):
     assert "newest copy" in replayed.explanation and "zig-zag" in replayed.explanation
     rollback = next(f for f in run.findings if f.code == "resume.rollback")
     assert rollback.steps == (51, 75) and "rolled back 25 steps" in rollback.message
+
+
+def test_slurm_log_is_reconciled_with_the_attempts(loaded):
+    rollback = loaded["e2_rollback"].attempts[0]
+    assert rollback.ended == "killed" and "slurm-41877302.out" in rollback.sources
+    assert "submitit requeued" in rollback.end_detail
+    failed = loaded["e2_requeue_failed"]
+    (only,) = failed.attempts
+    assert (only.first_step, only.last_step, only.ended, only.lost_steps) == (1, 40, "killed", (1, 40))
+    mismatch = next(f for f in failed.findings if f.code == "slurm.attempts-mismatch")
+    assert mismatch.paths == ("slurm-41903318.out",)
+    assert "attempt(s) 2 of 3" in mismatch.message and "only 1 attempt(s)" in mismatch.message
+    assert "no complete checkpoint found" in mismatch.explanation
+    # The OOM is in both train.log (traceback) and the Slurm log: train.log's traceback stays the evidence.
+    crashed = loaded["e2_crashed"]
+    assert crashed.attempts[0].ended == "crashed" and "OutOfMemoryError" in crashed.attempts[0].end_detail
+    assert next(f for f in crashed.findings if f.code == "run.crashed").paths == ("train.log",)
 
 
 def test_attempt_origins(loaded):
@@ -135,3 +153,19 @@ def test_fixture_readme_table_matches_the_expectations():
     for name, codes in EXPECTED.items():
         key = "tb_plain" if name.startswith("tb_plain/") else name
         assert table.get(key) == codes, name
+
+
+def test_crash_known_only_from_the_slurm_log(tmp_path):
+    """Another rank died of OOM: rank 0's train.log just stops, the Slurm log has the error."""
+    import shutil
+
+    run_dir = tmp_path / "e2_crashed"
+    shutil.copytree(RUNS / "e2_crashed", run_dir, symlinks=True)
+    log = run_dir / "train.log"
+    text = log.read_bytes()
+    log.write_bytes(text[: text.index(b"Traceback (most recent call last)")].rsplit(b"\n[", 1)[0] + b"\n")
+    run = pimm_inspect.load_run(run_dir)
+    (attempt,) = run.attempts
+    assert attempt.ended == "crashed" and attempt.end_detail.startswith("slurm-41877302.out: [rank0]: torch.OutOfMemoryError")
+    crashed = next(f for f in run.findings if f.code == "run.crashed")
+    assert crashed.paths == ("slurm-41877302.out",) and "The error is in slurm-41877302.out" in crashed.explanation

@@ -99,13 +99,17 @@ def test_structured_log_summary_and_truncated_tail(tmp_path):
 
 def test_slurm_log_markers(tmp_path):
     path = tmp_path / "slurm-4242.out"
-    path.write_text("pimm submitit attempt 1/3: run\nRequeueing pimm submitit attempt 1/3\n"
+    path.write_text("Experiment dir: exp/run\npimm submitit attempt 1/3: run\nRequeueing pimm submitit attempt 2/3\n"
                     "slurmstepd: error: *** JOB 4242 ON n1 CANCELLED AT 2026-07-14T18:00:00 DUE TO TIME LIMIT ***\n"
-                    "pimm submitit attempt 2/3: run\n")
+                    "pimm submitit attempt 2/3: run\n[rank0]: torch.OutOfMemoryError: CUDA out of memory.\n")
     log, findings = read_slurm_log(path, "slurm-4242.out")
     assert log.job_id == "4242"
-    assert log.attempts == ((1, 3, False), (1, 3, True), (2, 3, False))
+    assert log.attempts == ((1, 3, False), (2, 3, True), (2, 3, False))
     assert dict(log.problems)["time-limit"].startswith("slurmstepd")
+    before, first, second = log.segments
+    assert (before.k, before.requeued, before.problems) == (None, False, ())
+    assert (first.k, first.n, first.requeued) == (1, 3, True) and "time-limit" in dict(first.problems)
+    assert (second.k, second.requeued) == (2, False) and set(dict(second.problems)) == {"oom"}
 
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -6,7 +6,8 @@ import dataclasses
 from collections.abc import Callable
 
 from ..model import Finding, Run
-from . import checks_checkpoint, checks_provenance, checks_run, checks_sources, checks_steps, checks_wandb
+from . import (checks_checkpoint, checks_provenance, checks_run, checks_slurm, checks_sources, checks_steps,
+               checks_wandb)
 
 Check = Callable[[Run], list[Finding]]
 
@@ -29,6 +30,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("run.crashed", checks_run.check_crashed),
     ("run.stalled", checks_run.check_stalled),
     ("run.ranks-diverged", checks_run.check_ranks_diverged),
+    ("slurm.attempts-mismatch", checks_slurm.check_attempts_mismatch),
     ("metrics.non-finite", checks_run.check_non_finite),
     ("metrics.source-mismatch", checks_sources.check_source_mismatch),
     ("artifacts.stale", checks_run.check_stale),

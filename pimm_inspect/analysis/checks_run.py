@@ -19,13 +19,15 @@ def check_crashed(run: Run) -> list[Finding]:
         last = i == len(run.attempts) - 1
         detail = att.end_detail or "a traceback"
         tb = next((e for e in run.events if e.kind == "traceback" and e.attempt == att.index), None)
-        where = f"{tb.source}:{tb.line_no}" if tb else "train.log"
+        slurm = next((s for s in att.sources if s.startswith("slurm-")), None)
+        where = f"{tb.source}:{tb.line_no}" if tb else (slurm or "train.log")
         findings.append(Finding(
             "run.crashed", Severity.ERROR if last else Severity.WARNING,
             f"attempt {att.index} crashed at step {att.last_step}: {detail}" if att.last_step is not None
             else f"attempt {att.index} crashed: {detail}",
-            (tb.source,) if tb else ("train.log",), (att.last_step, att.last_step) if att.last_step is not None else None,
-            f"The traceback starts at {where}. " + ("The run did not recover." if last else
+            (tb.source,) if tb else ((slurm or "train.log"),),
+            (att.last_step, att.last_step) if att.last_step is not None else None,
+            (f"The traceback starts at {where}. " if tb else f"The error is in {where}. ") + ("The run did not recover." if last else
                                                    f"Attempt {att.index + 1} resumed afterwards.")))
     return findings
 

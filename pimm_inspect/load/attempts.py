@@ -176,9 +176,40 @@ def _close_attempts(attempts: list[Attempt], live: bool) -> list[Attempt]:
 
 
 
+_SLURM_KILLS = ("time-limit", "preempted", "cancelled")
+_SLURM_CRASHES = ("oom", "nccl", "no-progress", "pimm-error")
+
+
+def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
+    """How the Slurm log says attempt k ended (submitit's ``PIMM_SUBMITIT_ATTEMPT`` k is attempt index k)."""
+    by_k = {seg.k: (log.path, seg) for log in c.slurm_logs for seg in log.segments if seg.k is not None}
+    out = []
+    for att in attempts:
+        found = by_k.get(att.index)
+        if found is None or att.ended in ("completed", "crashed"):
+            out.append(att)
+            continue
+        path, seg = found
+        problems = dict(seg.problems)
+        crash = next((kind for kind in _SLURM_CRASHES if kind in problems), None)
+        kill = next((kind for kind in _SLURM_KILLS if kind in problems), None)
+        if seg.requeued or crash or kill:
+            att = dataclasses.replace(att, sources=att.sources + (path,))
+        if seg.requeued:
+            att = dataclasses.replace(att, ended="killed", end_detail=(
+                f"{path}: Slurm signalled submitit attempt {seg.k}/{seg.n} (time limit or preemption) "
+                f"and submitit requeued the job"))
+        elif crash is not None:
+            att = dataclasses.replace(att, ended="crashed", end_detail=f"{path}: {problems[crash]}")
+        elif kill is not None:
+            att = dataclasses.replace(att, ended="killed", end_detail=f"{path}: {problems[kill]}")
+        out.append(att)
+    return out
+
+
 def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[Attempt]:
     """Say how each attempt began and ended, and which of its steps no checkpoint kept."""
-    attempts = _close_attempts(attempts, live)
+    attempts = _close_attempts(_slurm_endings(attempts, c), live)
     inexact = _inexact_attempts(c)
     out: list[Attempt] = []
     for i, att in enumerate(attempts):

@@ -7,9 +7,11 @@ headers are peeked at to detect truncation). Every failure becomes a finding.
 from __future__ import annotations
 
 import io
+import lzma
 import os
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -131,7 +133,7 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
             data = archive.read(info)
             out.byteorder = _small_text(archive, prefix + "byteorder")
             out.archive_version = _small_text(archive, prefix + "version")
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        except _EXTRACT_ERRORS as exc:
             out.findings.append(_corrupt(rel_path, f"data.pkl cannot be extracted ({exc})"))
             return out
         out.bytes_read = len(data)
@@ -142,6 +144,11 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
             out.findings.append(_corrupt(rel_path, f"{len(missing)} tensor storage(s) referenced by data.pkl "
                                                    f"are missing from the archive (e.g. data/{missing[0]})"))
     return out
+
+
+_EXTRACT_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,
+                   zlib.error, lzma.LZMAError, struct.error)
+"""What zipfile raises for a damaged member: bad headers, a flipped compression method, bad deflate data."""
 
 
 def _small_text(archive: zipfile.ZipFile, name: str) -> str | None:

@@ -1,0 +1,30 @@
+"""Checks that cross the run's attempts with the Slurm log beside it (submitit markers, spec section 7)."""
+
+from __future__ import annotations
+
+from ..model import Finding, Run, Severity
+from . import _facts
+
+
+def check_attempts_mismatch(run: Run) -> list[Finding]:
+    """``slurm.attempts-mismatch``: submitit started attempts that left no trace in train.log or event files."""
+    findings = []
+    logged = len(run.attempts)
+    for log in _facts.extra(run, "slurm_logs", ()):
+        silent = [seg for seg in log.segments if seg.k is not None and seg.k > logged]
+        if not silent:
+            continue
+        ks = sorted({seg.k for seg in silent})
+        total = silent[-1].n
+        lines = [line for seg in silent for _kind, line in seg.problems]
+        said = f" The Slurm log says: {lines[0]}" if lines else ""
+        findings.append(Finding(
+            "slurm.attempts-mismatch", Severity.WARNING,
+            f"{log.path}: submitit started attempt(s) {', '.join(map(str, ks))} of {total}, but the run's logs show "
+            f"only {logged} attempt(s)",
+            (log.path,), None,
+            "These attempts ended before training wrote anything: the launch script failed (no complete "
+            "checkpoint to resume from, a code-snapshot timeout, a bad node) or the job was cancelled while "
+            "starting. Their time was spent but no step was trained; a chain that fails this way stops "
+            "requeueing." + said))
+    return findings
