@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.worker import WorkerCancelled
+
 from pimm_inspect.analysis import analyze
 from pimm_inspect.load.assemble import load_run
 from pimm_inspect.model import Run
@@ -22,7 +24,12 @@ def fixed_loader(path: Path) -> Run:
 async def settle(pilot) -> None:
     """Wait until every worker (loading, curves, log index) is done and its messages are handled."""
     for _ in range(200):
-        await pilot.app.workers.wait_for_complete()
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerCancelled:
+            # An exclusive worker (curves, log index, follow reload) was superseded while we waited:
+            # that is the app working as designed, so wait for its successor on the next round.
+            pass
         await pilot.pause()
         if not any(w.is_running for w in pilot.app.workers):
             # Messages a finished worker posted last (LoadFinished -> re-sort) may still be queued.
