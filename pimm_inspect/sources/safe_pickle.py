@@ -122,10 +122,12 @@ class _SafeMixin:
         if key in self.recorder.storages:
             return self.recorder.storages[key]
         if isinstance(storage_type, StorageType):
-            dtype, itemsize = storage_type.dtype, storage_type.itemsize
+            dtype, itemsize = str(storage_type.dtype), storage_type.itemsize
         else:
             dtype, itemsize = "unknown", 1
-        numel = numel if isinstance(numel, int) and numel >= 0 else 0
+        # A pickle can BUILD new state into a stand-in: trust only plain non-negative ints.
+        itemsize = itemsize if type(itemsize) is int and itemsize >= 0 else 1
+        numel = numel if type(numel) is int and numel >= 0 else 0
         storage = StoragePlaceholder(dtype=dtype, key=key, location=str(location), numel=numel,
                                      nbytes=numel * itemsize)
         if len(self.recorder.storages) < 10_000_000:
