@@ -71,6 +71,10 @@ class TimelineStrip(Widget):
         """Character and style for the step range [a, b] of one attempt's row."""
         first, last = attempt.first_step, attempt.last_step
         inside = first is not None and last is not None and a <= last and b >= first
+        lost = attempt.lost_steps
+        if inside and lost is not None and lost[0] <= b and lost[1] >= a:
+            # Trained by this attempt but kept by no checkpoint (redone after a rollback, or gone for good).
+            return BAR_CHARS["lost"], self.get_component_rich_style("timeline--lost")
         for span in self.spans:
             if span.first <= b and span.last >= a:
                 if span.what == "gap" and not inside:
