@@ -57,3 +57,44 @@ def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
     monkeypatch.setattr(tb, "read_event_file", fail)
     again = load_run(RUNS / "e2_clean", cache=cache)
     assert again.status == "finished"
+
+
+def _wandb_view(result):
+    return (result.run_id, result.exit_code, result.status, list(result.history_steps),
+            sorted((s.tag, len(s), float(np.nansum(s.values)), float(np.nansum(s.steps))) for s in result.series),
+            [(line.stream, line.text) for line in result.console], result.console_line_count,
+            sorted(f.code for f in result.findings), dict(result.config), dict(result.summary))
+
+
+def test_growing_wandb_log_is_decoded_from_where_it_stopped(tmp_path, monkeypatch):
+    """A live run's .wandb grows in three steps; each refresh decodes only the appended records."""
+    import pimm_inspect.sources._wandb_framing as framing
+    import pimm_inspect.sources.wandb_local as wandb_local
+    from pimm_inspect.sources.wandb_local import read_wandb_run
+
+    source = next((RUNS / "wandb_clean" / "wandb").glob("offline-run-*"))
+    folder = tmp_path / source.name
+    shutil.copytree(source, folder)
+    log = next(folder.glob("run-*.wandb"))
+    data = log.read_bytes()
+    starts = []
+    real = framing.iter_records
+
+    def spy(fh, state, start=0):
+        starts.append(start)
+        return real(fh, state, start)
+
+    monkeypatch.setattr(wandb_local, "iter_records", spy)
+    cache = ReadCache()
+    results = []
+    for cut in (len(data) * 3 // 10, len(data) * 6 // 10, len(data)):
+        log.write_bytes(data[:cut])
+        results.append(cache.wandb_run(folder, "wandb/run"))
+    first, middle, final = results
+    assert "file.truncated" in {f.code for f in first.findings} and first.exit_code is None
+    assert 0 < first.end_offset < middle.end_offset < final.end_offset == len(data)
+    assert starts == [0, first.end_offset, middle.end_offset]  # each refresh began at the previous record end
+    assert cache.incremental_reads == 2
+    assert final.log_state is None  # the exit record is in: nothing more will be appended
+    assert _wandb_view(final) == _wandb_view(read_wandb_run(folder, "wandb/run"))
+    assert len(first.history_steps) < len(middle.history_steps) < len(final.history_steps)

@@ -69,6 +69,21 @@ class ReadCache:
 
         return self._cached(path, lambda: read_event_file(path, rel_path), extend)
 
+    def wandb_run(self, folder: Path, rel_path: str):
+        """``read_wandb_run`` that decodes only the records appended to a growing transaction log."""
+        from ..sources.wandb_local import read_wandb_run
+
+        logs = sorted(folder.glob("run-*.wandb"))
+        if not logs:
+            return read_wandb_run(folder, rel_path)
+
+        def extend(old):
+            if old.log_state is None or not old.log_state.resumable:
+                return None  # finished (exit record written) or damaged: nothing to continue
+            return read_wandb_run(folder, rel_path, previous=old)
+
+        return self._cached(logs[0], lambda: read_wandb_run(folder, rel_path), extend)
+
     def train_log(self, path: Path, rel_path: str):
         """``read_train_log`` that re-reads only the last attempt segment of a growing log."""
         from ..sources.train_log import read_train_log

@@ -240,7 +240,7 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
     for folder in folders:
         rel_path = rel(folder, c.root) if folder != c.root else "."
         with _reading(c, rel_path):
-            result = read_wandb_run(folder, rel_path)
+            result = c.cache.wandb_run(folder, rel_path) if c.cache is not None else read_wandb_run(folder, rel_path)
             c.wandb_runs.append(result)
             c.findings += result.findings
         c.sources.append(_source(c.root, folder, "wandb"))

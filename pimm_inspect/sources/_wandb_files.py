@@ -89,6 +89,18 @@ class ConsoleCollector:
         if "Tried to log to step" in line:
             self.dropped.extend(_dropped_from_text(line, self.source))
 
+    def view(self) -> tuple[list[ConsoleLine], int, list[DroppedStep]]:
+        """Lines, line count and dropped steps so far, unterminated lines included, without closing.
+
+        A live log is read again from where it stopped, so a line cut at the end must stay open.
+        """
+        partial = [ConsoleLine(stream, rest.rsplit("\r", 1)[-1], ts) for stream, (rest, ts) in self._partial.items()]
+        dropped = list(self.dropped)
+        for line in partial:
+            dropped += _dropped_from_text(line.text, self.source)
+        lines = (list(self.lines) + partial)[-self.lines.maxlen:] if self.lines.maxlen else list(self.lines) + partial
+        return lines, self.total + len(partial), dropped
+
     def close(self) -> None:
         """Flush unterminated lines."""
         for stream, (rest, ts) in list(self._partial.items()):

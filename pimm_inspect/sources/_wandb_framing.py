@@ -61,9 +61,16 @@ class FramingState:
                                            old.paths, old.steps, old.explanation)
 
 
-def iter_records(fh: BinaryIO, state: FramingState) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, payload)`` for every intact record; damage goes into ``state``."""
+def iter_records(fh: BinaryIO, state: FramingState, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, payload)`` for every intact record; damage goes into ``state``.
+
+    ``start`` > 0 continues after a record end found by an earlier read (its ``bytes_read``): the file
+    header was checked then, and no record is pending at a record end, so framing resumes mid-block.
+    """
     rel_path = state.rel_path
+    if start > HEADER_LEN:
+        yield from _iter_blocks(fh, state, start)
+        return
     header = fh.read(HEADER_LEN)
     if not header:
         state.findings.append(file_finding("file.empty", rel_path, f"{rel_path} is empty", severity=Severity.INFO))
@@ -80,12 +87,22 @@ def iter_records(fh: BinaryIO, state: FramingState) -> Iterator[tuple[int, bytes
             f"{rel_path}: unexpected W&B log magic 0x{magic:04X} / version {version}; not read",
             severity=Severity.ERROR))
         return
+    yield from _iter_blocks(fh, state, HEADER_LEN, header)
+
+
+def _iter_blocks(fh: BinaryIO, state: FramingState, start: int, header: bytes = b"") -> Iterator[tuple[int, bytes]]:
+    """The chunk loop from byte ``start`` (a record end, or just after the file header read as ``header``)."""
+    rel_path = state.rel_path
     state.header_ok = True
-    state.bytes_read = HEADER_LEN
-    # The file header occupies the start of block 0, so block offsets stay absolute.
-    block_start = 0
-    block = header + fh.read(BLOCK_LEN - HEADER_LEN)
-    pos = HEADER_LEN
+    state.bytes_read = start
+    # Block offsets stay absolute: the file header occupies the start of block 0.
+    block_start = start - start % BLOCK_LEN
+    if header:
+        block = header + fh.read(BLOCK_LEN - HEADER_LEN)
+    else:
+        fh.seek(block_start)
+        block = fh.read(BLOCK_LEN)
+    pos = start - block_start
     pending: list[bytes] | None = None
     pending_size = 0
     pending_offset = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -97,6 +97,10 @@ class WandbRunResult:
     """Run-relative path -> what the file is."""
     sources: tuple[SourceFile, ...]
     findings: tuple[Finding, ...]
+    end_offset: int = 0
+    """Offset just past the last whole record of the transaction log (where a refresh continues)."""
+    log_state: Any = field(default=None, repr=False)
+    """The reading state to continue from when the log grows (None when it cannot be continued)."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -184,6 +188,10 @@ class _LogState:
         self.undecodable = 0
         self.findings: list[Finding] = []
         self.source: SourceFile | None = None
+        self.end_offset = 0
+        """Where the next read of a grown log starts (just past the last whole record)."""
+        self.resumable = False
+        """True when the read ended cleanly enough to be continued from ``end_offset``."""
 
 
 def _apply_items(target: dict[tuple[str, ...], str], record: Any) -> None:
@@ -255,6 +263,8 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
     from google.protobuf.message import DecodeError
 
     framing = FramingState(rel)
+    state.findings = []  # this read's findings; the undecodable count below is cumulative
+    state.resumable = False
     try:
         fh = open_regular(path, rel)
     except UnreadableFile as exc:
@@ -263,7 +273,7 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
     with fh:
         try:
             st = os.fstat(fh.fileno())
-            for _offset, payload in iter_records(fh, framing):
+            for _offset, payload in iter_records(fh, framing, state.end_offset):
                 try:
                     _take_record(state, record_cls.FromString(payload))
                 except (DecodeError, ValueError, TypeError, OverflowError, RecursionError):
@@ -278,7 +288,8 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
             severity=Severity.WARNING))
     if st is not None:
         state.source = SourceFile(rel, "wandb", st.st_size, st.st_mtime, framing.bytes_read)
-    state.console.close()
+        state.end_offset = framing.bytes_read
+        state.resumable = framing.header_ok and not framing.corrupt_regions
 
 
 def _url(base: str | None, entity: str | None, project: str | None, run_id: str | None) -> str | None:
@@ -291,13 +302,20 @@ def _url(base: str | None, entity: str | None, project: str | None, run_id: str 
     return f"{base}/{entity}/{project or 'uncategorized'}/runs/{run_id}"
 
 
-def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None) -> WandbRunResult:
-    """Read one W&B run folder (transaction log, files/, logs/); never raises on damaged input."""
+def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
+                   previous: WandbRunResult | None = None) -> WandbRunResult:
+    """Read one W&B run folder (transaction log, files/, logs/); never raises on damaged input.
+
+    With ``previous`` (an earlier result for the same folder whose log has since grown), only the
+    log's appended bytes are read: decoding continues from ``previous.end_offset`` with its state.
+    """
     prefix = f"{rel_path}/" if rel_path not in ("", ".") else ""
     name_match = RUN_DIR_PATTERN.match(run_dir.name)
     log_paths = sorted(run_dir.glob("run-*.wandb"))  # open_regular names anything that is not a regular file
     log_rel = prefix + log_paths[0].name if log_paths else None
-    state = _LogState(log_rel or prefix + "output")
+    state = previous.log_state if previous is not None and previous.wandb_file == log_rel else None
+    if state is None or not state.resumable:
+        state = _LogState(log_rel or prefix + "output")
     if log_paths:
         _read_log(log_paths[0], log_rel, state)
     run = state.run
@@ -306,8 +324,10 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None) ->
     files: RunFiles = read_run_files(run_dir, rel_path, run_id)
     series, x_axis, non_scalar = build_series(state.history, state.metrics, log_rel or "")
 
-    console = state.console if state.has_console or files.output_log is None else files.output_log
-    dropped = state.console.dropped or (files.output_log.dropped if files.output_log else []) or files.core_dropped
+    console_lines, console_total, log_dropped = state.console.view()
+    if not state.has_console and files.output_log is not None:
+        console_lines, console_total = list(files.output_log.lines), files.output_log.total
+    dropped = log_dropped or (files.output_log.dropped if files.output_log else []) or files.core_dropped
     steps = np.asarray(state.history.steps, dtype=np.int64)
     first_step = int(steps[0]) if len(steps) else None
 
@@ -340,7 +360,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None) ->
         history_timestamps_s=np.asarray(state.history.timestamps, dtype=np.float64),
         history_runtimes_s=np.asarray(state.history.runtimes, dtype=np.float64),
         metrics=tuple(state.metrics), hidden_keys=tuple(m.name for m in state.metrics if m.hidden and m.name),
-        non_scalar_keys=tuple(non_scalar), console=tuple(console.lines), console_line_count=console.total,
+        non_scalar_keys=tuple(non_scalar), console=tuple(console_lines), console_line_count=console_total,
         exit_code=exit_code, runtime_s=state.runtime_s,
         status="unknown" if exit_code is None else ("finished" if exit_code == 0 else "crashed"),
         preempted=state.preempted, explicit_step_logging=state.explicit_step, first_step=first_step,
@@ -350,4 +370,6 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None) ->
         step_regressions=int(np.count_nonzero(np.diff(steps) <= 0)) if len(steps) > 1 else 0,
         unknown_record_count=state.unknown, metadata=files.metadata, configs=tuple(configs),
         file_roles=roles, sources=tuple(sources), findings=tuple(state.findings + files.findings),
+        # Only a log without its exit record can still grow: keep the state to continue from.
+        end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
     )
