@@ -22,6 +22,16 @@ def command(path: str) -> None:
 
         console().print(runs_table([runs_table_row(r, Path(path)) for r in iter_loaded(discover_paths(path))]))
         return
+    from pathlib import Path
+
+    from ..load.discover import classify_dir
+    from ..tui.loader import CachingLoader
+
+    loader = CachingLoader()
+    root = Path(path)
+    if root.is_dir() and classify_dir(root.absolute()) is not None:
+        loader.prefetch(root.absolute())  # one run: read it while the UI's modules import
+
     from ..tui.app import make_app
 
-    make_app(path).run()
+    make_app(path, loader=loader).run()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from textual import work
@@ -13,56 +12,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from ..analysis import analyze
-from ..load.cache import ReadCache
 from ..load.discover import classify_dir, iter_runs
-from ..load.safe import load_safely
-from ..model import Finding, Run, Severity
+from ..model import Run
 from .facts import is_light, light_run, relative_name
+from .loader import CachingLoader, Loader, guarded
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound,
                        RunLoaded)
 from .screens.compare import CompareScreen
 from .screens.help import HelpScreen
 from .screens.run import RunScreen
 from .screens.runs import RunsScreen
-
-Loader = Callable[[Path], Run]
-
-
-class CachingLoader:
-    """Load and analyse runs, keeping one ReadCache per run so a live reload reads only appended bytes."""
-
-    def __init__(self) -> None:
-        self.caches: dict[str, ReadCache] = {}
-        self.incremental_reads = 0
-        """Reads that used only appended bytes, over all runs (the live indicator and tests use it)."""
-        self._lock = threading.Lock()
-
-    def __call__(self, path: Path) -> Run:
-        with self._lock:
-            cache = self.caches.setdefault(Path(path).absolute().as_posix(), ReadCache())
-        run = load_safely(path, cache=cache)
-        with self._lock:
-            self.incremental_reads += cache.incremental_reads
-            cache.incremental_reads = 0
-            if run.status != "running":  # only a live run is reloaded: don't keep reader results of the others
-                self.caches.pop(Path(path).absolute().as_posix(), None)
-        try:
-            return analyze(run)
-        except Exception:  # analysis bugs already become findings per check; this guards the sort itself
-            return run
-
-
-def guarded(loader: Loader, path: Path) -> Run:
-    """Call a loader; an exception becomes an ``internal.load-failed`` finding on a minimal Run."""
-    try:
-        return loader(path)
-    except Exception as exc:  # the UI must show a finding, never a traceback
-        return Run(root=Path(path).absolute(), kind="unknown", era=None, status="unknown", name=Path(path).name,
-                   findings=(Finding("internal.load-failed", Severity.ERROR,
-                                     f"could not load this run: {type(exc).__name__}: {exc}", (), None,
-                                     "Please report this bug."),))
-
 
 class InspectApp(App):
     """pimm-inspect's terminal UI over one run or a tree of runs."""
