@@ -73,7 +73,7 @@ def test_rollback_story_in_detail(loaded):
 def test_slurm_log_is_reconciled_with_the_attempts(loaded):
     rollback = loaded["e2_rollback"].attempts[0]
     assert rollback.ended == "killed" and "slurm-41877302.out" in rollback.sources
-    assert "submitit requeued" in rollback.end_detail
+    assert rollback.end_detail.startswith("Slurm signalled submitit attempt 1/2") and "requeued" in rollback.end_detail
     failed = loaded["e2_requeue_failed"]
     (only,) = failed.attempts
     assert (only.first_step, only.last_step, only.ended, only.lost_steps) == (1, 40, "killed", (1, 40))
@@ -166,6 +166,7 @@ def test_crash_known_only_from_the_slurm_log(tmp_path):
     log.write_bytes(text[: text.index(b"Traceback (most recent call last)")].rsplit(b"\n[", 1)[0] + b"\n")
     run = pimm_inspect.load_run(run_dir)
     (attempt,) = run.attempts
-    assert attempt.ended == "crashed" and attempt.end_detail.startswith("slurm-41877302.out: [rank0]: torch.OutOfMemoryError")
+    assert attempt.ended == "crashed" and attempt.end_detail.startswith("[rank0]: torch.OutOfMemoryError")
+    assert attempt.end_detail.endswith("(slurm-41877302.out)")
     crashed = next(f for f in run.findings if f.code == "run.crashed")
     assert crashed.paths == ("slurm-41877302.out",) and "The error is in slurm-41877302.out" in crashed.explanation

@@ -197,12 +197,11 @@ def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
             att = dataclasses.replace(att, sources=att.sources + (path,))
         if seg.requeued:
             att = dataclasses.replace(att, ended="killed", end_detail=(
-                f"{path}: Slurm signalled submitit attempt {seg.k}/{seg.n} (time limit or preemption) "
-                f"and submitit requeued the job"))
+                f"Slurm signalled submitit attempt {seg.k}/{seg.n} (time limit or preemption); requeued ({path})"))
         elif crash is not None:
-            att = dataclasses.replace(att, ended="crashed", end_detail=f"{path}: {problems[crash]}")
+            att = dataclasses.replace(att, ended="crashed", end_detail=f"{problems[crash]} ({path})")
         elif kill is not None:
-            att = dataclasses.replace(att, ended="killed", end_detail=f"{path}: {problems[kill]}")
+            att = dataclasses.replace(att, ended="killed", end_detail=f"{problems[kill]} ({path})")
         out.append(att)
     return out
 
