@@ -181,7 +181,13 @@ _SLURM_CRASHES = ("oom", "nccl", "no-progress", "pimm-error")
 
 
 def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
-    """How the Slurm log says attempt k ended (submitit's ``PIMM_SUBMITIT_ATTEMPT`` k is attempt index k)."""
+    """How the Slurm log says attempt k ended (submitit's ``PIMM_SUBMITIT_ATTEMPT`` k is attempt index k).
+
+    Only with one Slurm log: a job resubmitted by hand starts again at ``attempt 1/N`` in a new log, so
+    with several logs submitit's k no longer names the run's attempt.
+    """
+    if len(c.slurm_logs) != 1:
+        return attempts
     by_k = {seg.k: (log.path, seg) for log in c.slurm_logs for seg in log.segments if seg.k is not None}
     out = []
     for att in attempts:
