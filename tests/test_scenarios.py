@@ -27,6 +27,7 @@ EXPECTED = {
     "e2_unsafe_checkpoint": {"checkpoint.unsafe"},
     "e2_config_drift": {"provenance.config-drift", "resume.rollback", "steps.replayed", "wandb.run-split"},
     "e3a_running": {"file.truncated"},
+    "e3a_hung_rank": {"run.ranks-diverged"},
     "hf_clean": set(),
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
@@ -170,3 +171,16 @@ def test_crash_known_only_from_the_slurm_log(tmp_path):
     assert attempt.end_detail.endswith("(slurm-41877302.out)")
     crashed = next(f for f in run.findings if f.code == "run.crashed")
     assert crashed.paths == ("slurm-41877302.out",) and "The error is in slurm-41877302.out" in crashed.explanation
+
+
+def test_hang_story(loaded):
+    """Rank 1 hangs fetching step 6's batch; rank 0 waits in backward; the walltime ends the job."""
+    run = loaded["e3a_hung_rank"]
+    (attempt,) = run.attempts
+    assert (attempt.last_step, attempt.ended) == (5, "killed")
+    assert attempt.end_detail.startswith("JOB 41911207 ON sdfampere012 CANCELLED AT 2026-07-26T11:00:24 DUE TO TIME LIMIT")
+    diverged = next(f for f in run.findings if f.code == "run.ranks-diverged")
+    assert diverged.message == "the ranks ended inside step 6 in different phases: rank 0 in backward, rank 1 in data_fetch"
+    assert diverged.steps == (6, 6) and len(diverged.paths) == 2
+    # The live run's ranks are in different phases too, but it is still running: no finding there.
+    assert "run.ranks-diverged" not in {f.code for f in loaded["e3a_running"].findings}

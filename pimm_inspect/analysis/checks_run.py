@@ -121,18 +121,28 @@ def _latest_rank_logs(run: Run) -> list:
 
 
 def check_ranks_diverged(run: Run) -> list[Finding]:
-    """``run.ranks-diverged``: in the newest attempt, ranks stopped at different steps (a hang or a dead rank)."""
+    """``run.ranks-diverged``: in the newest attempt, ranks stopped at different steps, or (the run no longer
+    running) in different phases of one step: a hang or a dead rank (spec 11.1, hang diagnosis)."""
     logs = [log for log in _latest_rank_logs(run) if log.last_step is not None]
-    if len(logs) < 2 or len({log.last_step for log in logs}) < 2:
+    if len(logs) < 2:
         return []
-    behind = min(logs, key=lambda log: log.last_step)
-    ahead = max(logs, key=lambda log: log.last_step)
+    steps_differ = len({log.last_step for log in logs}) > 1
+    innermost = {log.rank: log.open_spans[-1] for log in logs if log.open_spans}
+    mid_step = run.status != "running" and len(innermost) == len(logs) and len(set(innermost.values())) > 1
+    if not (steps_differ or mid_step):
+        return []
     detail = "; ".join(f"rank {log.rank}: step {log.last_step}, last event {log.last_event}"
                        + (f", open {', '.join(log.open_spans)}" if log.open_spans else "") for log in logs)
+    behind = min(logs, key=lambda log: log.last_step)
+    ahead = max(logs, key=lambda log: log.last_step)
+    if steps_differ:
+        message = f"rank {behind.rank} stopped at step {behind.last_step} while rank {ahead.rank} reached {ahead.last_step}"
+    else:
+        where = ", ".join(f"rank {rank} in {phase}" for rank, phase in sorted(innermost.items()))
+        message = f"the ranks ended inside step {behind.last_step} in different phases: {where}"
     return [Finding(
-        "run.ranks-diverged", Severity.WARNING,
-        f"rank {behind.rank} stopped at step {behind.last_step} while rank {ahead.rank} reached {ahead.last_step}",
+        "run.ranks-diverged", Severity.WARNING, message,
         tuple(log.path for log in logs), (behind.last_step, ahead.last_step),
         f"Structured logs of the newest attempt: {detail}. Ranks of a data-parallel job move in lock step; a rank "
-        "that falls behind is stuck (data loading, a collective waiting on a dead peer) or died. Its open spans "
-        "say in which phase.")]
+        "that falls behind, or sits in another phase when the job ends, is stuck (data loading, a collective "
+        "waiting on a dead peer) or died, and the others wait for it. Its open spans say in which phase.")]

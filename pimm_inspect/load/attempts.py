@@ -180,6 +180,12 @@ _SLURM_KILLS = ("time-limit", "preempted", "cancelled")
 _SLURM_CRASHES = ("oom", "nccl", "no-progress", "pimm-error")
 
 
+def _short(line: str, limit: int = 90) -> str:
+    """A Slurm log line cut to fit beside its file name (``slurmstepd: error: *** JOB ...``)."""
+    line = line.removeprefix("slurmstepd: error: ").strip("* ").strip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
     """How the Slurm log says attempt k ended (submitit's ``PIMM_SUBMITIT_ATTEMPT`` k is attempt index k).
 
@@ -205,9 +211,9 @@ def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
             att = dataclasses.replace(att, ended="killed", end_detail=(
                 f"Slurm signalled submitit attempt {seg.k}/{seg.n} (time limit or preemption); requeued ({path})"))
         elif crash is not None:
-            att = dataclasses.replace(att, ended="crashed", end_detail=f"{problems[crash]} ({path})")
+            att = dataclasses.replace(att, ended="crashed", end_detail=f"{_short(problems[crash])} ({path})")
         elif kill is not None:
-            att = dataclasses.replace(att, ended="killed", end_detail=f"{problems[kill]} ({path})")
+            att = dataclasses.replace(att, ended="killed", end_detail=f"{_short(problems[kill])} ({path})")
         out.append(att)
     return out
 
