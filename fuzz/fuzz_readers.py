@@ -19,19 +19,20 @@ import io
 import os
 import random
 import shutil
-import struct
 import sys
 import tempfile
-import zlib
 from pathlib import Path
 
 import atheris
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.wandb_support
+from tests.wandb_support import frame_records  # noqa: E402  (the test-side .wandb writer)
 
 with atheris.instrument_imports():
     from pimm_inspect.sources.checkpoint import read_checkpoint_file
     from pimm_inspect.sources.safe_pickle import safe_loads, to_plain
     from pimm_inspect.sources.tb_events import _read_buffer
-    from pimm_inspect.sources._wandb_framing import BLOCK_LEN, FILE_HEADER, FramingState, iter_records
+    from pimm_inspect.sources._wandb_framing import FramingState, iter_records
     from pimm_inspect.sources.wandb_local import read_wandb_run
 
 SCRATCH = Path(tempfile.mkdtemp(prefix="pimm-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
@@ -49,25 +50,6 @@ def fuzz_wandb(data: bytes) -> None:
     read_wandb_run(WANDB_DIR, "wandb/run-20260101_000000-fuzz0001")
 
 
-def _frame(payloads: list[bytes]) -> bytes:
-    """A valid .wandb log holding ``payloads`` (chunk CRCs right), so mutations reach the record decoder."""
-    out = bytearray(FILE_HEADER)
-    for payload in payloads:
-        rest, first = payload, True
-        while True:
-            space = BLOCK_LEN - len(out) % BLOCK_LEN
-            if space < 7:
-                out += bytes(space)
-                continue
-            chunk, rest = rest[: space - 7], rest[space - 7:]
-            kind = (1 if not rest else 2) if first else (4 if not rest else 3)
-            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + chunk), len(chunk), kind) + chunk
-            first = False
-            if not rest:
-                break
-    return bytes(out)
-
-
 def mutate_wandb_records(data: bytes, max_size: int, seed: int) -> bytes:
     """Structure-aware: mutate one record payload (or drop/duplicate one), then re-frame with valid CRCs."""
     payloads = [payload for _, payload in iter_records(io.BytesIO(data), FramingState("fuzz"))]
@@ -82,7 +64,7 @@ def mutate_wandb_records(data: bytes, max_size: int, seed: int) -> bytes:
         payloads.insert(rng.randrange(len(payloads) + 1), payloads[i])
     else:
         payloads[i] = atheris.Mutate(payloads[i], len(payloads[i]) + 64)
-    return _frame(payloads)[:max(max_size, 64)]
+    return frame_records(payloads)[:max(max_size, 64)]
 
 
 def fuzz_pickle(data: bytes) -> None:

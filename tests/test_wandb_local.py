@@ -18,6 +18,7 @@ from pimm_inspect.sources import _wandb_framing
 from pimm_inspect.sources._wandb_framing import BLOCK_LEN, FILE_HEADER
 from pimm_inspect.sources._wandb_proto import extract_serialized_descriptor, record_class
 from pimm_inspect.sources.wandb_local import find_wandb_dirs, group_by_run_id, read_wandb_run
+from tests.wandb_support import frame_records as _frame
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
@@ -39,26 +40,6 @@ def _series(result, tag: str):
     found = [s for s in result.series if s.tag == tag]
     assert len(found) == 1, (tag, [s.tag for s in result.series])
     return found[0]
-
-
-def _frame(records: list[bytes]) -> bytes:
-    """Frame records like wandb-core does (test-side writer for hand-built damage cases)."""
-    out = bytearray(FILE_HEADER)
-    for record in records:
-        data, first = record, True
-        while True:
-            left = BLOCK_LEN - len(out) % BLOCK_LEN
-            if left < 7:
-                out += b"\0" * left
-                continue
-            fragment, data = data[:left - 7], data[left - 7:]
-            last = not data
-            kind = 1 if first and last else 2 if first else 4 if last else 3
-            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + fragment), len(fragment), kind) + fragment
-            first = False
-            if last:
-                break
-    return bytes(out)
 
 
 def _copy_run(tmp_path: Path, scenario: str) -> Path:
