@@ -125,7 +125,7 @@ def test_resource_bounds() -> None:
     assert not refused.ok and "cap" in refused.error
     huge_alloc, _ = safe_loads(b"\x80\x02c__builtin__\nbytearray\nJ\x00\x00\x00\x7f\x85R.")
     assert huge_alloc.ok and repr(huge_alloc.value) == "<inert>"
-    # Deep nesting: the C unpickler copes; to_plain stops at its depth cap instead of recursing.
+    # Deep nesting: the (iterative) pure-Python unpickler copes; to_plain stops at its depth cap instead of recursing.
     deep = b"\x80\x02" + b"]" * 100_000 + b"a" * 99_999 + b"."
     result, _ = safe_loads(deep)
     assert result.ok
@@ -139,10 +139,10 @@ def test_resource_bounds() -> None:
 
 
 def test_counted_length_beyond_the_input_is_refused_before_allocating() -> None:
-    """BYTEARRAY8 claiming 4 GiB in a 15-byte pickle: pickle's own fallback would zero-fill 4 GiB first.
+    """BYTEARRAY8 claiming 4 GiB in a 15-byte pickle: pickle's own code would zero-fill 4 GiB first.
 
-    (CI was OOM-killed by a hypothesis example of this shape claiming tens of GB.) The C unpickler
-    reserves the claim without touching it, so resident memory, not allocations, is what must stay small.
+    (CI was OOM-killed by a hypothesis example of this shape claiming tens of GB.) Measured as the
+    resident memory of a fresh process, the cost that matters.
     """
     import subprocess
     import sys
