@@ -184,3 +184,44 @@ def test_hang_story(loaded):
     assert diverged.steps == (6, 6) and len(diverged.paths) == 2
     # The live run's ranks are in different phases too, but it is still running: no finding there.
     assert "run.ranks-diverged" not in {f.code for f in loaded["e3a_running"].findings}
+
+
+def _move_slurm_log_to_repo(tmp_path, name, job):
+    """The run as pimm leaves it on a cluster: its Slurm log under <repo>/slurm_logs, a snapshot marker in code/."""
+    import shutil
+
+    repo = tmp_path / "repo"
+    run_dir = repo / "exp" / name
+    shutil.copytree(RUNS / name, run_dir, symlinks=True)
+    (repo / "slurm_logs").mkdir()
+    shutil.move(str(run_dir / f"slurm-{job}.out"), repo / "slurm_logs" / f"slurm-{job}.out")
+    (run_dir / "code").mkdir()
+    (run_dir / "code" / f".pimm_snapshot_complete_{job}").write_text("")
+    return repo, run_dir
+
+
+def test_slurm_log_found_where_launch_sbatch_put_it(tmp_path):
+    repo, run_dir = _move_slurm_log_to_repo(tmp_path, "e2_rollback", "41877302")
+    sbatch = run_dir / "launch.sbatch"
+    text = sbatch.read_text().replace("/sdf/group/neutrino/user/pimm/particle-imaging-models", str(repo))
+    sbatch.write_text(text)
+    log = (repo / "slurm_logs" / "slurm-41877302.out").as_posix()
+    run = pimm_inspect.load_run(run_dir)
+    first = run.attempts[0]
+    assert first.ended == "killed" and log in first.sources and first.end_detail.endswith(f"({log})")
+
+
+def test_slurm_log_found_under_the_launch_cwd(tmp_path):
+    import json
+
+    repo, run_dir = _move_slurm_log_to_repo(tmp_path, "e2_requeue_failed", "41903318")
+    (run_dir / "launch.sbatch").unlink()  # no --output to follow: pimm's default under the launch cwd
+    meta = json.loads((run_dir / "run_metadata.json").read_text())
+    meta["cwd"] = str(repo)
+    (run_dir / "run_metadata.json").write_text(json.dumps(meta))
+    run = pimm_inspect.load_run(run_dir)
+    mismatch = next(f for f in run.findings if f.code == "slurm.attempts-mismatch")
+    assert mismatch.paths == ((repo / "slurm_logs" / "slurm-41903318.out").as_posix(),)
+    # Without the marker the job id is unknown and nothing outside the run is read.
+    (run_dir / "code" / ".pimm_snapshot_complete_41903318").unlink()
+    assert "slurm.attempts-mismatch" not in {f.code for f in pimm_inspect.load_run(run_dir).findings}

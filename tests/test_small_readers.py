@@ -137,3 +137,12 @@ def test_small_readers_never_raise(tmp_path, data, cut, flips):
             read_sbatch(path, name)
             read_slurm_log(path, name)
             read_rank_log(path, name)
+
+
+def test_slurm_output_patterns_expand_like_slurm():
+    from pimm_inspect.load.slurm_paths import _expand
+
+    assert _expand("/repo/slurm_logs/slurm-%j.out", "4242", "run") == "/repo/slurm_logs/slurm-4242.out"
+    assert _expand("slurm_logs/%j_%n_%x_%a.txt", "4242", "semseg") == "slurm_logs/4242_*_semseg_*.txt"  # E0
+    assert _expand("logs/%x-%A.out", "4242", None) == "logs/*-4242.out"
+    assert _expand("100%%-%j.out", "7", None) == "100%-7.out"

@@ -13,13 +13,14 @@ from . import _facts
 def check_crashed(run: Run) -> list[Finding]:
     """``run.crashed``: an attempt ended with a traceback (error for the last one, warning if a later attempt recovered)."""
     findings = []
+    slurm_paths = {log.path for log in _facts.extra(run, "slurm_logs", ())}
     for i, att in enumerate(run.attempts):
         if att.ended != "crashed":
             continue
         last = i == len(run.attempts) - 1
         detail = att.end_detail or "a traceback"
         tb = next((e for e in run.events if e.kind == "traceback" and e.attempt == att.index), None)
-        slurm = next((s for s in att.sources if s.startswith("slurm-")), None)
+        slurm = next((s for s in att.sources if s in slurm_paths), None)
         where = f"{tb.source}:{tb.line_no}" if tb else (slurm or "train.log")
         findings.append(Finding(
             "run.crashed", Severity.ERROR if last else Severity.WARNING,

@@ -88,6 +88,8 @@ def collect(root: Path, kind: str, cache: Any = None) -> Collected:
     with _reading(c, "model"):
         _read_model_dir(c)
     _read_side_files(c, names)
+    with _reading(c, "slurm_logs"):
+        _read_outside_slurm(c)
     _read_wandb(c, names)
     if kind == "hf-trainer":
         with _reading(c, "trainer_state.json"):
@@ -225,6 +227,23 @@ def _read_side_files(c: Collected, names: list[str]) -> None:
                 if log:
                     c.slurm_logs.append(log)
             c.sources.append(_source(root, root / name, "slurm"))
+
+
+def _read_outside_slurm(c: Collected) -> None:
+    """The job's Slurm log where pimm's launch put it (``<repo>/slurm_logs/``), named by its absolute path."""
+    from ..sources.slurm import read_slurm_log
+    from .slurm_paths import outside_slurm_logs
+
+    beside = {log.job_id for log in c.slurm_logs}
+    for path in outside_slurm_logs(c.root, c.sbatch, c.metadata_raw, c.rank_logs):
+        name = path.absolute().as_posix()
+        log, findings = read_slurm_log(path, name)
+        c.findings += findings
+        if log is not None and (log.job_id is None or log.job_id not in beside):
+            c.slurm_logs.append(log)
+            beside.add(log.job_id)
+            st = path.stat()
+            c.sources.append(SourceFile(name, "slurm", st.st_size, st.st_mtime, st.st_size))
 
 
 def _read_wandb(c: Collected, names: list[str]) -> None:

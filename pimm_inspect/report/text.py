@@ -85,7 +85,7 @@ def run_summary(run: Run, base: Path) -> Group:
         for a in run.attempts:
             steps = f"{a.first_step}-{a.last_step}" if a.first_step is not None else "-"
             origin = a.origin + (f" @{a.resume_step}" if a.resume_step is not None else "")
-            told = a.end_detail and (a.ended == "crashed" or "slurm-" in a.end_detail)  # not the generic guesses
+            told = a.end_detail and not a.end_detail.startswith("log stops")  # evidence, not the generic guess
             ended = a.ended + (f": {mask_text(a.end_detail)[:120]}" if told else "")
             lost = f"{a.lost_steps[0]}-{a.lost_steps[1]}" if a.lost_steps else "-"
             table.add_row(str(a.index), a.started_at or "-", steps, origin, ended, lost, a.resumed_from or "-")
