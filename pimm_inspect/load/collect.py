@@ -7,6 +7,7 @@ import re
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,19 @@ def _reading(c: Collected, rel_path: str):
             f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."))
 
 
+def _read_one(c: Collected, path: Path, source_kind: str, reader, into: list | None = None) -> Any:
+    """A ``(value, findings)`` reader on one file, guarded: keep its findings (and value in ``into``), note the source."""
+    rel_path = rel(path, c.root)
+    value = None
+    with _reading(c, rel_path):
+        value, findings = reader(path, rel_path)
+        c.findings += findings
+        if value and into is not None:
+            into.append(value)
+    c.sources.append(_source(c.root, path, source_kind))
+    return value
+
+
 def _listdir(path: Path) -> list[str]:
     try:
         return sorted(os.listdir(path))
@@ -106,19 +120,9 @@ def _read_docs(c: Collected, names: list[str]) -> None:
             _read_metadata(c)
     for name, kind in (("resolved_config.json", "resolved_config"), ("model_config.json", "model_config")):
         if name in names:
-            with _reading(c, name):
-                doc, findings = json_docs.read_config_json(root / name, name, kind)
-                c.findings += findings
-                if doc:
-                    c.configs.append(doc)
-            c.sources.append(_source(root, root / name, "json"))
+            _read_one(c, root / name, "json", partial(json_docs.read_config_json, kind=kind), c.configs)
     if "config.py" in names:
-        with _reading(c, "config.py"):
-            doc, findings = json_docs.read_text_doc(root / "config.py", "config.py", "config_py")
-            c.findings += findings
-            if doc:
-                c.configs.append(doc)
-        c.sources.append(_source(root, root / "config.py", "config_py"))
+        _read_one(c, root / "config.py", "config_py", partial(json_docs.read_text_doc, kind="config_py"), c.configs)
 
 
 def _read_metadata(c: Collected) -> None:
@@ -187,46 +191,26 @@ def _read_side_files(c: Collected, names: list[str]) -> None:
     if "launch.sbatch" in names:
         from ..sources.sbatch import read_sbatch
 
-        with _reading(c, "launch.sbatch"):
-            info, findings = read_sbatch(root / "launch.sbatch", "launch.sbatch")
-            c.sbatch = info
-            c.findings += findings
-        c.sources.append(_source(root, root / "launch.sbatch", "sbatch"))
+        c.sbatch = _read_one(c, root / "launch.sbatch", "sbatch", read_sbatch)
     if "eval" in names:
         from ..sources.json_docs import read_eval_metrics
 
         for stamp in _listdir(root / "eval"):
             path = root / "eval" / stamp / "test_metrics.json"
             if path.exists():
-                with _reading(c, rel(path, root)):
-                    metrics, findings = read_eval_metrics(path, rel(path, root))
-                    c.findings += findings
-                    if metrics:
-                        c.eval_metrics.append(metrics)
-                c.sources.append(_source(root, path, "eval"))
+                _read_one(c, path, "eval", read_eval_metrics, c.eval_metrics)
     if "structured_logs" in names:
         from ..sources.structured_logs import read_rank_log
 
         for name in _listdir(root / "structured_logs"):
             if ".jsonl" not in name:
                 continue
-            path = root / "structured_logs" / name
-            with _reading(c, rel(path, root)):
-                summary, findings = read_rank_log(path, rel(path, root))
-                c.findings += findings
-                if summary:
-                    c.rank_logs.append(summary)
-            c.sources.append(_source(root, path, "structured_log"))
+            _read_one(c, root / "structured_logs" / name, "structured_log", read_rank_log, c.rank_logs)
     for name in names:
         if SLURM_LOG.match(name):
             from ..sources.slurm import read_slurm_log
 
-            with _reading(c, name):
-                log, findings = read_slurm_log(root / name, name)
-                c.findings += findings
-                if log:
-                    c.slurm_logs.append(log)
-            c.sources.append(_source(root, root / name, "slurm"))
+            _read_one(c, root / name, "slurm", read_slurm_log, c.slurm_logs)
 
 
 def _read_outside_slurm(c: Collected) -> None:
