@@ -1,11 +1,10 @@
 """Import contracts: the core never imports UI libraries; `check --json` stays light."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.import_probe import modules_after
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "runs"
@@ -13,18 +12,12 @@ UI_LIBS = ("textual", "rich", "plotext", "click", "textual_plotext")
 HEAVY = ("wandb", "torch", "pandas", "textual")
 
 
-def _modules_after(code: str) -> set[str]:
-    probe = code + "\nimport sys, json\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
 def test_core_layers_import_no_ui_library():
     code = ("import pimm_inspect, pimm_inspect.model, pimm_inspect.load, pimm_inspect.analysis\n"
             "import pkgutil, importlib, pimm_inspect.sources as s\n"
             "for m in pkgutil.iter_modules(s.__path__): importlib.import_module('pimm_inspect.sources.' + m.name)\n"
             "import pimm_inspect.analysis.curves, pimm_inspect.analysis.secrets\n")
-    loaded = _modules_after(code)
+    loaded = modules_after(code)
     assert not loaded & set(UI_LIBS), loaded & set(UI_LIBS)
     assert not loaded & {"wandb", "torch", "pandas"}
 
@@ -49,5 +42,5 @@ def test_check_json_without_wandb_folder_stays_light(run):
             "with contextlib.redirect_stdout(buf):\n"
             "    try:\n        cli.main(standalone_mode=False)\n    except SystemExit:\n        pass\n"
             "assert '\"schema_version\": 1' in buf.getvalue()\n")
-    loaded = _modules_after(code)
+    loaded = modules_after(code)
     assert not loaded & set(HEAVY), loaded & set(HEAVY)

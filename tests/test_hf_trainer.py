@@ -7,8 +7,6 @@ import math
 import os
 import shutil
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +15,7 @@ import pytest
 
 from pimm_inspect.model import Severity, make_series
 from pimm_inspect.sources.hf_trainer import hf_tag, is_hf_trainer_dir, read_hf_trainer_dir
+from tests.import_probe import modules_after
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 CLEAN, RESUMED, RESUMED_WANDB = RUNS / "hf_clean", RUNS / "hf_resumed", RUNS / "hf_resumed_wandb"
@@ -386,10 +385,7 @@ def test_fixtures_hold_no_machine_paths() -> None:
 
 
 def test_reader_imports_no_heavy_modules() -> None:
-    code = ("import sys; from pathlib import Path; from pimm_inspect.sources.hf_trainer import read_hf_trainer_dir; "
-            f"read_hf_trainer_dir(Path({str(CLEAN)!r}), Path({str(CLEAN)!r}), tb_reader=None); "
-            "print(sorted(m for m in ('torch', 'transformers', 'wandb', 'pandas', 'textual', 'rich', 'safetensors') "
-            "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent)
-    assert out.stdout.strip() == "[]"
+    code = ("from pathlib import Path; from pimm_inspect.sources.hf_trainer import read_hf_trainer_dir; "
+            f"read_hf_trainer_dir(Path({str(CLEAN)!r}), Path({str(CLEAN)!r}), tb_reader=None)")
+    heavy = {"torch", "transformers", "wandb", "pandas", "textual", "rich", "safetensors"}
+    assert not modules_after(code) & heavy
