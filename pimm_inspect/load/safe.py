@@ -25,9 +25,15 @@ def load_safely(path: Path, cache=None) -> Run:
     try:
         return load_run(path, cache=cache)
     except Exception as exc:  # the inspector must never show a traceback for bad input
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return Run(root=Path(path).absolute(), kind="unknown", era=None, status="unknown", name=Path(path).name,
-                   findings=(Finding("internal.load-failed", Severity.ERROR,
-                                     f"could not load this run: {type(exc).__name__}: {exc}", (),
-                                     None, f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."),))
+        return failed_run(path, exc)
+
+
+def failed_run(path: Path, exc: BaseException) -> Run:
+    """A minimal Run for ``path`` whose only finding, ``internal.load-failed``, names ``exc`` and where it arose."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return Run(root=Path(path).absolute(), kind="unknown", era=None, status="unknown", name=Path(path).name,
+               findings=(Finding("internal.load-failed", Severity.ERROR,
+                                 f"could not load this run: {type(exc).__name__}: {exc}", (),
+                                 None, f"Please report this bug{where}."),))
 

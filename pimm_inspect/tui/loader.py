@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..analysis import analyze
 from ..load.cache import ReadCache
-from ..load.safe import load_safely
-from ..model import Finding, Run, Severity
+from ..load.safe import failed_run, load_safely
+from ..model import Run
 
 Loader = Callable[[Path], Run]
 
@@ -111,9 +111,6 @@ def guarded(loader: Loader, path: Path) -> Run:
     try:
         return loader(path)
     except Exception as exc:  # the UI must show a finding, never a traceback
-        return Run(root=Path(path).absolute(), kind="unknown", era=None, status="unknown", name=Path(path).name,
-                   findings=(Finding("internal.load-failed", Severity.ERROR,
-                                     f"could not load this run: {type(exc).__name__}: {exc}", (), None,
-                                     "Please report this bug."),))
+        return failed_run(path, exc)
 
 
