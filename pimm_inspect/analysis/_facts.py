@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..load.attempts import created_at_seconds
 from ..model import Run, ScalarSeries
 
@@ -49,18 +47,6 @@ def uses_wandb(run: Run) -> bool:
     if run.wandb.local_dirs:
         return True
     return any(ck.wandb_run_id for ck in run.checkpoints)
-
-
-def typical_interval(run: Run) -> int:
-    """Median step interval between logged points of the densest train tag (1 if unknown)."""
-    best = None
-    for s in run.series:
-        if len(s) > 2 and (s.tag.startswith("train_batch/") or s.tag in ("loss", "train/loss")):
-            diffs = np.diff(np.unique(s.steps))
-            if diffs.size:
-                value = int(np.median(diffs))
-                best = value if best is None else min(best, value)
-    return max(best or 1, 1)
 
 
 def fmt_range(first: int, last: int) -> str:

@@ -26,10 +26,6 @@ class _Replay:
     kinds: set[str] = field(default_factory=set)
 
 
-def _writer_label(s: ScalarSeries) -> str:
-    return f"attempt {s.attempt}" if s.attempt is not None else s.source
-
-
 def _has_purge_marker(run: Run, newer_source: str, first_overlap: int) -> bool:
     """A session_log START at or before the overlap in the newer file makes TensorBoard drop the old copy."""
     for rel_path, _name, result in _facts.extra(run, "tb_files", ()):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from dataclasses import dataclass
@@ -93,22 +92,6 @@ def decode_text(data: bytes, rel_path: str) -> tuple[str, list[Finding]]:
                          severity=Severity.INFO)]
 
 
-def _depth(obj: Any, limit: int) -> int:
-    """Nesting depth of parsed JSON, iteratively (no recursion limit issues)."""
-    stack = [(obj, 1)]
-    worst = 0
-    while stack:
-        node, d = stack.pop()
-        worst = max(worst, d)
-        if worst > limit:
-            return worst
-        if isinstance(node, dict):
-            stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, d + 1) for v in node)
-    return worst
-
-
 def scan_json_nesting(text: str) -> tuple[int, int, bool]:
     """(deepest bracket nesting, nesting at the end, ends inside a string) of a JSON text, strings ignored."""
     depth = worst = 0
@@ -156,11 +139,3 @@ def read_json(path: Path, rel_path: str) -> JsonResult:
         findings.append(file_finding("file.invalid-json", rel_path, f"{rel_path}: invalid JSON ({exc})"))
         return JsonResult(None, findings)
     return JsonResult(parsed, findings)
-
-
-def finite_or_none(value: Any) -> float | None:
-    """A float for finite numbers, else None (JSON output cannot carry NaN/inf)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None

@@ -152,11 +152,6 @@ class PickledObject:
             return state[name]
         return Inert()
 
-    @property
-    def global_name(self) -> str:
-        """``module.name`` of the global this object claims to be."""
-        return type(self).dotted  # type: ignore[attr-defined]
-
     def __repr__(self) -> str:
         return f"<{type(self).dotted} placeholder>"  # type: ignore[attr-defined]
 
