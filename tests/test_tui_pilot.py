@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent,
 from pimm_inspect.model import Run, WandbInfo  # noqa: E402
 from pimm_inspect.tui import links  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
-from tests.tui_support import RUNS, fixed_loader, settle  # noqa: E402
+from tests.tui_support import RUNS, fixed_loader, opened, settle  # noqa: E402
 from pimm_inspect.tui.screens.compare import CompareScreen  # noqa: E402
 from pimm_inspect.tui.screens.finding import FindingScreen  # noqa: E402
 from pimm_inspect.tui.screens.help import HelpScreen  # noqa: E402
@@ -171,9 +171,7 @@ async def test_open_run_and_every_tab():
 
 
 async def test_single_run_opens_directly_with_overview():
-    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with opened(ROLLBACK, SIZE) as (app, pilot):
         screen = app.screen
         assert isinstance(screen, RunScreen)
         identity = plain(screen.query_one("#ov-identity", Static))
@@ -191,11 +189,7 @@ async def test_single_run_opens_directly_with_overview():
 
 
 async def test_curves_toggles_policy_smoothing_axis_and_log():
-    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
+    async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
         pane = app.screen.query_one(CurvesPane)
         plot = pane.query_one(CurvePlot)
         assert pane.tag == "train_batch/loss"
@@ -261,10 +255,7 @@ async def test_config_tree_search_and_masking(tmp_path):
 
 
 async def test_checkpoints_and_finding_detail_modal():
-    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
+    async with opened(ROLLBACK, SIZE, tab="4") as (app, pilot):
         table = app.screen.query_one("#checkpoint-table", DataTable)
         row = [str(c) for c in table.get_row("model/last")]
         assert row[:5] == ["model/last", "standard", "last", "yes", "100"] and row[-1] == "◀ picked"
@@ -286,11 +277,7 @@ async def test_checkpoints_and_finding_detail_modal():
 
 
 async def test_log_viewer_window_search_and_ends():
-    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("6")
-        await settle(pilot)
+    async with opened(ROLLBACK, SIZE, tab="6") as (app, pilot):
         view = app.screen.query_one(LogView)
         text = (ROLLBACK / "train.log").read_text()
         lines = text.splitlines()
@@ -315,10 +302,7 @@ async def test_log_viewer_window_search_and_ends():
 
 
 async def test_help_screen_and_command_palette_list_actions():
-    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
+    async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {"Policy", "Smooth+", "X axis", "Log y", "Search", "Reload", "Help", "Back"} <= titles
         command = next(c for c in app.get_system_commands(app.screen) if c.title == "Policy")
@@ -445,11 +429,7 @@ async def test_config_filter_on_the_runs_table():
 
 
 async def test_zoom_cursor_readout_and_jump_to_log():
-    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
+    async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
         pane = app.screen.query_one(CurvesPane)
         plot = pane.query_one(CurvePlot)
         await pilot.press("z")
@@ -479,11 +459,7 @@ async def test_zoom_cursor_readout_and_jump_to_log():
 
 
 async def test_finding_detail_jumps_to_curves_and_log():
-    app = make_app(ROLLBACK, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
+    async with opened(ROLLBACK, SIZE, tab="5") as (app, pilot):
         table = app.screen.query_one("#findings-table", DataTable)
         codes = [f.code for f in app.screen.run.findings]
         table.move_cursor(row=codes.index("steps.replayed"))

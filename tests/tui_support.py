@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from textual.worker import WorkerCancelled
@@ -49,3 +50,17 @@ async def _tables_laid_out(pilot) -> None:
         if not pending:
             return
         await pilot.pause(0.02)
+
+
+@asynccontextmanager
+async def opened(path: Path, size: tuple[int, int], tab: str | None = None):
+    """The app on ``path`` (fixed clock, no live follow), settled, on run tab ``tab`` if given: (app, pilot)."""
+    from pimm_inspect.tui.app import make_app
+
+    app = make_app(path, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if tab is not None:
+            await pilot.press(tab)
+            await settle(pilot)
+        yield app, pilot
