@@ -14,6 +14,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .evidence import (EventFileFacts, HfFacts, ModelDirFacts, RankLogFacts, RunSummary, SbatchFacts,
+                       SlurmLogFacts, TrainLogFacts, WandbRunFacts)
+
 
 class Severity(enum.IntEnum):
     """How much a finding matters; ordered so that ``max()`` gives the worst."""
@@ -74,6 +77,8 @@ class ScalarSeries:
     """Path of the file the points came from, relative to the run root."""
     attempt: int | None = None
     """1-based attempt index; None when the source does not say."""
+    source_kind: str | None = None
+    """Reader kind of ``source`` (tb_events, train_log, wandb, hf_trainer), set by the loader."""
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
@@ -235,8 +240,22 @@ class Run:
     wandb: WandbInfo = field(default_factory=WandbInfo)
     findings: tuple[Finding, ...] = ()
     sources: tuple[SourceFile, ...] = ()
-    extras: Mapping[str, Any] = field(default_factory=dict)
-    """Reader-specific facts (e.g. sbatch directives, eval metrics, structured-log ranks)."""
+    event_files: tuple[EventFileFacts, ...] = ()
+    """TensorBoard event files in process-start order (name time, then first wall time)."""
+    train_log: TrainLogFacts | None = None
+    wandb_runs: tuple[WandbRunFacts, ...] = ()
+    model_dir: ModelDirFacts | None = None
+    """Facts of pimm's ``model/`` folder; None when the run has none."""
+    sbatch: SbatchFacts | None = None
+    rank_logs: tuple[RankLogFacts, ...] = ()
+    slurm_logs: tuple[SlurmLogFacts, ...] = ()
+    hf: HfFacts | None = None
+    run_metadata: Mapping[str, Any] | None = None
+    """run_metadata.json as read (scanned for secrets); None when absent or unreadable."""
+    summary: RunSummary | None = None
+    """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
+    light: bool = False
+    """True for a light copy (series and events dropped, ``summary`` kept) such as the runs table holds."""
 
     def tags(self) -> list[str]:
         """Sorted unique scalar tags."""

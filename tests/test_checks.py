@@ -3,11 +3,11 @@
 import dataclasses
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
 from pimm_inspect.analysis import analyze, checks_checkpoint, checks_provenance, checks_run, checks_steps, checks_wandb
+from pimm_inspect.evidence import EventFileFacts, EventMarker, ModelDirFacts, RankLogFacts, TrainLogFacts
 from pimm_inspect.model import (Attempt, CheckpointInfo, ConfigDoc, LogEvent, Provenance, Run, SourceFile,
                                 make_series)
 
@@ -16,6 +16,10 @@ def run_of(**kw) -> Run:
     base = dict(root=Path("/nowhere/run"), kind="pimm", era="E2", status="finished", name="run")
     base.update(kw)
     return Run(**base)
+
+
+def event_file(path: str, markers: tuple = (), stale: bool = False) -> EventFileFacts:
+    return EventFileFacts(path, None, None, None, 1_784_064_700.0, 1_784_064_800.0, 10, 10, markers, stale)
 
 
 def tb_source(path: str) -> SourceFile:
@@ -29,9 +33,8 @@ def test_replayed_fires_on_overlap_and_is_info_with_purge_marker():
     (f,) = checks_steps.check_replayed(run)
     assert (f.code, f.steps, f.severity.label) == ("steps.replayed", (51, 75), "warning")
     assert "0.5" in f.explanation
-    marker = SimpleNamespace(kind="session_log", detail="START", step=51)
-    tb_files = (("ev.1", None, SimpleNamespace(markers=())), ("ev.2", None, SimpleNamespace(markers=(marker,))))
-    purged = dataclasses.replace(run, extras={"tb_files": tb_files})
+    marker = EventMarker(kind="session_log", step=51, wall_time_s=0.0, detail="START")
+    purged = dataclasses.replace(run, event_files=(event_file("ev.1"), event_file("ev.2", markers=(marker,))))
     (f,) = checks_steps.check_replayed(purged)
     assert f.severity.label == "info" and "purge marker" in f.explanation
     quiet = run_of(series=(s1, make_series("loss", np.arange(76, 101), np.ones(25), None, "ev.2", 2)),
@@ -106,10 +109,10 @@ def test_run_split_by_checkpoint_ids():
 
 
 def test_incomplete_and_unsafe_checkpoints():
-    model_dir = SimpleNamespace(model_link_dangling=False, model_link_target=None, leftovers=("model/last.tmp",))
+    model_dir = ModelDirFacts(link_target=None, link_dangling=False, leftovers=("model/last.tmp",))
     last = _ckpt(path="model/last", format="standard", complete=False)
     prev = _ckpt(path="model/last.prev", format="standard", role="last.prev", resume_candidate=True, global_step=50)
-    (f,) = checks_checkpoint.check_incomplete(run_of(checkpoints=(last, prev), extras={"model_dir": model_dir}))
+    (f,) = checks_checkpoint.check_incomplete(run_of(checkpoints=(last, prev), model_dir=model_dir))
     assert "model/last.prev (global step 50)" in f.explanation and set(f.paths) == {"model/last", "model/last.tmp"}
     assert checks_checkpoint.check_incomplete(run_of(checkpoints=(prev,))) == []
     evil = _ckpt(unsafe_globals=("posix.system",))
@@ -124,12 +127,12 @@ def test_incomplete_and_unsafe_checkpoints():
 def test_git_checks():
     meta = {"git": {}}
     (f,) = checks_provenance.check_git(run_of(provenance=Provenance(source="run_metadata.json"),
-                                              extras={"run_metadata": meta}))
+                                              run_metadata=meta))
     assert f.code == "provenance.no-git"
     (f,) = checks_provenance.check_git(run_of(provenance=Provenance(git_commit="abc", git_dirty=True, source="m")))
     assert f.code == "provenance.git-dirty"
     assert checks_provenance.check_git(run_of(provenance=Provenance(git_commit="abc", git_dirty=False, source="m"),
-                                              extras={"run_metadata": {"git": {"commit": "abc"}}})) == []
+                                              run_metadata={"git": {"commit": "abc"}})) == []
 
 
 def test_config_drift_ignores_derived_keys():
@@ -166,11 +169,11 @@ def test_stalled_needs_recent_activity_inside_the_files():
     now = time.time()
     walls = now - 3600 + np.arange(10) * 10.0  # steps stopped ~58 min ago
     series = (make_series("loss", np.arange(10), np.ones(10), walls, "ev", 1),)
-    alive = SimpleNamespace(last_time_s=now - 30)
-    run = run_of(status="running", series=series, extras={"rank_logs": (alive,)})
+    alive = RankLogFacts("structured_logs/r0.jsonl", 0, None, 9, "step_end", now - 30, ())
+    run = run_of(status="running", series=series, rank_logs=(alive,))
     (f,) = checks_run.check_stalled(run, now=now)
     assert f.code == "run.stalled"
-    assert checks_run.check_stalled(dataclasses.replace(run, extras={}), now=now) == []
+    assert checks_run.check_stalled(dataclasses.replace(run, rank_logs=()), now=now) == []
     assert checks_run.check_stalled(dataclasses.replace(run, status="finished"), now=now) == []
 
 
@@ -183,16 +186,14 @@ def test_non_finite_in_metric_writer_series():
 
 
 def test_stale_event_file_and_checkpoint():
-    old = SimpleNamespace(first_wall_time_s=1_700_000_000.0)
     prov = Provenance(created_at="2026-07-14T21:30:00+00:00", source="run_metadata.json")
-    segs = SimpleNamespace(segments=(SimpleNamespace(last_step=100),))
+    log = TrainLogFacts("train.log", (), (), last_step=100, line_count=10, end_offset=100)
     run = run_of(provenance=prov, checkpoints=(_ckpt(path="model/iter_500.pth", global_step=500),),
-                 extras={"tb_files": (("events.old", None, old),), "train_log": segs})
+                 event_files=(event_file("events.old", stale=True),), train_log=log)
     codes = [f.message for f in checks_run.check_stale(run)]
     assert len(codes) == 2 and "events.old" in codes[0] and "iter_500" in codes[1]
-    fresh = SimpleNamespace(first_wall_time_s=1_784_064_700.0)
     quiet = run_of(provenance=prov, checkpoints=(_ckpt(global_step=100),),
-                   extras={"tb_files": (("events.new", None, fresh),), "train_log": segs})
+                   event_files=(event_file("events.new"),), train_log=log)
     assert checks_run.check_stale(quiet) == []
 
 
@@ -229,12 +230,12 @@ def test_source_mismatch_between_train_log_and_tensorboard():
 
 def test_ranks_diverged_from_structured_logs():
     def rank(r, step, event, spans=("step",), started="20260725-160005-000000"):
-        return SimpleNamespace(rank=r, last_step=step, last_event=event, open_spans=spans, started=started,
-                               path=f"structured_logs/training.global_rank_{r}.{started}-AAAAAA.jsonl")
+        return RankLogFacts(path=f"structured_logs/training.global_rank_{r}.{started}-AAAAAA.jsonl", rank=r,
+                            started=started, last_step=step, last_event=event, last_time_s=None, open_spans=spans)
 
     logs = (rank(0, 9, "optimizer_end"), rank(1, 7, "data_fetch_start", ("step", "data_fetch")),
             rank(1, 12, "step_end", (), started="20260701-000000-000000"))  # an older attempt's file
-    (f,) = checks_run.check_ranks_diverged(run_of(extras={"rank_logs": logs}))
+    (f,) = checks_run.check_ranks_diverged(run_of(rank_logs=logs))
     assert f.steps == (7, 9) and "rank 1 stopped at step 7" in f.message and "open step, data_fetch" in f.explanation
     same = (rank(0, 7, "data_fetch_end"), rank(1, 7, "step_start"))
-    assert checks_run.check_ranks_diverged(run_of(extras={"rank_logs": same})) == []
+    assert checks_run.check_ranks_diverged(run_of(rank_logs=same)) == []

@@ -1,26 +1,13 @@
-"""Small accessors the checks share: reader facts kept in ``Run.extras``, config lookups."""
+"""Small accessors the checks share: config lookups, source kinds, step ranges."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..load.attempts import created_at_seconds
 from ..model import Run, ScalarSeries
 
 SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
 """Preferred origin of a tag's points: the metric writer first, the text log last."""
-
-
-def extra(run: Run, key: str, default: Any = None) -> Any:
-    """A reader result stored by the loader (None when that file kind is absent)."""
-    value = run.extras.get(key) if run.extras else None
-    return default if value is None else value
-
-
-def segments(run: Run) -> list[Any]:
-    """train.log attempt segments, or []."""
-    log = extra(run, "train_log")
-    return list(log.segments) if log is not None else []
 
 
 def resolved_config(run: Run) -> dict[str, Any]:
@@ -30,13 +17,10 @@ def resolved_config(run: Run) -> dict[str, Any]:
 
 
 def source_kind(run: Run, series: ScalarSeries) -> str:
-    """The reader kind that produced a series."""
-    for src in run.sources:
-        if src.path == series.source:
-            return src.kind
-    if series.source.startswith("wandb") or "run-" in series.source:
-        return "wandb"
-    return "tb_events" if "tfevents" in series.source else "train_log"
+    """The reader kind that produced a series (set by the loader; else from the run's sources)."""
+    if series.source_kind:
+        return series.source_kind
+    return next((src.kind for src in run.sources if src.path == series.source), "train_log")
 
 
 def uses_wandb(run: Run) -> bool:
@@ -54,15 +38,6 @@ def fmt_range(first: int, last: int) -> str:
     return f"{first}" if first == last else f"{first}-{last}"
 
 
-def run_start_s(run: Run) -> float | None:
-    """run_metadata.json's created_at (attempt 1's launch) as unix seconds, if recorded."""
-    return created_at_seconds(run.provenance.created_at)
-
-
 def stale_event_files(run: Run) -> set[str]:
     """Event files whose first record predates this run's creation: left over from an earlier run."""
-    start = run_start_s(run)
-    if start is None:
-        return set()
-    return {rel_path for rel_path, _name, result in extra(run, "tb_files", ())
-            if result.first_wall_time_s is not None and result.first_wall_time_s < start - 300}
+    return {f.path for f in run.event_files if f.stale}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..model import Finding, Run, Severity
-from . import _facts
 
 
 def _pick(run: Run) -> str:
@@ -16,17 +15,17 @@ def _pick(run: Run) -> str:
 
 def check_incomplete(run: Run) -> list[Finding]:
     """``checkpoint.incomplete``: publish leftovers, a ``last/`` without ``.complete``, a dangling ``model/`` link."""
-    model_dir = _facts.extra(run, "model_dir")
+    model_dir = run.model_dir
     findings = []
-    if model_dir is not None and getattr(model_dir, "model_link_dangling", False):
+    if model_dir is not None and model_dir.link_dangling:
         findings.append(Finding(
             "checkpoint.incomplete", Severity.ERROR,
-            f"model/ is a dangling symlink to {model_dir.model_link_target}",
+            f"model/ is a dangling symlink to {model_dir.link_target}",
             ("model",), None,
             "The checkpoints live under $MODEL_DIR, which has moved or is not mounted here. Nothing can be resumed "
             "from this copy of the run; mount or copy the model directory."))
     incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format != "hf"]
-    leftovers = list(getattr(model_dir, "leftovers", ()) or ()) if model_dir is not None else []
+    leftovers = list(model_dir.leftovers) if model_dir is not None else []
     names = sorted({ck.path for ck in incomplete} | set(leftovers))
     if names:
         findings.append(Finding(

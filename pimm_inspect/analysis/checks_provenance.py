@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Finding, Run, Severity
-from . import _facts
 from .configs import flatten_config
 from .secrets import find_in_mapping, find_in_text
 
@@ -19,7 +18,7 @@ def check_git(run: Run) -> list[Finding]:
     """``provenance.git-dirty`` and ``provenance.no-git``."""
     if run.kind != "pimm":
         return []
-    meta = _facts.extra(run, "run_metadata")
+    meta = run.run_metadata
     prov = run.provenance
     if prov.git_dirty:
         return [Finding(
@@ -86,11 +85,11 @@ def check_secrets(run: Run) -> list[Finding]:
             places += [(doc.path, h.where) for h in find_in_mapping(doc.data)]
         elif doc.text:
             places += [(doc.path, h.where) for h in find_in_text(doc.text)]
-    meta = _facts.extra(run, "run_metadata")
+    meta = run.run_metadata
     if isinstance(meta, dict):
         places += [(run.provenance.source or "run_metadata.json", h.where) for h in find_in_mapping(meta)]
-    sbatch = _facts.extra(run, "sbatch")
-    if sbatch is not None and getattr(sbatch, "text", ""):
+    sbatch = run.sbatch
+    if sbatch is not None and sbatch.text:
         places += [(sbatch.path, h.where) for h in find_in_text(sbatch.text)]
     if not places:
         return []

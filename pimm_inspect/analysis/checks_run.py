@@ -13,7 +13,7 @@ from . import _facts
 def check_crashed(run: Run) -> list[Finding]:
     """``run.crashed``: an attempt ended with a traceback (error for the last one, warning if a later attempt recovered)."""
     findings = []
-    slurm_paths = {log.path for log in _facts.extra(run, "slurm_logs", ())}
+    slurm_paths = {log.path for log in run.slurm_logs}
     for i, att in enumerate(run.attempts):
         if att.ended != "crashed":
             continue
@@ -48,7 +48,7 @@ def check_stalled(run: Run, now: float | None = None) -> list[Finding]:
     usual = float(np.median(np.diff(best)))
     last_step_s = float(best[-1])
     # Activity by the files' own clocks (structured-log records keep coming while a rank hangs).
-    activity = [last_step_s] + [r.last_time_s for r in _facts.extra(run, "rank_logs", ()) if r.last_time_s]
+    activity = [last_step_s] + [r.last_time_s for r in run.rank_logs if r.last_time_s]
     last_activity = max(activity)
     if now - last_activity > 900:
         return []  # nothing shows the process is alive now: a stopped run or a copy, not a stall
@@ -84,20 +84,17 @@ def check_non_finite(run: Run) -> list[Finding]:
 def check_stale(run: Run) -> list[Finding]:
     """``artifacts.stale``: event files older than the run's start, checkpoints ahead of anything logged."""
     findings = []
-    stale = _facts.stale_event_files(run)
-    for rel_path, _name, _result in _facts.extra(run, "tb_files", ()):
-        if rel_path in stale:
+    for event_file in run.event_files:
+        if event_file.stale:
             findings.append(Finding(
                 "artifacts.stale", Severity.WARNING,
-                f"{rel_path} was written before this run started ({run.provenance.created_at})",
-                (rel_path,), None,
+                f"{event_file.path} was written before this run started ({run.provenance.created_at})",
+                (event_file.path,), None,
                 "A fresh launch into a reused directory truncates train.log and rewrites provenance, but leaves old "
                 "event files behind; TensorBoard will mix the old run's curves with this one (same steps, two runs). "
                 "Move the old file away."))
-    segs = _facts.segments(run)
-    logged = [s.last_step for s in segs if s.last_step is not None]
-    if logged:
-        top = max(logged)
+    top = run.train_log.last_step if run.train_log is not None else None
+    if top is not None:
         for ck in run.checkpoints:
             if ck.global_step is not None and ck.global_step > top and ck.format != "hf":
                 findings.append(Finding(
@@ -112,7 +109,7 @@ def check_stale(run: Run) -> list[Finding]:
 def _latest_rank_logs(run: Run) -> list:
     """Per rank, the structured log of the newest process start."""
     latest: dict[int, object] = {}
-    for log in _facts.extra(run, "rank_logs", ()):
+    for log in run.rank_logs:
         if log.rank is None:
             continue
         old = latest.get(log.rank)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from ..model import Finding, Run, Severity
-from . import _facts
 
 
 def check_attempts_mismatch(run: Run) -> list[Finding]:
     """``slurm.attempts-mismatch``: submitit started attempts that left no trace in train.log or event files."""
     findings = []
     logged = len(run.attempts)
-    for log in _facts.extra(run, "slurm_logs", ()):
+    for log in run.slurm_logs:
         silent = [seg for seg in log.segments if seg.k is not None and seg.k > logged]
         if not silent:
             continue

@@ -29,10 +29,9 @@ def _newest(series: list[ScalarSeries]) -> ScalarSeries:
 def check_source_mismatch(run: Run) -> list[Finding]:
     """``metrics.source-mismatch``: a tag logged by two sources whose values disagree at common steps."""
     groups: dict[str, dict[str, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
-    step_metrics = {m for w in _facts.extra(run, "wandb_runs", ()) for m in getattr(w, "x_axis", {}).values()}
     for s in run.series:
         kind = _facts.source_kind(run, s)
-        if len(s) and not (kind == "wandb" and s.tag in step_metrics):
+        if len(s):
             groups[s.tag][kind].append(s)
     findings = []
     for tag in sorted(groups):

@@ -28,22 +28,20 @@ class _Replay:
 
 def _has_purge_marker(run: Run, newer_source: str, first_overlap: int) -> bool:
     """A session_log START at or before the overlap in the newer file makes TensorBoard drop the old copy."""
-    for rel_path, _name, result in _facts.extra(run, "tb_files", ()):
-        if rel_path == newer_source:
+    for event_file in run.event_files:
+        if event_file.path == newer_source:
             return any(m.kind == "session_log" and m.detail.upper() == "START" and m.step <= first_overlap
-                       for m in result.markers)
+                       for m in event_file.markers)
     return False
 
 
 def check_replayed(run: Run) -> list[Finding]:
     """``steps.replayed``: the same step written by more than one attempt or writer."""
-    # A W&B step metric (e.g. train/global_step) is the x axis of other keys, not a curve of its own.
-    step_metrics = {m for w in _facts.extra(run, "wandb_runs", ()) for m in getattr(w, "x_axis", {}).values()}
     stale = _facts.stale_event_files(run)  # another run's steps: artifacts.stale reports those
     by_tag: dict[tuple[str, str], list[ScalarSeries]] = defaultdict(list)
     for s in run.series:
         kind = _facts.source_kind(run, s)
-        if (kind == "wandb" and s.tag in step_metrics) or s.source in stale:
+        if s.source in stale:
             continue
         by_tag[(s.tag, kind)].append(s)
     replays: dict[tuple[str, str], _Replay] = {}
@@ -78,8 +76,7 @@ def check_replayed(run: Run) -> list[Finding]:
                 rep.paths.add(s.source)
                 rep.tags.add(tag)
                 rep.kinds.add(kind)
-    hf = _facts.extra(run, "hf")
-    for first, last in (getattr(hf, "replayed", ()) or ()) if not replays else ():
+    for first, last in (run.hf.replayed if run.hf is not None else ()) if not replays else ():
         rep = replays.setdefault(("hf attempt", "hf resume"), _Replay(first, last))
         rep.paths.add("trainer_state.json")
         rep.kinds.add("hf_trainer")

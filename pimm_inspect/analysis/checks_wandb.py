@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from ..model import Finding, Run, Severity
 from . import _facts
+from .summary import expected_cursor
 
 
 def check_no_cursor(run: Run) -> list[Finding]:
@@ -41,12 +42,10 @@ def check_cursor_mismatch(run: Run) -> list[Finding]:
     """``wandb.cursor-mismatch``: ``resume_step != checkpoint_global_step + step_offset + 1`` (E2)."""
     findings = []
     for ck in run.checkpoints:
-        if ck.wandb_cursor_key != "resume_step" or ck.wandb_cursor is None:
+        expected = expected_cursor(ck)
+        if expected is None or ck.wandb_cursor is None:
             continue
         global_step = ck.wandb_checkpoint_global_step if ck.wandb_checkpoint_global_step is not None else ck.global_step
-        if global_step is None:
-            continue
-        expected = global_step + (ck.wandb_step_offset or 0) + 1
         if ck.wandb_cursor != expected:
             delta = ck.wandb_cursor - expected
             what = f"{delta} extra" if delta > 0 else f"{-delta} missing"
@@ -77,9 +76,9 @@ def check_run_split(run: Run) -> list[Finding]:
             + ("This is expected with the E3b history policy `new` (one W&B run per attempt)." if policy == "new"
                else "Group them in W&B (by `group`) or pass the original id to resume into one run.")))
     by_id: dict[str, list[str]] = defaultdict(list)
-    for wrun in _facts.extra(run, "wandb_runs", ()):
-        if getattr(wrun, "run_id", None):
-            by_id[wrun.run_id].append(wrun.rel_path)
+    for wrun in run.wandb_runs:
+        if wrun.run_id:
+            by_id[wrun.run_id].append(wrun.path)
     for run_id, folders in by_id.items():
         if len(folders) > 1:
             findings.append(Finding(
@@ -89,7 +88,7 @@ def check_run_split(run: Run) -> list[Finding]:
                 "Each requeued offline attempt wrote its own folder with the same id. `wandb sync` uploads each "
                 "folder separately and does not merge them, so the later upload's history conflicts with the earlier one. "
                 "Sync them in order, or use W&B's resume/rewind when online."))
-    names = [getattr(w, "display_name", None) or "" for w in _facts.extra(run, "wandb_runs", ())]
+    names = [w.display_name or "" for w in run.wandb_runs]
     if any(n.rsplit("-job", 1)[-1].isdigit() and "-job" in n for n in names):
         findings.append(Finding("wandb.run-split", Severity.INFO, "W&B display names carry -jobNNNN suffixes (E1 chained runs)",
                                 (), None, "Before 2026-07-14 each chained attempt became its own W&B run named <base>-job0001, -job0002, ..."))
@@ -99,14 +98,14 @@ def check_run_split(run: Run) -> list[Finding]:
 def check_step_dropped(run: Run) -> list[Finding]:
     """``wandb.step-dropped``: W&B ignored log calls whose step went backwards."""
     findings = []
-    for wrun in _facts.extra(run, "wandb_runs", ()):
+    for wrun in run.wandb_runs:
         if not wrun.dropped_steps:
             continue
         steps = sorted(wrun.dropped_steps)
         findings.append(Finding(
             "wandb.step-dropped", Severity.WARNING,
-            f"W&B dropped {len(steps)} log call(s) in {wrun.rel_path} because their step went backwards",
-            (wrun.rel_path,), (steps[0], steps[-1]),
+            f"W&B dropped {len(steps)} log call(s) in {wrun.path} because their step went backwards",
+            (wrun.path,), (steps[0], steps[-1]),
             (f"W&B said: {wrun.dropped_step_warning.strip()[:300]}\n" if wrun.dropped_step_warning else "")
             + "W&B's `_step` must increase; a call with a smaller explicit step is ignored, so those points are "
               "missing from the W&B chart. Log a custom step metric (define_metric(..., step_metric=...)) instead "
@@ -117,12 +116,12 @@ def check_step_dropped(run: Run) -> list[Finding]:
 def check_one_point(run: Run) -> list[Finding]:
     """``wandb.few-rows``: the 'chart shows one point' confusion from explicit steps."""
     findings = []
-    for wrun in _facts.extra(run, "wandb_runs", ()):
+    for wrun in run.wandb_runs:
         if wrun.few_rows_late_start:
             findings.append(Finding(
                 "wandb.few-rows", Severity.INFO,
-                f"{wrun.rel_path}: history has only {len(wrun.history_steps)} row(s), starting at _step {wrun.first_step}",
-                (wrun.rel_path,), None,
+                f"{wrun.path}: history has only {wrun.history_rows} row(s), starting at _step {wrun.first_step}",
+                (wrun.path,), None,
                 "Steps were passed explicitly (run.log(..., step=N)); calls that share a step merge into one row, "
                 "so a chart against _step shows one point per distinct step. Plot against a step metric "
                 "(define_metric) or log without step= to get one row per call."))
@@ -131,7 +130,7 @@ def check_one_point(run: Run) -> list[Finding]:
 
 def check_missing_local_run(run: Run) -> list[Finding]:
     """``wandb.no-local-run``: a checkpoint names a W&B run id with no local folder beside the run."""
-    local_ids = {w.run_id for w in _facts.extra(run, "wandb_runs", ()) if w.run_id}
+    local_ids = {w.run_id for w in run.wandb_runs if w.run_id}
     if not local_ids:
         return []
     missing = sorted({ck.wandb_run_id for ck in run.checkpoints if ck.wandb_run_id} - local_ids)

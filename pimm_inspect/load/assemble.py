@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Attempt, CheckpointInfo, Finding, Run, Severity, WandbInfo
+from . import evidence
 from .attempts import attempts_and_series, finish_attempts
 from .collect import Collected, collect
 from .discover import classify_dir
@@ -36,7 +37,7 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> R
         status=status,
         name=root.name,
         attempts=tuple(attempts),
-        series=tuple(series),
+        series=tuple(evidence.with_source_kinds(series, {s.path: s.kind for s in c.sources})),
         events=tuple(c.train_log.events) if c.train_log is not None else (),
         checkpoints=tuple(checkpoints),
         configs=tuple(c.configs) + _extra_configs(c),
@@ -44,7 +45,15 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> R
         wandb=_wandb_info(c, checkpoints),
         findings=tuple(_dedupe(c.findings)),
         sources=tuple(sorted(c.sources, key=lambda s: s.path)),
-        extras=_extras(c),
+        event_files=evidence.event_files(c),
+        train_log=evidence.train_log(c),
+        wandb_runs=evidence.wandb_runs(c),
+        model_dir=evidence.model_dir(c),
+        sbatch=evidence.sbatch(c),
+        rank_logs=evidence.rank_logs(c),
+        slurm_logs=evidence.slurm_logs(c),
+        hf=evidence.hf(c),
+        run_metadata=c.metadata_raw,
     )
 
 
@@ -170,17 +179,3 @@ def _extra_configs(c: Collected) -> tuple:
             docs.append(ConfigDoc(path=run.rel_path, kind="wandb_config", data=dict(run.config)))
     return tuple(docs)
 
-
-def _extras(c: Collected) -> dict[str, Any]:
-    return {
-        "train_log": c.train_log,
-        "tb_files": tuple(c.tb_files),
-        "model_dir": c.model_dir,
-        "sbatch": c.sbatch,
-        "eval_metrics": tuple(c.eval_metrics),
-        "rank_logs": tuple(c.rank_logs),
-        "slurm_logs": tuple(c.slurm_logs),
-        "wandb_runs": tuple(c.wandb_runs),
-        "hf": c.hf,
-        "run_metadata": c.metadata_raw,
-    }

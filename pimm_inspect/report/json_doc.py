@@ -94,31 +94,29 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
 def run_notes(run: Run) -> list[str]:
     """Plain-language notes that explain what the user sees (logging schedules, W&B x axes)."""
     notes: list[str] = []
-    ranks = [log for log in (run.extras.get("rank_logs") or ()) if getattr(log, "rank", None) is not None] \
-        if run.extras else []
+    ranks = [log for log in run.rank_logs if log.rank is not None]
     if ranks:
         newest = max(log.started or "" for log in ranks)
         parts = [f"rank {log.rank} at step {log.last_step} (last {log.last_event}"
                  + (f", open {'/'.join(log.open_spans)}" if log.open_spans else "") + ")"
-                 for log in sorted(ranks, key=lambda log: log.rank) if (log.started or "") == newest]
+                 for log in sorted(ranks, key=lambda log: log.rank or 0) if (log.started or "") == newest]
         notes.append("structured logs, newest attempt: " + "; ".join(parts))
-    hf = run.extras.get("hf") if run.extras else None
-    notes += list(getattr(hf, "schedule_notes", ()) or ())
-    for wrun in (run.extras.get("wandb_runs") or ()) if run.extras else ():
-        axes = {axis for axis in getattr(wrun, "x_axis", {}).values() if axis != "_step"}
+    notes += list(run.hf.schedule_notes) if run.hf is not None else []
+    for wrun in run.wandb_runs:
+        axes = {axis for axis in wrun.step_metrics.values() if axis != "_step"}
         if axes:
-            notes.append(f"{wrun.rel_path}: curves are plotted against the step metric {', '.join(sorted(axes))} "
+            notes.append(f"{wrun.path}: curves are plotted against the step metric {', '.join(sorted(axes))} "
                          "(define_metric), not W&B's internal _step.")
-        if getattr(wrun, "sync_command", None) and not getattr(wrun, "synced", False):
-            notes.append(f"{wrun.rel_path} was never synced; upload it with `{wrun.sync_command}`.")
+        if wrun.sync_command and not wrun.synced:
+            notes.append(f"{wrun.path} was never synced; upload it with `{wrun.sync_command}`.")
     return [mask_text(n) for n in notes]
 
 
 def file_roles(run: Run) -> dict[str, str]:
     """What each auxiliary file of a W&B folder is, for the files present."""
     roles: dict[str, str] = {}
-    for wrun in (run.extras.get("wandb_runs") or ()) if run.extras else ():
-        roles.update(getattr(wrun, "file_roles", {}) or {})
+    for wrun in run.wandb_runs:
+        roles.update(wrun.file_roles)
     return roles
 
 

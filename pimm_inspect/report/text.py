@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.secrets import mask_text
+from ..analysis.summary import summary_of
 from ..model import Run, Severity
 from .json_doc import run_notes, run_path, scalar_summary
 
@@ -34,10 +35,8 @@ def _counts(run: Run) -> Text:
 
 
 def _last_step(run: Run) -> str:
-    steps = [a.last_step for a in run.attempts if a.last_step is not None]
-    if not steps:
-        steps = [s.last_step for s in run.series if len(s)]
-    return str(max(steps)) if steps else "-"
+    step = summary_of(run).last_step
+    return "-" if step is None else str(step)
 
 
 def runs_table_row(run: Run, base: Path) -> tuple:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Callable
@@ -11,11 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 
 from ..analysis.configs import flatten_config
 from ..analysis.secrets import mask_text
-from ..model import CheckpointInfo, Run, Severity
+from ..analysis.summary import summary_of
+from ..model import Run, Severity
 
 SORT_COLUMNS = ("name", "kind", "status", "attempts", "last step", "best", "last log", "findings")
 """Columns ``s`` cycles through on the Runs screen."""
@@ -116,53 +115,27 @@ def compile_run_filter(text: str) -> Callable[[str, Run | None], bool]:
     return matches
 
 
-TABLE_FACTS = "table_facts"
-"""Key in a light run's extras holding the runs-table values computed before its series were dropped."""
-
-
 def light_run(run: Run) -> Run:
-    """The run as the runs table needs it: series and reader results dropped, table values kept.
+    """The run as the runs table needs it: series and events dropped, its summary (table values) kept.
 
     A tree of thousands of runs stays small in memory; opening or comparing loads the full run again.
     """
-    facts = {"last_step": last_step(run), "last_logged": last_logged(run), "best": best_metric(run)}
-    return dataclasses.replace(run, series=(), events=(), extras={TABLE_FACTS: facts})
+    return dataclasses.replace(run, series=(), events=(), summary=summary_of(run), light=True)
 
 
 def is_light(run: Run | None) -> bool:
-    """True for a run made by ``light_run`` (it has no curves or reader results)."""
-    return run is not None and bool(run.extras) and TABLE_FACTS in run.extras
+    """True for a run made by ``light_run`` (it has no curves or events)."""
+    return run is not None and run.light
 
 
 def best_metric(run: Run) -> str:
     """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
-    if is_light(run):
-        return run.extras[TABLE_FACTS]["best"]
-    log = run.extras.get("train_log") if run.extras else None
-    best = getattr(log, "best", ()) if log is not None else ()
-    if best:
-        name, value, _step = best[-1]
-        return f"{name} {value:.4g}"
-    hf = run.extras.get("hf") if run.extras else None
-    if hf is not None and getattr(hf, "best_metric", None) is not None:
-        return f"{hf.best_metric:.4g}"
-    values = [ck.best_metric_value for ck in run.checkpoints
-              if ck.best_metric_value is not None and math.isfinite(ck.best_metric_value)]
-    return f"{max(values):.4g}" if values else "-"
+    return summary_of(run).best_metric
 
 
 def last_logged(run: Run) -> float | None:
     """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
-    if is_light(run):
-        return run.extras[TABLE_FACTS]["last_logged"]
-    latest = None
-    for s in run.series:
-        if len(s):
-            finite = s.wall_times_s[np.isfinite(s.wall_times_s)]
-            if finite.size:
-                value = float(finite.max())
-                latest = value if latest is None else max(latest, value)
-    return latest
+    return summary_of(run).last_logged_s
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -189,12 +162,8 @@ def findings_cell(run: Run) -> str:
 
 
 def last_step(run: Run) -> int | None:
-    """Largest step any attempt or series reached."""
-    if is_light(run):
-        return run.extras[TABLE_FACTS]["last_step"]
-    steps = [a.last_step for a in run.attempts if a.last_step is not None]
-    steps += [s.last_step for s in run.series if len(s)]
-    return max(steps, default=None)
+    """Largest step the run reached, by the same rule as ``ls`` (attempts, else non-stale series)."""
+    return summary_of(run).last_step
 
 
 def kind_label(run: Run) -> str:
@@ -239,14 +208,6 @@ def policy_note(run: Run, policy: str = "all") -> str:
     # The first clause of each is what its default view shows; the rest is detail for the Findings tab.
     picked = [s.split(";")[0].rstrip(".") + "." for s in sentences if s.startswith(("TensorBoard", "W&B"))]
     return mask_text(" ".join([here] + picked if picked else [here, finding.message]).strip())
-
-
-def expected_cursor(ck: CheckpointInfo) -> int | None:
-    """The W&B ``resume_step`` a checkpoint should carry (E2: global step + offset + 1), or None."""
-    if ck.wandb_cursor_key != "resume_step":
-        return None
-    step = ck.wandb_checkpoint_global_step if ck.wandb_checkpoint_global_step is not None else ck.global_step
-    return None if step is None else step + (ck.wandb_step_offset or 0) + 1
 
 
 def human_bytes(size: int) -> str:

@@ -7,7 +7,8 @@ from textual.widgets import DataTable
 
 from ...analysis.secrets import mask_text
 from ...model import Run
-from ..facts import expected_cursor, fmt_step, human_bytes
+from ...analysis.summary import expected_cursor
+from ..facts import fmt_step, human_bytes
 
 
 class CheckpointTable(DataTable):

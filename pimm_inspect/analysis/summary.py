@@ -1,0 +1,66 @@
+"""Derived row facts every front end shows (``ls``, ``show``, the runs table): one rule each, computed once.
+
+``analyze`` stores them on ``Run.summary``; the runs table keeps that summary when it drops a run's series.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..evidence import RunSummary
+from ..model import CheckpointInfo, Run
+from ._facts import stale_event_files
+
+
+def last_step(run: Run) -> int | None:
+    """Largest step the run reached: over its attempts, else over its series; a stale file never counts."""
+    steps = [a.last_step for a in run.attempts if a.last_step is not None]
+    if steps:
+        return max(steps)
+    stale = stale_event_files(run)
+    return max((s.last_step for s in run.series if len(s) and s.source not in stale), default=None)
+
+
+def last_logged_s(run: Run) -> float | None:
+    """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
+    stale = stale_event_files(run)
+    latest = None
+    for s in run.series:
+        if len(s) and s.source not in stale:
+            finite = s.wall_times_s[np.isfinite(s.wall_times_s)]
+            if finite.size:
+                value = float(finite.max())
+                latest = value if latest is None else max(latest, value)
+    return latest
+
+
+def best_metric(run: Run) -> str:
+    """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
+    if run.train_log is not None and run.train_log.best:
+        best = run.train_log.best[-1]
+        return f"{best.name} {best.value:.4g}"
+    if run.hf is not None and run.hf.best_metric is not None:
+        return f"{run.hf.best_metric:.4g}"
+    values = [ck.best_metric_value for ck in run.checkpoints
+              if ck.best_metric_value is not None and math.isfinite(ck.best_metric_value)]
+    return f"{max(values):.4g}" if values else "-"
+
+
+def summarize(run: Run) -> RunSummary:
+    """The run's derived row facts."""
+    return RunSummary(last_step=last_step(run), last_logged_s=last_logged_s(run), best_metric=best_metric(run))
+
+
+def summary_of(run: Run) -> RunSummary:
+    """The summary ``analyze`` stored, or one computed now for a run that was not analysed."""
+    return run.summary if run.summary is not None else summarize(run)
+
+
+def expected_cursor(ck: CheckpointInfo) -> int | None:
+    """The W&B ``resume_step`` an E2 checkpoint should carry (global step + step offset + 1), or None."""
+    if ck.wandb_cursor_key != "resume_step":
+        return None
+    step = ck.wandb_checkpoint_global_step if ck.wandb_checkpoint_global_step is not None else ck.global_step
+    return None if step is None else step + (ck.wandb_step_offset or 0) + 1

@@ -1,0 +1,184 @@
+"""Typed facts of each file family a run holds (model layer, beside ``model``).
+
+The loader turns each reader's raw result into one of these frozen records, keeping only what the layers
+above need: checks, reports and the UI read ``Run.event_files``, ``Run.train_log``, ``Run.wandb_runs`` ...
+and never a reader type, so a fact is computed once, in ``load``, and every front end sees the same one.
+Paths are relative to ``Run.root`` (files found outside the run, such as its Slurm log, are absolute).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+@dataclass(frozen=True, slots=True)
+class EventMarker:
+    """A ``file_version`` or ``session_log`` record of an event file (purge semantics depend on them)."""
+
+    kind: str
+    """file_version or session_log."""
+    step: int
+    wall_time_s: float
+    detail: str
+    """The file_version string, or the session_log status name (START, STOP, CHECKPOINT)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventFileFacts:
+    """One TensorBoard event file: what its name says and what its records span."""
+
+    path: str
+    name_time_s: int | None
+    """The creation time in the file name (``events.out.tfevents.<time>.<host>...``); None for other names."""
+    host: str | None
+    pid: int | None
+    """The writer's process id from the name (torch/tensorboard writers); None for tensorboardX names."""
+    first_wall_time_s: float | None
+    last_wall_time_s: float | None
+    record_count: int
+    scalar_count: int
+    markers: tuple[EventMarker, ...] = ()
+    stale: bool = False
+    """True when the file's first record predates the run's creation: left over from an earlier run in the
+    same directory. Its series are not this run's and never count toward its steps."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStart:
+    """Where one attempt (process start) begins in train.log."""
+
+    attempt: int
+    """1-based attempt index, the same numbering as ``Run.attempts``."""
+    line_no: int
+    """1-based line number of the attempt's first line."""
+    byte_offset: int
+    """Byte offset of that line."""
+
+
+@dataclass(frozen=True, slots=True)
+class BestMetric:
+    """A ``Best validation <metric> updated to: <value>`` record of train.log."""
+
+    name: str
+    value: float
+    step: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainLogFacts:
+    """What train.log holds beyond its series and events: where attempts start, best metrics, size."""
+
+    path: str
+    attempt_starts: tuple[AttemptStart, ...]
+    best: tuple[BestMetric, ...]
+    last_step: int | None
+    """Largest global step any Train: line logged; None when none did."""
+    line_count: int
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class WandbRunFacts:
+    """One local W&B run folder (``wandb/run-<stamp>-<id>/``)."""
+
+    path: str
+    run_id: str | None
+    project: str | None
+    entity: str | None
+    display_name: str | None
+    offline: bool
+    synced: bool
+    url: str | None
+    sync_command: str | None
+    start_time_s: float | None
+    step_metrics: Mapping[str, str]
+    """Tag -> the key its points are plotted against (a define_metric step metric, or ``_step``)."""
+    history_rows: int
+    first_step: int | None
+    few_rows_late_start: bool
+    """Explicit steps, few rows and a first ``_step`` above 0: the "only one point" confusion."""
+    dropped_steps: tuple[int, ...]
+    """Steps of ``run.log`` calls W&B ignored because the step went backwards."""
+    dropped_step_warning: str | None
+    file_roles: Mapping[str, str] = field(default_factory=dict)
+    """Run-relative path -> what the auxiliary file is."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDirFacts:
+    """Facts about pimm's ``model/`` folder itself (its checkpoints are ``Run.checkpoints``)."""
+
+    link_target: str | None
+    """What ``model`` points to when it is a symlink (as stored in the link)."""
+    link_dangling: bool
+    leftovers: tuple[str, ...]
+    """last.tmp/, last.prev/ and ``*.tmp`` entries left by an interrupted publish."""
+
+
+@dataclass(frozen=True, slots=True)
+class SbatchFacts:
+    """A run's ``launch.sbatch``: its ``#SBATCH`` directives and text (scanned for secrets)."""
+
+    path: str
+    directives: Mapping[str, str]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RankLogFacts:
+    """One structured-log file: one rank of one process start (spec section 9)."""
+
+    path: str
+    rank: int | None
+    started: str | None
+    """Process-start stamp from the file name (node-local time)."""
+    last_step: int | None
+    last_event: str | None
+    last_time_s: float | None
+    open_spans: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmAttemptFacts:
+    """The part of a Slurm log written during one submitit attempt."""
+
+    k: int | None
+    """submitit attempt number; None for text before any marker."""
+    n: int | None
+    requeued: bool
+    problems: tuple[tuple[str, str], ...]
+    """(kind, first matching line) per kind found: time-limit, preempted, oom, nccl, ..."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmLogFacts:
+    """A Slurm log of the run's job, cut at each submitit attempt marker."""
+
+    path: str
+    job_id: str | None
+    segments: tuple[SlurmAttemptFacts, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HfFacts:
+    """Trainer facts of an HF output dir that are not series, checkpoints or attempts."""
+
+    state_path: str | None
+    best_metric: float | None
+    replayed: tuple[tuple[int, int], ...]
+    """Inclusive step ranges logged by two attempts."""
+    schedule_notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """Derived one-line facts of a run (``ls``, ``show`` and the runs table), computed once by analysis."""
+
+    last_step: int | None
+    """Largest step this run reached: over its attempts, else its series; stale files never count."""
+    last_logged_s: float | None
+    """Unix time of the newest point any (non-stale) series logged, by the run's own clock."""
+    best_metric: str
+    """The best selection metric reached, e.g. ``mIoU 0.6123``; '-' when unknown."""
+
