@@ -4,23 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Run, ScalarSeries
-
-SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
-"""Preferred origin of a tag's points: the metric writer first, the text log last."""
-
+from ..model import Run
+from .curves import SOURCE_PRIORITY, source_kind  # noqa: F401 - the checks' shared names
 
 def resolved_config(run: Run) -> dict[str, Any]:
     """The resolved config as a dict ({} when absent)."""
     doc = run.config("resolved_config")
     return dict(doc.data) if doc is not None and isinstance(doc.data, dict) else {}
-
-
-def source_kind(run: Run, series: ScalarSeries) -> str:
-    """The reader kind that produced a series (set by the loader; else from the run's sources)."""
-    if series.source_kind:
-        return series.source_kind
-    return next((src.kind for src in run.sources if src.path == series.source), "train_log")
 
 
 def uses_wandb(run: Run) -> bool:

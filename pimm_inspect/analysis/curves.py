@@ -6,7 +6,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import ScalarSeries, make_series
+from ..model import Run, ScalarSeries, make_series
+
+SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
+"""Preferred origin of a tag's points: the metric writer first, the text log last."""
+
+
+def source_kind(run: Run, series: ScalarSeries) -> str:
+    """The reader kind that produced a series (set by the loader; else from the run's sources)."""
+    if series.source_kind:
+        return series.source_kind
+    return next((src.kind for src in run.sources if src.path == series.source), "train_log")
+
+
+def preferred_series(run: Run, tag: str) -> list[ScalarSeries]:
+    """A tag's series from its preferred source kind (metric writer before train.log)."""
+    by_kind: dict[str, list[ScalarSeries]] = {}
+    for s in run.series_for(tag):
+        by_kind.setdefault(source_kind(run, s), []).append(s)
+    for kind in SOURCE_PRIORITY:
+        if kind in by_kind:
+            return by_kind[kind]
+    return next(iter(by_kind.values()), [])
 
 POLICIES = ("all", "newest", "oldest")
 """all: every point, attempts as separate segments; newest: per step the latest writer wins; oldest: the first."""

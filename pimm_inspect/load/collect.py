@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import ConfigDoc, Finding, Provenance, Severity, SourceFile
-from ..sources._common import rel
+from ..sources import rel
 from .discover import EVENT_FILE, WANDB_RUN_DIR
 
 SLURM_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.out$")

@@ -28,7 +28,7 @@ def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all"):  # 
 
 
 def _groups(run: Run, tags: tuple[str, ...]):
-    from ..analysis._facts import source_kind
+    from ..analysis.curves import source_kind
 
     groups: dict[tuple[str, str], list] = {}
     for s in run.series:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..analysis._facts import SOURCE_PRIORITY, source_kind
+from ..analysis.curves import SOURCE_PRIORITY, source_kind
 from ..analysis.secrets import mask_text, mask_value
 from ..model import Finding, Run
 

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis._facts import SOURCE_PRIORITY, source_kind
-from ..analysis.curves import downsample_minmax, ema, merge
-from ..model import Run, ScalarSeries
+from ..analysis.curves import downsample_minmax, ema, merge, preferred_series
+from ..model import Run
 
 X_AXES = ("step", "wall", "relative")
 
@@ -30,17 +29,6 @@ def select_tags(run: Run, patterns: tuple[str, ...]) -> list[str]:
     if not patterns:
         return tags
     return [t for t in tags if any(fnmatch.fnmatchcase(t, p) for p in patterns)]
-
-
-def preferred_series(run: Run, tag: str) -> list[ScalarSeries]:
-    """A tag's series from its preferred source kind (metric writer before train.log)."""
-    by_kind: dict[str, list[ScalarSeries]] = {}
-    for s in run.series_for(tag):
-        by_kind.setdefault(source_kind(run, s), []).append(s)
-    for kind in SOURCE_PRIORITY:
-        if kind in by_kind:
-            return by_kind[kind]
-    return next(iter(by_kind.values()), [])
 
 
 def lines_for(run: Run, tag: str, policy: str = "all", smooth: float = 0.0, x_axis: str = "step",

@@ -16,7 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.secrets import mask_text
-from ...sources._common import UnreadableFile, open_regular
+from ...sources import UnreadableFile, open_regular
 from ..messages import LogIndexProgress
 
 TRAIN_LINE = re.compile(rb"Train: \[(\d+)/\d+\]\[(\d+)/(\d+)\]")

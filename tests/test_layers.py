@@ -1,0 +1,82 @@
+"""Static import contract of the layers (issue 9), read from every module's import statements with ``ast``.
+
+model/evidence <- sources <- load <- analysis <- report <- cli | tui: a layer imports only those below it,
+and no layer imports a private module (``_name``) of another layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pimm_inspect"
+RANK = {"model": 0, "evidence": 0, "sources": 1, "load": 2, "analysis": 3, "report": 4, "cli": 5, "tui": 5}
+"""Layer of each top-level module or subpackage; front ends (cli, tui) share the top rank."""
+LAUNCHERS = {("cli", "cmd_ui")}
+"""Modules allowed to import a front end of the same rank: ``pimm-inspect ui`` starts the terminal UI."""
+
+
+def _layer(parts: tuple[str, ...]) -> str | None:
+    return parts[0] if parts and parts[0] in RANK else None
+
+
+def _imports(path: Path) -> list[tuple[tuple[str, ...], int]]:
+    """(absolute module path inside pimm_inspect, line) of each import in ``path``."""
+    here = path.relative_to(PACKAGE).with_suffix("").parts
+    package = here[:-1] if here[-1] != "__init__" else here[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+                target = base + tuple((node.module or "").split(".")) if node.module else base
+                names = [target + (alias.name,) for alias in node.names] if not node.module else [target]
+            elif (node.module or "").startswith("pimm_inspect"):
+                names = [tuple(node.module.split("."))[1:]]
+            else:
+                continue
+            found += [(tuple(p for p in name if p), node.lineno) for name in names]
+        elif isinstance(node, ast.Import):
+            found += [(tuple(a.name.split("."))[1:], node.lineno) for a in node.names if a.name.startswith("pimm_inspect.")]
+    return found
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_layer_imports_only_layers_below_it() -> None:
+    wrong = []
+    for path in _modules():
+        own = _layer(path.relative_to(PACKAGE).with_suffix("").parts)
+        if own is None:
+            continue
+        for target, line in _imports(path):
+            other = _layer(target)
+            if other is None or other == own:
+                continue
+            if RANK[other] > RANK[own] or (RANK[other] == RANK[own] and RANK[own] > 0
+                                           and path.relative_to(PACKAGE).with_suffix("").parts not in LAUNCHERS):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line} imports {'.'.join(target)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_layer_imports_a_private_module_of_another_layer() -> None:
+    wrong = []
+    for path in _modules():
+        own = _layer(path.relative_to(PACKAGE).with_suffix("").parts)
+        for target, line in _imports(path):
+            other = _layer(target)
+            if other is None or other == own:
+                continue
+            if any(part.startswith("_") and part != "__init__" for part in target[1:]):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line} imports {'.'.join(target)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_checker_sees_imports() -> None:
+    """Guard against a checker that passes because it finds nothing."""
+    collect = PACKAGE / "load" / "collect.py"
+    targets = {t for t, _ in _imports(collect)}
+    assert ("model",) in targets or any(t[:1] == ("model",) for t in targets)
+    assert any(t[:1] == ("sources",) for t in targets)
