@@ -47,6 +47,11 @@ class Finding:
     steps: tuple[int, int] | None = None
     """Inclusive step range the finding is about; None when it is not about steps."""
     explanation: str = ""
+    attempts: tuple[int, ...] = ()
+    """1-based indices of the attempts the finding is about; empty when it is not about attempts."""
+    views: tuple[tuple[str, str], ...] = ()
+    """(viewer, what it shows) for findings about what tools display, e.g. ("TensorBoard", "the newest copy
+    per step"): front ends render these instead of parsing the explanation."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,35 +98,46 @@ def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
         exact = ("the copies are identical (a deterministic replay)" if rep.max_diff == 0 else
                  f"the copies differ by up to {rep.max_diff:.4g} in {rep.max_diff_tag}")
         lines.append(f"Replay check: {exact}.")
+    views = []
     if "tb_events" in rep.kinds:
         if rep.purged:
+            views.append(("TensorBoard", "drops the older copy (the newer file starts with a purge marker)"))
             lines.append("TensorBoard: the newer file starts with a purge marker (session_log START), so TensorBoard "
                          "drops the older copy; its Python loader ignores the first restart marker in a run, so it may still show both.")
         else:
+            views.append(("TensorBoard", "its default (Rust) loader shows the newest copy per step"))
             lines.append("TensorBoard: its default (Rust) loader shows the newest copy per step; its Python loader "
                          "(EventAccumulator, tbparse) keeps both copies and draws a zig-zag. Nothing in the files marks the "
                          f"restart (pimm passes no purge_step): to see one copy, move the older file's steps {span} aside "
                          "or pass purge_step to the writer on resume.")
-    lines.append(_wandb_view(run, rep.first))
+    wandb_shows, wandb_sentence = _wandb_view(run, rep.first)
+    views.append(("W&B", wandb_shows))
+    lines.append(wandb_sentence)
     lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
                  "`newest` matches what TensorBoard's default loader shows.")
     severity = Severity.INFO if rep.purged else Severity.WARNING
-    return Finding("steps.replayed", severity, message, paths, (rep.first, rep.last), " ".join(lines))
+    return Finding("steps.replayed", severity, message, paths, (rep.first, rep.last), " ".join(lines),
+                   views=tuple(views))
 
 
-def _wandb_view(run: Run, first: int) -> str:
+def _wandb_view(run: Run, first: int) -> tuple[str, str]:
+    """(what W&B shows, the explanation's sentence about it)."""
     if run.kind == "wandb":
-        return ("W&B: each local folder is uploaded as-is by `wandb sync`; for one run id the server keeps the "
+        return ("keeps the first value logged for a step, so the replayed copy may be dropped",
+                "W&B: each local folder is uploaded as-is by `wandb sync`; for one run id the server keeps the "
                 "first value logged for a step, so the replayed copy may be dropped.")
     if run.kind == "hf-trainer":
-        return "W&B (if reporting): the Trainer logs with its own step, so replayed steps are dropped as going backwards."
+        return ("drops replayed steps as going backwards (if reporting)",
+                "W&B (if reporting): the Trainer logs with its own step, so replayed steps are dropped as going backwards.")
     if not _facts.uses_wandb(run):
-        return "W&B: not used by this run."
+        return "not used by this run", "W&B: not used by this run."
     cursors = [ck for ck in run.checkpoints if ck.wandb_cursor is not None]
     if cursors:
-        return (f"W&B: resumed with the checkpoint cursor (resume_from rewinds history to row {first}), "
+        return ("shows only the replayed copy (history rewound by the checkpoint cursor)",
+                f"W&B: resumed with the checkpoint cursor (resume_from rewinds history to row {first}), "
                 "so W&B shows only the replayed copy.")
-    return ("W&B: no history cursor in the checkpoint, so W&B keeps the first value logged for each step and "
+    return ("keeps the first value logged for each step and drops the replays, or the resume started a new run",
+            "W&B: no history cursor in the checkpoint, so W&B keeps the first value logged for each step and "
             "drops the replays with a warning, or the resume started a new run.")
 
 

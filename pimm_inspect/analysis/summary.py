@@ -12,6 +12,7 @@ import numpy as np
 from ..evidence import RunSummary
 from ..model import CheckpointInfo, Run
 from ._facts import stale_event_files
+from .secrets import mask_text
 
 
 def last_step(run: Run) -> int | None:
@@ -64,3 +65,29 @@ def expected_cursor(ck: CheckpointInfo) -> int | None:
         return None
     step = ck.wandb_checkpoint_global_step if ck.wandb_checkpoint_global_step is not None else ck.global_step
     return None if step is None else step + (ck.wandb_step_offset or 0) + 1
+
+
+POLICY_HERE = {
+    "all": "both copies are drawn, the later attempt on top",
+    "newest": "showing the newest copy",
+    "oldest": "showing the oldest copy",
+}
+"""What the view itself shows for a replayed step under each overlap policy."""
+
+
+def policy_note(run: Run, policy: str = "all") -> str:
+    """One plain sentence per view: what this view, TensorBoard and W&B show for the run's replayed steps.
+
+    Rendered from the ``steps.replayed`` findings' structured ``steps`` and ``views``, never from their prose.
+    """
+    replays = [f for f in run.findings if f.code == "steps.replayed" and f.steps is not None]
+    if not replays:
+        return "No step was written twice: every policy shows the same curve."
+    spans = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in sorted(f.steps for f in replays if f.steps))
+    parts = [f"Steps {spans} exist twice; {POLICY_HERE.get(policy, POLICY_HERE['all'])}."]
+    seen: dict[str, str] = {}
+    for finding in replays:
+        for viewer, shows in finding.views:
+            seen.setdefault(viewer, shows)
+    parts += [f"{viewer}: {shows}." for viewer, shows in seen.items()]
+    return mask_text(" ".join(parts))

@@ -12,8 +12,7 @@ from pathlib import Path
 
 
 from ..analysis.configs import flatten_config
-from ..analysis.secrets import mask_text
-from ..analysis.summary import summary_of
+from ..analysis.summary import policy_note, summary_of  # noqa: F401 - policy_note: the Curves note
 from ..model import Run, Severity
 
 SORT_COLUMNS = ("name", "kind", "status", "attempts", "last step", "best", "last log", "findings")
@@ -191,23 +190,6 @@ def marked_spans(run: Run) -> list[Span]:
         if what:
             spans.append(Span(int(f.steps[0]), int(f.steps[1]), what))
     return spans
-
-
-def policy_note(run: Run, policy: str = "all") -> str:
-    """What this view and TensorBoard/W&B show for replayed steps (from the ``steps.replayed`` explanation)."""
-    finding = next((f for f in run.findings if f.code == "steps.replayed"), None)
-    if finding is None:
-        return "No step was written twice: every policy shows the same curve."
-    span = f"{finding.steps[0]}-{finding.steps[1]}" if finding.steps else "some steps"
-    here = {
-        "all": f"Steps {span} exist twice (yellow lines); the later attempt is drawn on top.",
-        "newest": f"Steps {span} exist twice; showing the newest copy.",
-        "oldest": f"Steps {span} exist twice; showing the oldest copy.",
-    }.get(policy, "")
-    sentences = re.split(r"(?<=\.)\s+", finding.explanation)
-    # The first clause of each is what its default view shows; the rest is detail for the Findings tab.
-    picked = [s.split(";")[0].rstrip(".") + "." for s in sentences if s.startswith(("TensorBoard", "W&B"))]
-    return mask_text(" ".join([here] + picked if picked else [here, finding.message]).strip())
 
 
 def human_bytes(size: int) -> str:
