@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OSC52 = "\x1b]52;c;cHduZWQ=\x1b\\"
 """Writes 'pwned' to the clipboard."""
 TITLE = "\x1b]0;title\x07"
-CSI = "\x1b[2J\x1b[31m"
+CSI = "\x1b[2J\x1b[38;5;199m"
 DCS = "\x1bP1$qm\x1b\\"
 C1 = "\x9b31m\x9d0;c1\x9c\x85"
 MARKUP = "[bold red]R[/][link=https://evil.example]L[/link][/x]"
