@@ -136,9 +136,11 @@ def render(run: Run, tags: list[str], policy: str = "all", smooth: float = 0.0, 
         plt.yscale("log")
     plt.xlabel(X_LABELS[x_axis] + ("  (| = resume seam)" if seams and x_axis == "step" else ""))
     plt.title(chart_title(run, policy, smooth, x_axis, log_y))
-    chart = plt.build()
+    chart = plt.build().rstrip("\n")
+    if not color:
+        chart = plt.uncolorize(chart)  # plotext ends lines with a reset sequence even in its clear theme
     legend = []
     for line, (_marker, shade, swatch) in zip(drawn, styles):
         mark = plt.colorize(swatch, shade) if shade else swatch
         legend.append(f"  {mark} {clean(line.label, newlines=False)}")
-    return chart + ("\n" + "\n".join(legend) if legend else "")
+    return chart + ("\n\n" + "\n".join(legend) if legend else "")
