@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from typing import NoReturn
 from pathlib import Path
 
 import click
@@ -128,7 +129,7 @@ class RunStream:
             sys.exit(EXIT_USAGE)
         self.runs = iter_loaded(run_dirs)
 
-    def exit(self, code: int = EXIT_OK) -> None:
+    def exit(self, code: int = EXIT_OK) -> NoReturn:
         """Exit with ``code``, or 2 when a PATH named no run (the runs found were still printed)."""
         sys.exit(EXIT_USAGE if self.bad_paths else code)
 
