@@ -191,6 +191,9 @@ class Attempt:
     index: int
     """1-based."""
     started_at: str | None = None
+    started_at_utc: bool = False
+    """True when ``started_at`` is UTC (a writer's wall clock); False when it is train.log's local clock, which
+    records no zone."""
     first_step: int | None = None
     last_step: int | None = None
     origin: str = "unknown"

@@ -227,7 +227,7 @@ def check_inexact(run: Run) -> list[Finding]:
         who = f"attempt {attempt}" if attempt is not None else "a resumed attempt"
         quoted = "\n".join(f"  {e.source}:{e.line_no}: {e.message.splitlines()[0]}" for e in events)
         findings.append(Finding(
-            "resume.inexact", Severity.WARNING, f"{who} did not resume exactly: {first_line[:120]}",
+            "resume.inexact", Severity.WARNING, f"{who} did not resume exactly: {first_line}",
             tuple(sorted({e.source for e in events})), None,
             "pimm warned that it could not restore the exact data-loader position, so already-seen batches were "
             f"replayed and the curves after the seam are not bit-for-bit what an uninterrupted run would give:\n{quoted}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from typing import NoReturn
 from pathlib import Path
 
 import click
@@ -22,27 +23,47 @@ def stderr(message: str) -> None:
     click.echo(message, err=True)
 
 
-def discover_paths(path: str, single: bool = False) -> list[Path]:
-    """The run directories under ``path``; exit 2 when there is none (or several where one is needed)."""
+def _name(path: object) -> str:
+    """A path for a message: file and folder names are data (control characters escaped)."""
+    from ..report.safe_text import clean
+
+    return clean(path, newlines=False)
+
+
+class UsageProblem(Exception):
+    """A PATH that names no run (missing, or nothing recognisable under it); already reported on stderr."""
+
+
+def find_runs(path: str, single: bool = False) -> list[Path]:
+    """The run directories under ``path``; raise ``UsageProblem`` (after saying why on stderr) when there is none,
+    or several where one is needed."""
     from ..load.safe import discover_with_errors
 
     root = Path(path)
     if not root.exists() and not root.is_symlink():
-        stderr(f"pimm-inspect: {path}: no such file or directory")
-        sys.exit(EXIT_USAGE)
+        stderr(f"pimm-inspect: {_name(path)}: no such file or directory")
+        raise UsageProblem(path)
     run_dirs, errors = discover_with_errors(root)
     for folder, reason in errors:
-        stderr(f"pimm-inspect: skipped {folder}: {reason}")
+        stderr(f"pimm-inspect: skipped {_name(folder)}: {_name(reason)}")
     if not run_dirs:
-        stderr(f"pimm-inspect: no run found under {path} (looked for train.log, event files, run_metadata.json, "
-               "model/ checkpoints, wandb/ run folders, trainer_state.json)")
-        sys.exit(EXIT_USAGE)
+        stderr(f"pimm-inspect: no run found under {_name(path)} (looked for train.log, event files, "
+               "run_metadata.json, model/ checkpoints, wandb/ run folders, trainer_state.json)")
+        raise UsageProblem(path)
     if single and len(run_dirs) > 1:
-        stderr(f"pimm-inspect: {path} holds {len(run_dirs)} runs; name one of them:")
+        stderr(f"pimm-inspect: {_name(path)} holds {len(run_dirs)} runs; name one of them:")
         for d in run_dirs[:20]:
-            stderr(f"  {d}")
-        sys.exit(EXIT_USAGE)
+            stderr(f"  {_name(d)}")
+        raise UsageProblem(path)
     return run_dirs
+
+
+def discover_paths(path: str, single: bool = False) -> list[Path]:
+    """The run directories under ``path``; exit 2 when there is none (or several where one is needed)."""
+    try:
+        return find_runs(path, single)
+    except UsageProblem:
+        sys.exit(EXIT_USAGE)
 
 
 def iter_loaded(run_dirs: list[Path]) -> Iterator[Run]:
@@ -53,7 +74,7 @@ def iter_loaded(run_dirs: list[Path]) -> Iterator[Run]:
     show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
     for i, run_dir in enumerate(run_dirs, start=1):
         if show_progress:
-            click.echo(f"\rloading {i}/{len(run_dirs)} {run_dir.name[:40]:<40}", err=True, nl=False)
+            click.echo(f"\rloading {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
         yield analyze(load_safely(run_dir))
     if show_progress:
         click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
@@ -64,23 +85,59 @@ def load_runs(path: str, single: bool = False) -> list[Run]:
     return list(iter_loaded(discover_paths(path, single)))
 
 
+def color_wanted(stream=None) -> bool:
+    """Colour for ``stream`` (stdout): NO_COLOR turns it off, FORCE_COLOR on, else only on a terminal."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return (stream or sys.stdout).isatty()
+
+
 def console(no_color: bool = False):
-    """A Rich console writing to stdout (colour off when not a terminal or NO_COLOR is set)."""
+    """A Rich console writing to stdout (colour off when not a terminal or NO_COLOR is set).
+
+    Markup and emoji codes are off: run files provide the strings printed, and they are data.
+    """
     from rich.console import Console
 
     # Piped output has no terminal width: use a wide page rather than Rich's 80 columns.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
-    return Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width)
+    return Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width, markup=False,
+                   emoji=False)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")
 
 
-def stream_many(paths: tuple[str, ...]) -> tuple[Iterator[Run], Path]:
-    """Runs under every PATH given ('.' when none), loaded lazily; output paths are relative to the base returned.
+class RunStream:
+    """Runs under every PATH given, loaded lazily; ``exit`` ends the command (2 when some PATH named no run)."""
 
-    Every PATH is discovered first (so a usage error exits before any output), then runs load one by one.
+    def __init__(self, paths: tuple[str, ...]):
+        paths = paths or (".",)
+        self.base = Path(paths[0]) if len(paths) == 1 else Path(".")
+        """Output paths are relative to this."""
+        self.bad_paths: list[str] = []
+        """PATHs that named no run (each already reported on stderr)."""
+        run_dirs = []
+        for path in paths:
+            try:
+                run_dirs += find_runs(path)
+            except UsageProblem:
+                self.bad_paths.append(path)
+        if not run_dirs:
+            sys.exit(EXIT_USAGE)
+        self.runs = iter_loaded(run_dirs)
+
+    def exit(self, code: int = EXIT_OK) -> NoReturn:
+        """Exit with ``code``, or 2 when a PATH named no run (the runs found were still printed)."""
+        sys.exit(EXIT_USAGE if self.bad_paths else code)
+
+
+def stream_many(paths: tuple[str, ...]) -> RunStream:
+    """Runs under every PATH given ('.' when none).
+
+    Every PATH is discovered first, so its problems are on stderr before any output; the runs of the PATHs that
+    hold some are then loaded one by one. With no run at all this exits 2 at once.
     """
-    paths = paths or (".",)
-    run_dirs = [d for path in paths for d in discover_paths(path)]
-    return iter_loaded(run_dirs), Path(paths[0]) if len(paths) == 1 else Path(".")
+    return RunStream(paths)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 import click
 
 from ..model import Severity
-from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, stream_many
+from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, stderr, stream_many
 
 
 @click.command("check")
@@ -16,7 +15,8 @@ from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, stream_many
               show_default=True, help="Exit 1 when a finding at or above this severity exists.")
 @click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default="info",
               show_default=True, help="Hide findings below this severity in text output.")
-@click.option("--brief", is_flag=True, help="One line per finding, without explanations.")
+@click.option("--brief", is_flag=True,
+              help="One line per finding (PATH SEVERITY CODE MESSAGE), never wrapped, without explanations.")
 def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: str, brief: bool) -> None:
     """Check runs for replayed steps, rollbacks, W&B cursor problems, incomplete checkpoints,
     provenance issues and damaged files.
@@ -25,7 +25,8 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
     """
     from ..report.json_doc import SCHEMA_VERSION, dumps, finding_json, run_path
 
-    runs, base = stream_many(paths)
+    stream = stream_many(paths)
+    runs, base = stream.runs, stream.base
     threshold = None if fail_on == "never" else Severity.parse(fail_on)
     failed = False
     counts = {sev: 0 for sev in Severity}
@@ -40,15 +41,24 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
             counts[f.severity] += 1
         if as_json:
             documents.append({"path": run_path(run, base), "findings": [finding_json(f) for f in run.findings]})
+        elif brief:
+            from ..report.text import findings_brief
+
+            for line in findings_brief(run, base, Severity.parse(min_severity)):
+                out.print(line, soft_wrap=True)
         else:
             from ..report.text import findings_view
 
             if total > 1:
                 out.print()
-            out.print(findings_view(run, base, Severity.parse(min_severity), explain=not brief))
+            out.print(findings_view(run, base, Severity.parse(min_severity)))
     if as_json:
         click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": documents}))
     elif total > 1:
-        out.print(f"\n{total} runs, {flagged} with warnings or errors: {counts[Severity.ERROR]} error(s), "
-                  f"{counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info")
-    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+        summary = (f"{total} runs, {flagged} with warnings or errors: {counts[Severity.ERROR]} error(s), "
+                   f"{counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info")
+        if brief:  # stdout stays one line per finding
+            stderr(f"pimm-inspect: {summary}")
+        else:
+            out.print("\n" + summary)
+    stream.exit(EXIT_FINDINGS if failed else EXIT_OK)

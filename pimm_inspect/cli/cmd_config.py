@@ -38,11 +38,12 @@ def command(run: str, other: str | None, flat: bool, kind: str, as_json: bool) -
     from ..analysis.configs import flatten_config
     from ..analysis.secrets import mask_text, mask_value
     from ..report.json_doc import config_document, dumps
+    from ..report.safe_text import clean
 
     target = load_runs(run, single=True)[0]
     doc = _pick(target, kind)
     if doc is None:
-        stderr(f"pimm-inspect: {run} has no config document")
+        stderr(f"pimm-inspect: {clean(run, newlines=False)} has no config document")
         sys.exit(EXIT_USAGE)
     if other:
         other_run = load_runs(other, single=True)[0]
@@ -55,7 +56,7 @@ def command(run: str, other: str | None, flat: bool, kind: str, as_json: bool) -
                               "differences": {k: {"left": left.get(k), "right": right.get(k)} for k in keys}}))
             return
         for k in keys:
-            click.echo(f"{k}: {json.dumps(left.get(k, '<absent>'))} -> {json.dumps(right.get(k, '<absent>'))}")
+            click.echo(f"{clean(k, newlines=False)}: {json.dumps(left.get(k, '<absent>'))} -> {json.dumps(right.get(k, '<absent>'))}")
         if not keys:
             stderr("pimm-inspect: no differences")
         return
@@ -63,12 +64,12 @@ def command(run: str, other: str | None, flat: bool, kind: str, as_json: bool) -
         if as_json:
             click.echo(dumps(config_document(target, Path(run), {"text": mask_text(doc.text or "")}, doc.kind)))
         else:
-            click.echo(mask_text(doc.text or ""), nl=False)
+            click.echo(clean(mask_text(doc.text or "")), nl=False)
         return
     if as_json:
         click.echo(dumps(config_document(target, Path(run), doc.data, doc.kind)))
     elif flat:
         for key, value in flatten_config(mask_value(doc.data)).items():
-            click.echo(f"{key} = {json.dumps(value)}")
+            click.echo(f"{clean(key, newlines=False)} = {json.dumps(value)}")
     else:
         click.echo(json.dumps(mask_value(doc.data), indent=2))

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ._common import EXIT_USAGE, json_option, load_runs, stderr
+from ._common import EXIT_USAGE, color_wanted, json_option, load_runs, stderr
 
 
 @click.command("curves")
@@ -19,8 +19,10 @@ from ._common import EXIT_USAGE, json_option, load_runs, stderr
 @click.option("--policy", type=click.Choice(["all", "newest", "oldest"]), default="all", show_default=True,
               help="Replayed steps: all copies as attempt segments, or per step the newest/oldest copy.")
 @click.option("--log-y", is_flag=True, help="Logarithmic y axis.")
-@click.option("--width", type=int, default=None, help="Plot width in characters (default: terminal width).")
-@click.option("--height", type=int, default=None, help="Plot height in lines (default: 24).")
+@click.option("--width", type=click.IntRange(20, 1000), default=None,
+              help="Plot width in characters (default: terminal width; 100 when piped).")
+@click.option("--height", type=click.IntRange(5, 500), default=None,
+              help="Plot height in lines, without the legend (default: terminal height - 4, 12 to 30).")
 @json_option
 def command(run: str, tags: tuple[str, ...], smooth: float, x_axis: str, policy: str, log_y: bool,
             width: int | None, height: int | None, as_json: bool) -> None:
@@ -29,17 +31,20 @@ def command(run: str, tags: tuple[str, ...], smooth: float, x_axis: str, policy:
     Example: pimm-inspect curves exp/run --tag train_batch/loss --policy all --smooth 0.6
     """
     from ..report.plot import lines_for, render, select_tags
+    from ..report.safe_text import clean
 
     runs = load_runs(run, single=True)
     target = runs[0]
     chosen = select_tags(target, tags)
     if not chosen:
-        stderr(f"pimm-inspect: no tag matches {', '.join(tags) or '*'}; tags: {', '.join(target.tags()[:20])}")
+        stderr(f"pimm-inspect: no tag matches {clean(', '.join(tags) or '*', newlines=False)}; "
+               f"tags: {clean(', '.join(target.tags()[:20]), newlines=False)}")
         sys.exit(EXIT_USAGE)
     if not tags and len(chosen) > 4:
         preferred = [t for t in chosen if t.endswith("loss")] or chosen
         chosen = preferred[:4]
-        stderr(f"pimm-inspect: plotting {', '.join(chosen)} (use --tag to choose among {len(target.tags())} tags)")
+        stderr(f"pimm-inspect: plotting {clean(', '.join(chosen), newlines=False)} "
+               f"(use --tag to choose among {len(target.tags())} tags)")
     if as_json:
         from ..report.json_doc import dumps
 
@@ -49,5 +54,7 @@ def command(run: str, tags: tuple[str, ...], smooth: float, x_axis: str, policy:
         click.echo(dumps(doc))
         return
     columns, lines = shutil.get_terminal_size((100, 30))
-    click.echo(render(target, chosen, policy, smooth, x_axis, width or columns, height or min(max(lines - 4, 12), 30),
-                      log_y, color=sys.stdout.isatty()))
+    color = color_wanted()
+    chart = render(target, chosen, policy, smooth, x_axis, width or columns, height or min(max(lines - 4, 12), 30),
+                   log_y, color=color)
+    click.echo(chart, color=color)  # click would strip the colours whenever stdout is not a terminal

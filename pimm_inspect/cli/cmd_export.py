@@ -40,12 +40,17 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str)
     else:
         text = frame.to_json(orient="records", lines=False, indent=None)
         _write(output, text + "\n")
-    stderr(f"pimm-inspect: wrote {len(frame)} points of {frame['tag'].nunique()} tags to {output}")
+    from ..report.safe_text import clean
+
+    stderr(f"pimm-inspect: wrote {len(frame)} points of {frame['tag'].nunique()} tags to {clean(output, newlines=False)}")
 
 
 def _write(output: str, text: str) -> None:
     if output == "-":
-        click.echo(text, nl=False)
+        from ..report.safe_text import clean
+
+        # Tags are file-derived: a person reading the CSV in a terminal sees control characters as escapes.
+        click.echo(clean(text) if sys.stdout.isatty() else text, nl=False)
     else:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)

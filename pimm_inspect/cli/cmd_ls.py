@@ -15,15 +15,13 @@ def command(roots: tuple[str, ...], as_json: bool) -> None:
 
     Example: pimm-inspect ls exp/panda
     """
-    from ..report.json_doc import SCHEMA_VERSION, dumps, show_run
+    from ..report.json_doc import SCHEMA_VERSION, dumps, ls_run
     from ..report.text import runs_table, runs_table_row
 
-    runs, base = stream_many(roots)
+    stream = stream_many(roots)
     if as_json:
-        keep = ("path", "name", "kind", "era", "status", "findings")
-        doc = {"schema_version": SCHEMA_VERSION, "runs": [
-            {k: v for k, v in show_run(r, base).items() if k in keep}
-            | {"attempts": len(r.attempts), "wandb_run_ids": list(r.wandb.run_ids)} for r in runs]}
+        doc = {"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, stream.base) for r in stream.runs]}
         click.echo(dumps(doc))
-        return
-    console().print(runs_table([runs_table_row(r, base) for r in runs]))
+    else:
+        console().print(runs_table([runs_table_row(r, stream.base) for r in stream.runs]))
+    stream.exit()

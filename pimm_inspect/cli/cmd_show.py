@@ -17,15 +17,16 @@ def command(runs: tuple[str, ...], as_json: bool) -> None:
     """
     from ..report.json_doc import SCHEMA_VERSION, dumps, show_run
 
-    loaded, base = stream_many(runs)
+    stream = stream_many(runs)
     if as_json:
         # Only each run's summary document is kept, never its series.
-        click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": [show_run(r, base) for r in loaded]}))
-        return
+        click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": [show_run(r, stream.base) for r in stream.runs]}))
+        stream.exit()
     from ..report.text import run_summary
 
     out = console()
-    for i, r in enumerate(loaded):
+    for i, r in enumerate(stream.runs):
         if i:
             out.print()
-        out.print(run_summary(r, base))
+        out.print(run_summary(r, stream.base))
+    stream.exit()

@@ -16,8 +16,25 @@ class _DefaultToUi(click.Group):
         if not args:
             args = ["ui"]
         elif args[0] not in self.commands and not args[0].startswith("-"):
+            _refuse_typo(ctx, args[0], list(self.commands))
             args = ["ui", *args]
         return super().parse_args(ctx, args)
+
+
+def _refuse_typo(ctx: click.Context, word: str, commands: list[str]) -> None:
+    """A first argument that is no existing path but close to a command name is a mistyped command (exit 2)."""
+    import difflib
+    import os
+
+    if os.path.lexists(word):
+        return
+    close = difflib.get_close_matches(word, commands, n=3, cutoff=0.6)
+    if close:
+        from ..report.safe_text import clean
+
+        hint = " or ".join(repr(c) for c in close)
+        raise click.UsageError(f"No such command {clean(word, newlines=False)!r} and no such path. "
+                               f"Did you mean {hint}?", ctx)
 
 
 @click.group(cls=_DefaultToUi, context_settings={"help_option_names": ["-h", "--help"]})

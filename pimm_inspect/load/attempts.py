@@ -46,7 +46,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
             started = (_utc(result.first_wall_time_s))
-            attempts.append(Attempt(index=index, started_at=started, first_step=first, last_step=last,
+            attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
+                                    first_step=first, last_step=last,
                                     origin="fresh" if index == 1 else "resume", sources=(rel_path,)))
     elif c.wandb_runs and c.kind == "wandb":
         ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
@@ -54,7 +55,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             steps = [s for s in wrun.series if len(s)]
             started = (_utc(wrun.start_time_s))
             ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
-            attempts.append(Attempt(index=index, started_at=started,
+            attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
                                     first_step=min((s.first_step for s in steps), default=None),
                                     last_step=max((s.last_step for s in steps), default=None),
                                     origin="resume" if wrun.resumed else "fresh", ended=ended,
@@ -119,7 +120,7 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries]) -> lis
             att = dataclasses.replace(att, first_step=min(firsts), last_step=max(lasts))
         if att.started_at is None and att.index in first_wall:
             # No log line gives the start: the first point the attempt wrote is the best evidence.
-            att = dataclasses.replace(att, started_at=_utc(first_wall[att.index]))
+            att = dataclasses.replace(att, started_at=_utc(first_wall[att.index]), started_at_utc=True)
         out.append(att)
     return out
 

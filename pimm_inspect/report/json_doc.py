@@ -11,6 +11,8 @@ from typing import Any
 from ..analysis.curves import SOURCE_PRIORITY, source_kind
 from ..analysis.secrets import mask_text, mask_value
 from ..model import Finding, Run
+from .run_facts import last_step, started_at_iso
+from .safe_text import clean_json
 
 SCHEMA_VERSION = 1
 
@@ -61,7 +63,7 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
         "status": run.status,
         "attempts": [{
             "index": a.index, "first_step": a.first_step, "last_step": a.last_step,
-            "started_at": a.started_at, "origin": a.origin, "ended": a.ended,
+            "started_at": a.started_at, "started_at_iso": started_at_iso(a), "origin": a.origin, "ended": a.ended,
             "resume_step": a.resume_step, "resumed_from": a.resumed_from,
             "end_detail": mask_text(a.end_detail) if a.end_detail else None,
             "sources": list(a.sources), "saved_steps": list(a.saved_steps),
@@ -89,6 +91,13 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
         "notes": run_notes(run),
         "files": file_roles(run),
     }
+
+
+def ls_run(run: Run, base: Path) -> dict[str, Any]:
+    """One run of the ``ls --json`` document: the fields of the ``ls`` table."""
+    keep = ("path", "name", "kind", "era", "status", "findings")
+    return {k: v for k, v in show_run(run, base).items() if k in keep} | {
+        "attempts": len(run.attempts), "last_step": last_step(run), "wandb_run_ids": list(run.wandb.run_ids)}
 
 
 def run_notes(run: Run) -> list[str]:
@@ -145,8 +154,8 @@ def config_document(run: Run, base: Path, data: Any, kind: str) -> dict[str, Any
 
 
 def dumps(document: dict[str, Any]) -> str:
-    """Serialize a document deterministically (NaN/inf become null)."""
-    return json.dumps(_clean(document), indent=2, sort_keys=False, ensure_ascii=False)
+    """Serialize a document deterministically (NaN/inf become null; C1 and other controls escaped as ``\\uXXXX``)."""
+    return clean_json(json.dumps(_clean(document), indent=2, sort_keys=False, ensure_ascii=False))
 
 
 def safe_str(text: str) -> str:

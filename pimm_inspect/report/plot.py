@@ -9,6 +9,7 @@ import numpy as np
 
 from ..analysis.curves import downsample_minmax, ema, merge, preferred_series
 from ..model import Run
+from .safe_text import clean
 
 X_AXES = ("step", "wall", "relative")
 
@@ -67,25 +68,67 @@ def lines_for(run: Run, tag: str, policy: str = "all", smooth: float = 0.0, x_ax
     return lines
 
 
+X_LABELS = {"step": "global step", "wall": "wall clock (unix seconds)", "relative": "hours since the first point"}
+LINE_COLORS = ("blue", "green", "magenta", "cyan", "yellow", "blue+", "green+", "magenta+", "cyan+", "yellow+")
+"""Line colours in 16-colour terms; red is kept for the resume seams."""
+PLAIN_MARKERS = "".join(dict.fromkeys("•+x*o#@%&=~^" + "abcdefghijklmnopqrstuvwxyz"))
+"""Without colour every line gets its own character, named in the legend."""
+
+
+def _styles(count: int, color: bool) -> list[tuple[str, str | None, str]]:
+    """Per line: (plot marker, colour, legend swatch), all distinct up to far more lines than fit a plot."""
+    styles = []
+    for i in range(count):
+        if color:
+            shade = LINE_COLORS[i % len(LINE_COLORS)]
+            cycle = i // len(LINE_COLORS)
+            marker = "braille" if cycle == 0 else PLAIN_MARKERS[(cycle - 1) % len(PLAIN_MARKERS)]
+            swatch = "──" if cycle == 0 else marker * 2
+            styles.append((marker, shade, swatch))
+        else:
+            marker = PLAIN_MARKERS[i % len(PLAIN_MARKERS)]
+            styles.append((marker, None, marker * 2))
+    return styles
+
+
+def chart_title(run: Run, policy: str, smooth: float, x_axis: str, log_y: bool) -> str:
+    """What the chart shows: the run, the x axis, the y scale, the overlap policy and the smoothing."""
+    return (f"{clean(run.name, newlines=False)}  x: {X_LABELS[x_axis]}  y: {'log' if log_y else 'linear'}  "
+            f"policy={policy}" + (f"  smooth={smooth}" if smooth else ""))
+
+
 def render(run: Run, tags: list[str], policy: str = "all", smooth: float = 0.0, x_axis: str = "step",
            width: int = 100, height: int = 24, log_y: bool = False, color: bool = True) -> str:
-    """A plotext chart of the tags as a string."""
+    """A plotext chart of the tags as a string, with a legend below it naming every line.
+
+    The legend is ours, not plotext's (which drops it when the lines outnumber the rows, and would print
+    tags raw): labels are file-derived, so they are cleaned of control characters.
+    """
     import plotext as plt  # ~0.2 s: only the curves command draws
 
     plt.clear_figure()
+    plt.limitsize(False, False)  # honour --width/--height when stdout is not a terminal
     plt.plotsize(width, height)
     if not color:
         plt.theme("clear")
-    for tag in tags:
-        for line in lines_for(run, tag, policy, smooth, x_axis, max_points=2 * width):
-            if line.x.size:
-                plt.plot(line.x.tolist(), line.y.tolist(), label=line.label, marker="braille")
+    drawn = [line for tag in tags for line in lines_for(run, tag, policy, smooth, x_axis, max_points=2 * width)
+             if line.x.size]
+    styles = _styles(len(drawn), color)
+    for line, (marker, shade, _swatch) in zip(drawn, styles):
+        plt.plot(line.x.tolist(), line.y.tolist(), marker=marker, color=shade)
     seams = [a.first_step for a in run.attempts[1:] if a.first_step is not None]
     if x_axis == "step":
         for seam in seams:
             plt.vline(seam, "red" if color else None)
     if log_y:
         plt.yscale("log")
-    plt.xlabel({"step": "global step", "wall": "unix time (s)", "relative": "hours since start"}[x_axis])
-    plt.title(f"{run.name}  policy={policy}" + (f"  smooth={smooth}" if smooth else ""))
-    return plt.build()
+    plt.xlabel(X_LABELS[x_axis] + ("  (| = resume seam)" if seams and x_axis == "step" else ""))
+    plt.title(chart_title(run, policy, smooth, x_axis, log_y))
+    chart = plt.build().rstrip("\n")
+    if not color:
+        chart = plt.uncolorize(chart)  # plotext ends lines with a reset sequence even in its clear theme
+    legend = []
+    for line, (_marker, shade, swatch) in zip(drawn, styles):
+        mark = plt.colorize(swatch, shade) if shade else swatch
+        legend.append(f"  {mark} {clean(line.label, newlines=False)}")
+    return chart + ("\n\n" + "\n".join(legend) if legend else "")

@@ -1,4 +1,8 @@
-"""Rich renderables for the text output of ``ls``, ``show`` and ``check``."""
+"""Rich renderables for the text output of ``ls``, ``show`` and ``check``.
+
+Every string that comes from a run file (names, tags, paths, messages, provenance) goes through
+``safe_text.data_text``/``clean``: it is shown with its control characters escaped and is never read as markup.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,25 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.secrets import mask_text
-from ..analysis.summary import summary_of
-from ..model import Run, Severity
+from ..model import Finding, Run, Severity
 from .json_doc import run_notes, run_path, scalar_summary
+from .run_facts import last_step
+from .safe_text import clean, data_text, shorten
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 STATUS_STYLE = {"finished": "green", "running": "bold blue", "crashed": "bold red", "stopped": "yellow",
                 "unknown": "dim"}
 
 
+def _one_line(value: object, style: str = "") -> Text:
+    """A table cell or a head field: file-derived, single line, never markup."""
+    return data_text(value, style, newlines=False)
+
+
 def _label(run: Run, base: Path) -> str:
-    """The run's path relative to what the user typed; its own name when that was the run itself."""
+    """The run's path relative to what the user typed (its own name when that was the run itself), display-safe."""
     path = run_path(run, base)
-    return run.name if path == "." else path
+    return clean(run.name if path == "." else path, newlines=False)
 
 
 def _counts(run: Run) -> Text:
@@ -34,15 +44,12 @@ def _counts(run: Run) -> Text:
     return text if text.plain else Text("-", style="dim")
 
 
-def _last_step(run: Run) -> str:
-    step = summary_of(run).last_step
-    return "-" if step is None else str(step)
-
-
 def runs_table_row(run: Run, base: Path) -> tuple:
     """One ``ls`` row: small cells, so a tree of thousands of runs need not stay in memory."""
-    return (_label(run, base), run.kind, run.era or "-", Text(run.status, style=STATUS_STYLE.get(run.status, "")),
-            str(len(run.attempts) or "-"), _last_step(run), ", ".join(run.wandb.run_ids) or "-", _counts(run))
+    step = last_step(run)
+    return (Text(_label(run, base)), _one_line(run.kind), _one_line(run.era or "-"),
+            _one_line(run.status, STATUS_STYLE.get(run.status, "")), Text(str(len(run.attempts) or "-")),
+            Text("-" if step is None else str(step)), _one_line(", ".join(run.wandb.run_ids) or "-"), _counts(run))
 
 
 def runs_table(rows: list[tuple]) -> Table:
@@ -57,26 +64,35 @@ def runs_table(rows: list[tuple]) -> Table:
     return table
 
 
+def _started(attempt) -> str:
+    if not attempt.started_at:
+        return "-"
+    return attempt.started_at + (" UTC" if attempt.started_at_utc else "")
+
+
 def run_summary(run: Run, base: Path) -> Group:
     """The ``show`` text view of one run."""
     parts: list = []
     head = Text()
     head.append(_label(run, base), style="bold")
-    head.append(f"  {run.kind}")
+    head.append(f"  {clean(run.kind, newlines=False)}")
     if run.era:
-        head.append(f" {run.era}")
+        head.append(f" {clean(run.era, newlines=False)}")
     head.append("  ")
-    head.append(run.status, style=STATUS_STYLE.get(run.status, ""))
+    head.append(clean(run.status, newlines=False), style=STATUS_STYLE.get(run.status, ""))
     parts.append(head)
     prov = run.provenance
     if prov.source:
         dirty = " (dirty)" if prov.git_dirty else ""
-        parts.append(Text(f"git {prov.git_commit[:12] if prov.git_commit else '-'}{dirty}  host {prov.host or '-'}  "
-                          f"created {prov.created_at or '-'}  [{prov.source}]", style="dim"))
+        parts.append(_one_line(f"git {prov.git_commit[:12] if prov.git_commit else '-'}{dirty}  "
+                               f"host {prov.host or '-'}  created {prov.created_at or '-'}  [{prov.source}]",
+                               style="dim"))
+    if prov.launch_command:
+        parts.append(_one_line(f"launch {mask_text(prov.launch_command)}", style="dim"))
     if run.wandb.url:
-        parts.append(Text(f"W&B {run.wandb.url}"))
+        parts.append(_one_line(f"W&B {run.wandb.url}"))
     elif run.wandb.run_ids:
-        parts.append(Text(f"W&B run id {', '.join(run.wandb.run_ids)} (project {run.wandb.project or '?'})"))
+        parts.append(_one_line(f"W&B run id {', '.join(run.wandb.run_ids)} (project {run.wandb.project or '?'})"))
     if run.attempts:
         table = Table(title="attempts", title_justify="left", box=None, header_style="bold")
         for column in ("#", "started", "steps", "origin", "ended", "lost", "resumed from"):
@@ -85,9 +101,10 @@ def run_summary(run: Run, base: Path) -> Group:
             steps = f"{a.first_step}-{a.last_step}" if a.first_step is not None else "-"
             origin = a.origin + (f" @{a.resume_step}" if a.resume_step is not None else "")
             told = a.end_detail and not a.end_detail.startswith("log stops")  # evidence, not the generic guess
-            ended = a.ended + (f": {mask_text(a.end_detail)[:120]}" if told else "")
+            ended = a.ended + (f": {shorten(mask_text(a.end_detail), 120)}" if told else "")
             lost = f"{a.lost_steps[0]}-{a.lost_steps[1]}" if a.lost_steps else "-"
-            table.add_row(str(a.index), a.started_at or "-", steps, origin, ended, lost, a.resumed_from or "-")
+            table.add_row(*(_one_line(cell) for cell in (a.index, _started(a), steps, origin, ended, lost,
+                                                         a.resumed_from or "-")))
         parts.append(table)
     summary = scalar_summary(run)
     if summary:
@@ -95,36 +112,48 @@ def run_summary(run: Run, base: Path) -> Group:
         for column in ("tag", "points", "steps", "source"):
             table.add_column(column)
         for tag, info in list(summary.items())[:30]:
-            table.add_row(tag, str(info["points"]), f"{info['first_step']}-{info['last_step']}", info["source"])
+            table.add_row(*(_one_line(cell) for cell in (tag, info["points"],
+                                                         f"{info['first_step']}-{info['last_step']}", info["source"])))
         if len(summary) > 30:
-            table.add_row(f"... {len(summary) - 30} more", "", "", "")
+            table.add_row(Text(f"... {len(summary) - 30} more"), "", "", "")
         parts.append(table)
     if run.checkpoints:
         table = Table(title="checkpoints", title_justify="left", box=None, header_style="bold")
         for column in ("path", "format", "complete", "step", "W&B id", "cursor", "resume"):
             table.add_column(column)
         for ck in run.checkpoints:
-            table.add_row(ck.path, ck.format, "yes" if ck.complete else Text("no", style="red"),
-                          "-" if ck.global_step is None else str(ck.global_step), ck.wandb_run_id or "-",
-                          "-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}",
-                          "<- picked" if ck.resume_candidate else "")
+            table.add_row(_one_line(ck.path), _one_line(ck.format), Text("yes") if ck.complete else Text("no", style="red"),
+                          Text("-" if ck.global_step is None else str(ck.global_step)), _one_line(ck.wandb_run_id or "-"),
+                          _one_line("-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}"),
+                          Text("<- picked" if ck.resume_candidate else ""))
         parts.append(table)
     notes = run_notes(run)
     if notes:
         parts.append(Text("notes", style="bold"))
         for note in notes:
-            parts.append(Padding(Text("- " + note), (0, 0, 0, 1)))
+            parts.append(Padding(data_text("- " + note), (0, 0, 0, 1)))
     if run.findings:
         parts.append(Text("findings: ", style="bold") + _counts(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
     return Group(*parts)
 
 
+def _shown(run: Run, min_severity: Severity) -> tuple[list[Finding], Text | None]:
+    """The findings at or above ``min_severity``, and the line to print when there is none."""
+    shown = [f for f in run.findings if f.severity >= min_severity]
+    if shown:
+        return shown, None
+    below = len(run.findings)
+    if not below:
+        return shown, Text("  no findings", style="green")
+    return shown, Text(f"  no findings at {min_severity.label} or above; {below} below", style="green")
+
+
 def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, explain: bool = True) -> Group:
     """The ``check`` text view: the run's findings, worst first, with explanations."""
     parts: list = [Text(_label(run, base), style="bold")]
-    shown = [f for f in run.findings if f.severity >= min_severity]
-    if not shown:
-        parts.append(Text("  no findings", style="green"))
+    shown, empty = _shown(run, min_severity)
+    if empty is not None:
+        parts.append(empty)
     for f in shown:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=1)
@@ -132,8 +161,25 @@ def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, 
         grid.add_column(no_wrap=True)
         grid.add_column(ratio=1)
         grid.add_row("", Text(f"{f.severity.label:<7}", style=SEVERITY_STYLE[f.severity]),
-                     Text(f.code, style="bold"), Text(mask_text(f.message)))
+                     _one_line(f.code, style="bold"), data_text(mask_text(f.message)))
         parts.append(grid)
         if explain and f.explanation:
-            parts.append(Padding(Text(mask_text(f.explanation), style="dim"), (0, 0, 0, 6)))
+            parts.append(Padding(data_text(mask_text(f.explanation), style="dim"), (0, 0, 0, 6)))
     return Group(*parts)
+
+
+def findings_brief(run: Run, base: Path, min_severity: Severity = Severity.INFO) -> list[Text]:
+    """``check --brief``: one unwrapped, unpadded line per finding (``PATH SEVERITY CODE MESSAGE``), for grep."""
+    label = _label(run, base)
+    shown, empty = _shown(run, min_severity)
+    if empty is not None:
+        return [Text(label + " ") + Text(empty.plain.strip(), style=empty.style)]
+    lines = []
+    for f in shown:
+        line = Text(label + " ")
+        line.append(f.severity.label, style=SEVERITY_STYLE[f.severity])
+        line.append(" ")
+        line.append(clean(f.code, newlines=False), style="bold")
+        line.append(" " + clean(mask_text(f.message), newlines=False))
+        lines.append(line)
+    return lines
