@@ -145,6 +145,8 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "steps": list(finding.steps) if finding.steps else None,
         "paths": list(finding.paths),
         "explanation": mask_text(finding.explanation),
+        "attempts": list(finding.attempts),
+        "views": {viewer: mask_text(shows) for viewer, shows in finding.views},
     }
 
 
