@@ -46,7 +46,8 @@ def test_check_json_contract_and_exit_code():
     by_code = {f["code"]: f for f in findings}
     assert by_code["steps.replayed"]["steps"] == [51, 75]
     assert by_code["resume.rollback"]["steps"] == [51, 75]
-    assert set(by_code["steps.replayed"]) == {"code", "severity", "message", "steps", "paths", "explanation"}
+    assert set(by_code["steps.replayed"]) == {"code", "severity", "message", "steps", "paths", "explanation", "attempts", "views"}
+    assert by_code["steps.replayed"]["views"]["TensorBoard"].startswith("its default (Rust) loader shows the newest")
     assert any(p.startswith("events.out.tfevents.") for p in by_code["steps.replayed"]["paths"])
     assert run_cli("check", RUNS / "e2_rollback", "--fail-on", "error").exit_code == 0
     assert run_cli("check", RUNS / "e2_clean").exit_code == 0
