@@ -277,7 +277,7 @@ class Run:
         """The first config document of a kind, or None."""
         return next((c for c in self.configs if c.kind == kind), None)
 
-    def scalars(self):  # -> pandas.DataFrame
+    def scalars(self) -> Any:  # a pandas.DataFrame (pandas is imported only here)
         """Tidy DataFrame with columns tag, step, value, wall_time, attempt, source."""
         import pandas as pd  # heavy (~0.5 s): only the Python API's DataFrames need it
 

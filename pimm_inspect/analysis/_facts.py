@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Run
-from .curves import SOURCE_PRIORITY, source_kind  # noqa: F401 - the checks' shared names
+from .curves import SOURCE_PRIORITY, source_kind
+
+__all__ = ["SOURCE_PRIORITY", "source_kind", "fmt_range", "resolved_config", "stale_event_files", "uses_wandb"]
+
 
 def resolved_config(run: Run) -> dict[str, Any]:
     """The resolved config as a dict ({} when absent)."""

@@ -13,7 +13,7 @@ def check_attempts_mismatch(run: Run) -> list[Finding]:
         silent = [seg for seg in log.segments if seg.k is not None and seg.k > logged]
         if not silent:
             continue
-        ks = sorted({seg.k for seg in silent})
+        ks = sorted({seg.k for seg in silent if seg.k is not None})
         total = silent[-1].n
         lines = [line for seg in silent for _kind, line in seg.problems]
         said = f" The Slurm log says: {lines[0]}" if lines else ""

@@ -16,7 +16,7 @@ _LABEL = {"train_log": "train.log", "tb_events": "TensorBoard", "wandb": "W&B hi
 
 
 def _tolerance(tag: str, kinds: tuple[str, str], values: np.ndarray) -> np.ndarray:
-    rel = 2e-6 * np.abs(values)  # float32 storage in event files and W&B
+    rel: np.ndarray = 2e-6 * np.abs(values)  # float32 storage in event files and W&B
     if "train_log" in kinds:
         return rel + 0.51 * 10.0 ** -_LOG_DECIMALS.get(tag, 4)
     return rel + 1e-9
@@ -44,7 +44,8 @@ def check_source_mismatch(run: Run) -> list[Finding]:
     return findings
 
 
-def _compare(tag, kinds, left: ScalarSeries, right: ScalarSeries, by_kind) -> Finding | None:
+def _compare(tag: str, kinds: tuple[str, str], left: ScalarSeries, right: ScalarSeries,
+             by_kind: dict[str, list[ScalarSeries]]) -> Finding | None:
     common, li, ri = np.intersect1d(left.steps, right.steps, return_indices=True)
     if common.size == 0:
         return None

@@ -196,7 +196,7 @@ def downsample_minmax(steps: np.ndarray, values: np.ndarray, buckets: int) -> tu
     return steps[keep], values[keep]
 
 
-def _segment_arg(values: np.ndarray, starts: np.ndarray, ufunc) -> np.ndarray:
+def _segment_arg(values: np.ndarray, starts: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
     """Index of the extreme value within each segment starting at ``starts``."""
     extreme = ufunc.reduceat(values, starts)
     seg_id = np.repeat(np.arange(starts.shape[0]), np.diff(np.append(starts, values.shape[0])))

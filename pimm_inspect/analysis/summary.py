@@ -21,7 +21,7 @@ def last_step(run: Run) -> int | None:
     if steps:
         return max(steps)
     stale = stale_event_files(run)
-    return max((s.last_step for s in run.series if len(s) and s.source not in stale), default=None)
+    return max((s.last_step for s in run.series if s.last_step is not None and s.source not in stale), default=None)
 
 
 def last_logged_s(run: Run) -> float | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..model import Finding, Run, Severity
 from .assemble import load_run
+from .cache import ReadCache
 from .discover import discover
 
 
@@ -17,7 +18,7 @@ def discover_with_errors(root: Path) -> tuple[list[Path], list[tuple[Path, str]]
     return runs, errors
 
 
-def load_safely(path: Path, cache=None) -> Run:
+def load_safely(path: Path, cache: ReadCache | None = None) -> Run:
     """``load_run`` that turns an unexpected exception into an ``internal.load-failed`` finding.
 
     ``cache`` (a ReadCache kept between calls) makes a reload read only what was appended.

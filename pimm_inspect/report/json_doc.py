@@ -10,7 +10,7 @@ from typing import Any
 
 from ..analysis.curves import SOURCE_PRIORITY, source_kind
 from ..analysis.secrets import mask_text, mask_value
-from ..model import Finding, Run
+from ..model import Finding, Run, ScalarSeries
 from .run_facts import last_step, started_at_iso
 from .safe_text import clean_json
 
@@ -35,7 +35,7 @@ def _num(value: Any) -> Any:
 
 def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
     """Per tag: point count, first and last step, from the preferred source kind (metric writer before train.log)."""
-    by_tag: dict[str, dict[str, list]] = {}
+    by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
     for s in run.series:
         by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
     summary = {}
@@ -45,8 +45,8 @@ def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
         group = [s for s in kinds[kind] if len(s)]
         summary[tag] = {
             "points": sum(len(s) for s in group),
-            "first_step": min((s.first_step for s in group), default=None),
-            "last_step": max((s.last_step for s in group), default=None),
+            "first_step": min((int(s.steps.min()) for s in group), default=None),
+            "last_step": max((int(s.steps.max()) for s in group), default=None),
             "source": kind,
         }
     return summary

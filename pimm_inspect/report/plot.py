@@ -77,7 +77,7 @@ PLAIN_MARKERS = "".join(dict.fromkeys("•+x*o#@%&=~^" + "abcdefghijklmnopqrstuv
 
 def _styles(count: int, color: bool) -> list[tuple[str, str | None, str]]:
     """Per line: (plot marker, colour, legend swatch), all distinct up to far more lines than fit a plot."""
-    styles = []
+    styles: list[tuple[str, str | None, str]] = []
     for i in range(count):
         if color:
             shade = LINE_COLORS[i % len(LINE_COLORS)]
@@ -124,7 +124,7 @@ def render(run: Run, tags: list[str], policy: str = "all", smooth: float = 0.0, 
         plt.yscale("log")
     plt.xlabel(X_LABELS[x_axis] + ("  (| = resume seam)" if seams and x_axis == "step" else ""))
     plt.title(chart_title(run, policy, smooth, x_axis, log_y))
-    chart = plt.build().rstrip("\n")
+    chart = str(plt.build()).rstrip("\n")
     if not color:
         chart = plt.uncolorize(chart)  # plotext ends lines with a reset sequence even in its clear theme
     legend = []

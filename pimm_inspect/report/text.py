@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from ..analysis.secrets import mask_text
-from ..model import Finding, Run, Severity
+from ..model import Attempt, Finding, Run, Severity
 from .json_doc import run_notes, run_path, scalar_summary
 from .run_facts import last_step
 from .safe_text import clean, data_text, shorten
@@ -44,7 +44,7 @@ def _counts(run: Run) -> Text:
     return text if text.plain else Text("-", style="dim")
 
 
-def runs_table_row(run: Run, base: Path) -> tuple:
+def runs_table_row(run: Run, base: Path) -> tuple[Text, ...]:
     """One ``ls`` row: small cells, so a tree of thousands of runs need not stay in memory."""
     step = last_step(run)
     return (Text(_label(run, base)), _one_line(run.kind), _one_line(run.era or "-"),
@@ -52,7 +52,7 @@ def runs_table_row(run: Run, base: Path) -> tuple:
             Text("-" if step is None else str(step)), _one_line(", ".join(run.wandb.run_ids) or "-"), _counts(run))
 
 
-def runs_table(rows: list[tuple]) -> Table:
+def runs_table(rows: list[tuple[Text, ...]]) -> Table:
     """The ``ls`` table from ``runs_table_row`` rows."""
     table = Table(box=None, header_style="bold", pad_edge=False)
     longest = max((len(row[0]) for row in rows), default=3)
@@ -64,15 +64,15 @@ def runs_table(rows: list[tuple]) -> Table:
     return table
 
 
-def _started(attempt) -> str:
+def _started(attempt: Attempt) -> str:
     if not attempt.started_at:
         return "-"
-    return attempt.started_at + (" UTC" if attempt.started_at_utc else "")
+    return str(attempt.started_at) + (" UTC" if attempt.started_at_utc else "")
 
 
 def run_summary(run: Run, base: Path) -> Group:
     """The ``show`` text view of one run."""
-    parts: list = []
+    parts: list[RenderableType] = []
     head = Text()
     head.append(_label(run, base), style="bold")
     head.append(f"  {clean(run.kind, newlines=False)}")
@@ -101,7 +101,7 @@ def run_summary(run: Run, base: Path) -> Group:
             steps = f"{a.first_step}-{a.last_step}" if a.first_step is not None else "-"
             origin = a.origin + (f" @{a.resume_step}" if a.resume_step is not None else "")
             told = a.end_detail and not a.end_detail.startswith("log stops")  # evidence, not the generic guess
-            ended = a.ended + (f": {shorten(mask_text(a.end_detail), 120)}" if told else "")
+            ended = a.ended + (f": {shorten(mask_text(a.end_detail), 120)}" if told and a.end_detail else "")
             lost = f"{a.lost_steps[0]}-{a.lost_steps[1]}" if a.lost_steps else "-"
             table.add_row(*(_one_line(cell) for cell in (a.index, _started(a), steps, origin, ended, lost,
                                                          a.resumed_from or "-")))
@@ -150,7 +150,7 @@ def _shown(run: Run, min_severity: Severity) -> tuple[list[Finding], Text | None
 
 def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, explain: bool = True) -> Group:
     """The ``check`` text view: the run's findings, worst first, with explanations."""
-    parts: list = [Text(_label(run, base), style="bold")]
+    parts: list[RenderableType] = [Text(_label(run, base), style="bold")]
     shown, empty = _shown(run, min_severity)
     if empty is not None:
         parts.append(empty)
