@@ -18,7 +18,7 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from pimm_inspect.model import Severity
-from pimm_inspect.sources import _tfrecord, tb_events
+from pimm_inspect.sources import _tb_window, _tfrecord
 from pimm_inspect.sources.tb_events import parse_event_file_name, read_event_file
 
 REL = "tb/events.out.tfevents.1700000000.host.1.0"
@@ -207,19 +207,22 @@ def mixed_events(count_steps: int, seed: int, periodic: bool = False) -> list[ev
 def test_fast_path_matches_protobuf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_events(tmp_path, mixed_events(600, seed=1))
     slow_records = []
-    original = tb_events._decode_slow
+    original = _tb_window.decode_slow
 
-    def counting(buf, offsets, lengths, indices, out):
-        slow_records.extend(indices.tolist())
-        return original(buf, offsets, lengths, indices, out)
+    def counting(buf, offsets, lengths, records):
+        slow_records.extend(records.tolist())
+        return original(buf, offsets, lengths, records)
 
-    monkeypatch.setattr(tb_events, "_decode_slow", counting)
+    monkeypatch.setattr(_tb_window, "decode_slow", counting)
     result = read_event_file(path, REL)
     data = path.read_bytes()
     assert result.findings == ()
     assert_matches_reference(result, data)
     assert result.series["neg"].steps.tolist() == [-5]
-    assert slow_records == [0]  # only the writer's file_version record needed protobuf
+    # Protobuf decodes only the writer's file_version record and lengths too rare to be worth a layout.
+    lengths = [end - start for start, end in record_bounds(data)]
+    rare = [i for i, n in enumerate(lengths) if lengths.count(n) < _tb_window.MIN_BUCKET_ROWS]
+    assert sorted(slow_records) == sorted({0, *rare}) and len(rare) < 20
     assert result.record_count == len(record_bounds(data))
     assert result.scalar_count == sum(len(s) for s in result.series.values())
 
@@ -228,11 +231,10 @@ def test_bulk_framing_matches_sequential(tmp_path: Path) -> None:
     path = write_events(tmp_path, mixed_events(2000, seed=2, periodic=True))
     data = path.read_bytes()
     framing = _tfrecord.frame_records(data, 0, len(data))
-    assert framing.runs, "periodic stretches should be framed in bulk"
-    starts = list(framing.single_offset)
-    for first, base, block, blocks, rel, pattern in framing.runs:
-        starts += [base + m * block + r for m in range(blocks) for r in rel]
-    assert sorted(starts) == [s for s, _ in record_bounds(data)]
+    assert framing.bulk_records > len(framing.offsets) // 2, "periodic stretches should be framed in bulk"
+    assert framing.offsets.tolist() == [s for s, _ in record_bounds(data)]
+    assert framing.lengths().tolist() == [e - s - 16 for s, e in record_bounds(data)]
+    assert (framing.stop, framing.end_offset) == ("end", len(data))
     assert_matches_reference(read_event_file(path, REL), data)
 
 
