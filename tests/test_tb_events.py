@@ -421,3 +421,123 @@ def test_file_shrinking_between_reads_is_not_fatal(tmp_path):
     assert again.series == {} and again.end_offset == full.end_offset
     half = read_event_file(path, path.name)
     assert 0 < len(half.series["loss"]) < 50
+
+
+PIMM_TAGS = ["train_batch/loss", "params/lr", "time/batch_s", "val/mIoU", "train_batch/avg_pts"] + [
+    f"train/m{i}" for i in range(15)]
+
+
+def test_mixed_tag_lengths_are_framed_in_bulk_and_bucketed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tags of different lengths in a fixed per-step order: bulk framing, one bucket per length, exact values."""
+    events = [scalar_event(tag, step * 0.25 + i, step, 1.7e9 + step * 0.5)
+              for step in range(3000) for i, tag in enumerate(PIMM_TAGS)]
+    path = write_events(tmp_path, events)
+    data = path.read_bytes()
+    framing = _tfrecord.frame_records(data, 0, len(data))
+    # The period is the 20 tags of a step; short local repeats (equal neighbours) must not hide it.
+    assert framing.bulk_records > 0.95 * len(events)
+    buckets = []
+    original = _tb_window.decode_bucket
+
+    def counting(payload, varying):
+        buckets.append(payload.shape[0])
+        return original(payload, varying)
+
+    monkeypatch.setattr(_tb_window, "decode_bucket", counting)
+    result = read_event_file(path, REL)
+    assert result.findings == () and list(result.series) == PIMM_TAGS
+    assert len(buckets) <= 3 * len({len(t) for t in PIMM_TAGS})  # lengths x step varint widths, not 3,000 groups
+    assert_matches_reference(result, data)
+
+
+def equal_length_file(tmp_path: Path) -> Path:
+    """600 records of one length (one bucket): the CRC of every row is checked at once."""
+    return write_events(tmp_path, [scalar_event(f"tag{i % 6}", float(i), 1000 + i // 6, 1.7e9 + i)
+                                   for i in range(600)])
+
+
+@pytest.mark.parametrize("where", ["payload", "stored-crc", "header-crc"])
+def test_crc_damage_inside_a_bucket(tmp_path: Path, where: str) -> None:
+    path = equal_length_file(tmp_path)
+    data = bytearray(path.read_bytes())
+    start, end = record_bounds(bytes(data))[400]
+    position = {"payload": end - 6, "stored-crc": end - 2, "header-crc": start + 9}[where]  # payload: the value
+    data[position] ^= 0x10
+    path.write_bytes(bytes(data))
+    result = read_event_file(path, REL)
+    assert result.record_count == 400 and result.end_offset == start and result.scalar_count == 399
+    (finding,) = result.findings
+    assert finding.code == "file.corrupt" and finding.paths == (REL,) and REL in finding.message
+    assert f"at byte {start}" in finding.message
+    unchecked = read_event_file(path, REL, check_crc=False)
+    if where == "header-crc":  # a length's CRC is checked whatever check_crc says
+        assert unchecked.record_count == 400 and [f.code for f in unchecked.findings] == ["file.corrupt"]
+    else:
+        assert unchecked.findings == () and unchecked.record_count == 601
+
+
+def _protobuf_oracle(data: bytes):
+    """Per tag (step, value bits, wall bits) decoded record by record by protobuf, plus undecodable count."""
+    from pimm_inspect.sources._tb_slow import tensor_scalar
+
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    undecodable = 0
+    for start, end in record_bounds(data):
+        try:
+            event = event_pb2.Event.FromString(data[start + 12 : end - 4])
+        except Exception:  # noqa: BLE001
+            undecodable += 1
+            continue
+        for value in event.summary.value:
+            which = value.WhichOneof("value")
+            scalar = float(value.simple_value) if which == "simple_value" else (
+                tensor_scalar(value.tensor) if which == "tensor" else None)
+            if scalar is not None:
+                out.setdefault(value.tag, []).append((event.step, struct.unpack("<q", struct.pack("<d", scalar))[0],
+                                                       struct.unpack("<q", struct.pack("<d", event.wall_time))[0]))
+    return out, undecodable
+
+
+@pytest.fixture(scope="module")
+def layout_bytes() -> list[bytes]:
+    """Payloads of several layouts: simple_value, TF2 tensors f32/f64, float_val, two values per event."""
+    scalar_shape = tensor_shape_pb2.TensorShapeProto()
+    payloads = []
+    for i in range(40):
+        step = [3, 200, 70000][i % 3]
+        values = [summary_pb2.Summary.Value(tag=f"t{i % 4}", simple_value=i * 0.5)]
+        if i % 5 == 1:
+            values = [summary_pb2.Summary.Value(tag="tf2/x", tensor=tensor_pb2.TensorProto(
+                dtype=2, tensor_shape=scalar_shape, tensor_content=np.float64(i / 7).tobytes()))]
+            values[0].metadata.plugin_data.plugin_name = "scalars"
+        elif i % 5 == 2:
+            values.append(summary_pb2.Summary.Value(tag="pair", tensor=tensor_pb2.TensorProto(dtype=1, float_val=[i])))
+        payloads.append(event_pb2.Event(wall_time=1.7e9 + i, step=step,
+                                        summary=summary_pb2.Summary(value=values)).SerializeToString())
+    return payloads
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_payloads_decode_exactly_as_protobuf(layout_bytes: list[bytes], tmp_path: Path, data) -> None:
+    """Bytes changed inside payloads (CRCs made valid again): the layout path agrees with protobuf record by record."""
+    payloads = [bytearray(p) for p in layout_bytes]
+    for _ in range(data.draw(st.integers(1, 6))):
+        victim = payloads[data.draw(st.integers(0, len(payloads) - 1))]
+        victim[data.draw(st.integers(0, len(victim) - 1))] = data.draw(st.integers(0, 255))
+    blob = b"".join(frame(bytes(p)) for p in payloads)
+    expected, undecodable = _protobuf_oracle(blob)
+    path = tmp_path / "events.out.tfevents.1700000000.h"
+    path.write_bytes(blob)
+    result = read_event_file(path, REL)
+    got = {tag: list(zip(s.steps.tolist(), s.values.view(np.int64).tolist(), s.wall_times_s.view(np.int64).tolist()))
+           for tag, s in result.series.items()}
+    # Quiet-NaN rounding aside, every tag, step, value and wall time is the one protobuf reads.
+    assert set(got) == set(expected)
+    for tag, points in expected.items():
+        assert [p[0] for p in got[tag]] == [p[0] for p in points] and [p[2] for p in got[tag]] == [p[2] for p in points]
+        mine = np.array([p[1] for p in got[tag]], dtype=np.int64).view(np.float64)
+        theirs = np.array([p[1] for p in points], dtype=np.int64).view(np.float64)
+        assert np.array_equal(mine, theirs, equal_nan=True)
+    assert result.record_count == len(payloads)
+    assert [f.code for f in result.findings] == (["file.corrupt"] if undecodable else [])
