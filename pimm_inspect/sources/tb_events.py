@@ -1,4 +1,11 @@
-"""Reader for TensorBoard event files (TFRecord-framed ``Event`` protos): scalars and markers."""
+"""Reader for TensorBoard event files (TFRecord-framed ``Event`` protos): scalars and markers.
+
+The file is read in windows of ``WINDOW_BYTES``. In each window the records are framed
+(``_tfrecord``), grouped by length across the whole window, CRC-checked a group at a time and
+decoded by byte layout with numpy (``_tb_window``, ``_tb_fast``, ``_tb_layout``); records off
+the known layouts go to protobuf (``_tb_slow``). The first damaged record ends the read, as in
+TensorBoard's own loader.
+"""
 
 from __future__ import annotations
 
