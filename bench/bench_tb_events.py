@@ -1,114 +1,220 @@
-"""Benchmark: pimm-inspect's event-file reader against tensorboard's EventAccumulator.
+"""Benchmark: pimm-inspect's event-file reader against tensorboard's EventAccumulator, shape by shape.
 
-Usage: python bench/bench_tb_events.py [--events 1000000] [--tags 20] [--repeat 3]
+Usage: python bench/bench_tb_events.py [--events 1000000] [--repeat 3] [--rows mixed_tbx,tf2_f32] [--skip-accumulator]
 
-Generates one tensorboardX event file into bench/_data/ (once per size), then times in
-one run: our reader with and without CRC checks, EventAccumulator keeping every point,
-and `cat` as the I/O floor. Needs the fixtures extra (tensorboardX) for generation.
+Generates one event file per row into bench/_data/ (once per size) with the writers of
+fixtures/gen_tb_shapes.py (tensorboardX, torch SummaryWriter, tensorboard's own writer, the
+TF2 tf.summary.scalar layout, TF1-style multi-value events, scalars interleaved with histograms,
+images, text and a graph), then times each reader in a fresh process (imports included, the
+file in the page cache): ours with CRC checks on (median of --repeat runs) and
+EventAccumulator(size_guidance={'scalars': 0, 'tensors': 0}) keeping every point (median of
+--repeat-reference runs). Prints one table: seconds, peak RSS, the ratio and the issue's target
+per row; exits 1 if point counts or per-tag checksums differ, or a target is missed.
+Needs the fixtures extra (tensorboardX, torch) to generate inputs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+ROOT = HERE.parent
+_spec = importlib.util.spec_from_file_location("gen_tb_shapes", ROOT / "fixtures" / "gen_tb_shapes.py")
+shapes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(shapes)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark input and its target."""
+
+    name: str
+    label: str
+    write: Callable[[Path, int], Path]
+    """(folder, scalar points) -> the event file."""
+    min_ratio: float | None
+    """Required EventAccumulator / ours ratio (None: no ratio target)."""
+    max_seconds: float | None = None
+    max_rss_mib: float | None = None
+    reference: bool = True
+
+
+def _tenfold(directory: Path, events: int) -> Path:
+    """Ten copies of the mixed-tag tensorboardX file back to back (each copy a valid record stream)."""
+    source = _input(ROWS["mixed_tbx"], events // 10)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "events.out.tfevents.1700000000.tbx10"
+    with open(target, "wb") as out:
+        for _ in range(10):
+            with open(source, "rb") as chunk:
+                shutil.copyfileobj(chunk, out, 1 << 24)
+    return target
+
+
+ROWS: dict[str, Row] = {row.name: row for row in [
+    Row("equal_tbx", "tensorboardX, 20 equal-length tags (old row)",
+        lambda d, n: shapes.tbx_scalars(d, n // 20, shapes.EQUAL_TAGS), 25),
+    Row("mixed_tbx", "tensorboardX, 20 pimm tags of mixed lengths",
+        lambda d, n: shapes.tbx_scalars(d, n // 20, shapes.PIMM_TAGS), 25, max_seconds=1.0),
+    Row("mixed_torch", "torch SummaryWriter, train/m0..m19",
+        lambda d, n: shapes.torch_scalars(d, n // 20, shapes.NUMBERED_TAGS), 25, max_seconds=1.0),
+    Row("tf2_f32", "TF2 tf.summary.scalar layout, float32 tensors",
+        lambda d, n: shapes.tf2_scalars(d, n // 20), 10),
+    Row("tf2_f64", "TF2 tf.summary.write layout, float64 tensors",
+        lambda d, n: shapes.tf2_scalars(d, n // 20, dtype="float64"), 10),
+    Row("multi_value", "multi-value events (20 values each)",
+        lambda d, n: shapes.multi_value(d, n // 20), 25),
+    Row("interleaved", "torch, scalars + histograms/images/text/graph",
+        lambda d, n: shapes.interleaved(d, n // 20), 25),
+    Row("mixed_10x", "10x the mixed tensorboardX points",
+        lambda d, n: _tenfold(d, n * 10), None, max_seconds=10.0, max_rss_mib=1536, reference=False),
+]}
 
 
 def generate(directory: Path, events: int, tags: int) -> Path:
-    """Write ``events`` scalar events cycling over ``tags`` tags with fixed wall times."""
-    from tensorboardX import SummaryWriter  # fixtures extra: only needed to create the input
+    """The old input: tensorboardX, ``events`` points over ``tags`` equal-length tags (bench_tui_first_screen uses it)."""
+    return shapes.tbx_scalars(directory, events // tags, tuple(f"train/metric_{i:02d}" for i in range(tags)))
 
-    directory.mkdir(parents=True, exist_ok=True)
-    partial = directory.with_name(directory.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    writer = SummaryWriter(str(partial), flush_secs=3600, max_queue=10000)
-    names = [f"train/metric_{i:02d}" for i in range(tags)]
-    steps = events // tags
+
+def _input(row: Row, events: int) -> Path:
+    """The row's event file for ``events`` points, generated once into bench/_data/."""
+    directory = HERE / "_data" / f"{row.name}_{events}"
+    found = sorted(directory.glob("events.out.tfevents.*")) if directory.is_dir() else []
+    if found:
+        return found[0]
+    print(f"generating {row.name} ({events:,} points) ...", file=sys.stderr)
     started = time.perf_counter()
-    for step in range(steps):
-        wall = 1_700_000_000.0 + step * 0.25
-        value = 1.0 / (1 + step)
-        for i, name in enumerate(names):
-            writer.add_scalar(name, value * (i + 1), step, walltime=wall)
-        if step and step % 10000 == 0:
-            print(f"  generated {step * tags:,} events ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-    writer.close()
+    partial = directory.with_name(directory.name + ".gen")
+    shutil.rmtree(partial, ignore_errors=True)
+    path = row.write(partial, events)
     shutil.rmtree(directory, ignore_errors=True)
     partial.rename(directory)
-    return next(directory.glob("events.out.tfevents.*"))
+    print(f"  done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return directory / path.name
 
 
-def best_of(repeat: int, func) -> tuple[float, object]:
-    """Smallest wall time of ``repeat`` calls and the last result."""
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = func()
-        best = min(best, time.perf_counter() - started)
-    return best, result
+CHILD = r"""
+import json, sys, time
+reader, path = sys.argv[1], sys.argv[2]
+started = time.perf_counter()
+if reader == "ours":
+    from pimm_inspect.sources.tb_events import read_event_file
+    result = read_event_file(path, path.rsplit("/", 1)[-1])
+    columns = {tag: (s.steps, s.values) for tag, s in result.series.items()}
+    findings = [f.code for f in result.findings]
+else:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+    import numpy as np
+    accumulator = EventAccumulator(path, size_guidance={"scalars": 0, "tensors": 0})
+    accumulator.Reload()
+    columns = {tag: ([e.step for e in accumulator.Scalars(tag)], [e.value for e in accumulator.Scalars(tag)])
+               for tag in accumulator.Tags()["scalars"]}
+    for tag in accumulator.Tags()["tensors"]:
+        if accumulator.SummaryMetadata(tag).plugin_data.plugin_name == "scalars":
+            events = accumulator.Tensors(tag)
+            columns[tag] = ([e.step for e in events], [float(tensor_util.make_ndarray(e.tensor_proto)) for e in events])
+    findings = []
+seconds = time.perf_counter() - started
+import numpy as np
+checksum = {tag: [len(steps), int(np.sum(np.asarray(steps, dtype=np.int64))),
+                  float(np.nansum(np.asarray(values, dtype=np.float64)))] for tag, (steps, values) in columns.items()}
+# VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork + exec.
+with open("/proc/self/status") as status:
+    peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": seconds, "rss_mib": peak_kib / 1024,
+                  "points": sum(v[0] for v in checksum.values()), "checksum": checksum, "findings": findings}))
+"""
+
+
+def _run(reader: str, path: Path) -> dict:
+    """One reader over one file in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", CHILD, reader, str(path)], capture_output=True, text=True,
+                          cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{reader} failed on {path}:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def _median(reader: str, path: Path, repeat: int) -> dict:
+    """Median seconds (and the largest peak RSS) of ``repeat`` fresh-process runs."""
+    runs = [_run(reader, path) for _ in range(repeat)]
+    out = dict(runs[-1])
+    out["seconds"] = statistics.median(r["seconds"] for r in runs)
+    out["rss_mib"] = max(r["rss_mib"] for r in runs)
+    return out
+
+
+def _agrees(ours: dict, theirs: dict) -> bool:
+    """Same tags, counts, step sums and (to rounding of the sums) value sums."""
+    if set(ours["checksum"]) != set(theirs["checksum"]):
+        return False
+    for tag, (count, steps, values) in theirs["checksum"].items():
+        mine = ours["checksum"][tag]
+        if mine[0] != count or mine[1] != steps or abs(mine[2] - values) > 1e-9 * max(1.0, abs(values)):
+            return False
+    return True
 
 
 def main() -> int:
-    """Generate if needed, time every reader, print a table."""
+    """Generate inputs if needed, time every row, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--tags", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of our reader (best is kept)")
+    parser.add_argument("--events", type=int, default=1_000_000, help="scalar points per row (the 10x row: ten times)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh-process runs of our reader (median)")
+    parser.add_argument("--repeat-reference", type=int, default=1, help="runs of EventAccumulator (median)")
+    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows: " + ", ".join(ROWS))
     parser.add_argument("--skip-accumulator", action="store_true", help="do not time EventAccumulator")
     args = parser.parse_args()
 
-    directory = HERE / "_data" / f"tb_{args.events}x{args.tags}"
-    files = sorted(directory.glob("events.out.tfevents.*")) if directory.is_dir() else []
-    if files:
-        path = files[0]
-    else:
-        print(f"generating {args.events:,} events over {args.tags} tags in {directory} ...", file=sys.stderr)
-        path = generate(directory, args.events, args.tags)
-    size_mb = path.stat().st_size / 1e6
-    print(f"input: {path.relative_to(HERE.parent)} ({size_mb:.1f} MB)")
-
-    from pimm_inspect.sources.tb_events import read_event_file
-
-    rows: list[tuple[str, float, int | None]] = []
-    if shutil.which("cat"):
-        seconds, _ = best_of(args.repeat, lambda: subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL,
-                                                                 check=True))
-        rows.append(("cat (I/O floor)", seconds, None))
-    seconds, ours = best_of(args.repeat, lambda: read_event_file(path, path.name))
-    rows.append(("pimm-inspect, CRC on", seconds, ours.scalar_count))
-    seconds, ours_nocrc = best_of(args.repeat, lambda: read_event_file(path, path.name, check_crc=False))
-    rows.append(("pimm-inspect, CRC off", seconds, ours_nocrc.scalar_count))
-    accumulator_points = None
-    if not args.skip_accumulator:
-        started = time.perf_counter()
-        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
-        accumulator.Reload()
-        accumulator_points = sum(len(accumulator.Scalars(tag)) for tag in accumulator.Tags()["scalars"])
-        rows.append(("EventAccumulator (scalars: 0)", time.perf_counter() - started, accumulator_points))
-
-    ours_seconds = rows[1 if rows[0][0].startswith("cat") else 0][1]
-    print(f"{'reader':32} {'seconds':>9} {'x ours':>8} {'points':>10}")
-    for name, seconds, points in rows:
-        print(f"{name:32} {seconds:9.3f} {seconds / ours_seconds:8.2f} {points if points is not None else '':>10}")
-    problems = []
-    if ours.findings or ours_nocrc.findings:
-        problems.append(f"our reader reported findings: {[f.code for f in ours.findings + ours_nocrc.findings]}")
-    if ours.scalar_count != ours_nocrc.scalar_count:
-        problems.append("CRC on/off point counts differ")
-    if accumulator_points is not None and accumulator_points != ours.scalar_count:
-        problems.append(f"point counts differ: ours {ours.scalar_count}, EventAccumulator {accumulator_points}")
+    header = (f"| {'row':46} | {'MB':>6} | {'points':>10} | {'ours s':>7} | {'ours MiB':>8} | "
+              f"{'EventAcc s':>10} | {'EA MiB':>7} | {'x ours':>7} | {'target':>22} | ok |")
+    lines = [header, "|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|"]
+    problems: list[str] = []
+    for name in args.rows.split(","):
+        row = ROWS[name]
+        path = _input(row, args.events)
+        ours = _median("ours", path, args.repeat)
+        theirs = None
+        if row.reference and not args.skip_accumulator:
+            theirs = _median("accumulator", path, args.repeat_reference)
+        ratio = theirs["seconds"] / ours["seconds"] if theirs else None
+        targets, ok = [], True
+        if row.max_seconds is not None:
+            targets.append(f"<= {row.max_seconds:g} s")
+            ok &= ours["seconds"] <= row.max_seconds
+        if row.max_rss_mib is not None:
+            targets.append(f"< {row.max_rss_mib / 1024:g} GB")
+            ok &= ours["rss_mib"] < row.max_rss_mib
+        if row.min_ratio is not None:
+            targets.append(f">= {row.min_ratio:g}x")
+            ok &= ratio is None or ratio >= row.min_ratio
+        if ours["findings"]:
+            problems.append(f"{name}: our reader reported {ours['findings']}")
+        if theirs and not _agrees(ours, theirs):
+            problems.append(f"{name}: points differ (ours {ours['points']:,}, EventAccumulator {theirs['points']:,})")
+        if not ok:
+            problems.append(f"{name}: target missed ({', '.join(targets)})")
+        lines.append(
+            f"| {row.label:46} | {path.stat().st_size / 1e6:6.1f} | {ours['points']:>10,} | {ours['seconds']:7.3f} | "
+            f"{ours['rss_mib']:8.0f} | {theirs['seconds'] if theirs else float('nan'):10.2f} | "
+            f"{theirs['rss_mib'] if theirs else float('nan'):7.0f} | {ratio if ratio else float('nan'):7.1f} | "
+            f"{', '.join(targets):>22} | {'yes' if ok else 'NO':>2} |")
+        print(lines[-1], file=sys.stderr)
+    print("\n".join(lines))
     for problem in problems:
-        print("MISMATCH:", problem)
+        print("PROBLEM:", problem)
     if not problems:
-        print(f"point counts agree: {ours.scalar_count:,} points over {len(ours.series)} tags")
+        print("all rows agree with EventAccumulator and meet their targets")
     return 1 if problems else 0
 
 

@@ -18,7 +18,7 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from pimm_inspect.model import Severity
-from pimm_inspect.sources import _tfrecord, tb_events
+from pimm_inspect.sources import _tb_window, _tfrecord
 from pimm_inspect.sources.tb_events import parse_event_file_name, read_event_file
 
 REL = "tb/events.out.tfevents.1700000000.host.1.0"
@@ -207,19 +207,22 @@ def mixed_events(count_steps: int, seed: int, periodic: bool = False) -> list[ev
 def test_fast_path_matches_protobuf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_events(tmp_path, mixed_events(600, seed=1))
     slow_records = []
-    original = tb_events._decode_slow
+    original = _tb_window.decode_slow
 
-    def counting(buf, offsets, lengths, indices, out):
-        slow_records.extend(indices.tolist())
-        return original(buf, offsets, lengths, indices, out)
+    def counting(buf, offsets, lengths, records):
+        slow_records.extend(records.tolist())
+        return original(buf, offsets, lengths, records)
 
-    monkeypatch.setattr(tb_events, "_decode_slow", counting)
+    monkeypatch.setattr(_tb_window, "decode_slow", counting)
     result = read_event_file(path, REL)
     data = path.read_bytes()
     assert result.findings == ()
     assert_matches_reference(result, data)
     assert result.series["neg"].steps.tolist() == [-5]
-    assert slow_records == [0]  # only the writer's file_version record needed protobuf
+    # Protobuf decodes only the writer's file_version record and lengths too rare to be worth a layout.
+    lengths = [end - start for start, end in record_bounds(data)]
+    rare = [i for i, n in enumerate(lengths) if lengths.count(n) < _tb_window.MIN_BUCKET_ROWS]
+    assert sorted(slow_records) == sorted({0, *rare}) and len(rare) < 20
     assert result.record_count == len(record_bounds(data))
     assert result.scalar_count == sum(len(s) for s in result.series.values())
 
@@ -228,11 +231,10 @@ def test_bulk_framing_matches_sequential(tmp_path: Path) -> None:
     path = write_events(tmp_path, mixed_events(2000, seed=2, periodic=True))
     data = path.read_bytes()
     framing = _tfrecord.frame_records(data, 0, len(data))
-    assert framing.runs, "periodic stretches should be framed in bulk"
-    starts = list(framing.single_offset)
-    for first, base, block, blocks, rel, pattern in framing.runs:
-        starts += [base + m * block + r for m in range(blocks) for r in rel]
-    assert sorted(starts) == [s for s, _ in record_bounds(data)]
+    assert framing.bulk_records > len(framing.offsets) // 2, "periodic stretches should be framed in bulk"
+    assert framing.offsets.tolist() == [s for s, _ in record_bounds(data)]
+    assert framing.lengths().tolist() == [e - s - 16 for s, e in record_bounds(data)]
+    assert (framing.stop, framing.end_offset) == ("end", len(data))
     assert_matches_reference(read_event_file(path, REL), data)
 
 
@@ -419,3 +421,56 @@ def test_file_shrinking_between_reads_is_not_fatal(tmp_path):
     assert again.series == {} and again.end_offset == full.end_offset
     half = read_event_file(path, path.name)
     assert 0 < len(half.series["loss"]) < 50
+
+
+PIMM_TAGS = ["train_batch/loss", "params/lr", "time/batch_s", "val/mIoU", "train_batch/avg_pts"] + [
+    f"train/m{i}" for i in range(15)]
+
+
+def test_mixed_tag_lengths_are_framed_in_bulk_and_bucketed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tags of different lengths in a fixed per-step order: bulk framing, one bucket per length, exact values."""
+    events = [scalar_event(tag, step * 0.25 + i, step, 1.7e9 + step * 0.5)
+              for step in range(3000) for i, tag in enumerate(PIMM_TAGS)]
+    path = write_events(tmp_path, events)
+    data = path.read_bytes()
+    framing = _tfrecord.frame_records(data, 0, len(data))
+    # The period is the 20 tags of a step; short local repeats (equal neighbours) must not hide it.
+    assert framing.bulk_records > 0.95 * len(events)
+    buckets = []
+    original = _tb_window.decode_bucket
+
+    def counting(payload, varying):
+        buckets.append(payload.shape[0])
+        return original(payload, varying)
+
+    monkeypatch.setattr(_tb_window, "decode_bucket", counting)
+    result = read_event_file(path, REL)
+    assert result.findings == () and list(result.series) == PIMM_TAGS
+    assert len(buckets) <= 3 * len({len(t) for t in PIMM_TAGS})  # lengths x step varint widths, not 3,000 groups
+    assert_matches_reference(result, data)
+
+
+def equal_length_file(tmp_path: Path) -> Path:
+    """600 records of one length (one bucket): the CRC of every row is checked at once."""
+    return write_events(tmp_path, [scalar_event(f"tag{i % 6}", float(i), 1000 + i // 6, 1.7e9 + i)
+                                   for i in range(600)])
+
+
+@pytest.mark.parametrize("where", ["payload", "stored-crc", "header-crc"])
+def test_crc_damage_inside_a_bucket(tmp_path: Path, where: str) -> None:
+    path = equal_length_file(tmp_path)
+    data = bytearray(path.read_bytes())
+    start, end = record_bounds(bytes(data))[400]
+    position = {"payload": end - 6, "stored-crc": end - 2, "header-crc": start + 9}[where]  # payload: the value
+    data[position] ^= 0x10
+    path.write_bytes(bytes(data))
+    result = read_event_file(path, REL)
+    assert result.record_count == 400 and result.end_offset == start and result.scalar_count == 399
+    (finding,) = result.findings
+    assert finding.code == "file.corrupt" and finding.paths == (REL,) and REL in finding.message
+    assert f"at byte {start}" in finding.message
+    unchecked = read_event_file(path, REL, check_crc=False)
+    if where == "header-crc":  # a length's CRC is checked whatever check_crc says
+        assert unchecked.record_count == 400 and [f.code for f in unchecked.findings] == ["file.corrupt"]
+    else:
+        assert unchecked.findings == () and unchecked.record_count == 601

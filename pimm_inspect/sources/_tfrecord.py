@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
+from array import array
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,14 +30,14 @@ _TABLE_LIST: list[int] = _TABLE.tolist()
 _SHIFT_ROWS: list[np.ndarray] = [_TABLE]
 
 
-def _shift_tables(max_distance: int) -> np.ndarray:
+def _shift_tables(max_distance: int) -> list[np.ndarray]:
     """Rows d = 0..max_distance: register contribution of byte v followed by d zero bytes."""
     # CRC is linear over GF(2), so a byte's effect on the final register depends only on
     # its value and its distance from the end; these rows are built once and cached.
     while len(_SHIFT_ROWS) <= max_distance:
         last = _SHIFT_ROWS[-1]
         _SHIFT_ROWS.append(_TABLE[last & 0xFF] ^ (last >> 8))
-    return np.stack(_SHIFT_ROWS[: max_distance + 1])
+    return _SHIFT_ROWS
 
 
 def masked(crc: int | np.ndarray):
@@ -77,139 +78,181 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
     return acc ^ 0xFFFFFFFF
 
 
-def group_crc32c(payloads: np.ndarray) -> np.ndarray:
-    """CRC-32C of every row of an (N, L) uint8 array of equal-length records."""
+def varying_columns(block: np.ndarray) -> np.ndarray:
+    """bool per column of an (N, W) uint8 block: True where some row differs from the first."""
+    count, width = block.shape
+    ref = block[0]
+    varying = np.zeros(width, dtype=bool)
+    wide_rows = count // 8
+    if wide_rows and block.flags.c_contiguous:
+        # Eight rows side by side: reductions along axis 0 loop per row, so wider rows cost less.
+        wide = block[: wide_rows * 8].reshape(wide_rows, 8 * width)
+        spread = (wide.max(axis=0) != np.tile(ref, 8)) | (wide.min(axis=0) != np.tile(ref, 8))
+        varying |= spread.reshape(8, width).any(axis=0)
+        rest = block[wide_rows * 8 :]
+    else:
+        rest = block
+    for start in range(0, rest.shape[0], 65536):
+        varying |= (rest[start : start + 65536] != ref).any(axis=0)
+    return varying
+
+
+def group_crc32c(payloads: np.ndarray, varying: np.ndarray | None = None) -> np.ndarray:
+    """CRC-32C of every row of an (N, L) uint8 array of equal-length records.
+
+    ``varying`` (from ``varying_columns``) marks the columns where rows may differ; computed if absent.
+    """
     count, length = payloads.shape
     if count < 4 or length > 4096 or length < 4:
         return np.array([crc32c(row.tobytes()) for row in payloads], dtype=np.uint32)
     ref = payloads[0]
-    varying = np.zeros(length, dtype=bool)
-    for start in range(0, count, 65536):
-        varying |= (payloads[start : start + 65536] != ref).any(axis=0)
+    if varying is None:
+        varying = varying_columns(payloads)
     columns = np.flatnonzero(varying)
-    if len(columns) > length // 2:
-        # Most bytes differ: one table step per byte position over the whole group.
-        reg = np.full(count, 0xFFFFFFFF, dtype=np.uint32)
-        for col in range(length):
-            reg = _TABLE[(reg ^ payloads[:, col]) & 0xFF] ^ (reg >> 8)
-        return reg ^ np.uint32(0xFFFFFFFF)
-    # Few bytes differ (wall time, step, value): crc(x) = crc(ref) ^ lin(x ^ ref), and
-    # lin is a XOR of per-position table lookups of the differing bytes only.
-    shift = _shift_tables(length - 1)
+    # CRC is linear: crc(x) = crc(ref) ^ lin(x ^ ref), and lin is a XOR of per-position table
+    # lookups of the differing bytes only; each table is pre-permuted by the reference byte.
+    _shift_tables(length - 1)  # make sure the rows exist
+    rows = np.stack([_SHIFT_ROWS[length - 1 - col] for col in columns.tolist()]) if columns.shape[0] else \
+        np.zeros((0, 256), dtype=np.uint32)
+    perm = np.arange(256, dtype=np.int64)[None, :] ^ ref[columns].astype(np.int64)[:, None]
+    tables = np.take_along_axis(rows, perm, axis=1)
     acc = np.full(count, crc32c(ref.tobytes()), dtype=np.uint32)
-    for col in columns.tolist():
-        acc ^= shift[length - 1 - col][payloads[:, col] ^ ref[col]]
+    for start in range(0, count, 16384):
+        # A cache-sized slice of rows, its differing columns made contiguous once.
+        part = np.ascontiguousarray(payloads[start : start + 16384, columns].T)
+        out = acc[start : start + 16384]
+        for table, column in zip(tables, part):
+            out ^= table[column]
     return acc
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Framing:
-    """Where the records of a byte range are, as periodic runs plus single records."""
+    """Where the whole records of a byte range are, and why framing stopped."""
 
-    runs: list[tuple[int, int, int, int, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
-    """(first record index, base offset, block bytes, block count, offsets in block, lengths)."""
-    single_offset: list[int] = field(default_factory=list)
-    """Offsets of the records framed one by one, in file order."""
-    record_count: int = 0
-    end_offset: int = 0
+    offsets: np.ndarray
+    """int64 start of every record (its length field), ascending, in ``buf`` coordinates."""
+    end_offset: int
     """Offset just after the last whole record."""
-    stop: str = "end"
-    """end, truncated (partial header or payload), too-long (length over the cap)."""
-    stop_length: int = 0
+    stop: str
+    """end, truncated (partial header or payload), too-long (length over the cap), bad-header (see below)."""
+    stop_length: int
+    """The length field where framing stopped (0 when there was none)."""
+    bulk_records: int
+    """How many records were framed in bulk (periodic length patterns) rather than one by one."""
 
-    def single_indices(self) -> np.ndarray:
-        """Record index of every single record (runs take the indices in between)."""
-        offsets = np.array(self.single_offset, dtype=np.int64)
-        bases = np.array([run[1] for run in self.runs], dtype=np.int64)
-        before = np.concatenate([[0], np.cumsum([len(run[4]) * run[3] for run in self.runs])]).astype(np.int64)
-        return np.arange(offsets.shape[0], dtype=np.int64) + before[np.searchsorted(bases, offsets)]
-
-    def single_lengths(self, buf) -> np.ndarray:
-        """Payload length of every single record, read from its length field."""
-        offsets = np.array(self.single_offset, dtype=np.int64)
-        flat = np.frombuffer(buf, dtype=np.uint8)
-        return flat[offsets[:, None] + np.arange(8)].view("<u8").ravel().astype(np.int64)
+    def lengths(self) -> np.ndarray:
+        """Payload length of every record (records are contiguous, so from the offsets)."""
+        bounds = np.append(self.offsets, np.int64(self.end_offset))
+        return np.diff(bounds) - 16
 
 
-def _try_bulk(buf, pos: int, end: int, recent: list[int]):
-    """Accept as many whole repeats of a recent length pattern as the length fields confirm."""
-    tried = 0
-    for period in range(1, min(64, len(recent) // 2) + 1):
-        if recent[-period:] != recent[-2 * period : -period]:
+_MIN_BULK = 64
+"""Shorter periodic runs are walked one by one (a tiny piece costs more than it saves)."""
+_ZERO_HEADER_CRC = None  # masked CRC of a zero length field, filled on first use
+
+
+def _walk(buf, pos: int, end: int, count: int, append) -> tuple[int, str | None, int]:
+    """Frame up to ``count`` records one by one; returns (position, stop reason or None, length)."""
+    unpack = _U64.unpack_from
+    last_header = end - 12
+    for _ in range(count):
+        if pos > last_header:
+            return pos, ("end" if pos == end else "truncated"), 0
+        length = unpack(buf, pos)[0]
+        if length > MAX_RECORD_BYTES:
+            return pos, "too-long", length
+        after = pos + length + 16
+        if after > end:
+            return pos, "truncated", length
+        if not length and not _zero_header_ok(buf, pos):
+            # Zero-filled regions (sparse files, a crash before data reached disk) frame as endless
+            # 16-byte "records"; their header CRC never matches, so stop here as TensorBoard does.
+            return pos, "bad-header", 0
+        append(pos)
+        pos = after
+    return pos, None, 0
+
+
+def _zero_header_ok(buf, pos: int) -> bool:
+    """Whether a zero length field carries its valid CRC (an empty Event, legal but rare)."""
+    global _ZERO_HEADER_CRC
+    if _ZERO_HEADER_CRC is None:
+        _ZERO_HEADER_CRC = masked(crc32c(bytes(8)))
+    return struct.unpack_from("<I", buf, pos + 8)[0] == _ZERO_HEADER_CRC
+
+
+def _find_period(lengths: np.ndarray) -> int:
+    """The period of the longest periodic tail of ``lengths`` (two whole repeats at least), or 0."""
+    best_period, best_extent = 0, 0
+    for period in range(1, min(64, lengths.shape[0] // 2) + 1):
+        same = lengths[period:] == lengths[:-period]
+        if not same[-1]:
             continue
-        tried += 1
-        pattern = tuple(recent[-period:])
-        rel = []
-        block = 0
-        for length in pattern:
-            rel.append(block)
-            block += length + 16
-        max_blocks = (end - pos) // block
-        if max_blocks < 2:
-            return None
-        done, window = 0, 16
-        while done < max_blocks:
-            count = min(window, max_blocks - done)
-            ok = np.ones(count, dtype=bool)
-            for offset, length in zip(rel, pattern):
-                # Each view reads exactly the length fields the sequential loop would read.
-                lengths = np.ndarray((count,), dtype="<u8", buffer=buf, offset=pos + done * block + offset,
-                                     strides=(block,))
-                ok &= lengths == length
-            if ok.all():
-                done += count
-                window *= 4
-            else:
-                done += int(np.argmin(ok))
-                break
-        if done >= 2:
-            return period, block, done, tuple(rel), pattern
-        if tried >= 4:
-            return None
-    return None
+        breaks = np.flatnonzero(~same)
+        tail = same.shape[0] - (int(breaks[-1]) + 1 if breaks.shape[0] else 0)
+        # A short period can repeat locally inside a longer one (two equal neighbours), so the
+        # period whose repetition reaches furthest back wins, the shortest among equals.
+        if tail >= period and tail + period > best_extent:
+            best_period, best_extent = period, tail + period
+    return best_period
+
+
+def _bulk_blocks(buf, pos: int, end: int, pattern: tuple[int, ...]) -> tuple[int, int, list[int]]:
+    """How many whole repeats of ``pattern`` start at ``pos`` (confirmed on every length field)."""
+    rel, block = [], 0
+    for length in pattern:
+        rel.append(block)
+        block += length + 16
+    max_blocks = (end - pos) // block
+    done, window = 0, 16
+    while done < max_blocks:
+        count = min(window, max_blocks - done)
+        ok = np.ones(count, dtype=bool)
+        for offset, length in zip(rel, pattern):
+            # Each view reads exactly the length fields the one-by-one walk would read.
+            fields = np.ndarray((count,), dtype="<u8", buffer=buf, offset=pos + done * block + offset,
+                                strides=(block,))
+            ok &= fields == length
+        if ok.all():
+            done += count
+            window *= 4
+        else:
+            done += int(np.argmin(ok))
+            break
+    return done, block, rel
 
 
 def frame_records(buf, start: int, end: int) -> Framing:
-    """Find the records in ``buf[start:end]``: bulk runs of repeating lengths, else one by one."""
-    out = Framing(end_offset=start)
-    unpack = _U64.unpack_from
-    offsets = out.single_offset
-    append = offsets.append
-    pos, in_runs = start, 0
-    since = 0  # len(offsets) when the last bulk run ended
-    wait = next_try = 8
+    """Find the whole records in ``buf[start:end]``: in bulk where lengths repeat, else one by one."""
+    pieces: list[np.ndarray] = []
+    singles = array("q")
+    pos, bulk = start, 0
+    wait = 16
     while True:
-        remaining = end - pos
-        if remaining < 12:
-            out.stop = "end" if remaining == 0 else "truncated"
+        pos, stop, stop_length = _walk(buf, pos, end, wait, singles.append)
+        if stop is not None:
             break
-        length = unpack(buf, pos)[0]
-        if length > MAX_RECORD_BYTES:
-            out.stop, out.stop_length = "too-long", length
-            break
-        if length + 16 > remaining:
-            out.stop, out.stop_length = "truncated", length
-            break
-        append(pos)
-        pos += length + 16
-        if len(offsets) - since >= next_try:
-            # Lengths of the recent single records, from their offsets (cheaper than a list).
-            tail = offsets[max(since, len(offsets) - 128):] + [pos]
-            recent = [b - a - 16 for a, b in zip(tail, tail[1:])]
-            bulk = _try_bulk(buf, pos, end, recent)
-            if bulk is None:
-                wait = min(wait * 2, 4096)
-                next_try = len(offsets) - since + wait
-            else:
-                period, block, blocks, rel, pattern = bulk
-                out.runs.append((len(offsets) + in_runs, pos, block, blocks, rel, pattern))
-                in_runs += period * blocks
-                pos += block * blocks
-                since = len(offsets)
-                wait = next_try = 8
-    out.record_count = len(offsets) + in_runs
-    out.end_offset = pos
-    return out
+        recent = np.array(singles[max(0, len(singles) - 128):], dtype=np.int64)  # a copy: singles grows
+        period = _find_period(np.diff(np.append(recent, pos)) - 16) if recent.shape[0] >= 4 else 0
+        blocks = 0
+        if period:
+            tail = np.append(recent[-period:], pos)
+            pattern = tuple((np.diff(tail) - 16).tolist())
+            blocks, block, rel = _bulk_blocks(buf, pos, end, pattern)
+        if blocks < 2 or blocks * period < _MIN_BULK:
+            wait = min(wait * 2, 4096)  # not worth a piece: keep walking (the history keeps growing)
+            continue
+        pieces.append(np.array(singles, dtype=np.int64))
+        singles = array("q")
+        run = (np.arange(blocks, dtype=np.int64)[:, None] * block + np.array(rel, dtype=np.int64)).ravel() + pos
+        pieces.append(run)
+        bulk += run.shape[0]
+        pos += blocks * block
+        wait = 16
+    pieces.append(np.array(singles, dtype=np.int64))
+    offsets = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+    return Framing(offsets, pos, stop, stop_length, bulk)
 
 
 def header_ok(buf, offset: int, length: int) -> bool:
