@@ -51,8 +51,11 @@ MAX_TAIL_BYTES = 65536
 """Train: tails longer than this are cut before parsing (hostile input, not pimm)."""
 
 
-def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None:
     """A specialised Train: pattern for lines shaped like ``tail`` (same keys in the same order).
+
+    Also returns the keys and the layout (``("timer",)`` or ``("key", key, spaced)`` items)
+    that ``_train_log_fast`` checks lines against without the regex.
 
     Capturing only the values of one known layout keeps the per-line cost of the
     common case to one regex step; lines of other shapes go to the slow path.
@@ -61,6 +64,7 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] |
         return None
     parts = [_HEAD, rb"Train: \[(\d{1,9})/(\d{1,9})\]\[(\d{1,9})/(\d{1,9})\] "]
     keys: list[bytes] = []
+    spec: list[tuple] = []
     pos = 0
     while pos < len(tail):
         m = TAIL_TOKEN.match(tail, pos)
@@ -69,6 +73,7 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] |
         if m.group(1) is not None:
             parts.append(rb"Data " + _VALUE + rb" \([-+\w.]+\) Batch " + _VALUE + rb" \([-+\w.]+\) Remain [\d:]+ ")
             keys += [b"Data", b"Batch"]
+            spec.append(("timer",))
             if not tail[m.start():m.end()].endswith(b" "):
                 return None
         else:
@@ -76,11 +81,12 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] |
             spaced = tail[m.start():m.end()].endswith(b" ")
             parts.append(re.escape(key) + rb": " + _VALUE + (rb" " if spaced else rb""))
             keys.append(key)
+            spec.append(("key", key, spaced))
         pos = m.end()
     if not keys:
         return None
     parts.append(rb"(?=\n)")
-    return re.compile(b"".join(parts)), tuple(keys)
+    return re.compile(b"".join(parts)), tuple(keys), tuple(spec)
 
 
 def parse_tail(tail: bytes) -> list[tuple[bytes, bytes]]:
@@ -146,7 +152,12 @@ def timestamps(column: tuple[bytes, ...]) -> np.ndarray:
     """Seconds from ``YYYY-MM-DD HH:MM:SS,mmm`` texts, read as UTC (the log has no zone)."""
     if not column:
         return np.empty(0, dtype=np.float64)
-    raw = np.array(column, dtype="S23").view(np.uint8).reshape(-1, 23).astype(np.int64) - 48
+    return timestamps_matrix(np.array(column, dtype="S23").view(np.uint8).reshape(-1, 23))
+
+
+def timestamps_matrix(chars: np.ndarray) -> np.ndarray:
+    """Seconds from an (n, 23) uint8 matrix of timestamp texts (see ``timestamps``)."""
+    raw = chars.astype(np.int64) - 48
 
     def num(a: int, b: int) -> np.ndarray:
         out = raw[:, a]

@@ -22,8 +22,10 @@ import numpy as np
 from ..model import Finding, LogEvent, ScalarSeries, Severity
 from . import _train_log_patterns as P
 from ._common import UnreadableFile, file_finding, open_regular
+from ._train_log_fast import FastRows
+from ._train_log_index import BlockContext, IndexBuilder
 from ._train_log_segments import SegmentState, finalize_segment
-from ._train_log_types import LogSegment, TrainLogResult, ValTable, ValTableRow
+from ._train_log_types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
 BLOCK_BYTES = 16 * 1024 * 1024
 """Bytes read per block (a block is extended to the next newline)."""
@@ -50,6 +52,8 @@ class _Reader:
         self.pids: list[int] = []
         self.last_pid: int | None = None
         self.corrupt_at: int | None = None
+        self.ctx: BlockContext | None = None
+        self.index = IndexBuilder()
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -107,22 +111,43 @@ class _Reader:
             if m is not None and not m.group(2):
                 seg.template = P.build_template(m.group(7))
         if seg.template is not None:
-            rows = seg.template[0].findall(block, lo, hi)
-            if rows and len(rows) == count:
+            fast = self.ctx.fast_rows(seg.template)
+            if fast is not None:
+                i, j, hits = fast.span(lo, hi)
+                if j - i == count == hits:
+                    self.flush(seg)
+                    self.add_fast(seg, fast, i, j, delta)
+                    return
+            matches = list(seg.template[0].finditer(block, lo, hi))
+            if matches and len(matches) == count:
+                rows = [m.groups() for m in matches]
                 seg.pending.extend(rows)
                 last = rows[-1]
                 seg.set_last(int(last[1]), int(last[3]), int(last[4]))
+                self.index.add_rows(seg.index, [((int(r[1]) - 1) * int(r[4]) + int(r[3])) for r in rows],
+                                    [m.start() + 1 for m in matches], self.ctx, delta)
                 if len(seg.pending) >= _FLUSH_ROWS:
                     self.flush(seg)
                 return
         self.flush(seg)
-        self.generic_range(block, lo, hi, seg)
+        self.generic_range(block, lo, hi, seg, delta)
 
-    def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState) -> None:
+    def add_fast(self, seg: SegmentState, fast: FastRows, i: int, j: int, delta: int) -> None:
+        """Rows ``i:j`` of the block's template lines, as numpy chunks of the segment's series."""
+        steps, walls = fast.steps[i:j], fast.walls[i:j]
+        for key, col in zip(seg.template[1], fast.values):
+            seg.add_chunk(_tag(key), steps, col[i:j], walls)
+        last = j - 1
+        seg.note_train(int(steps[0]), int(steps[-1]), j - i, int(fast.max_epochs[last]), int(fast.ipes[last]))
+        seg.set_last(int(fast.epochs[last]), int(fast.iters[last]), int(fast.ipes[last]))
+        self.index.add_chunk(seg.index, steps, self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
+
+    def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState, delta: int) -> None:
         """Slow path for Train: lines of other shapes (fragments, varying keys)."""
         points: dict[str, tuple[list[int], list[float], list[int]]] = {}
         stamps: list[bytes] = []
         steps: list[int] = []
+        starts: list[int] = []
         last = None
         for m in P.GENERIC_TRAIN.finditer(block, lo, hi):
             ts, pre, ep, max_ep, it, ipe, tail = m.groups()
@@ -130,6 +155,7 @@ class _Reader:
             row = len(stamps)
             stamps.append(ts)
             steps.append(step)
+            starts.append(m.start() + 1)
             for key, value in P.parse_tail(pre) + P.parse_tail(tail):
                 lists = points.setdefault(_tag(key), ([], [], []))
                 lists[0].append(step)
@@ -143,6 +169,7 @@ class _Reader:
             seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[np.asarray(rows, np.int64)])
         seg.note_train(steps[0], steps[-1], len(steps), last[3], last[2])
         seg.set_last(last[0], last[1], last[2])
+        self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
 
     # -- blocks -----------------------------------------------------------
     def block(self, data: bytes, offset: int) -> None:
@@ -154,6 +181,8 @@ class _Reader:
                 self.corrupt_at = offset + exc.start
         block = b"\n" + data
         delta = offset - 1  # absolute offset of block[i] is delta + i
+        self.ctx = BlockContext(block, self.line_no)
+        self.index.scan_submitit(self.ctx, delta)
         counter = _LineCounter(block, self.line_no)
         self.continue_record(block)
         first = P.RECORD_START.search(block)
@@ -189,6 +218,7 @@ class _Reader:
             if ts is not None:
                 self.cur.ended_at = ts
         self.line_no = counter.line_of(len(block))
+        self.ctx = None
 
     def pid_markers(self, block: bytes, markers: dict[int, object]) -> None:
         """E0: a PID change without a ``=> Loading config`` line right after it starts a segment."""
@@ -291,8 +321,10 @@ class _Reader:
             findings.insert(0, file_finding(
                 "file.corrupt", rel_path, f"{rel_path} is not valid UTF-8 (first bad byte at offset "
                 f"{self.corrupt_at}); bad bytes were replaced", severity=Severity.INFO))
-        return TrainLogResult(tuple(series), tuple(segments), events, tables, tuple(self.best), self.era,
-                              tuple(self.pids), end_offset, line_count, tuple(findings))
+        segments_t = tuple(segments)
+        return TrainLogResult(tuple(series), segments_t, events, tables, tuple(self.best), self.era,
+                              tuple(self.pids), end_offset, line_count, tuple(findings),
+                              index=self.index.freeze(segments_t))
 
 
 class _LineCounter:
@@ -405,4 +437,4 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
     return reader.result(rel_path, start_offset + consumed, lines, findings)
 
 
-__all__ = ["LogSegment", "TrainLogResult", "ValTable", "ValTableRow", "read_train_log"]
+__all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "ValTable", "ValTableRow", "read_train_log"]
