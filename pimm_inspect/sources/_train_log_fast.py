@@ -301,23 +301,23 @@ class _Layout:
         keep = np.flatnonzero(good)
         if keep.size != good.size:
             chars, digits = chars[keep], digits[keep]
-        digits = digits.astype(np.int64)
         done = rows[keep]
         out.ok[done] = True
         out.walls[done] = P.timestamps_matrix(chars[:, 1:24])
+        # numbers of at most 15 digits: exact in float64, so a float matrix product is exact too
         for f, cols in enumerate(self.fields):
-            out.fields[f][done] = digits[:, cols] @ _POW10[cols.size - 1::-1]
+            out.fields[f][done] = (digits[:, cols].astype(np.float64) @ _POW10F[cols.size - 1::-1]).astype(np.int64)
         for v, number in enumerate(self.numbers):
             if isinstance(number, float):
                 out.values[v][done] = number
                 continue
             cols, frac, neg = number
-            val = (digits[:, cols] @ _POW10[cols.size - 1::-1]) / _POW10F[frac]
+            val = (digits[:, cols].astype(np.float64) @ _POW10F[cols.size - 1::-1]) / _POW10F[frac]
             out.values[v][done] = -val if neg else val
         return done
 
 
-def scan(block: bytes, buf: np.ndarray, newlines: np.ndarray, spaces_of, template: re.Pattern[bytes],
+def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, spaces_of, template: re.Pattern[bytes],
          tokens: tuple[tuple[str, bytes], ...], nvalues: int) -> FastRows | None:
     """Every line of ``block`` matching the template, without a regex step per line.
 
@@ -327,7 +327,6 @@ def scan(block: bytes, buf: np.ndarray, newlines: np.ndarray, spaces_of, templat
     ``buf`` is the block as uint8 followed by at least 64 padding bytes; ``spaces_of()``
     gives the block's space positions.
     """
-    hits = find_hits(buf[:len(block)])
     line = np.searchsorted(newlines, hits)  # the newline ending each hit's line
     line_ok = (line >= 1) & (line < newlines.size)
     line = np.clip(line, 1, max(1, newlines.size - 1))

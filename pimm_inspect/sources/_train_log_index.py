@@ -31,6 +31,7 @@ class BlockContext:
         self._buf: np.ndarray | None = None
         self._newlines: np.ndarray | None = None
         self._spaces: np.ndarray | None = None
+        self._hits: np.ndarray | None = None
         self._fast: dict[int, F.FastRows | None] = {}
 
     @property
@@ -44,6 +45,18 @@ class BlockContext:
         if self._newlines is None:
             self._newlines = np.flatnonzero(self.buf[:len(self.block)] == 10)
         return self._newlines
+
+    @property
+    def hits(self) -> np.ndarray:
+        """Positions of every ``Train: [`` in the block."""
+        if self._hits is None:
+            self._hits = F.find_hits(self.buf[:len(self.block)])
+        return self._hits
+
+    def count_hits(self, lo: int, hi: int) -> int:
+        """``block.count(b"Train: [", lo, hi)``, from the positions found once."""
+        a, b = np.searchsorted(self.hits, (lo, hi - 7))
+        return int(b - a)
 
     def line_numbers(self, starts: np.ndarray) -> np.ndarray:
         """Line numbers of the lines starting at block positions ``starts`` (each after a newline)."""
@@ -60,7 +73,7 @@ class BlockContext:
         tokens = F.template_tokens(template[2])
         if tokens is None:
             return None
-        return F.scan(self.block, self.buf, self.newlines, self._spaces_of, template[0], tokens,
+        return F.scan(self.block, self.buf, self.hits, self.newlines, self._spaces_of, template[0], tokens,
                       sum(1 for kind, _ in tokens if kind == "value"))
 
     def _spaces_of(self) -> np.ndarray:

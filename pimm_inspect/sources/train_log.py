@@ -25,6 +25,7 @@ from ._common import UnreadableFile, file_finding, open_regular
 from ._train_log_fast import FastRows
 from ._train_log_index import BlockContext, IndexBuilder
 from ._train_log_segments import SegmentState, finalize_segment
+from ._train_log_tail import TrainLogTail, read_train_log_tail
 from ._train_log_types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
 BLOCK_BYTES = 16 * 1024 * 1024
@@ -101,7 +102,7 @@ class _Reader:
 
     def train_range(self, block: bytes, lo: int, hi: int, delta: int) -> None:
         """Parse the Train: records between two interesting records of a block."""
-        count = block.count(b"Train: [", lo, hi)
+        count = self.ctx.count_hits(lo, hi)
         if count == 0:
             return
         seg = self.seg(self.line_no, delta + lo + 1)
@@ -172,8 +173,8 @@ class _Reader:
         self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
 
     # -- blocks -----------------------------------------------------------
-    def block(self, data: bytes, offset: int) -> None:
-        """Process one block of complete lines starting at absolute byte ``offset``."""
+    def block(self, data: bytes, offset: int) -> int:
+        """Process one block of complete lines starting at absolute byte ``offset``; returns its line count."""
         if self.corrupt_at is None and not data.isascii():
             try:
                 data.decode("utf-8")
@@ -183,7 +184,7 @@ class _Reader:
         delta = offset - 1  # absolute offset of block[i] is delta + i
         self.ctx = BlockContext(block, self.line_no)
         self.index.scan_submitit(self.ctx, delta)
-        counter = _LineCounter(block, self.line_no)
+        counter = _LineCounter(self.ctx, self.line_no)
         self.continue_record(block)
         first = P.RECORD_START.search(block)
         first_pm = P.PREFIX.match(block, first.end()) if first else None
@@ -218,7 +219,9 @@ class _Reader:
             if ts is not None:
                 self.cur.ended_at = ts
         self.line_no = counter.line_of(len(block))
+        newline_count = self.ctx.newlines.size - 1  # not the leading one added above
         self.ctx = None
+        return newline_count
 
     def pid_markers(self, block: bytes, markers: dict[int, object]) -> None:
         """E0: a PID change without a ``=> Loading config`` line right after it starts a segment."""
@@ -328,16 +331,14 @@ class _Reader:
 
 
 class _LineCounter:
-    """Line numbers of increasing positions in a block, counting newlines only once."""
+    """Line numbers of positions in a block, from the block's newline positions (found once, with numpy)."""
 
-    def __init__(self, block: bytes, first_line_no: int) -> None:
-        self.block, self.pos, self.line = block, 0, first_line_no - 1
+    def __init__(self, ctx: BlockContext, first_line_no: int) -> None:
+        self.newlines, self.base = ctx.newlines, first_line_no - 1
 
     def line_of(self, pos: int) -> int:
         """Line number of the line starting at ``pos`` (``block[pos-1]`` is a newline)."""
-        self.line += self.block.count(b"\n", self.pos, pos)
-        self.pos = pos
-        return self.line
+        return self.base + int(np.searchsorted(self.newlines, pos))
 
 
 def _tag(key: bytes) -> str:
@@ -424,9 +425,8 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     carry = buf
                     continue
                 carry = buf[cut + 1:]
-                reader.block(buf[:cut + 1], start_offset + consumed)
+                lines += reader.block(buf[:cut + 1], start_offset + consumed)
                 consumed += cut + 1
-                lines += buf.count(b"\n", 0, cut + 1)
         except OSError as exc:
             findings.append(file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"))
             carry = b""
@@ -437,4 +437,5 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
     return reader.result(rel_path, start_offset + consumed, lines, findings)
 
 
-__all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "ValTable", "ValTableRow", "read_train_log"]
+__all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogTail", "ValTable", "ValTableRow",
+           "read_train_log", "read_train_log_tail"]
