@@ -124,3 +124,33 @@ def test_plain_generated_log_is_all_fast_and_the_same(tmp_path: Path) -> None:
     new, old = both(path)
     assert_same(new, old)
     assert new.segments[0].train_lines == facts["steps"] and new.segments[0].last_step == facts["steps"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pimm_inspect.sources import _train_log_patterns as NEW  # noqa: E402
+from tests.train_log_reference import _train_log_patterns as OLD  # noqa: E402
+
+_ROW_PARTS = ["|", " ", "*", "1", "a", ".", "-", "\t", "\u00a0", ":", "  ", " | ", "| 1 | ", "\u2028"]
+_TAIL_PARTS = [b"Data ", b"1", b" ", b"(1)", b"Batch ", b"Remain ", b"1:2", b":", b"a", b": ", b"k: 1 ", b"\t",
+               b"-", b"."]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(parts=st.lists(st.sampled_from(_ROW_PARTS), max_size=30), lead=st.booleans())
+def test_linear_table_row_splits_like_the_old_pattern(parts, lead) -> None:
+    text = ("|  1 | " if lead else "") + "".join(parts)
+    m = OLD.TABLE_ROW.match(text)
+    assert NEW.table_row(text) == (m.groups() if m else None)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(parts=st.lists(st.sampled_from(_TAIL_PARTS), max_size=20))
+def test_linear_tail_tokens_match_the_old_pattern(parts) -> None:
+    tail = b"".join(parts)
+    assert NEW.parse_tail(tail) == OLD.parse_tail(tail)
+    old, new = OLD.build_template(tail), NEW.build_template(tail)
+    assert (old is None) == (new is None)
+    if old is not None:
+        assert (old[0].pattern, old[1]) == (new[0].pattern, new[1])

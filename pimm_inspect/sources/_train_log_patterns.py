@@ -32,8 +32,19 @@ GENERIC_TRAIN = re.compile(
 
 TAIL_TOKEN = re.compile(
     rb"Data " + _VALUE + rb" \([-+\w.]+\) Batch " + _VALUE + rb" \([-+\w.]+\) Remain [\d:]+ ?"
-    rb"|([^:\s]+): " + _VALUE + rb"(?: |$)")
-"""One item of a Train: tail: the IterationTimer block or a ``key: value`` term."""
+    rb"|(?<![^:\s])([^:\s]+): " + _VALUE + rb"(?: |$)")
+"""One item of a Train: tail: the IterationTimer block or a ``key: value`` term.
+
+A key starts only where a run of key bytes starts (the look-behind): the old form tried
+every byte of a long run and scanned to its end each time (quadratic; 197 KB of such
+lines cost 123 s). A key found from inside a run always ended at the same place as one
+found from its start, so the matches are the same."""
+
+_KEY_RUN = re.compile(rb"[^:\s]+")
+_KEY_VALUE = re.compile(rb": " + _VALUE + rb"(?: |$)")
+"""The key branch of ``TAIL_TOKEN`` in two steps (a key is a whole run of key bytes, its value a
+whole run of value bytes), tried right after a timer block that ended without a space: the one
+place a scan position falls inside a run."""
 
 KEYWORDS = re.compile(
     # grouped by first byte so a line whose message starts otherwise (every Train: line) fails in one test
@@ -94,13 +105,26 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...], t
 def parse_tail(tail: bytes) -> list[tuple[bytes, bytes]]:
     """``(key, value)`` pairs of one Train: tail; ``Data``/``Batch`` come out as keys too."""
     pairs: list[tuple[bytes, bytes]] = []
-    for m in TAIL_TOKEN.finditer(tail[:MAX_TAIL_BYTES]):
+    tail = tail[:MAX_TAIL_BYTES]
+    pos, glued = 0, False
+    while True:
+        key = _KEY_RUN.match(tail, pos) if glued else None
+        value = _KEY_VALUE.match(tail, key.end()) if key is not None else None
+        if value is not None:
+            pairs.append((key.group(), value.group(1)))
+            glued, pos = False, value.end()
+            continue
+        m = TAIL_TOKEN.search(tail, pos)
+        if m is None:
+            return pairs
         if m.group(1) is not None:
             pairs.append((b"Data", m.group(1)))
             pairs.append((b"Batch", m.group(2)))
+            glued = tail[m.end() - 1:m.end()] != b" "
         else:
             pairs.append((m.group(3), m.group(4)))
-    return pairs
+            glued = False
+        pos = m.end()
 
 
 def to_float(text: bytes | str) -> float:
@@ -205,8 +229,30 @@ RESULT = re.compile(r"(Val|Test) result: ([\w/]+) (\S+?)\.?\s*$")
 MAE_RESULT = re.compile(r"Val Result: Loss: (\S+) Coord: (\S+) Feat: (\S+) MaskRatio: (\S+)")
 DETECTION = re.compile(r"\[([^\]]{1,200})\] Detection P=(\S+) R=(\S+) F1=(\S+) IoU=(\S+)")
 BEST_UPDATED = re.compile(r"Best validation (.+?) updated to: (\S+)")
-TABLE_ROW = re.compile(
-    r"\|\s*(\d{1,9}) \| (.*?)(\*)?\s* \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \|\s*$")
+TABLE_HEAD = re.compile(r"\|\s*(\d{1,9}) \| ")
+TABLE_TAIL = re.compile(r" \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \|\s*$")
+
+
+def table_row(text: str) -> tuple[str, str, str | None, str, str, str, str, str] | None:
+    """The groups of ``\\|\\s*(\\d{1,9}) \\| (.*?)(\\*)?\\s* \\| V \\| V \\| V \\| V \\| V \\|\\s*$`` matched at the start.
+
+    Done in three linear steps (head, the five columns anchored at the end, then the name
+    between them) because that single pattern backtracks quadratically on long runs of
+    whitespace. The five columns are fixed from the end (values hold no space or ``|``);
+    the lazy name is what remains once trailing whitespace and one ``*`` before it are
+    taken off, exactly as the pattern would split it.
+    """
+    head = TABLE_HEAD.match(text)
+    if head is None:
+        return None
+    tail = TABLE_TAIL.search(text, head.end())
+    if tail is None:
+        return None
+    name = text[head.end():tail.start()].rstrip()  # str.rstrip strips exactly what \s matches
+    star = name.endswith("*")
+    return (head.group(1), name[:-1] if star else name, "*" if star else None) + tail.groups()
+
+
 CLASSIC_ROW = re.compile(r"Class_(\d{1,9})-(.+?) Result: iou/accuracy ([\w.+-]+)/([\w.+-]+)")
 RESULT_TAGS = {"mIoU": "mIoU", "mAcc": "mAcc", "allAcc": "allAcc", "mPrec": "mPrecision",
                "mRec": "mRecall", "mF1": "mF1"}

@@ -235,10 +235,10 @@ class SegmentState:
     def _table_row(self, text: str, reader) -> None:
         if reader.table is None:
             return
-        m = P.TABLE_ROW.match(text)
-        if m:
-            nums = [P.to_float(v) for v in m.groups()[3:]]
-            reader.table["rows"].append(ValTableRow(int(m.group(1)), m.group(2).strip(), bool(m.group(3)), *nums))
+        row = P.table_row(text)
+        if row:
+            nums = [P.to_float(v) for v in row[3:]]
+            reader.table["rows"].append(ValTableRow(int(row[0]), row[1].strip(), bool(row[2]), *nums))
             return
         m = P.CLASSIC_ROW.match(text)
         if m:

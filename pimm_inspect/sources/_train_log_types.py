@@ -137,7 +137,6 @@ class TrainLogResult:
     findings: tuple[Finding, ...]
     index: TrainLogIndex = field(default_factory=TrainLogIndex)
     """Attempt starts and the line of every Train: step (issue 9: the UI's Log tab reads this)."""
-    long_lines: int = 0
-    """Lines longer than ``MAX_LINE_BYTES``: their bytes past the cap were skipped, not parsed."""
-    skipped_bytes: int = 0
-    """Bytes skipped in those long lines."""
+    long_lines: tuple[tuple[int, int], ...] = ()
+    """(byte offset, bytes skipped) of lines longer than ``MAX_LINE_BYTES`` (the first 1,000;
+    the ``file.long-lines`` finding counts all): their bytes past the cap were skipped, not parsed."""

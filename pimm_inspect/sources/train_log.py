@@ -22,14 +22,13 @@ import numpy as np
 from ..model import Finding, LogEvent, ScalarSeries, Severity
 from . import _train_log_patterns as P
 from ._common import UnreadableFile, file_finding, open_regular
+from ._train_log_blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._train_log_fast import FastRows
 from ._train_log_index import BlockContext, IndexBuilder
 from ._train_log_segments import SegmentState, finalize_segment
 from ._train_log_tail import TrainLogTail, read_train_log_tail
 from ._train_log_types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
-BLOCK_BYTES = 16 * 1024 * 1024
-"""Bytes read per block (a block is extended to the next newline)."""
 MAX_MESSAGE_BYTES = 256 * 1024
 """Event messages longer than this keep their head and the last 4 KiB."""
 _FLUSH_ROWS = 100_000
@@ -55,6 +54,7 @@ class _Reader:
         self.corrupt_at: int | None = None
         self.ctx: BlockContext | None = None
         self.index = IndexBuilder()
+        self.long_lines: tuple[tuple[int, int], ...] = ()
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -327,7 +327,7 @@ class _Reader:
         segments_t = tuple(segments)
         return TrainLogResult(tuple(series), segments_t, events, tables, tuple(self.best), self.era,
                               tuple(self.pids), end_offset, line_count, tuple(findings),
-                              index=self.index.freeze(segments_t))
+                              index=self.index.freeze(segments_t), long_lines=self.long_lines)
 
 
 class _LineCounter:
@@ -369,6 +369,16 @@ def _record_text(rec: dict) -> str:
     return head.decode("utf-8", "replace").rstrip("\n")
 
 
+def long_lines_finding(rel_path: str, count: int, skipped: int) -> Finding:
+    """``file.long-lines``: lines past ``MAX_LINE_BYTES`` were cut (pimm never writes such lines)."""
+    return file_finding(
+        "file.long-lines", rel_path,
+        f"{rel_path}: {count} line(s) longer than {MAX_LINE_BYTES} bytes; {skipped} bytes past the first "
+        f"{MAX_LINE_BYTES} of each were skipped, not read",
+        explanation="pimm writes lines of a few hundred bytes; a longer line is damage or something else "
+                    "writing into the log. Only the first MiB of each is parsed, so memory and time stay bounded.")
+
+
 def non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
     """One ``metrics.non-finite`` finding per tag whose logged values hit NaN or inf."""
     ranges: dict[str, list[int]] = {}
@@ -399,7 +409,9 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
         fh = open_regular(path, rel_path)
     except UnreadableFile as exc:
         return reader.result(rel_path, start_offset, 0, [exc.finding])
-    consumed = lines = 0
+    end = start_offset
+    lines = 0
+    stats = LineStats()
     with fh:
         try:
             size = os.fstat(fh.fileno()).st_size
@@ -411,30 +423,20 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     "it was probably rewritten by a fresh launch: read it again from the start",
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings)
-            fh.seek(start_offset)
-            remaining = size - start_offset
-            carry = b""
-            while remaining > 0:
-                data = fh.read(min(BLOCK_BYTES, remaining))
-                if not data:
-                    break
-                remaining -= len(data)
-                buf = carry + data if carry else data
-                cut = buf.rfind(b"\n")
-                if cut < 0:
-                    carry = buf
-                    continue
-                carry = buf[cut + 1:]
-                lines += reader.block(buf[:cut + 1], start_offset + consumed)
-                consumed += cut + 1
+            for data, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
+                lines += reader.block(data, offset)
+                end = real_end
         except OSError as exc:
             findings.append(file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"))
-            carry = b""
-    if carry:
+            stats.partial_bytes = 0
+    if stats.partial_bytes:
         findings.append(file_finding(
-            "file.truncated", rel_path, f"{rel_path}: the last line has no newline ({len(carry)} bytes); "
+            "file.truncated", rel_path, f"{rel_path}: the last line has no newline ({stats.partial_bytes} bytes); "
             "it may still be being written and was not read", severity=Severity.INFO))
-    return reader.result(rel_path, start_offset + consumed, lines, findings)
+    if stats.long_line_count:
+        findings.append(long_lines_finding(rel_path, stats.long_line_count, stats.skipped_bytes))
+    reader.long_lines = tuple(stats.long_lines)
+    return reader.result(rel_path, end, lines, findings)
 
 
 __all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogTail", "ValTable", "ValTableRow",
