@@ -24,7 +24,7 @@ from . import _train_log_patterns as P
 from ._common import UnreadableFile, file_finding, open_regular
 from ._train_log_blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._train_log_fast import FastRows
-from ._train_log_index import BlockContext, IndexBuilder
+from ._train_log_index import BlockContext, IndexBuilder, merge_index
 from ._train_log_segments import SegmentState, finalize_segment
 from ._train_log_tail import TrainLogTail, read_train_log_tail
 from ._train_log_types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
@@ -367,6 +367,21 @@ def _record_text(rec: dict) -> str:
     if rec["size"] > len(head):
         head += b"\n... [%d bytes omitted] ...\n" % (rec["size"] - len(head) - len(rec["tail"])) + rec["tail"]
     return head.decode("utf-8", "replace").rstrip("\n")
+
+
+def merge_refresh_extras(old: TrainLogResult, new: TrainLogResult, cut_offset: int,
+                         findings: tuple[Finding, ...]) -> dict:
+    """Index, long lines and findings of a refresh that re-read from ``cut_offset`` (for ``dataclasses.replace``).
+
+    The ``file.long-lines`` finding is recomputed from the merged list, so a line is not counted twice.
+    """
+    long_lines = tuple(x for x in old.long_lines if x[0] < cut_offset) + new.long_lines
+    findings = tuple(f for f in findings if f.code != "file.long-lines")
+    if long_lines:
+        rel_path = next(f.paths[0] for f in old.findings + new.findings if f.code == "file.long-lines")
+        findings += (long_lines_finding(rel_path, len(long_lines), sum(x[1] for x in long_lines)),)
+    return {"index": merge_index(old.index, new.index, cut_offset), "long_lines": long_lines,
+            "findings": findings}
 
 
 def long_lines_finding(rel_path: str, count: int, skipped: int) -> Finding:
