@@ -24,7 +24,8 @@ from . import _train_log_patterns as P
 from ._common import UnreadableFile, file_finding, open_regular
 from ._train_log_blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._train_log_fast import FastRows
-from ._train_log_index import BlockContext, IndexBuilder, merge_index
+from ._train_log_findings import long_lines_finding, merge_refresh_extras, non_finite_findings
+from ._train_log_index import BlockContext, IndexBuilder
 from ._train_log_segments import SegmentState, finalize_segment
 from ._train_log_tail import TrainLogTail, read_train_log_tail
 from ._train_log_types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
@@ -369,48 +370,6 @@ def _record_text(rec: dict) -> str:
     return head.decode("utf-8", "replace").rstrip("\n")
 
 
-def merge_refresh_extras(old: TrainLogResult, new: TrainLogResult, cut_offset: int,
-                         findings: tuple[Finding, ...]) -> dict:
-    """Index, long lines and findings of a refresh that re-read from ``cut_offset`` (for ``dataclasses.replace``).
-
-    The ``file.long-lines`` finding is recomputed from the merged list, so a line is not counted twice.
-    """
-    long_lines = tuple(x for x in old.long_lines if x[0] < cut_offset) + new.long_lines
-    findings = tuple(f for f in findings if f.code != "file.long-lines")
-    if long_lines:
-        rel_path = next(f.paths[0] for f in old.findings + new.findings if f.code == "file.long-lines")
-        findings += (long_lines_finding(rel_path, len(long_lines), sum(x[1] for x in long_lines)),)
-    return {"index": merge_index(old.index, new.index, cut_offset), "long_lines": long_lines,
-            "findings": findings}
-
-
-def long_lines_finding(rel_path: str, count: int, skipped: int) -> Finding:
-    """``file.long-lines``: lines past ``MAX_LINE_BYTES`` were cut (pimm never writes such lines)."""
-    return file_finding(
-        "file.long-lines", rel_path,
-        f"{rel_path}: {count} line(s) longer than {MAX_LINE_BYTES} bytes; {skipped} bytes past the first "
-        f"{MAX_LINE_BYTES} of each were skipped, not read",
-        explanation="pimm writes lines of a few hundred bytes; a longer line is damage or something else "
-                    "writing into the log. Only the first MiB of each is parsed, so memory and time stay bounded.")
-
-
-def non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
-    """One ``metrics.non-finite`` finding per tag whose logged values hit NaN or inf."""
-    ranges: dict[str, list[int]] = {}
-    for s in series:
-        bad = s.steps[~np.isfinite(s.values)]
-        if bad.size:
-            lo, hi, n = int(bad.min()), int(bad.max()), int(bad.size)
-            cur = ranges.setdefault(s.tag, [lo, hi, 0])
-            cur[0], cur[1], cur[2] = min(cur[0], lo), max(cur[1], hi), cur[2] + n
-    return [Finding("metrics.non-finite", Severity.WARNING,
-                    f"{tag} is nan/inf at {n} logged step(s) in {rel_path}, steps {lo}-{hi}",
-                    paths=(rel_path,), steps=(lo, hi),
-                    explanation="The model produced non-finite values; check the learning rate, AMP "
-                                "loss scaling and the input data around these steps.")
-            for tag, (lo, hi, n) in ranges.items()]
-
-
 def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attempt: int = 1,
                    first_line_no: int = 1) -> TrainLogResult:
     """Read a pimm train.log from ``start_offset`` (a line start) to its last complete line.
@@ -455,4 +414,5 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
 
 
 __all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogTail", "ValTable", "ValTableRow",
-           "read_train_log", "read_train_log_tail"]
+           "long_lines_finding", "merge_refresh_extras", "non_finite_findings", "read_train_log",
+           "read_train_log_tail"]
