@@ -118,12 +118,24 @@ def test_generated_big_logs_read_the_same(tmp_path: Path, seed: int, monkeypatch
                       first_line_no=last.start_line))
 
 
-def test_plain_generated_log_is_all_fast_and_the_same(tmp_path: Path) -> None:
+def test_plain_generated_log_is_all_fast_and_the_same(tmp_path: Path, monkeypatch) -> None:
+    from pimm_inspect.sources import _train_log_fast as F
+
     path = tmp_path / "train.log"
-    facts = write_big_log(path, 2 * BLOCK_BYTES + 12345, iters_per_epoch=20000)
+    facts = write_big_log(path, 2 * BLOCK_BYTES + BLOCK_BYTES // 2, iters_per_epoch=20000)
+    rows: list[int] = []
+    scan = F.scan
+
+    def counting_scan(*args, **kwargs):
+        found = scan(*args, **kwargs)
+        rows.append(found.starts.size if found is not None else 0)
+        return found
+
+    monkeypatch.setattr(F, "scan", counting_scan)
     new, old = both(path)
     assert_same(new, old)
     assert new.segments[0].train_lines == facts["steps"] and new.segments[0].last_step == facts["steps"]
+    assert len(rows) >= 3 and sum(rows) == facts["steps"]  # every Train: line went through the numpy path
 
 
 from hypothesis import given, settings  # noqa: E402
