@@ -6,7 +6,8 @@ Generates one pimm train.log into bench/_data/ (once per size: one attempt, one
 ``Train:`` line per step, plus per-epoch result, evaluation and save records, in the
 exact line grammar of spec 3.4), then runs every approach in a fresh process, side by
 side, ``--repeat`` times, and prints medians of the work time (measured inside the
-process), the whole-process time and the peak RSS (``ru_maxrss`` via ``os.wait4``):
+process), the whole-process time and the peak RSS (the child's ``VmHWM``; for grep and the CLI,
+``ru_maxrss`` via ``os.wait4``, which also counts this small parent's peak):
 
 - ``grep -c 'Train: \\['``: the floor for finding the lines;
 - our ``read_train_log`` and ``read_train_log_tail``;
@@ -89,6 +90,8 @@ from pathlib import Path
 sys.path.insert(0, {repo!r})
 PATH = Path({path!r})
 {body}
+with open("/proc/self/status") as status:  # VmHWM: ru_maxrss would include the forked parent's peak
+    out["peak_kib"] = next(int(x.split()[1]) for x in status if x.startswith("VmHWM:"))
 print(json.dumps(out))
 """
 
@@ -173,8 +176,8 @@ def main() -> int:
         if not runs:
             continue
         wall = statistics.median(r[0] for r in runs)
-        rss = statistics.median(r[1] for r in runs)
         docs = [r[2] for r in runs if isinstance(r[2], dict) and "work" in r[2]]
+        rss = statistics.median(d["peak_kib"] / 1024 for d in docs) if docs else statistics.median(r[1] for r in runs)
         work = statistics.median(d["work"] for d in docs) if docs else wall
         lines = next((d.get("lines") for d in docs if d.get("lines") is not None), None)
         if lines is not None:
