@@ -124,7 +124,10 @@ def _merge_events(old, new):
 
 def _merge_log(old, new, last_index: int):
     """Earlier segments from ``old``; the last segment (and what follows) from ``new``."""
+    from ..sources.train_log import merge_refresh_extras
+
     keep = [s for s in old.segments if s.index < last_index]
+    cut = next(s.start_offset for s in old.segments if s.index == last_index)
     best = tuple(dict.fromkeys(old.best + new.best))
     series = tuple(s for s in old.series if s.attempt is not None and s.attempt < last_index) + new.series
     return dataclasses.replace(
@@ -136,7 +139,7 @@ def _merge_log(old, new, last_index: int):
         best=best,
         era_hint=old.era_hint or new.era_hint,
         pids=tuple(dict.fromkeys(old.pids + new.pids)),
-        findings=_log_findings(old, new, series),
+        **merge_refresh_extras(old, new, cut, _log_findings(old, new, series)),
     )
 
 

@@ -32,16 +32,29 @@ GENERIC_TRAIN = re.compile(
 
 TAIL_TOKEN = re.compile(
     rb"Data " + _VALUE + rb" \([-+\w.]+\) Batch " + _VALUE + rb" \([-+\w.]+\) Remain [\d:]+ ?"
-    rb"|([^:\s]+): " + _VALUE + rb"(?: |$)")
-"""One item of a Train: tail: the IterationTimer block or a ``key: value`` term."""
+    rb"|(?<![^:\s])([^:\s]+): " + _VALUE + rb"(?: |$)")
+"""One item of a Train: tail: the IterationTimer block or a ``key: value`` term.
+
+A key starts only where a run of key bytes starts (the look-behind): the old form tried
+every byte of a long run and scanned to its end each time (quadratic; 197 KB of such
+lines cost 123 s). A key found from inside a run always ended at the same place as one
+found from its start, so the matches are the same."""
+
+_KEY_RUN = re.compile(rb"[^:\s]+")
+_KEY_VALUE = re.compile(rb": " + _VALUE + rb"(?: |$)")
+"""The key branch of ``TAIL_TOKEN`` in two steps (a key is a whole run of key bytes, its value a
+whole run of value bytes), tried right after a timer block that ended without a space: the one
+place a scan position falls inside a run."""
 
 KEYWORDS = re.compile(
-    rb"\] (?:=> Loading config|Save path: |Num params: |Parallel strategy: |Iterable train loader: "
-    rb"|Tensorboard writer|Weights & Biases writer|Loading weight at: |Loaded \d|Resolving remote weight: "
-    rb"|No weight found at: |Resuming |Starting a fresh W&B run|Fast forwarding data iterator"
-    rb"|Training already complete|Saving |Best validation |Currently Best |>+ Start |<+ End "
-    rb"|=> Testing on |Skipping final evaluation|Test result: |Val result: |Val Result: "
-    rb"|Train result: |Wrote eval artifacts|\[[^\]\n]{1,200}\] Detection P=|\|\s{0,40}\d+ \| |Class_\d+-)")
+    # grouped by first byte so a line whose message starts otherwise (every Train: line) fails in one test
+    rb"\] (?:=> (?:Loading config|Testing on )"
+    rb"|S(?:ave path: |tarting a fresh W&B run|aving |kipping final evaluation)"
+    rb"|N(?:um params: |o weight found at: )|P(?:arallel strategy: )|I(?:terable train loader: )"
+    rb"|T(?:ensorboard writer|raining already complete|est result: |rain result: )|W(?:eights & Biases writer|rote eval artifacts)"
+    rb"|Lo(?:ading weight at: |aded \d)|R(?:esolving remote weight: |esuming )|F(?:ast forwarding data iterator)"
+    rb"|B(?:est validation )|C(?:urrently Best |lass_\d+-)|>+ Start |<+ End |V(?:al result: |al Result: )"
+    rb"|\[[^\]\n]{1,200}\] Detection P=|\|\s{0,40}\d+ \| )")
 """Message starts of the INFO records the reader interprets (found from the ``] `` before them)."""
 
 LEVEL_HIT = re.compile(rb",\d{3} (?:WARNING|ERROR|CRITICAL) ")
@@ -51,8 +64,11 @@ MAX_TAIL_BYTES = 65536
 """Train: tails longer than this are cut before parsing (hostile input, not pimm)."""
 
 
-def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None:
     """A specialised Train: pattern for lines shaped like ``tail`` (same keys in the same order).
+
+    Also returns the keys and the layout (``("timer",)`` or ``("key", key, spaced)`` items)
+    that ``_train_log_fast`` checks lines against without the regex.
 
     Capturing only the values of one known layout keeps the per-line cost of the
     common case to one regex step; lines of other shapes go to the slow path.
@@ -61,6 +77,7 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] |
         return None
     parts = [_HEAD, rb"Train: \[(\d{1,9})/(\d{1,9})\]\[(\d{1,9})/(\d{1,9})\] "]
     keys: list[bytes] = []
+    spec: list[tuple] = []
     pos = 0
     while pos < len(tail):
         m = TAIL_TOKEN.match(tail, pos)
@@ -69,6 +86,7 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] |
         if m.group(1) is not None:
             parts.append(rb"Data " + _VALUE + rb" \([-+\w.]+\) Batch " + _VALUE + rb" \([-+\w.]+\) Remain [\d:]+ ")
             keys += [b"Data", b"Batch"]
+            spec.append(("timer",))
             if not tail[m.start():m.end()].endswith(b" "):
                 return None
         else:
@@ -76,23 +94,37 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] |
             spaced = tail[m.start():m.end()].endswith(b" ")
             parts.append(re.escape(key) + rb": " + _VALUE + (rb" " if spaced else rb""))
             keys.append(key)
+            spec.append(("key", key, spaced))
         pos = m.end()
     if not keys:
         return None
     parts.append(rb"(?=\n)")
-    return re.compile(b"".join(parts)), tuple(keys)
+    return re.compile(b"".join(parts)), tuple(keys), tuple(spec)
 
 
 def parse_tail(tail: bytes) -> list[tuple[bytes, bytes]]:
     """``(key, value)`` pairs of one Train: tail; ``Data``/``Batch`` come out as keys too."""
     pairs: list[tuple[bytes, bytes]] = []
-    for m in TAIL_TOKEN.finditer(tail[:MAX_TAIL_BYTES]):
+    tail = tail[:MAX_TAIL_BYTES]
+    pos, glued = 0, False
+    while True:
+        key = _KEY_RUN.match(tail, pos) if glued else None
+        value = _KEY_VALUE.match(tail, key.end()) if key is not None else None
+        if value is not None:
+            pairs.append((key.group(), value.group(1)))
+            glued, pos = False, value.end()
+            continue
+        m = TAIL_TOKEN.search(tail, pos)
+        if m is None:
+            return pairs
         if m.group(1) is not None:
             pairs.append((b"Data", m.group(1)))
             pairs.append((b"Batch", m.group(2)))
+            glued = tail[m.end() - 1:m.end()] != b" "
         else:
             pairs.append((m.group(3), m.group(4)))
-    return pairs
+            glued = False
+        pos = m.end()
 
 
 def to_float(text: bytes | str) -> float:
@@ -146,7 +178,12 @@ def timestamps(column: tuple[bytes, ...]) -> np.ndarray:
     """Seconds from ``YYYY-MM-DD HH:MM:SS,mmm`` texts, read as UTC (the log has no zone)."""
     if not column:
         return np.empty(0, dtype=np.float64)
-    raw = np.array(column, dtype="S23").view(np.uint8).reshape(-1, 23).astype(np.int64) - 48
+    return timestamps_matrix(np.array(column, dtype="S23").view(np.uint8).reshape(-1, 23))
+
+
+def timestamps_matrix(chars: np.ndarray) -> np.ndarray:
+    """Seconds from an (n, 23) uint8 matrix of timestamp texts (see ``timestamps``)."""
+    raw = chars.astype(np.int64) - 48
 
     def num(a: int, b: int) -> np.ndarray:
         out = raw[:, a]
@@ -192,8 +229,30 @@ RESULT = re.compile(r"(Val|Test) result: ([\w/]+) (\S+?)\.?\s*$")
 MAE_RESULT = re.compile(r"Val Result: Loss: (\S+) Coord: (\S+) Feat: (\S+) MaskRatio: (\S+)")
 DETECTION = re.compile(r"\[([^\]]{1,200})\] Detection P=(\S+) R=(\S+) F1=(\S+) IoU=(\S+)")
 BEST_UPDATED = re.compile(r"Best validation (.+?) updated to: (\S+)")
-TABLE_ROW = re.compile(
-    r"\|\s*(\d{1,9}) \| (.*?)(\*)?\s* \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \|\s*$")
+TABLE_HEAD = re.compile(r"\|\s*(\d{1,9}) \| ")
+TABLE_TAIL = re.compile(r" \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \|\s*$")
+
+
+def table_row(text: str) -> tuple[str, str, str | None, str, str, str, str, str] | None:
+    """The groups of ``\\|\\s*(\\d{1,9}) \\| (.*?)(\\*)?\\s* \\| V \\| V \\| V \\| V \\| V \\|\\s*$`` matched at the start.
+
+    Done in three linear steps (head, the five columns anchored at the end, then the name
+    between them) because that single pattern backtracks quadratically on long runs of
+    whitespace. The five columns are fixed from the end (values hold no space or ``|``);
+    the lazy name is what remains once trailing whitespace and one ``*`` before it are
+    taken off, exactly as the pattern would split it.
+    """
+    head = TABLE_HEAD.match(text)
+    if head is None:
+        return None
+    tail = TABLE_TAIL.search(text, head.end())
+    if tail is None:
+        return None
+    name = text[head.end():tail.start()].rstrip()  # str.rstrip strips exactly what \s matches
+    star = name.endswith("*")
+    return (head.group(1), name[:-1] if star else name, "*" if star else None) + tail.groups()
+
+
 CLASSIC_ROW = re.compile(r"Class_(\d{1,9})-(.+?) Result: iou/accuracy ([\w.+-]+)/([\w.+-]+)")
 RESULT_TAGS = {"mIoU": "mIoU", "mAcc": "mAcc", "allAcc": "allAcc", "mPrec": "mPrecision",
                "mRec": "mRecall", "mF1": "mF1"}

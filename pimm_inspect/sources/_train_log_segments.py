@@ -235,10 +235,10 @@ class SegmentState:
     def _table_row(self, text: str, reader) -> None:
         if reader.table is None:
             return
-        m = P.TABLE_ROW.match(text)
-        if m:
-            nums = [P.to_float(v) for v in m.groups()[3:]]
-            reader.table["rows"].append(ValTableRow(int(m.group(1)), m.group(2).strip(), bool(m.group(3)), *nums))
+        row = P.table_row(text)
+        if row:
+            nums = [P.to_float(v) for v in row[3:]]
+            reader.table["rows"].append(ValTableRow(int(row[0]), row[1].strip(), bool(row[2]), *nums))
             return
         m = P.CLASSIC_ROW.match(text)
         if m:
@@ -267,6 +267,21 @@ def _resume_step(seg: SegmentState, ipe: int | None) -> int | None:
     return None
 
 
+def _joined(shared: dict, arrays: list[np.ndarray]) -> np.ndarray:
+    """One concatenation per distinct list of chunk arrays: tags of one Train: line share steps and times.
+
+    The shared arrays are read-only, so no consumer can change one tag's steps through another.
+    """
+    key = tuple(id(a) for a in arrays)
+    hit = shared.get(key)
+    if hit is not None:
+        return hit[1]
+    out = np.concatenate(arrays) if len(arrays) > 1 else arrays[0].copy()
+    out.flags.writeable = False
+    shared[key] = (arrays, out)  # holding the parts keeps their ids from being reused while we look
+    return out
+
+
 def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None) -> tuple[LogSegment, list[ScalarSeries]]:
     """Freeze a segment and build its series (one per tag, in order of first appearance)."""
     ipe = seg.ipe or seg.iterable_ipe
@@ -278,10 +293,12 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None) -> 
     else:
         origin = "warm-start" if seg.weight_path else "fresh"
     series: list[ScalarSeries] = []
-    for tag, parts in seg.chunks.items():
-        steps = np.concatenate([p[0] for p in parts])
-        series.append(make_series(tag, steps, np.concatenate([p[1] for p in parts]),
-                                  np.concatenate([p[2] for p in parts]), rel_path, seg.index))
+    shared: dict[tuple[int, ...], tuple[list[np.ndarray], np.ndarray]] = {}
+    chunks, seg.chunks = seg.chunks, {}
+    for tag in list(chunks):
+        parts = chunks.pop(tag)  # drop each tag's chunks once joined: peak memory stays near the result
+        series.append(make_series(tag, _joined(shared, [p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                                  _joined(shared, [p[2] for p in parts]), rel_path, seg.index))
     for tag, (steps, values, walls) in seg.points.items():
         series.append(make_series(tag, steps, values, walls, rel_path, seg.index))
     frozen = LogSegment(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..model import Finding, LogEvent, ScalarSeries
 
@@ -74,6 +76,49 @@ class ValTable:
     rows: tuple[ValTableRow, ...]
 
 
+def _empty(dtype=np.int64) -> np.ndarray:
+    arr = np.zeros(0, dtype=dtype)
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrainLogIndex:
+    """Where things are in a train.log, so a viewer can jump without parsing it again.
+
+    Line numbers are 1-based (as in ``LogSegment.start_line``); offsets are bytes from
+    the start of the file, pointing at the first byte of the line. Arrays are read-only.
+    """
+
+    start_line_nos: np.ndarray = field(default_factory=_empty)
+    """int64 line of each attempt start, in file order: ``=> Loading config`` lines, E0 PID
+    changes without one, and submitit attempt markers."""
+    start_offsets: np.ndarray = field(default_factory=_empty)
+    """int64 byte offset of each attempt start line."""
+    start_kinds: tuple[str, ...] = ()
+    """``config`` (a ``=> Loading config`` line), ``pid`` (E0 process change) or ``submitit``."""
+    start_trains: np.ndarray = field(default_factory=lambda: _empty(np.bool_))
+    """bool: the attempt this line starts has at least one Train: line (always False for submitit markers)."""
+    start_attempts: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    """int32 ``LogSegment.index`` the line starts (0 for submitit markers)."""
+    step_steps: np.ndarray = field(default_factory=_empty)
+    """int64 global step of every parsed Train: line, in file order."""
+    step_line_nos: np.ndarray = field(default_factory=_empty)
+    """int64 line number of each of those Train: lines."""
+    step_offsets: np.ndarray = field(default_factory=_empty)
+    """int64 byte offset of each of those Train: lines."""
+    step_attempts: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    """int32 attempt (``LogSegment.index``) of each of those Train: lines."""
+
+    def line_of_step(self, step: int, attempt: int | None = None) -> tuple[int, int] | None:
+        """(line number, byte offset) of the first Train: line at or after ``step`` (in ``attempt``)."""
+        rows = np.flatnonzero(self.step_steps >= step) if attempt is None else \
+            np.flatnonzero((self.step_steps >= step) & (self.step_attempts == attempt))
+        if not rows.size:
+            return None
+        return int(self.step_line_nos[rows[0]]), int(self.step_offsets[rows[0]])
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class TrainLogResult:
     """Everything read from one train.log (or from the part after ``start_offset``)."""
@@ -90,3 +135,8 @@ class TrainLogResult:
     """Byte offset after the last complete line (a half-written last line is left for the next read)."""
     line_count: int
     findings: tuple[Finding, ...]
+    index: TrainLogIndex = field(default_factory=TrainLogIndex)
+    """Attempt starts and the line of every Train: step (issue 9: the UI's Log tab reads this)."""
+    long_lines: tuple[tuple[int, int], ...] = ()
+    """(byte offset, bytes skipped) of lines longer than ``MAX_LINE_BYTES`` (the first 1,000;
+    the ``file.long-lines`` finding counts all): their bytes past the cap were skipped, not parsed."""

@@ -22,11 +22,14 @@ import numpy as np
 from ..model import Finding, LogEvent, ScalarSeries, Severity
 from . import _train_log_patterns as P
 from ._common import UnreadableFile, file_finding, open_regular
+from ._train_log_blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
+from ._train_log_fast import FastRows
+from ._train_log_findings import long_lines_finding, merge_refresh_extras, non_finite_findings
+from ._train_log_index import BlockContext, IndexBuilder
 from ._train_log_segments import SegmentState, finalize_segment
-from ._train_log_types import LogSegment, TrainLogResult, ValTable, ValTableRow
+from ._train_log_tail import TrainLogTail, read_train_log_tail
+from ._train_log_types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
-BLOCK_BYTES = 16 * 1024 * 1024
-"""Bytes read per block (a block is extended to the next newline)."""
 MAX_MESSAGE_BYTES = 256 * 1024
 """Event messages longer than this keep their head and the last 4 KiB."""
 _FLUSH_ROWS = 100_000
@@ -50,6 +53,9 @@ class _Reader:
         self.pids: list[int] = []
         self.last_pid: int | None = None
         self.corrupt_at: int | None = None
+        self.ctx: BlockContext | None = None
+        self.index = IndexBuilder()
+        self.long_lines: tuple[tuple[int, int], ...] = ()
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -97,7 +103,7 @@ class _Reader:
 
     def train_range(self, block: bytes, lo: int, hi: int, delta: int) -> None:
         """Parse the Train: records between two interesting records of a block."""
-        count = block.count(b"Train: [", lo, hi)
+        count = self.ctx.count_hits(lo, hi)
         if count == 0:
             return
         seg = self.seg(self.line_no, delta + lo + 1)
@@ -107,22 +113,43 @@ class _Reader:
             if m is not None and not m.group(2):
                 seg.template = P.build_template(m.group(7))
         if seg.template is not None:
-            rows = seg.template[0].findall(block, lo, hi)
-            if rows and len(rows) == count:
+            fast = self.ctx.fast_rows(seg.template)
+            if fast is not None:
+                i, j, hits = fast.span(lo, hi)
+                if j - i == count == hits:
+                    self.flush(seg)
+                    self.add_fast(seg, fast, i, j, delta)
+                    return
+            matches = list(seg.template[0].finditer(block, lo, hi))
+            if matches and len(matches) == count:
+                rows = [m.groups() for m in matches]
                 seg.pending.extend(rows)
                 last = rows[-1]
                 seg.set_last(int(last[1]), int(last[3]), int(last[4]))
+                self.index.add_rows(seg.index, [((int(r[1]) - 1) * int(r[4]) + int(r[3])) for r in rows],
+                                    [m.start() + 1 for m in matches], self.ctx, delta)
                 if len(seg.pending) >= _FLUSH_ROWS:
                     self.flush(seg)
                 return
         self.flush(seg)
-        self.generic_range(block, lo, hi, seg)
+        self.generic_range(block, lo, hi, seg, delta)
 
-    def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState) -> None:
+    def add_fast(self, seg: SegmentState, fast: FastRows, i: int, j: int, delta: int) -> None:
+        """Rows ``i:j`` of the block's template lines, as numpy chunks of the segment's series."""
+        steps, walls = fast.steps[i:j], fast.walls[i:j]
+        for key, col in zip(seg.template[1], fast.values):
+            seg.add_chunk(_tag(key), steps, col[i:j], walls)
+        last = j - 1
+        seg.note_train(int(steps[0]), int(steps[-1]), j - i, int(fast.max_epochs[last]), int(fast.ipes[last]))
+        seg.set_last(int(fast.epochs[last]), int(fast.iters[last]), int(fast.ipes[last]))
+        self.index.add_chunk(seg.index, steps, self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
+
+    def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState, delta: int) -> None:
         """Slow path for Train: lines of other shapes (fragments, varying keys)."""
         points: dict[str, tuple[list[int], list[float], list[int]]] = {}
         stamps: list[bytes] = []
         steps: list[int] = []
+        starts: list[int] = []
         last = None
         for m in P.GENERIC_TRAIN.finditer(block, lo, hi):
             ts, pre, ep, max_ep, it, ipe, tail = m.groups()
@@ -130,6 +157,7 @@ class _Reader:
             row = len(stamps)
             stamps.append(ts)
             steps.append(step)
+            starts.append(m.start() + 1)
             for key, value in P.parse_tail(pre) + P.parse_tail(tail):
                 lists = points.setdefault(_tag(key), ([], [], []))
                 lists[0].append(step)
@@ -143,10 +171,11 @@ class _Reader:
             seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[np.asarray(rows, np.int64)])
         seg.note_train(steps[0], steps[-1], len(steps), last[3], last[2])
         seg.set_last(last[0], last[1], last[2])
+        self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
 
     # -- blocks -----------------------------------------------------------
-    def block(self, data: bytes, offset: int) -> None:
-        """Process one block of complete lines starting at absolute byte ``offset``."""
+    def block(self, data: bytes, offset: int) -> int:
+        """Process one block of complete lines starting at absolute byte ``offset``; returns its line count."""
         if self.corrupt_at is None and not data.isascii():
             try:
                 data.decode("utf-8")
@@ -154,7 +183,9 @@ class _Reader:
                 self.corrupt_at = offset + exc.start
         block = b"\n" + data
         delta = offset - 1  # absolute offset of block[i] is delta + i
-        counter = _LineCounter(block, self.line_no)
+        self.ctx = BlockContext(block, self.line_no)
+        self.index.scan_submitit(self.ctx, delta)
+        counter = _LineCounter(self.ctx, self.line_no)
         self.continue_record(block)
         first = P.RECORD_START.search(block)
         first_pm = P.PREFIX.match(block, first.end()) if first else None
@@ -189,6 +220,9 @@ class _Reader:
             if ts is not None:
                 self.cur.ended_at = ts
         self.line_no = counter.line_of(len(block))
+        newline_count = self.ctx.newlines.size - 1  # not the leading one added above
+        self.ctx = None
+        return newline_count
 
     def pid_markers(self, block: bytes, markers: dict[int, object]) -> None:
         """E0: a PID change without a ``=> Loading config`` line right after it starts a segment."""
@@ -291,21 +325,21 @@ class _Reader:
             findings.insert(0, file_finding(
                 "file.corrupt", rel_path, f"{rel_path} is not valid UTF-8 (first bad byte at offset "
                 f"{self.corrupt_at}); bad bytes were replaced", severity=Severity.INFO))
-        return TrainLogResult(tuple(series), tuple(segments), events, tables, tuple(self.best), self.era,
-                              tuple(self.pids), end_offset, line_count, tuple(findings))
+        segments_t = tuple(segments)
+        return TrainLogResult(tuple(series), segments_t, events, tables, tuple(self.best), self.era,
+                              tuple(self.pids), end_offset, line_count, tuple(findings),
+                              index=self.index.freeze(segments_t), long_lines=self.long_lines)
 
 
 class _LineCounter:
-    """Line numbers of increasing positions in a block, counting newlines only once."""
+    """Line numbers of positions in a block, from the block's newline positions (found once, with numpy)."""
 
-    def __init__(self, block: bytes, first_line_no: int) -> None:
-        self.block, self.pos, self.line = block, 0, first_line_no - 1
+    def __init__(self, ctx: BlockContext, first_line_no: int) -> None:
+        self.newlines, self.base = ctx.newlines, first_line_no - 1
 
     def line_of(self, pos: int) -> int:
         """Line number of the line starting at ``pos`` (``block[pos-1]`` is a newline)."""
-        self.line += self.block.count(b"\n", self.pos, pos)
-        self.pos = pos
-        return self.line
+        return self.base + int(np.searchsorted(self.newlines, pos))
 
 
 def _tag(key: bytes) -> str:
@@ -336,23 +370,6 @@ def _record_text(rec: dict) -> str:
     return head.decode("utf-8", "replace").rstrip("\n")
 
 
-def non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
-    """One ``metrics.non-finite`` finding per tag whose logged values hit NaN or inf."""
-    ranges: dict[str, list[int]] = {}
-    for s in series:
-        bad = s.steps[~np.isfinite(s.values)]
-        if bad.size:
-            lo, hi, n = int(bad.min()), int(bad.max()), int(bad.size)
-            cur = ranges.setdefault(s.tag, [lo, hi, 0])
-            cur[0], cur[1], cur[2] = min(cur[0], lo), max(cur[1], hi), cur[2] + n
-    return [Finding("metrics.non-finite", Severity.WARNING,
-                    f"{tag} is nan/inf at {n} logged step(s) in {rel_path}, steps {lo}-{hi}",
-                    paths=(rel_path,), steps=(lo, hi),
-                    explanation="The model produced non-finite values; check the learning rate, AMP "
-                                "loss scaling and the input data around these steps.")
-            for tag, (lo, hi, n) in ranges.items()]
-
-
 def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attempt: int = 1,
                    first_line_no: int = 1) -> TrainLogResult:
     """Read a pimm train.log from ``start_offset`` (a line start) to its last complete line.
@@ -366,7 +383,9 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
         fh = open_regular(path, rel_path)
     except UnreadableFile as exc:
         return reader.result(rel_path, start_offset, 0, [exc.finding])
-    consumed = lines = 0
+    end = start_offset
+    lines = 0
+    stats = LineStats()
     with fh:
         try:
             size = os.fstat(fh.fileno()).st_size
@@ -378,31 +397,22 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     "it was probably rewritten by a fresh launch: read it again from the start",
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings)
-            fh.seek(start_offset)
-            remaining = size - start_offset
-            carry = b""
-            while remaining > 0:
-                data = fh.read(min(BLOCK_BYTES, remaining))
-                if not data:
-                    break
-                remaining -= len(data)
-                buf = carry + data if carry else data
-                cut = buf.rfind(b"\n")
-                if cut < 0:
-                    carry = buf
-                    continue
-                carry = buf[cut + 1:]
-                reader.block(buf[:cut + 1], start_offset + consumed)
-                consumed += cut + 1
-                lines += buf.count(b"\n", 0, cut + 1)
+            for data, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
+                lines += reader.block(data, offset)
+                end = real_end
         except OSError as exc:
             findings.append(file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"))
-            carry = b""
-    if carry:
+            stats.partial_bytes = 0
+    if stats.partial_bytes:
         findings.append(file_finding(
-            "file.truncated", rel_path, f"{rel_path}: the last line has no newline ({len(carry)} bytes); "
+            "file.truncated", rel_path, f"{rel_path}: the last line has no newline ({stats.partial_bytes} bytes); "
             "it may still be being written and was not read", severity=Severity.INFO))
-    return reader.result(rel_path, start_offset + consumed, lines, findings)
+    if stats.long_line_count:
+        findings.append(long_lines_finding(rel_path, stats.long_line_count, stats.skipped_bytes))
+    reader.long_lines = tuple(stats.long_lines)
+    return reader.result(rel_path, end, lines, findings)
 
 
-__all__ = ["LogSegment", "TrainLogResult", "ValTable", "ValTableRow", "read_train_log"]
+__all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogTail", "ValTable", "ValTableRow",
+           "long_lines_finding", "merge_refresh_extras", "non_finite_findings", "read_train_log",
+           "read_train_log_tail"]

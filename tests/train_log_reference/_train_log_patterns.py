@@ -1,0 +1,233 @@
+"""Compiled byte patterns and vectorised converters for the pimm ``train.log`` reader.
+
+Every pattern that scans a whole block starts with a literal (``\\n[``, ``] ``,
+``,ddd ``) so the regex engine can skip ahead instead of trying each byte; the
+reader prepends ``\\n`` to every block so the first line is found the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+TS = rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+_LEVELS = rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+_HEAD = rb"\n\[(" + TS + rb") " + _LEVELS + rb" \S+ line \d+(?: \d+)?\] "
+_VALUE = rb"([-+\w.]+)"
+
+PREFIX = re.compile(rb"\[(" + TS + rb") (DEBUG|INFO|WARNING|ERROR|CRITICAL) \S+ line \d+(?: (\d+))?\] ")
+"""The record prefix of spec 3.2, matched at a line start (group 3 is the E0 PID)."""
+
+RECORD_START = re.compile(rb"\n(?=\[" + TS + rb" " + _LEVELS + rb" \S+ line \d+(?: \d+)?\] )")
+"""The newline before a prefixed line: where the previous (multi-line) record ends."""
+
+PID_LINE = re.compile(rb"\n\[" + TS + rb" " + _LEVELS + rb" \S+ line \d+ (\d{1,10})\] ")
+"""E0 prefixes; findall gives every line's PID in order."""
+
+GENERIC_TRAIN = re.compile(
+    _HEAD + rb"([^\n]*?)Train: \[(\d{1,9})/(\d{1,9})\]\[(\d{1,9})/(\d{1,9})\] ?([^\n]*)")
+"""Any ``Train: [`` record, also with fragments before it (slow path, spec 3.4 D)."""
+
+TAIL_TOKEN = re.compile(
+    rb"Data " + _VALUE + rb" \([-+\w.]+\) Batch " + _VALUE + rb" \([-+\w.]+\) Remain [\d:]+ ?"
+    rb"|([^:\s]+): " + _VALUE + rb"(?: |$)")
+"""One item of a Train: tail: the IterationTimer block or a ``key: value`` term."""
+
+KEYWORDS = re.compile(
+    rb"\] (?:=> Loading config|Save path: |Num params: |Parallel strategy: |Iterable train loader: "
+    rb"|Tensorboard writer|Weights & Biases writer|Loading weight at: |Loaded \d|Resolving remote weight: "
+    rb"|No weight found at: |Resuming |Starting a fresh W&B run|Fast forwarding data iterator"
+    rb"|Training already complete|Saving |Best validation |Currently Best |>+ Start |<+ End "
+    rb"|=> Testing on |Skipping final evaluation|Test result: |Val result: |Val Result: "
+    rb"|Train result: |Wrote eval artifacts|\[[^\]\n]{1,200}\] Detection P=|\|\s{0,40}\d+ \| |Class_\d+-)")
+"""Message starts of the INFO records the reader interprets (found from the ``] `` before them)."""
+
+LEVEL_HIT = re.compile(rb",\d{3} (?:WARNING|ERROR|CRITICAL) ")
+"""The millisecond part of a prefix followed by a level worth reporting."""
+
+MAX_TAIL_BYTES = 65536
+"""Train: tails longer than this are cut before parsing (hostile input, not pimm)."""
+
+
+def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+    """A specialised Train: pattern for lines shaped like ``tail`` (same keys in the same order).
+
+    Capturing only the values of one known layout keeps the per-line cost of the
+    common case to one regex step; lines of other shapes go to the slow path.
+    """
+    if len(tail) > 4096:
+        return None
+    parts = [_HEAD, rb"Train: \[(\d{1,9})/(\d{1,9})\]\[(\d{1,9})/(\d{1,9})\] "]
+    keys: list[bytes] = []
+    pos = 0
+    while pos < len(tail):
+        m = TAIL_TOKEN.match(tail, pos)
+        if m is None or m.end() == pos:
+            return None
+        if m.group(1) is not None:
+            parts.append(rb"Data " + _VALUE + rb" \([-+\w.]+\) Batch " + _VALUE + rb" \([-+\w.]+\) Remain [\d:]+ ")
+            keys += [b"Data", b"Batch"]
+            if not tail[m.start():m.end()].endswith(b" "):
+                return None
+        else:
+            key = m.group(3)
+            spaced = tail[m.start():m.end()].endswith(b" ")
+            parts.append(re.escape(key) + rb": " + _VALUE + (rb" " if spaced else rb""))
+            keys.append(key)
+        pos = m.end()
+    if not keys:
+        return None
+    parts.append(rb"(?=\n)")
+    return re.compile(b"".join(parts)), tuple(keys)
+
+
+def parse_tail(tail: bytes) -> list[tuple[bytes, bytes]]:
+    """``(key, value)`` pairs of one Train: tail; ``Data``/``Batch`` come out as keys too."""
+    pairs: list[tuple[bytes, bytes]] = []
+    for m in TAIL_TOKEN.finditer(tail[:MAX_TAIL_BYTES]):
+        if m.group(1) is not None:
+            pairs.append((b"Data", m.group(1)))
+            pairs.append((b"Batch", m.group(2)))
+        else:
+            pairs.append((m.group(3), m.group(4)))
+    return pairs
+
+
+def to_float(text: bytes | str) -> float:
+    """A float from log text; NaN when the text is not a number."""
+    try:
+        return float(text)
+    except (ValueError, OverflowError):
+        return math.nan
+
+
+def _memo_worthwhile(column: tuple[bytes, ...]) -> bool:
+    """True when a column repeats values (epochs, iters, Data/Batch times, Lr): convert each text once."""
+    sample = column[:512]
+    return len(column) > 64 and len(set(sample)) * 2 < len(sample)
+
+
+def floats(column: tuple[bytes, ...]) -> np.ndarray:
+    """float64 array from number texts (``nan``/``inf`` kept, garbage -> NaN).
+
+    (A column-wise numpy decimal parser was measured: no faster than ``float`` here.)
+    """
+    if _memo_worthwhile(column):
+        table = {text: to_float(text) for text in set(column)}
+        return np.fromiter(map(table.__getitem__, column), dtype=np.float64, count=len(column))
+    try:
+        return np.fromiter(map(float, column), dtype=np.float64, count=len(column))
+    except (ValueError, OverflowError):
+        return np.fromiter(map(to_float, column), dtype=np.float64, count=len(column))
+
+
+def ints(column: tuple[bytes, ...]) -> np.ndarray:
+    """int64 array from digit texts (the patterns allow at most 9 digits)."""
+    if _memo_worthwhile(column):
+        table = {text: int(text) for text in set(column)}
+        return np.fromiter(map(table.__getitem__, column), dtype=np.int64, count=len(column))
+    return np.fromiter(map(int, column), dtype=np.int64, count=len(column))
+
+
+def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (garbage in, garbage out, never raises)."""
+    y = y - (m <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    mp = (m + 9) % 12
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def timestamps(column: tuple[bytes, ...]) -> np.ndarray:
+    """Seconds from ``YYYY-MM-DD HH:MM:SS,mmm`` texts, read as UTC (the log has no zone)."""
+    if not column:
+        return np.empty(0, dtype=np.float64)
+    raw = np.array(column, dtype="S23").view(np.uint8).reshape(-1, 23).astype(np.int64) - 48
+
+    def num(a: int, b: int) -> np.ndarray:
+        out = raw[:, a]
+        for i in range(a + 1, b):
+            out = out * 10 + raw[:, i]
+        return out
+
+    days = _days_from_civil(num(0, 4), num(5, 7), num(8, 10))
+    secs = days * 86400 + num(11, 13) * 3600 + num(14, 16) * 60 + num(17, 19)
+    return secs.astype(np.float64) + num(20, 23) / 1000.0
+
+
+def timestamp(text: str) -> float:
+    """Seconds of one timestamp text (the same arithmetic as ``timestamps``); NaN if malformed."""
+    if _TS_ONLY.fullmatch(text) is None:
+        return math.nan
+    y, mo, d = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    y -= mo <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + (153 * ((mo + 9) % 12) + 2) // 5 + d - 1
+    days = era * 146097 + doe - 719468
+    secs = days * 86400 + int(text[11:13]) * 3600 + int(text[14:16]) * 60 + int(text[17:19])
+    return float(secs) + int(text[20:23]) / 1000.0
+
+
+_TS_ONLY = re.compile(TS.decode(), re.ASCII)
+
+
+# Message-level patterns (str), applied only to the few records the keyword scan found.
+RESUME_TRAINER = re.compile(r"Resuming from iteration (\d{1,18})")
+RESUME_STRUCTURED = re.compile(r"Resuming train from structured state: epoch=(\d{1,9}), iter=(\d{1,9}), global_step=(\d{1,18})")
+RESUME_LEGACY_SAVED = re.compile(r"Resuming train at saved epoch: (\d{1,9}), saved iteration: (\d{1,9})")
+RESUME_LEGACY_INDEX = re.compile(r"Resuming train at epoch index: (\d{1,9}), iteration: (\d{1,9})")
+RESUME_E0_EPOCH = re.compile(r"Resuming train at eval epoch: (\d{1,9})")
+RESUME_E0_ITER = re.compile(r"Resuming train at iteration: (\d{1,9})")
+SAVE_GLOBAL = re.compile(r"Saving checkpoint at global step (\d{1,18})")
+NUM_PARAMS = re.compile(r"Num params: ([\d,]{1,40})")
+PARALLEL = re.compile(r"Parallel strategy: ([^,]*)")
+ITERABLE_IPE = re.compile(r"iters_per_epoch=(\d{1,9})")
+WORLD_SIZE = re.compile(r"world_size[ =](\d{1,9}) ?-> ?(\d{1,9})|current world_size=(\d{1,9})")
+RESULT = re.compile(r"(Val|Test) result: ([\w/]+) (\S+?)\.?\s*$")
+MAE_RESULT = re.compile(r"Val Result: Loss: (\S+) Coord: (\S+) Feat: (\S+) MaskRatio: (\S+)")
+DETECTION = re.compile(r"\[([^\]]{1,200})\] Detection P=(\S+) R=(\S+) F1=(\S+) IoU=(\S+)")
+BEST_UPDATED = re.compile(r"Best validation (.+?) updated to: (\S+)")
+TABLE_ROW = re.compile(
+    r"\|\s*(\d{1,9}) \| (.*?)(\*)?\s* \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \| ([\w.+-]+) \|\s*$")
+CLASSIC_ROW = re.compile(r"Class_(\d{1,9})-(.+?) Result: iou/accuracy ([\w.+-]+)/([\w.+-]+)")
+RESULT_TAGS = {"mIoU": "mIoU", "mAcc": "mAcc", "allAcc": "allAcc", "mPrec": "mPrecision",
+               "mRec": "mRecall", "mF1": "mF1"}
+"""Console metric names of ``Val result:`` -> the SemSegEvaluator's writer tag suffixes."""
+
+
+def find_markers(block: bytes) -> dict[int, re.Match]:
+    """Line starts of interesting records mapped to their prefix match."""
+    markers: dict[int, re.Match] = {}
+    for pattern, offset in ((KEYWORDS, None), (LEVEL_HIT, 20)):
+        line_end = -1
+        for m in pattern.finditer(block):
+            hit = m.start()
+            if hit < line_end:
+                continue  # another hit on a line already looked at (keeps huge lines linear)
+            ls = block.rfind(b"\n", 0, hit) + 1
+            line_end = block.find(b"\n", hit)
+            if ls in markers or ls == 0:
+                continue
+            pm = PREFIX.match(block, ls)
+            if pm is None:
+                continue
+            if (offset is None and pm.end() == hit + 2) or (offset is not None and hit - ls == offset):
+                markers[ls] = pm
+    return markers
+
+
+def last_record_ts(block: bytes, lo: int, hi: int) -> str | None:
+    """Timestamp of the last prefixed line in ``block[lo:hi]`` (each candidate tried once)."""
+    pos = hi
+    while True:
+        pos = block.rfind(b"\n[", lo, pos)
+        if pos < 0:
+            return None
+        pm = PREFIX.match(block, pos + 1)
+        if pm is not None:
+            return pm.group(1).decode()
