@@ -7,17 +7,16 @@ headers are peeked at to detect truncation). Every failure becomes a finding.
 from __future__ import annotations
 
 import io
-import lzma
 import os
 import struct
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..model import Finding, Severity
 from ._common import UnreadableFile, file_finding, open_regular
+from ._zip_member import MemberError, read_member, small_text
 from .safe_pickle import (MAX_PICKLE_BYTES, PickledObject, SafeUnpickler, StoragePlaceholder,
                           TensorPlaceholder, TorchDtype, safe_loads)
 
@@ -124,18 +123,13 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
             out.findings.append(_corrupt(rel_path, "zip archive has no data.pkl (not a torch checkpoint)"))
             return out
         prefix = pkl_names[0][: -len("data.pkl")]
-        info = archive.getinfo(pkl_names[0])
-        if info.file_size > MAX_PICKLE_BYTES:
-            out.findings.append(_corrupt(rel_path, f"data.pkl is {info.file_size} bytes, over the "
-                                                   f"{MAX_PICKLE_BYTES} byte cap; not read"))
-            return out
         try:
-            data = archive.read(info)
-            out.byteorder = _small_text(archive, prefix + "byteorder")
-            out.archive_version = _small_text(archive, prefix + "version")
-        except _EXTRACT_ERRORS as exc:
-            out.findings.append(_corrupt(rel_path, f"data.pkl cannot be extracted ({exc})"))
+            data = read_member(fh, archive.getinfo(pkl_names[0]), MAX_PICKLE_BYTES)
+        except MemberError as exc:
+            out.findings.append(_corrupt(rel_path, f"zip member {pkl_names[0]} {exc}"))
             return out
+        out.byteorder = small_text(fh, archive, prefix + "byteorder")
+        out.archive_version = small_text(fh, archive, prefix + "version")
         out.bytes_read = len(data)
         _unpickle_into(out, data, rel_path, "data.pkl")
         stored = {n[len(prefix) + len("data/"):] for n in names if n.startswith(prefix + "data/")}
@@ -144,22 +138,6 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
             out.findings.append(_corrupt(rel_path, f"{len(missing)} tensor storage(s) referenced by data.pkl "
                                                    f"are missing from the archive (e.g. data/{missing[0]})"))
     return out
-
-
-_EXTRACT_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,
-                   zlib.error, lzma.LZMAError, struct.error)
-"""What zipfile raises for a damaged member: bad headers, a flipped compression method, bad deflate data."""
-
-
-def _small_text(archive: zipfile.ZipFile, name: str) -> str | None:
-    """A tiny text record of the archive (byteorder, version), or None."""
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        return None
-    if info.file_size > 64:
-        return None
-    return archive.read(info).decode("utf-8", errors="replace").strip()
 
 
 def _salvage_first_entry(fh: BinaryIO, rel_path: str, out: Container) -> None:

@@ -1,0 +1,171 @@
+"""Issue 14's checkpoint and pickle attacks, each replayed in a fresh process under a memory and CPU ceiling.
+
+Inputs live in tests/data/hostile/ (built by ``python -m tests.hostile_checkpoint_inputs``); the child
+process caps its address space (so a regression fails instead of swapping the machine), then reports
+its peak resident memory and CPU time, which the tests bound.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pimm_inspect.sources import _stand_ins as si
+from pimm_inspect.sources.safe_pickle import safe_loads
+from tests import hostile_checkpoint_inputs as hostile
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = hostile.HOSTILE
+FIXTURES = ROOT / "fixtures" / "checkpoints"
+MAX_RSS_MIB = 500
+MAX_CPU_S = 30
+ADDRESS_SPACE_CAP = 3 << 30
+
+_CHILD = r"""
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+from pathlib import Path
+from pimm_inspect.sources.checkpoint import read_checkpoint_file, read_model_dir
+
+def summary(path, rel_path):
+    try:
+        read = read_checkpoint_file(Path(path), rel_path)
+    except Exception as exc:
+        return {{"raised": type(exc).__name__}}
+    info = read.info
+    return {{"codes": [f.code for f in read.findings], "messages": [f.message for f in read.findings],
+            "unsafe": list(info.unsafe_globals), "epoch": info.epoch, "global_step": info.global_step,
+            "complete": info.complete}}
+
+args = sys.argv[1:]
+outcome = {{}}
+{body}
+usage = resource.getrusage(resource.RUSAGE_SELF)
+outcome["max_rss_mib"] = usage.ru_maxrss / 1024
+outcome["cpu_s"] = usage.ru_utime + usage.ru_stime
+print(json.dumps(outcome))
+"""
+
+
+def run_limited(body: str, *args: str, timeout: float = 180) -> dict:
+    """Run ``body`` (which fills ``outcome``) in a fresh interpreter; check its memory and CPU ceilings."""
+    script = _CHILD.format(cap=ADDRESS_SPACE_CAP, body=body)
+    try:
+        run = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                             timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"no answer within {timeout} s")
+    assert run.returncode == 0, run.stderr[-3000:]
+    outcome = json.loads(run.stdout.strip().splitlines()[-1])
+    assert outcome["max_rss_mib"] < MAX_RSS_MIB, outcome
+    assert outcome["cpu_s"] < MAX_CPU_S, outcome
+    return outcome
+
+
+def _hostile_file(tmp_path: Path, name: str) -> Path:
+    """A hostile input: committed, or built now when it is cheap to build and not worth committing."""
+    if name in hostile.BUILDERS_AT_TEST_TIME:
+        path = tmp_path / name
+        path.write_bytes(hostile.BUILDERS_AT_TEST_TIME[name]())
+        return path
+    return HOSTILE / name
+
+
+@pytest.mark.parametrize("name", sorted(set(hostile.COMMITTED) - hostile.SLOW))
+def test_committed_inputs_match_their_builder(name: str) -> None:
+    assert (HOSTILE / name).read_bytes() == hostile.COMMITTED[name]()
+
+
+# ---------------------------------------------------------------- cross-file poisoning
+
+def test_poisoning_checkpoint_changes_nothing_for_later_files() -> None:
+    files = [(str(HOSTILE / "ckpt-poison-stand-ins.pth"), "model/poison.pth"),
+             (str(FIXTURES / "e2_model_last.pth"), "model/clean.pth"),
+             (str(HOSTILE / "ckpt-unsafe-os-system.pth"), "model/unsafe.pth")]
+    flat = [part for pair in files for part in pair]
+    together = run_limited("outcome['reads'] = [summary(args[i], args[i + 1]) for i in range(0, len(args), 2)]",
+                           *flat)["reads"]
+    alone = [run_limited("outcome['reads'] = [summary(args[0], args[1])]", *pair)["reads"][0] for pair in files]
+    assert together == alone
+    poison, clean, unsafe = together
+    assert poison["codes"] == ["file.corrupt"] and "BUILD on a class refused" in poison["messages"][0]
+    assert clean["codes"] == [] and clean["global_step"] == 120 and clean["complete"]
+    assert unsafe["unsafe"] == ["os.system"] and unsafe["epoch"] == 3
+
+
+_PRIMITIVE_VALUES = b"K\x07"
+
+
+@pytest.mark.parametrize("module, name", sorted(si._FIXED))
+def test_build_never_sets_attributes_on_a_stand_in(module: str, name: str) -> None:
+    stand_in = si.lookup(module, name)
+    before = (dict(vars(stand_in)) if hasattr(stand_in, "__dict__") else None,
+              getattr(stand_in, "__defaults__", None))
+    data = (b"\x80\x02" + f"c{module}\n{name}\n".encode() + b"N}(X\x08\x00\x00\x00__init__" + hostile.INERT
+            + b"X\x0c\x00\x00\x00__defaults__K\x07\x85X\x04\x00\x00\x00keysK\x07u\x86b.")
+    result, _ = safe_loads(data)
+    assert not result.ok and "BUILD on a" in result.error
+    after = (dict(vars(stand_in)) if hasattr(stand_in, "__dict__") else None,
+             getattr(stand_in, "__defaults__", None))
+    assert after == before
+
+
+def test_build_on_our_instances_still_sets_data_not_dunders() -> None:
+    # An OrderedDict with the ``_metadata`` attribute torch state dicts carry, and a dunder key dropped.
+    data = (b"\x80\x02ccollections\nOrderedDict\n)R}(X\t\x00\x00\x00_metadataK\x01X\x09\x00\x00\x00__class__"
+            b"K\x02ub.")
+    result, _ = safe_loads(data)
+    assert result.ok, result.error
+    assert result.value._metadata == 1 and type(result.value) is si.OrderedDictStandIn
+
+
+# ---------------------------------------------------------------- bombs past the caps
+
+@pytest.mark.parametrize("name", ["ckpt-bzip2-bomb-3GiB-declares-55.pth", "ckpt-lzma-bomb-128MiB-declares-55.pth"])
+def test_compressed_member_is_bounded_by_its_output(name: str) -> None:
+    read = run_limited("outcome['read'] = summary(args[0], 'model/model_last.pth')", str(HOSTILE / name))["read"]
+    assert read["codes"] == ["file.corrupt"], read
+    message = read["messages"][0]
+    assert message.startswith("model/model_last.pth: zip member archive/data.pkl inflates past its declared 55 bytes")
+
+
+def test_bytearray_calls_share_one_budget(tmp_path: Path) -> None:
+    path = tmp_path / "model_last.pth"
+    path.write_bytes(hostile.torch_zip((HOSTILE / "pickle-bytearray-3000x1MiB.pkl").read_bytes()))
+    read = run_limited("outcome['read'] = summary(args[0], 'model/model_last.pth')", str(path))["read"]
+    assert read["codes"] == ["file.corrupt"]
+    assert "more than 268435456 bytes allocated" in read["messages"][0] and "budget" in read["messages"][0]
+
+
+def test_bytearray_bomb_as_a_bare_pickle() -> None:
+    body = ("from pimm_inspect.sources.safe_pickle import safe_loads\n"
+            "result, _ = safe_loads(Path(args[0]).read_bytes())\n"
+            "outcome.update(ok=result.ok, error=result.error)")
+    outcome = run_limited(body, str(HOSTILE / "pickle-bytearray-3000x1MiB.pkl"))
+    assert outcome["ok"] is False and "budget" in outcome["error"]
+
+
+def test_tensor_with_huge_dimensions_is_refused_before_arithmetic(tmp_path: Path) -> None:
+    path = tmp_path / "model_best.pth"
+    path.write_bytes(hostile.torch_zip(_hostile_file(tmp_path, "pickle-tensor-64-dims-of-64KiB.pkl").read_bytes()))
+    read = run_limited("outcome['read'] = summary(args[0], 'model/model_best.pth')", str(path))["read"]
+    assert read["codes"][0] == "file.corrupt" and "tensor size is out of range" in read["messages"][0], read
+
+
+def test_tensor_bounds_keep_real_shapes() -> None:
+    def rebuild(size: tuple, stride: tuple, offset: int = 0):
+        return si._rebuild_tensor_v2(None, offset, size, stride)
+
+    assert rebuild((2, 3), (3, 1)).numel == 6
+    assert rebuild((2**31, 2**31), (2**31, 1)).numel == 2**62
+    assert rebuild((1,) * 64, (1,) * 64).shape == (1,) * 64
+    for size, stride, offset in (((2**63,), (1,), 0), ((2**32, 2**32), (1, 1), 0), ((1,) * 65, (1,) * 65, 0),
+                                 ((2,), (2**63,), 0), ((2,), (1,), 2**63)):
+        with pytest.raises(ValueError):
+            rebuild(size, stride, offset)
