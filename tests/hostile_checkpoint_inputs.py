@@ -84,18 +84,33 @@ def tensor_dims_bomb_pickle() -> bytes:
             + b"\x89ccollections\nOrderedDict\n)RtR.")
 
 
-def huge_numbers_checkpoint() -> bytes:
-    """Step, epoch, iteration, W&B cursor and counts of 10**5000, a best metric of 10**400, a 10**5000 key."""
-    huge = 10**5000
+HUGE_FIELDS = ("epoch", "iter_in_epoch", "global_step", "best_metric_value", "resume_step", "step_offset",
+               "checkpoint_global_step", "world_size", "num_workers")
+
+
+def huge_numbers_checkpoint(huge_fields: tuple[str, ...] = HUGE_FIELDS) -> bytes:
+    """Step, epoch, iteration, W&B cursor and counts of 10**5000, a best metric of 10**400, a 10**5000 key.
+
+    Only ``huge_fields`` get the huge values; the others hold ordinary ones.
+    """
+    def value(field: str, ordinary: int) -> int:
+        if field not in huge_fields:
+            return ordinary
+        return 10**400 if field == "best_metric_value" else 10**5000
+
     payload = {
         "schema": "pimm.trainer_checkpoint", "version": 3,
-        "trainer": {"epoch": huge, "iter_in_epoch": huge, "global_step": huge, "best_metric_value": 10**400},
-        "logger": {"wandb": {"run_id": "huge0001", "resume_step": huge, "step_offset": huge,
-                             "checkpoint_global_step": huge, "step_metric": "train/global_step"}},
-        "distributed": {"world_size": huge},
-        "dataloader": {"num_workers": huge, "state": {"epoch": huge}},
-        huge: "an integer key",
+        "trainer": {name: value(name, ordinary) for name, ordinary in
+                    (("epoch", 3), ("iter_in_epoch", 0), ("global_step", 120), ("best_metric_value", 1))},
+        "logger": {"wandb": {"run_id": "huge0001", "resume_step": value("resume_step", 121),
+                             "step_offset": value("step_offset", 0),
+                             "checkpoint_global_step": value("checkpoint_global_step", 120),
+                             "step_metric": "train/global_step"}},
+        "distributed": {"world_size": value("world_size", 2)},
+        "dataloader": {"num_workers": value("num_workers", 3), "state": {"epoch": value("epoch", 3)}},
     }
+    if huge_fields == HUGE_FIELDS:
+        payload[10**5000] = "an integer key"  # type: ignore[index]
     return torch_zip(pickle.dumps(payload, protocol=2))
 
 

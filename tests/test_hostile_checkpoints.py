@@ -169,3 +169,84 @@ def test_tensor_bounds_keep_real_shapes() -> None:
                                  ((2,), (2**63,), 0), ((2,), (1,), 2**63)):
         with pytest.raises(ValueError):
             rebuild(size, stride, offset)
+
+
+# ---------------------------------------------------------------- huge numbers
+
+def test_out_of_range_numbers_are_findings_on_their_fields() -> None:
+    read = run_limited("outcome['read'] = summary(args[0], 'model/model_last.pth')",
+                       str(HOSTILE / "ckpt-huge-numbers.pth"))["read"]
+    fields = [m.split(": ")[1].split(" is out of range")[0] for m in read["messages"]]
+    assert read["codes"] == ["file.corrupt"] * 9
+    assert fields == ["epoch", "iter_in_epoch", "global_step", "best_metric_value", "wandb_cursor",
+                      "wandb_step_offset", "wandb_checkpoint_global_step", "world_size", "num_workers"]
+    assert "about 5001 digits" in read["messages"][0] and "about 401 digits" in read["messages"][3]
+    assert read["complete"] and read["epoch"] is None and read["global_step"] is None
+    body = ("from pimm_inspect.sources.safe_pickle import to_plain\n"
+            "info = read_checkpoint_file(Path(args[0]), 'model/model_last.pth').info\n"
+            "outcome.update(keys=list(info.top_level_keys), run_id=info.wandb_run_id, schema=info.schema,\n"
+            "               version=info.version, state=info.wandb_state)")
+    other = run_limited(body, str(HOSTILE / "ckpt-huge-numbers.pth"))
+    assert other["keys"][-1] == "<integer of 16610 bits>" and (other["run_id"], other["version"]) == ("huge0001", 3)
+    assert other["state"]["resume_step"] == "<integer of 16610 bits>" and other["schema"] == "pimm.trainer_checkpoint"
+
+
+_CLI = r"""
+from click.testing import CliRunner
+from pimm_inspect.cli.main import cli
+runs = {}
+for command in (["show"], ["show", "--json"], ["check"], ["check", "--json"], ["ls"]):
+    result = CliRunner().invoke(cli, [*command, args[0]])
+    error = None if result.exception is None or isinstance(result.exception, SystemExit) else \
+        f"{type(result.exception).__name__}: {result.exception}"[:300]
+    runs[" ".join(command)] = {"code": result.exit_code, "error": error, "stdout": result.stdout,
+                               "stderr": result.stderr[-500:]}
+outcome["runs"] = runs
+"""
+
+
+@pytest.mark.parametrize("field", ["global_step", "epoch", "iter_in_epoch", "resume_step", "best_metric_value"])
+def test_show_check_and_json_survive_a_huge_number(tmp_path: Path, field: str) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "fixtures" / "runs" / "e2_clean", run, symlinks=True)
+    (run / "model" / "model_last.pth").write_bytes(hostile.huge_numbers_checkpoint((field,)))
+    runs = run_limited(_CLI, str(run))["runs"]
+    for command, result in runs.items():
+        assert result["code"] in (0, 1) and result["error"] is None, (command, result)
+    name = {"resume_step": "wandb_cursor"}.get(field, field)
+    document = json.loads(runs["check --json"]["stdout"])
+    messages = [f["message"] for f in document["runs"][0]["findings"]] if "runs" in document else \
+        [f["message"] for f in document["findings"]]
+    assert f"model/model_last.pth: {name} is out of range" in " ".join(messages)
+    assert "model/model_last.pth" in runs["show --json"]["stdout"]
+
+
+# ---------------------------------------------------------------- one bad file never hides its siblings
+
+def test_dcp_planner_path_with_a_list_hides_no_sibling(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "standard", run)
+    shutil.copy(HOSTILE / "dcp-planner-list.metadata", run / "model/last/trainer.dcp/.metadata")
+    body = ("result = read_model_dir(Path(args[0]) / 'model', Path(args[0]))\n"
+            "outcome.update(paths=[c.path for c in result.checkpoints], best=[c.format for c in result.checkpoints\n"
+            "               if c.path.endswith('best.pth')], findings=[[f.code, f.message] for f in result.findings])")
+    outcome = run_limited(body, str(run))
+    assert outcome["paths"] == ["model/last", "model/model_best.pth"] and outcome["best"] == ["weights"]
+    assert outcome["findings"] == [["file.corrupt", "model/last/trainer.dcp/.metadata: DCP planner_data holds 1 "
+                                    "unusable key path(s) (e.g. for trainer.global_step); those items are placed "
+                                    "by their dotted names"]]
+
+
+def test_a_crash_inside_a_last_folder_costs_only_that_folder(tmp_path: Path, monkeypatch) -> None:
+    from pimm_inspect.sources import checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "standard", run)
+
+    def boom(*args, **kwargs):
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(checkpoint, "_read_last_dir", boom)
+    result = checkpoint.read_model_dir(run / "model", run)
+    assert [c.path for c in result.checkpoints] == ["model/model_best.pth"]
+    assert [(f.code, f.paths) for f in result.findings] == [("internal.reader-failed", ("model/last",))]

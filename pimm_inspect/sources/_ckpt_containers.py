@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 from ..model import Finding, Severity
 from ._common import UnreadableFile, file_finding, open_regular
 from ._zip_member import MemberError, read_member, small_text
+from ._placeholders import checked_shape
 from .safe_pickle import (MAX_PICKLE_BYTES, PickledObject, SafeUnpickler, StoragePlaceholder,
                           TensorPlaceholder, TorchDtype, safe_loads)
 
@@ -266,6 +267,7 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
     created: set[int] = {id(payload)}
     tensor_count = tensor_bytes = 0
     shards: dict[str, bytes | None] = {}
+    bad_paths: list[str] = []
     for fqn, entry in entries.items():
         if not isinstance(fqn, str):
             continue
@@ -275,10 +277,15 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
             tensor_count += 1
             tensor_bytes += value.nbytes
         elif fqn.startswith(DCP_SKIPPED_PREFIXES):
-            value = DcpUnread(int(locations.get(fqn, {}).get("length") or 0))
+            value = DcpUnread(_extent(locations.get(fqn, {}).get("length")) or 0)
         else:
             value = _dcp_bytes_item(out, fqn, locations.get(fqn), directory, rel_dir, shards)
-        _insert(payload, planner.get(fqn), fqn, value, created)
+        if not _insert(payload, planner.get(fqn), fqn, value, created):
+            bad_paths.append(fqn)
+    if bad_paths:
+        out.findings.append(_corrupt(rel_path, f"DCP planner_data holds {len(bad_paths)} unusable key path(s) "
+                                               f"(e.g. for {bad_paths[0][:200]}); those items are placed by "
+                                               "their dotted names"))
     out.payload = _listify(payload, created)
     out.ok = True
     out.tensor_count, out.tensor_bytes = tensor_count, tensor_bytes
@@ -293,11 +300,8 @@ def _dcp_tensor(state: dict) -> TensorPlaceholder:
         dtype = props_state.get("dtype")
     elif isinstance(props_state, tuple) and props_state:
         dtype = props_state[0]
-    size = state.get("size")
-    shape = tuple(size) if isinstance(size, tuple) and all(isinstance(d, int) for d in size) else ()
-    numel = 1
-    for d in shape:
-        numel *= d
+    checked = checked_shape(state.get("size"))
+    shape, numel = checked if checked is not None else ((), 0)  # out of range: described as empty
     name, itemsize = (dtype.name, dtype.itemsize) if isinstance(dtype, TorchDtype) else ("unknown", 0)
     return TensorPlaceholder(name, shape, numel, numel * itemsize, None)
 
@@ -307,8 +311,9 @@ def _dcp_bytes_item(out: Container, fqn: str, location: dict | None, directory: 
     """Read one non-tensor item: a small torch.save archive inside a ``.distcp`` shard."""
     if not location:
         return None
-    shard, offset, length = location.get("relative_path"), location.get("offset"), location.get("length")
-    if not (isinstance(shard, str) and isinstance(offset, int) and isinstance(length, int)) \
+    shard, offset, length = location.get("relative_path"), _extent(location.get("offset")), \
+        _extent(location.get("length"))
+    if not (isinstance(shard, str) and offset is not None and length is not None) \
             or "/" in shard or shard.startswith("."):
         return None
     if location.get("transform_descriptors") or length > MAX_DCP_ITEM_BYTES:
@@ -338,9 +343,24 @@ def _dcp_bytes_item(out: Container, fqn: str, location: dict | None, directory: 
     return inner.payload
 
 
-def _insert(root: dict, path: Any, fqn: str, value: Any, created: set[int]) -> None:
-    """Place a value at its planner path (tuple of keys), falling back to the dotted name."""
-    keys = list(path) if isinstance(path, (tuple, list)) and path else fqn.split(".")
+def _extent(value: Any) -> int | None:
+    """A DCP offset or length: a non-negative int below 2**63, else None."""
+    return value if type(value) is int and 0 <= value < 2**63 else None
+
+
+def _path_key(key: Any) -> bool:
+    """Whether a planner-path element can be a key: a string, or a list index of sane size."""
+    return isinstance(key, str) or (type(key) is int and 0 <= key < 2**31)
+
+
+def _insert(root: dict, path: Any, fqn: str, value: Any, created: set[int]) -> bool:
+    """Place a value at its planner path (tuple of keys), falling back to the dotted name.
+
+    A path holding anything but strings and small ints (a hostile list, a huge int) is not used:
+    the item goes under its dotted name instead, so one bad entry never loses the others.
+    """
+    usable = isinstance(path, (tuple, list)) and len(path) > 0 and all(_path_key(k) for k in path)
+    keys = list(path) if usable else fqn.split(".")
     if len(keys) > 64:
         keys = [fqn]
     node = root
@@ -351,6 +371,7 @@ def _insert(root: dict, path: Any, fqn: str, value: Any, created: set[int]) -> N
             created.add(id(child))
         node = child
     node[keys[-1]] = value
+    return usable or path is None
 
 
 def _listify(root: dict, created: set[int]) -> dict:

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 
 from . import _stand_ins as si
 from ._pickle_budget import Budget, BudgetExceeded, activate, deactivate
+from ._plain import key_text, to_plain  # re-exported: JSON-like views of unpickled trees
 from ._placeholders import (  # re-exported: the public placeholder types
     ArrayPlaceholder,
     Inert,
@@ -32,7 +33,7 @@ from ._placeholders import (  # re-exported: the public placeholder types
 __all__ = [
     "ArrayPlaceholder", "Inert", "NumpyDtype", "PickledObject", "StoragePlaceholder",
     "StorageType", "TensorPlaceholder", "TorchDtype", "UnsafeGlobal", "SafeLoad",
-    "SafeUnpickler", "safe_loads", "to_plain", "MAX_PICKLE_BYTES",
+    "SafeUnpickler", "safe_loads", "to_plain", "key_text", "MAX_PICKLE_BYTES",
 ]
 
 MAX_PICKLE_BYTES = 64 * 1024 * 1024
@@ -331,45 +332,3 @@ def safe_loads(data: bytes | memoryview, cap: int = MAX_PICKLE_BYTES) -> tuple[S
         return SafeLoad(None, False, f"pickle of {len(data)} bytes exceeds the {cap} byte cap"), unpickler
     unpickler = SafeUnpickler(data)
     return unpickler.load(), unpickler
-
-
-def to_plain(value: Any, max_nodes: int = 20_000) -> Any:
-    """A JSON-like copy of an unpickled tree: placeholders become small dicts or scalars.
-
-    Depth- and node-capped, so shared or cyclic references in a hostile pickle
-    cannot blow up time or recursion; enum-like objects become their value.
-    """
-    budget = [max_nodes]
-
-    def convert(node: Any, depth: int) -> Any:
-        budget[0] -= 1
-        if budget[0] < 0 or depth > 50:
-            return "<...>"
-        if node is None or isinstance(node, (bool, int, float, str)):
-            return node
-        if isinstance(node, (bytes, bytearray)):
-            return f"<{len(node)} bytes>"
-        if isinstance(node, dict):
-            return {(k if isinstance(k, (str, int, float, bool)) or k is None else str(k)): convert(v, depth + 1)
-                    for k, v in list(node.items())[: max(budget[0], 0)]}
-        if isinstance(node, (list, tuple, set, frozenset)):
-            return [convert(v, depth + 1) for v in list(node)[: max(budget[0], 0)]]
-        if isinstance(node, TensorPlaceholder):
-            return {"tensor": node.dtype, "shape": list(node.shape)}
-        if isinstance(node, ArrayPlaceholder):
-            return {"array": node.dtype, "shape": list(node.shape)}
-        if isinstance(node, (TorchDtype, StorageType)):
-            return f"torch.{node.name}"
-        if isinstance(node, PickledObject):
-            state = node.state
-            if isinstance(state, dict):
-                return convert(state, depth)
-            if state is None and len(node.args) == 1 and not node.kwargs:
-                return convert(node.args[0], depth)  # enum-like: Strategy("steps") -> "steps"
-            return f"<{type(node).dotted}>"  # type: ignore[attr-defined]
-        return f"<{type(node).__name__}>"
-
-    try:
-        return convert(value, 0)
-    except RecursionError:
-        return None
