@@ -7,16 +7,19 @@ its peak resident memory and CPU time, which the tests bound.
 
 from __future__ import annotations
 
+import io
 import json
-import pickle
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from pimm_inspect.sources import _stand_ins as si
+from pimm_inspect.sources._zip_member import MemberError, read_member
+from pimm_inspect.sources.checkpoint import read_checkpoint_file
 from pimm_inspect.sources.safe_pickle import safe_loads
 from tests import hostile_checkpoint_inputs as hostile
 
@@ -97,9 +100,6 @@ def test_poisoning_checkpoint_changes_nothing_for_later_files() -> None:
     assert poison["codes"] == ["file.corrupt"] and "BUILD on a class refused" in poison["messages"][0]
     assert clean["codes"] == [] and clean["global_step"] == 120 and clean["complete"]
     assert unsafe["unsafe"] == ["os.system"] and unsafe["epoch"] == 3
-
-
-_PRIMITIVE_VALUES = b"K\x07"
 
 
 @pytest.mark.parametrize("module, name", sorted(si._FIXED))
@@ -250,3 +250,40 @@ def test_a_crash_inside_a_last_folder_costs_only_that_folder(tmp_path: Path, mon
     result = checkpoint.read_model_dir(run / "model", run)
     assert [c.path for c in result.checkpoints] == ["model/model_best.pth"]
     assert [(f.code, f.paths) for f in result.findings] == [("internal.reader-failed", ("model/last",))]
+
+
+# ---------------------------------------------------------------- the bounded zip-member reader
+
+_METHODS = [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA]
+
+
+@pytest.mark.parametrize("method", _METHODS)
+def test_every_compression_method_reads_the_same_checkpoint(tmp_path: Path, method: int) -> None:
+    source = FIXTURES / "e2_model_last.pth"
+    path = tmp_path / "model_last.pth"
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(path, "w", method) as dst:
+        for item in src.infolist():
+            dst.writestr(item.filename, src.read(item), compress_type=method)
+    read, reference = read_checkpoint_file(path, "m.pth"), read_checkpoint_file(source, "m.pth")
+    assert read.findings == () and read.info.global_step == 120 and read.byteorder == "little"
+    assert read.info.tensor_count == reference.info.tensor_count and read.archive_version == "3"
+
+
+@pytest.mark.parametrize("method", _METHODS)
+def test_a_member_longer_shorter_or_other_than_declared_is_refused(method: int) -> None:
+    data = bytes(range(256)) * 40
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as archive:
+        archive.writestr("archive/data.pkl", data)
+    raw = buf.getvalue()
+    info = zipfile.ZipFile(io.BytesIO(raw)).getinfo("archive/data.pkl")
+    assert read_member(io.BytesIO(raw), info, 1 << 20) == data
+    for declared, crc, message in ((100, info.CRC, "inflates past its declared 100 bytes"),
+                                   (len(data) + 1, info.CRC, "ends after"),
+                                   (len(data), info.CRC ^ 1, "fails its CRC check")):
+        info.file_size, saved_crc, info.CRC = declared, info.CRC, crc
+        with pytest.raises(MemberError, match=message):
+            read_member(io.BytesIO(raw), info, 1 << 20)
+        info.file_size, info.CRC = len(data), saved_crc
+    with pytest.raises(MemberError, match="over the 100 byte cap"):
+        read_member(io.BytesIO(raw), info, 100)

@@ -55,6 +55,7 @@ def _tensor(storage: Any, size: Any, dtype: str | None = None, itemsize: int | N
     if checked is None:
         raise ShapeOutOfRange("a tensor size is out of range (over 64 dimensions or 2**63 elements)")
     shape, numel = checked
+    charge_items(1 + len(shape))
     if isinstance(storage, StoragePlaceholder):
         dtype = storage.dtype
         itemsize = storage.nbytes // storage.numel if storage.numel else _TORCH_DTYPES.get(dtype, ("", 0))[1]

@@ -22,6 +22,7 @@ from ._placeholders import (  # re-exported: the public placeholder types
     ArrayPlaceholder,
     Inert,
     NumpyDtype,
+    PickledGlobal,
     PickledObject,
     StoragePlaceholder,
     StorageType,
@@ -42,6 +43,8 @@ MAX_RECORDED_GLOBALS = 200
 """At most this many distinct globals are listed (a hostile file could name millions)."""
 MAX_GLOBAL_NAME = 300
 """A module or global name longer than this is never allowed and is recorded cut to this length."""
+GLOBAL_CLASS_BYTES = 2048
+"""What one placeholder class for a global is charged against the budget (a type object and its dict)."""
 MAX_STORAGE_NUMEL = 2**62
 """A storage claiming more elements than this is treated as claiming none (no real machine holds it)."""
 
@@ -94,6 +97,7 @@ class _SafeMixin:
     """find_class/persistent_load shared by the C and the pure-Python unpickler."""
 
     recorder: _Recorder
+    budget: Budget
 
     def find_class(self, module: Any, name: Any) -> Any:
         """Return our stand-in for an allowed global, else an inert ``UnsafeGlobal``."""
@@ -101,10 +105,13 @@ class _SafeMixin:
         if len(module) > MAX_GLOBAL_NAME or len(name) > MAX_GLOBAL_NAME:
             module, name = module[:MAX_GLOBAL_NAME], name[:MAX_GLOBAL_NAME]
             self.recorder.note_global(f"{module}.{name}", unsafe=True)
+            self.budget.charge(GLOBAL_CLASS_BYTES, 1)
             return UnsafeGlobal(module, name)
         module, name = _normalize(module, name)
         stand_in = si.lookup(module, name)
         self.recorder.note_global(f"{module}.{name}", unsafe=stand_in is None)
+        if stand_in is None or isinstance(stand_in, PickledGlobal):
+            self.budget.charge(GLOBAL_CLASS_BYTES, 1)  # a new class object each time: ~2 KB, not 10 bytes
         if stand_in is None:
             return UnsafeGlobal(module, name)
         if stand_in in si.COUNTED_TENSOR_BUILDERS:
@@ -142,6 +149,7 @@ class _SafeMixin:
         itemsize = itemsize if itemsize <= 64 else 1
         numel = numel if type(numel) is int and 0 <= numel <= MAX_STORAGE_NUMEL else 0
         location = location[:MAX_GLOBAL_NAME] if isinstance(location, str) else "unknown"
+        self.budget.charge(256, 1)
         storage = StoragePlaceholder(dtype=dtype, key=key, location=location, numel=numel,
                                      nbytes=numel * itemsize)
         if len(self.recorder.storages) < 10_000_000:
@@ -171,7 +179,10 @@ def _metered(code: int, op: Any) -> Any:
         return run_call
 
     def run(self: Any) -> None:
-        self.budget.tick()
+        budget = self.budget
+        budget.ops += 1  # Budget.tick, inlined: this runs for every opcode
+        if budget.ops > budget.max_ops:
+            budget.tick()  # raises BudgetExceeded with its message
         op(self)
 
     return run
