@@ -170,6 +170,24 @@ def dcp_planner_list_metadata() -> bytes:
     return b"\x80\x02" + _dcp_object("Metadata", state) + b"."
 
 
+def dcp_many_items(directory: Path, count: int = 1000, item_bytes: int = 1000_000) -> None:
+    """A DCP folder whose ``count`` byte items all point at one ~1 MB torch archive in one shard."""
+    blob = torch_zip(pickle.dumps({"padding": b"\x00" * item_bytes}, protocol=2))
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "__0_0.distcp").write_bytes(blob)
+    bytes_item = _dcp_object("BytesStorageMetadata", b"}")
+    names = [f"extra.item{i}" for i in range(count)]
+    entries = b"}(" + b"".join(_text(n) + bytes_item for n in names) + b"u"
+    storage = b"}(" + b"".join(
+        _dcp_object("MetadataIndex", b"}" + _text("fqn") + _text(n) + b"s")
+        + b"ctorch.distributed.checkpoint.filesystem\n_StorageInfo\n)\x81}("
+        + _text("relative_path") + _text("__0_0.distcp") + _text("offset") + b"K\x00"
+        + _text("length") + b"J" + struct.pack("<i", len(blob)) + b"ub" for n in names) + b"u"
+    state = (b"}(" + _text("state_dict_metadata") + entries + _text("planner_data") + b"}"
+             + _text("storage_data") + storage + b"u")
+    (directory / ".metadata").write_bytes(b"\x80\x02" + _dcp_object("Metadata", state) + b".")
+
+
 COMMITTED: dict[str, Callable[[], bytes]] = {
     "ckpt-poison-stand-ins.pth": poisoning_checkpoint,
     "ckpt-unsafe-os-system.pth": unsafe_checkpoint,

@@ -287,3 +287,19 @@ def test_a_member_longer_shorter_or_other_than_declared_is_refused(method: int) 
         info.file_size, info.CRC = len(data), saved_crc
     with pytest.raises(MemberError, match="over the 100 byte cap"):
         read_member(io.BytesIO(raw), info, 100)
+
+
+def test_dcp_items_share_one_budget(tmp_path: Path) -> None:
+    """1,000 DCP byte items all pointing at one 1 MB archive: 1 GB of payload from a 290 KB .metadata (992 MiB RSS before the shared budget)."""
+    hostile.dcp_many_items(tmp_path / "trainer.dcp")
+    body = ("from pimm_inspect.sources._ckpt_containers import read_dcp_directory, DcpUnread\n"
+            "out = read_dcp_directory(Path(args[0]), 'model/last/trainer.dcp')\n"
+            "items = out.payload['extra']\n"
+            "outcome.update(read=sum(isinstance(v, dict) for v in items.values()),\n"
+            "               unread=sum(isinstance(v, DcpUnread) for v in items.values()),\n"
+            "               findings=[[f.code, f.message] for f in out.findings])")
+    outcome = run_limited(body, str(tmp_path / "trainer.dcp"))
+    assert outcome["read"] + outcome["unread"] == 1000 and 100 < outcome["read"] < 300, outcome
+    assert outcome["findings"] == [["file.corrupt", "model/last/trainer.dcp/__0_0.distcp: DCP items past the "
+                                    "per-checkpoint budget are not read (unpickling stopped: more than 268435456 "
+                                    "bytes allocated)"]]

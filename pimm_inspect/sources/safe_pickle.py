@@ -336,10 +336,16 @@ def _truncated_text(text: str) -> bool:
     return "ran out of input" in text or "truncated" in text
 
 
-def safe_loads(data: bytes | memoryview, cap: int = MAX_PICKLE_BYTES) -> tuple[SafeLoad, SafeUnpickler]:
-    """Unpickle one pickle from bytes with the allow-list; refuse buffers over ``cap``."""
+def safe_loads(data: bytes | memoryview, cap: int = MAX_PICKLE_BYTES,
+               budget: Budget | None = None) -> tuple[SafeLoad, SafeUnpickler]:
+    """Unpickle one pickle from bytes with the allow-list; refuse buffers over ``cap``.
+
+    ``budget`` is shared when several pickles make one checkpoint (DCP items); by default each gets its own.
+    """
     if len(data) > cap:
         unpickler = SafeUnpickler(b"")
         return SafeLoad(None, False, f"pickle of {len(data)} bytes exceeds the {cap} byte cap"), unpickler
     unpickler = SafeUnpickler(data)
+    if budget is not None:
+        unpickler.budget = budget
     return unpickler.load(), unpickler
