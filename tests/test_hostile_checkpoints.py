@@ -303,3 +303,16 @@ def test_dcp_items_share_one_budget(tmp_path: Path) -> None:
     assert outcome["findings"] == [["file.corrupt", "model/last/trainer.dcp/__0_0.distcp: DCP items past the "
                                     "per-checkpoint budget are not read (unpickling stopped: more than 268435456 "
                                     "bytes allocated)"]]
+
+
+def test_safetensors_header_of_many_tiny_values_is_not_parsed(tmp_path: Path) -> None:
+    """90 MB of ``[],`` under the 100 MiB header cap: json.loads would build 30M lists (GBs)."""
+    header = b'{"a":[' + b"[]," * 30_000_000 + b'[]]}'
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header)
+    body = ("from pimm_inspect.sources.hf_checkpoints import safetensors_meta\n"
+            "count, total, dtypes, findings = safetensors_meta(Path(args[0]), 'checkpoint-5/model.safetensors')\n"
+            "outcome.update(count=count, findings=[[f.code, f.message] for f in findings])")
+    outcome = run_limited(body, str(path))
+    assert outcome["findings"] == [["file.corrupt", "checkpoint-5/model.safetensors: safetensors header holds "
+                                    "over 2000000 JSON values; not parsed"]]

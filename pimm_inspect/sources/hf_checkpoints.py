@@ -18,6 +18,12 @@ WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin", "adapter_model.safeten
                 "model.safetensors.index.json", "pytorch_model.bin.index.json")
 RESUME_NAMES = ("optimizer.pt", "scheduler.pt")
 MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
+MAX_SAFETENSORS_VALUES = 2_000_000
+"""Headers with more JSON containers and separators than this are not parsed (a real tensor costs ~7).
+
+Counted on the raw bytes before ``json.loads``, whose objects cost ~60x their text: 90 MB of ``[],``
+would take several GB.
+"""
 _SHARD_RE = re.compile(r"^(model|adapter_model)-\d+-of-\d+\.(safetensors|bin)$")
 
 
@@ -61,6 +67,10 @@ def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ..
         return 0, 0, (), [exc.finding]
     except OSError as exc:
         return 0, 0, (), [file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})")]
+    values = header_bytes.count(b"{") + header_bytes.count(b"[") + header_bytes.count(b",")
+    if values > MAX_SAFETENSORS_VALUES:
+        return 0, 0, (), [file_finding("file.corrupt", rel_path, f"{rel_path}: safetensors header holds over "
+                                       f"{MAX_SAFETENSORS_VALUES} JSON values; not parsed")]
     try:
         header = json.loads(header_bytes)
         tensors = {k: v for k, v in header.items() if k != "__metadata__"}
@@ -69,7 +79,7 @@ def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ..
             raise ValueError("data offsets out of range")
         ends = [end for _, end in offsets]
         total = sum(end - start for start, end in offsets)
-        dtypes = tuple(sorted({str(v["dtype"]) for v in tensors.values()}))
+        dtypes = tuple(sorted({str(v["dtype"])[:32] for v in tensors.values()}))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
         return 0, 0, (), [file_finding("file.corrupt", rel_path, f"{rel_path}: safetensors header is not valid")]
     findings = []
