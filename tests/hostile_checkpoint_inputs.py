@@ -73,15 +73,21 @@ def bytearray_bomb_pickle() -> bytes:
             + b"h\x00h\x01R" * 3000 + b"e.")
 
 
-def tensor_dims_bomb_pickle() -> bytes:
-    """_rebuild_tensor_v2 with 64 dimensions, each the same 64 KiB integer (math.prod took 4 minutes)."""
+def tensor_dims_bomb_pickle(tensors: int = 100) -> bytes:
+    """``tensors`` calls of _rebuild_tensor_v2 sharing one size: 64 dimensions of one 64 KiB integer.
+
+    The integer and the size tuple are memoised, so each tensor costs a few bytes of input and ~3 s of
+    ``math.prod`` on huge ints: 66 KB took minutes.
+    """
     huge = (1 << (64 * 1024 * 8 - 1)) + 12345
     raw = huge.to_bytes(64 * 1024 + 1, "little", signed=True)
-    storage = b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x01tQ"
-    size = b"(\x8b" + struct.pack("<I", len(raw)) + raw + b"q\x00" + b"h\x00" * 63 + b"t"
-    stride = b"(" + b"K\x01" * 64 + b"t"
-    return (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(" + storage + b"K\x00" + size + stride
-            + b"\x89ccollections\nOrderedDict\n)RtR.")
+    size = b"(\x8b" + struct.pack("<I", len(raw)) + raw + b"q\x00" + b"h\x00" * 63 + b"tq\x02"
+    stride = b"(" + b"K\x01" * 64 + b"tq\x03"
+    calls = b"".join(
+        b"h\x01(" + b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\n" + _text(str(i)) + b"X\x03\x00\x00\x00cpuK\x01tQ"
+        + b"K\x00h\x02h\x03\x89ccollections\nOrderedDict\n)RtR" for i in range(tensors))
+    return (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nq\x01" + size + b"0" + stride + b"0]q\x04(" + calls
+            + b"e.")
 
 
 HUGE_FIELDS = ("epoch", "iter_in_epoch", "global_step", "best_metric_value", "resume_step", "step_offset",
