@@ -8,19 +8,26 @@ Run by hand, not in CI (see fuzz/README.md):
 Targets: ``tfrecord`` (TensorBoard event files, with and without CRC checks), ``wandb`` (the ``.wandb``
 transaction log, through the whole W&B folder reader), ``wandb-records`` (the same, structure-aware: one record payload is mutated and the log re-framed with
 valid CRCs, so the record decoder is reached), ``pickle`` (the allow-listing unpickler and
-``to_plain``), ``checkpoint`` (zip / legacy torch files through the checkpoint reader). A target must never
-raise, never run code named by its input, and stay within the RSS limit; libFuzzer saves any input that
-breaks this as ``crash-*`` / ``oom-*`` / ``timeout-*`` for a regression test in ``tests/``.
+``to_plain``, whose result must print as JSON), ``checkpoint`` (zip / legacy torch files through the
+checkpoint reader), ``zip-member`` (one zip member of any compression method and declared size, inflated
+by the bounded reader), ``dcp`` (a DCP ``.metadata`` inside a ``model/`` folder whose valid sibling must
+always be listed). The pickle and checkpoint targets also check that no stand-in shared by later files
+was changed. A target must never raise, never run code named by its input, and stay within the RSS
+limit; libFuzzer saves any input that breaks this as ``crash-*`` / ``oom-*`` / ``timeout-*`` for a
+regression test in ``tests/``.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 import shutil
+import struct
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import atheris
@@ -29,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 from tests.wandb_support import frame_records  # noqa: E402  (the test-side .wandb writer)
 
 with atheris.instrument_imports():
-    from pimm_inspect.sources.checkpoint import read_checkpoint_file
+    from pimm_inspect.sources import _stand_ins
+    from pimm_inspect.sources._zip_member import MemberError, read_member
+    from pimm_inspect.sources.checkpoint import read_checkpoint_file, read_model_dir
     from pimm_inspect.sources.safe_pickle import safe_loads, to_plain
     from pimm_inspect.sources.tb_events import _read_buffer
     from pimm_inspect.sources._wandb_framing import FramingState, iter_records
@@ -67,19 +76,67 @@ def mutate_wandb_records(data: bytes, max_size: int, seed: int) -> bytes:
     return frame_records(payloads)[:max(max_size, 64)]
 
 
+def _stand_in_state() -> list:
+    """Everything a pickle could try to change on the shared stand-ins (class dicts, function defaults)."""
+    return [(dict(vars(obj)) if hasattr(obj, "__dict__") else None, getattr(obj, "__defaults__", None))
+            for obj in _stand_ins._FIXED.values()]
+
+
+STAND_INS = _stand_in_state()
+
+
+def _check_stand_ins() -> None:
+    if _stand_in_state() != STAND_INS:
+        raise AssertionError("an input changed a shared stand-in (cross-file poisoning)")
+
+
 def fuzz_pickle(data: bytes) -> None:
     result, _ = safe_loads(data)
-    to_plain(result.value)
+    json.dumps(to_plain(result.value), default=str)  # printable: no huge int, no cycle
+    _check_stand_ins()
 
 
 def fuzz_checkpoint(data: bytes) -> None:
     path = SCRATCH / "model_last.pth"
     path.write_bytes(data)
     read_checkpoint_file(path, "model/model_last.pth")
+    _check_stand_ins()
+
+
+def fuzz_zip_member(data: bytes) -> None:
+    """Byte 0 picks the method, bytes 1-4 the declared size, the rest is the raw member data."""
+    if len(data) < 5:
+        return
+    method = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)[data[0] % 4]
+    declared = struct.unpack("<I", data[1:5])[0] % (1 << 24)
+    info = zipfile.ZipInfo("archive/data.pkl")
+    info.compress_type, info.file_size, info.compress_size = method, declared, len(data) - 5
+    info.header_offset, info.CRC = 0, 0
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, method, 0, 0, 0, len(data) - 5, declared, 16, 0)
+    try:
+        out = read_member(io.BytesIO(local + b"archive/data.pkl" + data[5:]), info, 1 << 20)
+    except MemberError:
+        return
+    if len(out) != declared:
+        raise AssertionError("read_member returned a size other than the declared one")
+
+
+MODEL_DIR = SCRATCH / "dcp-run" / "model"
+(MODEL_DIR / "last" / "trainer.dcp").mkdir(parents=True)
+_WEIGHTS = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "weights_only.pth"
+shutil.copy(_WEIGHTS, MODEL_DIR / "model_best.pth")
+
+
+def fuzz_dcp(data: bytes) -> None:
+    (MODEL_DIR / "last" / "trainer.dcp" / ".metadata").write_bytes(data)
+    result = read_model_dir(MODEL_DIR, MODEL_DIR.parent)
+    if "model/model_best.pth" not in {c.path for c in result.checkpoints}:
+        raise AssertionError("a bad DCP .metadata hid its sibling checkpoint")
+    _check_stand_ins()
 
 
 TARGETS = {"tfrecord": fuzz_tfrecord, "wandb": fuzz_wandb, "wandb-records": fuzz_wandb, "pickle": fuzz_pickle,
-           "checkpoint": fuzz_checkpoint}
+           "checkpoint": fuzz_checkpoint, "zip-member": fuzz_zip_member, "dcp": fuzz_dcp}
 MUTATORS = {"wandb-records": mutate_wandb_records}
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import shutil
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +39,22 @@ def main() -> None:
             continue
     for path in sorted(FIXTURES.rglob(".metadata")):
         (folder / f"dcp_{len(list(folder.iterdir())):03d}.metadata").write_bytes(path.read_bytes())
-    for target in seeds | {"pickle": None}:
+    hostile = ROOT / "tests" / "data" / "hostile"
+    for path in sorted(hostile.glob("pickle-*")):
+        shutil.copyfile(path, folder / f"hostile_{path.name[:40]}")
+    dcp = OUT / "dcp"
+    dcp.mkdir(parents=True, exist_ok=True)
+    for i, path in enumerate([*sorted(FIXTURES.rglob(".metadata")), *sorted(hostile.glob("*.metadata"))]):
+        shutil.copyfile(path, dcp / f"{i:03d}.metadata")
+    members = OUT / "zip-member"
+    members.mkdir(parents=True, exist_ok=True)
+    plain = next(iter(sorted((OUT / "pickle").iterdir()))).read_bytes()
+    raw_lzma = lzma.compress(plain, lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA1, "dict_size": 1 << 16}])
+    encoded = {0: plain, 1: zlib.compress(plain)[2:-4], 2: bz2.compress(plain),
+               3: struct.pack("<BBHBI", 9, 4, 5, 0x5D, 1 << 16) + raw_lzma}
+    for method, data in encoded.items():
+        (members / f"method{method}").write_bytes(bytes([method]) + struct.pack("<I", len(plain)) + data)
+    for target in seeds | {"pickle": None, "dcp": None, "zip-member": None}:
         print(target, len(list((OUT / target).iterdir())))
 
 

@@ -192,3 +192,48 @@ def test_tensor_placeholder_fields_from_rebuild() -> None:
     assert result.ok, result.error
     assert result.value == TensorPlaceholder("float16", (2, 3), 6, 12, "0")
     assert unpickler.recorder.tensor_count == 1 and unpickler.recorder.storage_bytes == 12
+
+
+def _load_with(data: bytes, **limits: int):
+    """Unpickle with a smaller budget, so each amplification is shown without allocating much."""
+    from pimm_inspect.sources._pickle_budget import Budget
+
+    unpickler = SafeUnpickler(data)
+    unpickler.budget = Budget(**limits)
+    return unpickler.load()
+
+
+@pytest.mark.parametrize("case", ["ordered-dict copies", "unsafe call args", "build merges", "encode copies",
+                                  "bytearray sizes", "opcodes", "unsafe classes"])
+def test_every_amplification_is_charged_to_one_budget(case: str) -> None:
+    """A few memoised bytes repeated: each copy, allocation or class is charged before it is made."""
+    big_dict = b"}q\x00(" + b"".join(b"J" + i.to_bytes(4, "little") + b"N" for i in range(10_000)) + b"u"
+    big_tuple = b"(" + b"N" * 10_000 + b"tq\x00"
+    repeat = 2_000
+    body = {
+        "ordered-dict copies": big_dict + b"0ccollections\nOrderedDict\nq\x01]q\x02(" + b"h\x01h\x00\x85R" * repeat,
+        "unsafe call args": big_tuple + b"0cmy.mod\nThing\nq\x01]q\x02(" + b"h\x01h\x00R" * repeat,
+        "build merges": big_dict + b"0cmy.mod\nThing\nq\x01]q\x02(" + b"h\x01)Rh\x00}\x86b" * repeat,
+        "encode copies": b"X" + (1 << 16).to_bytes(4, "little") + b"a" * (1 << 16) + b"q\x00"
+                         + b"c_codecs\nencode\nq\x01]q\x02(" + b"h\x01h\x00X\x06\x00\x00\x00latin1\x86R" * repeat,
+        "bytearray sizes": b"c__builtin__\nbytearray\nq\x01]q\x02(" + b"h\x01J\x00\x00\x01\x00\x85R" * repeat,
+        "opcodes": b"]q\x02(" + b"N" * 200_000,
+        "unsafe classes": b"]q\x02(" + b"".join(b"cm\nc%d\n" % i for i in range(5 * repeat)),
+    }[case]
+    data = b"\x80\x02" + body + b"e."
+    limited = _load_with(data, max_bytes=16 << 20, max_objects=5_000_000, max_ops=100_000)
+    assert not limited.ok and "budget" in limited.error, (case, limited.error)
+    assert "unpickling stopped: more than" in limited.error
+    roomy = _load_with(data, max_bytes=1 << 40, max_objects=1 << 40, max_ops=1 << 40)
+    assert roomy.ok, (case, roomy.error)  # the same pickle is fine: only the budget stopped it
+
+
+def test_the_budget_spans_every_pickle_of_one_file() -> None:
+    from pimm_inspect.sources._pickle_budget import Budget
+
+    one = pickle.dumps(list(range(1000)), protocol=2)
+    unpickler = SafeUnpickler(one * 3)
+    unpickler.budget = Budget(max_ops=2500)
+    assert unpickler.load().ok and unpickler.load().ok
+    third = unpickler.load()
+    assert not third.ok and "opcodes" in third.error

@@ -7,17 +7,19 @@ headers are peeked at to detect truncation). Every failure becomes a finding.
 from __future__ import annotations
 
 import io
-import lzma
 import os
 import struct
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..model import Finding, Severity
 from ._common import UnreadableFile, file_finding, open_regular
+from ._zip_member import MemberError, read_member, small_text
+from ._pickle_budget import Budget, BudgetExceeded
+from ._dcp_tree import extent, insert, listify
+from ._placeholders import checked_shape
 from .safe_pickle import (MAX_PICKLE_BYTES, PickledObject, SafeUnpickler, StoragePlaceholder,
                           TensorPlaceholder, TorchDtype, safe_loads)
 
@@ -104,8 +106,8 @@ def read_container(path: Path, rel_path: str) -> Container:
     return Container("unknown", findings=[_corrupt(rel_path, "neither a zip archive nor a pickle")])
 
 
-def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
-    """The torch zip format: unpickle ``<archive>/data.pkl`` only."""
+def _read_zip(fh: BinaryIO, rel_path: str, budget: Budget | None = None) -> Container:
+    """The torch zip format: unpickle ``<archive>/data.pkl`` only (charging ``budget`` when given)."""
     out = Container("zip")
     try:
         archive = zipfile.ZipFile(fh)
@@ -115,7 +117,7 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
             out.findings.append(_corrupt(rel_path, f"zip central directory is damaged ({exc})"))
         else:
             out.findings.append(_truncated(rel_path, f"zip archive is truncated or damaged ({exc})"))
-        _salvage_first_entry(fh, rel_path, out)
+        _salvage_first_entry(fh, rel_path, out, budget)
         return out
     with archive:
         names = archive.namelist()
@@ -124,20 +126,15 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
             out.findings.append(_corrupt(rel_path, "zip archive has no data.pkl (not a torch checkpoint)"))
             return out
         prefix = pkl_names[0][: -len("data.pkl")]
-        info = archive.getinfo(pkl_names[0])
-        if info.file_size > MAX_PICKLE_BYTES:
-            out.findings.append(_corrupt(rel_path, f"data.pkl is {info.file_size} bytes, over the "
-                                                   f"{MAX_PICKLE_BYTES} byte cap; not read"))
-            return out
         try:
-            data = archive.read(info)
-            out.byteorder = _small_text(archive, prefix + "byteorder")
-            out.archive_version = _small_text(archive, prefix + "version")
-        except _EXTRACT_ERRORS as exc:
-            out.findings.append(_corrupt(rel_path, f"data.pkl cannot be extracted ({exc})"))
+            data = read_member(fh, archive.getinfo(pkl_names[0]), MAX_PICKLE_BYTES)
+        except MemberError as exc:
+            out.findings.append(_corrupt(rel_path, f"zip member {pkl_names[0]} {exc}"))
             return out
+        out.byteorder = small_text(fh, archive, prefix + "byteorder")
+        out.archive_version = small_text(fh, archive, prefix + "version")
         out.bytes_read = len(data)
-        _unpickle_into(out, data, rel_path, "data.pkl")
+        _unpickle_into(out, data, rel_path, "data.pkl", budget)
         stored = {n[len(prefix) + len("data/"):] for n in names if n.startswith(prefix + "data/")}
         missing = [k for k in out.storage_keys if k not in stored]
         if missing:
@@ -146,23 +143,7 @@ def _read_zip(fh: BinaryIO, rel_path: str) -> Container:
     return out
 
 
-_EXTRACT_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,
-                   zlib.error, lzma.LZMAError, struct.error)
-"""What zipfile raises for a damaged member: bad headers, a flipped compression method, bad deflate data."""
-
-
-def _small_text(archive: zipfile.ZipFile, name: str) -> str | None:
-    """A tiny text record of the archive (byteorder, version), or None."""
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        return None
-    if info.file_size > 64:
-        return None
-    return archive.read(info).decode("utf-8", errors="replace").strip()
-
-
-def _salvage_first_entry(fh: BinaryIO, rel_path: str, out: Container) -> None:
+def _salvage_first_entry(fh: BinaryIO, rel_path: str, out: Container, budget: Budget | None) -> None:
     """Unpickle data.pkl straight from its local header when the central directory is gone."""
     fh.seek(0)
     head = fh.read(30)
@@ -176,11 +157,12 @@ def _salvage_first_entry(fh: BinaryIO, rel_path: str, out: Container) -> None:
     fh.seek(30 + name_len + extra_len)
     data = fh.read(MAX_PICKLE_BYTES)
     out.bytes_read = 30 + name_len + extra_len + len(data)
-    _unpickle_into(out, data, rel_path, "data.pkl")
+    _unpickle_into(out, data, rel_path, "data.pkl", budget)
 
 
-def _unpickle_into(out: Container, data: bytes, rel_path: str, what: str) -> SafeUnpickler:
-    result, unpickler = safe_loads(data)
+def _unpickle_into(out: Container, data: bytes, rel_path: str, what: str,
+                   budget: Budget | None = None) -> SafeUnpickler:
+    result, unpickler = safe_loads(data, budget=budget)
     out.absorb(unpickler)
     out.payload, out.ok = result.value, result.ok
     rec = unpickler.recorder
@@ -288,6 +270,8 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
     created: set[int] = {id(payload)}
     tensor_count = tensor_bytes = 0
     shards: dict[str, bytes | None] = {}
+    bad_paths: list[str] = []
+    budget = Budget()  # one for every item of this checkpoint: 100k items may all point at one 1 MiB blob
     for fqn, entry in entries.items():
         if not isinstance(fqn, str):
             continue
@@ -297,11 +281,16 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
             tensor_count += 1
             tensor_bytes += value.nbytes
         elif fqn.startswith(DCP_SKIPPED_PREFIXES):
-            value = DcpUnread(int(locations.get(fqn, {}).get("length") or 0))
+            value = DcpUnread(extent(locations.get(fqn, {}).get("length")) or 0)
         else:
-            value = _dcp_bytes_item(out, fqn, locations.get(fqn), directory, rel_dir, shards)
-        _insert(payload, planner.get(fqn), fqn, value, created)
-    out.payload = _listify(payload, created)
+            value = _dcp_bytes_item(out, fqn, locations.get(fqn), directory, rel_dir, shards, budget)
+        if not insert(payload, planner.get(fqn), fqn, value, created):
+            bad_paths.append(fqn)
+    if bad_paths:
+        out.findings.append(_corrupt(rel_path, f"DCP planner_data holds {len(bad_paths)} unusable key path(s) "
+                                               f"(e.g. for {bad_paths[0][:200]}); those items are placed by "
+                                               "their dotted names"))
+    out.payload = listify(payload, created)
     out.ok = True
     out.tensor_count, out.tensor_bytes = tensor_count, tensor_bytes
     out.dcp_keys = tuple(k for k in entries if isinstance(k, str))
@@ -315,27 +304,32 @@ def _dcp_tensor(state: dict) -> TensorPlaceholder:
         dtype = props_state.get("dtype")
     elif isinstance(props_state, tuple) and props_state:
         dtype = props_state[0]
-    size = state.get("size")
-    shape = tuple(size) if isinstance(size, tuple) and all(isinstance(d, int) for d in size) else ()
-    numel = 1
-    for d in shape:
-        numel *= d
+    checked = checked_shape(state.get("size"))
+    shape, numel = checked if checked is not None else ((), 0)  # out of range: described as empty
     name, itemsize = (dtype.name, dtype.itemsize) if isinstance(dtype, TorchDtype) else ("unknown", 0)
     return TensorPlaceholder(name, shape, numel, numel * itemsize, None)
 
 
 def _dcp_bytes_item(out: Container, fqn: str, location: dict | None, directory: Path, rel_dir: str,
-                    shards: dict[str, bytes | None]) -> Any:
+                    shards: dict[str, bytes | None], budget: Budget) -> Any:
     """Read one non-tensor item: a small torch.save archive inside a ``.distcp`` shard."""
     if not location:
         return None
-    shard, offset, length = location.get("relative_path"), location.get("offset"), location.get("length")
-    if not (isinstance(shard, str) and isinstance(offset, int) and isinstance(length, int)) \
+    shard, offset, length = location.get("relative_path"), extent(location.get("offset")), \
+        extent(location.get("length"))
+    if not (isinstance(shard, str) and offset is not None and length is not None) \
             or "/" in shard or shard.startswith("."):
         return None
     if location.get("transform_descriptors") or length > MAX_DCP_ITEM_BYTES:
         return DcpUnread(length)
     shard_rel = f"{rel_dir}/{shard}" if rel_dir else shard
+    try:
+        budget.charge(length, 1)
+    except BudgetExceeded as exc:
+        finding = _corrupt(shard_rel, f"DCP items past the per-checkpoint budget are not read ({exc})")
+        if finding not in out.findings:
+            out.findings.append(finding)
+        return DcpUnread(length)
     try:
         with open_regular(directory / shard, shard_rel) as fh:
             fh.seek(offset)
@@ -351,46 +345,13 @@ def _dcp_bytes_item(out: Container, fqn: str, location: dict | None, directory: 
             shards[shard] = None
             out.findings.append(_truncated(shard_rel, "DCP shard ends before items its metadata describes"))
         return None
-    inner = _read_zip(io.BytesIO(blob), shard_rel)
+    inner = _read_zip(io.BytesIO(blob), shard_rel, budget)
     out.unsafe_globals += [g for g in inner.unsafe_globals if g not in out.unsafe_globals]
     out.globals_seen += [g for g in inner.globals_seen if g not in out.globals_seen]
     if not inner.ok:
         out.findings.extend(f for f in inner.findings if f not in out.findings)
         return None
     return inner.payload
-
-
-def _insert(root: dict, path: Any, fqn: str, value: Any, created: set[int]) -> None:
-    """Place a value at its planner path (tuple of keys), falling back to the dotted name."""
-    keys = list(path) if isinstance(path, (tuple, list)) and path else fqn.split(".")
-    if len(keys) > 64:
-        keys = [fqn]
-    node = root
-    for key in keys[:-1]:
-        child = node.get(key)
-        if not (isinstance(child, dict) and id(child) in created):
-            child = node[key] = {}
-            created.add(id(child))
-        node = child
-    node[keys[-1]] = value
-
-
-def _listify(root: dict, created: set[int]) -> dict:
-    """Turn the dicts we built keyed 0..n-1 (flattened lists) back into lists."""
-    stack: list[Any] = [root]
-    while stack:
-        current = stack.pop()
-        pairs = list(current.items()) if isinstance(current, dict) else list(enumerate(current))
-        for key, child in pairs:
-            if not (isinstance(child, dict) and id(child) in created):
-                continue  # a value from the file: leave it as read
-            if child and all(isinstance(k, int) for k in child) and sorted(child) == list(range(len(child))):
-                as_list = [child[i] for i in range(len(child))]
-                current[key] = as_list
-                stack.append(as_list)
-            else:
-                stack.append(child)
-    return root
 
 
 def read_dcp_directory(directory: Path, rel_dir: str) -> Container:

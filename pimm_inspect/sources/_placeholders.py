@@ -5,9 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._pickle_budget import charge_items
+
 # ---------------------------------------------------------------- placeholders
 
-class Inert:
+class Sealed(type):
+    """Metaclass of every class a pickle can reach: its attributes cannot be set or deleted after creation.
+
+    These classes are shared by every file read in the process, so a pickle that could set an attribute
+    on one (BUILD with slot state calls ``setattr``) would change how later files are read.
+    """
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        raise AttributeError(f"{cls.__name__} is read-only")
+
+    def __delattr__(cls, name: str) -> None:
+        raise AttributeError(f"{cls.__name__} is read-only")
+
+
+class Inert(metaclass=Sealed):
     """A do-nothing object: calling it or reading attributes gives more of the same."""
 
     __slots__ = ()
@@ -70,7 +86,7 @@ class TensorPlaceholder:
     is_parameter: bool = False
 
 
-class NumpyDtype:
+class NumpyDtype(metaclass=Sealed):
     """A numpy dtype named by a pickle (``numpy.dtype('f8', False, True)`` + BUILD)."""
 
     __slots__ = ("spec", "byteorder")
@@ -98,7 +114,7 @@ class NumpyDtype:
         return f"NumpyDtype({self.str!r})"
 
 
-class ArrayPlaceholder:
+class ArrayPlaceholder(metaclass=Sealed):
     """A numpy array described by dtype, shape and byte count, without its data."""
 
     __slots__ = ("dtype", "shape", "nbytes")
@@ -123,12 +139,13 @@ class ArrayPlaceholder:
         return f"ArrayPlaceholder({self.dtype!r}, {self.shape})"
 
 
-class PickledObject:
+class PickledObject(metaclass=Sealed):
     """An instance of a non-stand-in global: records args and state, runs nothing."""
 
     __slots__ = ("args", "kwargs", "state")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "PickledObject":
+        charge_items(1 + len(args) + len(kwargs))
         obj = object.__new__(cls)
         obj.args, obj.kwargs, obj.state = args, kwargs, None
         return obj
@@ -139,6 +156,7 @@ class PickledObject:
     def __setstate__(self, state: Any) -> None:
         # dataclass/``__dict__`` state, or (dict_state, slot_state) for slotted classes.
         if isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict):
+            charge_items(len(state[1]) + (len(state[0]) if isinstance(state[0], dict) else 0))
             merged = dict(state[0]) if isinstance(state[0], dict) else {}
             merged.update(state[1])
             state = merged
@@ -156,15 +174,14 @@ class PickledObject:
         return f"<{type(self).dotted} placeholder>"  # type: ignore[attr-defined]
 
 
-class PickledGlobal(type):
+class PickledGlobal(Sealed):
     """Metaclass of the classes we hand to pickle for globals we do not stand in for."""
 
     def __new__(mcls, module: str, name: str) -> "PickledGlobal":
         short = name.rpartition(".")[2] or "obj"
-        cls = super().__new__(mcls, short if short.isidentifier() else "obj", (PickledObject,),
-                              {"__slots__": (), "__module__": __name__})
-        cls.global_module, cls.global_name_ = module, name
-        return cls
+        return super().__new__(mcls, short if short.isidentifier() else "obj", (PickledObject,),
+                               {"__slots__": (), "__module__": __name__, "global_module": module,
+                                "global_name_": name})
 
     def __init__(cls, module: str, name: str) -> None:
         super().__init__(cls.__name__, (PickledObject,), {})
@@ -191,8 +208,46 @@ class RecordGlobal(PickledGlobal):
     """A known data class (DCP metadata) rebuilt generically from its pickled state."""
 
 
+MAX_NDIM = 64
+"""Tensors have at most 64 dimensions (torch's own limit); a longer size is refused."""
+MAX_EXTENT = 2**63
+"""Every dimension, stride, offset and element count must be below this (an int64 in torch)."""
+
+
+class ShapeOutOfRange(ValueError):
+    """A pickled tensor size, stride or offset beyond what any tensor can have."""
+
+
+def checked_shape(size: Any) -> tuple[tuple[int, ...], int] | None:
+    """(shape, element count) from a pickled size; ``((), 1)`` when it is not a list of ints at all.
+
+    None when it is out of range: more than 64 dimensions, a dimension of 2**63 or more, or a product
+    of 2**63 or more. Checked before any arithmetic, so a 64 KiB integer costs nothing (``bit_length``
+    is O(1)), and the running product stops as soon as it passes the bound.
+    """
+    if not (isinstance(size, (tuple, list)) and all(type(d) is int and d >= 0 for d in size)):
+        return (), 1
+    if len(size) > MAX_NDIM or any(d.bit_length() > 63 for d in size):
+        return None
+    numel = 1
+    for d in size:
+        numel *= d
+        if numel >= MAX_EXTENT:
+            return None
+    return tuple(size), numel
+
+
+def in_extent(value: Any) -> bool:
+    """Whether a pickled offset or stride list is within int64 (non-ints are ignored, as torch's are unused here)."""
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    if len(values) > MAX_NDIM:
+        return False
+    return all(not isinstance(v, int) or v.bit_length() <= 63 for v in values)
+
+
 def _shape(size: Any) -> tuple[int, ...]:
-    """A tuple of ints from a pickled size, or () when it is not one."""
-    if isinstance(size, (tuple, list)) and all(isinstance(d, int) and d >= 0 for d in size):
-        return tuple(size)
-    return ()
+    """A tuple of ints from a pickled size, or () when it is not one; raises when it is out of range."""
+    checked = checked_shape(size)
+    if checked is None:
+        raise ShapeOutOfRange("a tensor or array size is out of range (over 64 dimensions or 2**63 elements)")
+    return checked[0]

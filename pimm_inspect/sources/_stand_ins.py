@@ -8,13 +8,14 @@ chose, or calls anything the file names.
 from __future__ import annotations
 
 import dataclasses
-import math
 import posixpath
 import struct
 from typing import Any, Callable
 
-from ._placeholders import (ArrayPlaceholder, Inert, NumpyDtype, PickledGlobal, RecordGlobal,
-                            StoragePlaceholder, StorageType, TensorPlaceholder, TorchDtype, _shape)
+from ._pickle_budget import charge, charge_items
+from ._placeholders import (ArrayPlaceholder, Inert, NumpyDtype, PickledGlobal, RecordGlobal, Sealed,
+                            ShapeOutOfRange, StoragePlaceholder, StorageType, TensorPlaceholder, TorchDtype,
+                            _shape, checked_shape, in_extent)
 
 
 # ---------------------------------------------------------------- helpers
@@ -50,8 +51,11 @@ _TORCH_CONSTANTS = {
 
 def _tensor(storage: Any, size: Any, dtype: str | None = None, itemsize: int | None = None) -> TensorPlaceholder:
     """A tensor placeholder from a storage placeholder (or an explicit dtype) and a size."""
-    shape = _shape(size)
-    numel = math.prod(shape)
+    checked = checked_shape(size)
+    if checked is None:
+        raise ShapeOutOfRange("a tensor size is out of range (over 64 dimensions or 2**63 elements)")
+    shape, numel = checked
+    charge_items(1 + len(shape))
     if isinstance(storage, StoragePlaceholder):
         dtype = storage.dtype
         itemsize = storage.nbytes // storage.numel if storage.numel else _TORCH_DTYPES.get(dtype, ("", 0))[1]
@@ -65,17 +69,23 @@ def _tensor(storage: Any, size: Any, dtype: str | None = None, itemsize: int | N
 
 # ---------------------------------------------------------------- torch stand-ins
 
+def _strided(storage: Any, storage_offset: Any, size: Any, stride: Any) -> TensorPlaceholder:
+    if not (in_extent(storage_offset) and in_extent(stride)):
+        raise ShapeOutOfRange("a tensor stride or storage offset is out of range (2**63 or more)")
+    return _tensor(storage, size)
+
+
 def _rebuild_tensor_v2(storage: Any, storage_offset: Any = 0, size: Any = (), stride: Any = (),
                        requires_grad: Any = False, backward_hooks: Any = None, metadata: Any = None) -> Any:
-    return _tensor(storage, size)
+    return _strided(storage, storage_offset, size, stride)
 
 
 def _rebuild_tensor(storage: Any, storage_offset: Any = 0, size: Any = (), stride: Any = ()) -> Any:
-    return _tensor(storage, size)
+    return _strided(storage, storage_offset, size, stride)
 
 
-def _rebuild_qtensor(storage: Any, storage_offset: Any = 0, size: Any = (), *rest: Any) -> Any:
-    return _tensor(storage, size)
+def _rebuild_qtensor(storage: Any, storage_offset: Any = 0, size: Any = (), stride: Any = (), *rest: Any) -> Any:
+    return _strided(storage, storage_offset, size, stride)
 
 
 def _rebuild_meta_tensor_no_storage(dtype: Any, size: Any = (), *rest: Any) -> Any:
@@ -103,18 +113,27 @@ def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> An
 
 
 def _torch_size(seq: Any = ()) -> tuple:
-    return tuple(seq) if isinstance(seq, (list, tuple)) else ()
+    if not isinstance(seq, (list, tuple)):
+        return ()
+    charge_items(len(seq))
+    return tuple(seq)
+
+
+def _short_name(value: Any) -> str:
+    """A device or layout name from the file: a short string, or a fixed mark (never ``str()`` of file data)."""
+    return value[:64] if isinstance(value, str) else "unknown"
 
 
 def _torch_device(kind: Any = "cpu", index: Any = None) -> str:
-    return f"{kind}:{index}" if isinstance(index, int) else str(kind)
+    ok_index = isinstance(index, int) and not isinstance(index, bool) and 0 <= index < 1 << 20
+    return f"{_short_name(kind)}:{index}" if ok_index else _short_name(kind)
 
 
 def _get_layout(name: Any) -> str:
-    return str(name)
+    return _short_name(name)
 
 
-class TensorTypeMarker:
+class TensorTypeMarker(metaclass=Sealed):
     """Stands for ``torch.Tensor``, ``torch.nn.Parameter`` or ``object`` when named as a type argument."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -123,30 +142,41 @@ class TensorTypeMarker:
 
 # ---------------------------------------------------------------- builtins / collections
 
-class OrderedDictStandIn(dict):
+class OrderedDictStandIn(dict, metaclass=Sealed):
     """``collections.OrderedDict`` as a plain dict that also accepts BUILD attributes (``_metadata``)."""
 
     def __init__(self, items: Any = ()) -> None:
-        super().__init__(items if isinstance(items, (dict, list, tuple)) else ())
+        items = items if isinstance(items, (dict, list, tuple)) else ()
+        charge_items(len(items))
+        super().__init__(items)
 
 
-class DefaultDictStandIn(dict):
+class DefaultDictStandIn(dict, metaclass=Sealed):
     """``collections.defaultdict`` as a plain dict (the factory is never kept or called)."""
 
     def __init__(self, factory: Any = None, items: Any = ()) -> None:
-        super().__init__(items if isinstance(items, (dict, list, tuple)) else ())
+        items = items if isinstance(items, (dict, list, tuple)) else ()
+        charge_items(len(items))
+        super().__init__(items)
 
 
 def _set(items: Any = ()) -> set:
-    return set(items) if isinstance(items, (list, tuple, set, frozenset)) else set()
+    if not isinstance(items, (list, tuple, set, frozenset)):
+        return set()
+    charge_items(len(items))
+    return set(items)
 
 
 def _frozenset(items: Any = ()) -> frozenset:
-    return frozenset(items) if isinstance(items, (list, tuple, set, frozenset)) else frozenset()
+    if not isinstance(items, (list, tuple, set, frozenset)):
+        return frozenset()
+    charge_items(len(items))
+    return frozenset(items)
 
 
 def _complex(real: Any = 0, imag: Any = 0) -> Any:
-    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (real, imag))
+    ok = all(isinstance(x, float) or (isinstance(x, int) and not isinstance(x, bool) and abs(x) < 2**1000)
+             for x in (real, imag))
     return complex(real, imag) if ok else Inert()
 
 
@@ -167,6 +197,7 @@ def _encode(obj: Any, encoding: Any = "utf-8", errors: Any = "strict") -> Any:
     codec = _TEXT_CODECS.get(str(encoding).lower())
     if not isinstance(obj, str) or codec is None:
         return Inert()
+    charge(len(obj) * (4 if codec == "utf-8" else 1))
     return obj.encode(codec, errors if errors in ("strict", "replace", "ignore", "surrogateescape") else "strict")
 
 
@@ -175,8 +206,10 @@ def _bytearray(source: Any = b"", encoding: Any = None, errors: Any = None) -> A
         encoded = _encode(source, encoding or "utf-8")
         return bytearray(encoded) if isinstance(encoded, bytes) else Inert()
     if isinstance(source, (bytes, bytearray)):
+        charge(len(source))
         return bytearray(source)
     if isinstance(source, int) and 0 <= source <= 1 << 20:  # a size chosen by the file: keep it small
+        charge(source)
         return bytearray(source)
     return Inert()
 
@@ -184,11 +217,17 @@ def _bytearray(source: Any = b"", encoding: Any = None, errors: Any = None) -> A
 def _path(*parts: Any) -> str:
     """``pathlib`` paths as POSIX strings."""
     strings = [p for p in parts if isinstance(p, str)]
+    charge(sum(len(p) + 1 for p in strings))
     return posixpath.join(*strings) if strings else ""
 
 
 _OUR_CLASSES: tuple[type, ...] = (OrderedDictStandIn, DefaultDictStandIn, ArrayPlaceholder, NumpyDtype,
                                   TensorTypeMarker)
+
+
+BUILDABLE_TYPES: frozenset[type] = frozenset({OrderedDictStandIn, DefaultDictStandIn, ArrayPlaceholder, NumpyDtype,
+                                             TensorTypeMarker})
+"""Instances the unpickler may BUILD state into (besides ``PickledObject`` and ``Inert``)."""
 
 
 def _reconstructor(cls: Any, base: Any = None, state: Any = None) -> Any:

@@ -18,13 +18,13 @@ from typing import Any, Mapping
 from ..model import CheckpointInfo, Finding, Severity, SourceFile
 from ._ckpt_containers import Container, read_container, read_dcp_directory
 from ._common import file_finding, rel
-from .safe_pickle import to_plain
+from .safe_pickle import key_text, to_plain
 
 __all__ = ["CheckpointRead", "ModelDirResult", "read_checkpoint_file", "read_model_dir", "checkpoint_fields"]
 
 _HF_FILES = {"optimizer.pt", "optimizer.bin", "scheduler.pt", "rng_state.pth", "training_args.bin",
              "scaler.pt", "pytorch_model.bin"}
-_ITER_RE = re.compile(r"^iter_(\d+)\.pth$")
+_ITER_RE = re.compile(r"^iter_(\d{1,18})\.pth$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +62,33 @@ class ModelDirResult:
 
 # ---------------------------------------------------------------- field extraction
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+@dataclass(frozen=True, slots=True)
+class OutOfRange:
+    """Marks a number read from a checkpoint that no counter can hold; the field becomes None plus a finding."""
+
+    what: str
+    """How big it was, e.g. "an integer of about 5001 digits" (never ``str()`` of the number itself)."""
 
 
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+MAX_FIELD_INT = 2**63
+"""Steps, epochs, counts and cursors must be below this in magnitude (an int64, as pimm and torch store them)."""
+
+
+def _int(value: Any) -> int | OutOfRange | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if -MAX_FIELD_INT < value < MAX_FIELD_INT:
+        return value
+    return OutOfRange(f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits")
+
+
+def _float(value: Any) -> float | OutOfRange | None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond 1.8e308
+        return OutOfRange(f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits")
 
 
 def _str(value: Any) -> str | None:
@@ -78,12 +99,29 @@ def _dict(value: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def checkpoint_fields(payload: Any) -> dict[str, Any]:
-    """CheckpointInfo keyword values extracted from a payload dict (spec 5.2-5.4)."""
+def checkpoint_fields(payload: Any, rel_path: str = "", findings: list[Finding] | None = None) -> dict[str, Any]:
+    """CheckpointInfo keyword values extracted from a payload dict (spec 5.2-5.4).
+
+    A number out of range leaves its field None and, when ``findings`` is given, adds a ``file.corrupt``
+    finding naming the field; every other field is still read.
+    """
+    out = _raw_fields(payload)
+    for name, value in list(out.items()):
+        if isinstance(value, OutOfRange):
+            out[name] = None
+            if findings is not None:
+                findings.append(file_finding(
+                    "file.corrupt", rel_path, f"{rel_path}: {name} is out of range ({value.what}); ignored",
+                    "A step, epoch, count or cursor this large cannot come from training; the file was damaged "
+                    "or made by hand. The field is shown as unknown; the rest of the checkpoint was read."))
+    return out
+
+
+def _raw_fields(payload: Any) -> dict[str, Any]:
     p = _dict(payload)
     if p is None:
         return {}
-    out: dict[str, Any] = {"top_level_keys": tuple(str(k) for k in p)}
+    out: dict[str, Any] = {"top_level_keys": tuple(key_text(k) for k in p)}
     out["schema"] = _str(p.get("schema"))
     out["version"] = _int(p.get("version")) if _int(p.get("version")) is not None else _int(p.get("checkpoint_version"))
     trainer, train_state = _dict(p.get("trainer")), _dict(p.get("train_state"))
@@ -178,6 +216,14 @@ def _stat(path: Path) -> tuple[int, float]:
 def read_checkpoint_file(path: Path, rel_path: str) -> CheckpointRead:
     """Read one torch.save file, DCP ``.metadata`` (or DCP directory) without torch; never raises."""
     size, mtime = _stat(path)
+    try:
+        return _read_checkpoint_file(path, rel_path, size, mtime)
+    except Exception as exc:  # noqa: BLE001 - a reader bug on one file is that file's finding, never a crash
+        container = Container("unknown", findings=[_reader_failed(rel_path, exc)])
+        return _from_container(container, path, rel_path, size, mtime)
+
+
+def _read_checkpoint_file(path: Path, rel_path: str, size: int, mtime: float) -> CheckpointRead:
     if path.is_dir():
         if (path / ".metadata").exists():
             return _from_container(read_dcp_directory(path, rel_path), path, rel_path, _tree_size(path), mtime)
@@ -188,13 +234,15 @@ def read_checkpoint_file(path: Path, rel_path: str) -> CheckpointRead:
 
 
 def _from_container(container: Container, path: Path, rel_path: str, size: int, mtime: float) -> CheckpointRead:
-    fields = checkpoint_fields(container.payload) if container.payload is not None else {}
+    field_findings: list[Finding] = []
+    fields = checkpoint_fields(container.payload, rel_path, field_findings) if container.payload is not None else {}
     name = path.name
     role = _role_for(rel_path)
     match = _ITER_RE.match(name)
     if match and fields.get("global_step") is None:
         fields["global_step"] = int(match.group(1))  # pimm names iter snapshots by g (weights-only inside)
-    damaged = any(f.code in ("file.corrupt", "file.truncated", "file.empty", "file.unreadable")
+    damaged = any(f.code in ("file.corrupt", "file.truncated", "file.empty", "file.unreadable",
+                             "internal.reader-failed")
                   for f in container.findings)
     info = CheckpointInfo(
         path=rel_path, format=_format_for(name, container, fields), role=role,
@@ -204,7 +252,7 @@ def _from_container(container: Container, path: Path, rel_path: str, size: int, 
         **fields,
     )
     source = SourceFile(rel_path, "checkpoint", size, mtime, container.bytes_read)
-    return CheckpointRead(info=info, findings=tuple(container.findings), source=source,
+    return CheckpointRead(info=info, findings=tuple(container.findings) + tuple(field_findings), source=source,
                           container=container.kind, payload=container.payload,
                           globals_seen=tuple(container.globals_seen), dcp_keys=container.dcp_keys,
                           byteorder=container.byteorder, archive_version=container.archive_version)
@@ -257,7 +305,7 @@ def _read_last_dir(directory: Path, rel_dir: str, role: str) -> tuple[Checkpoint
         tensor_bytes += part.info.tensor_bytes
         unsafe += [g for g in part.info.unsafe_globals if g not in unsafe]
     if trainer is not None:
-        fields = checkpoint_fields(trainer.payload) if trainer.payload is not None else {}
+        fields = checkpoint_fields(trainer.payload) if trainer.payload is not None else {}  # findings: in trainer
         fields["top_level_keys"] = tuple(fields.get("top_level_keys", ())) + (("model",) if weights else ())
     complete = (sealed and weights is not None and weights.info.complete and trainer is not None
                 and trainer.info.complete and (dcp_dir / ".complete").is_file())
@@ -302,7 +350,11 @@ def read_model_dir(model_dir: Path, run_root: Path) -> ModelDirResult:
         if name in ("last.tmp", "last.prev") or name.endswith(".tmp"):
             leftovers.append(entry_rel)
         if is_dir and name in ("last", "last.prev", "last.tmp"):
-            info, more, srcs = _read_last_dir(Path(entry.path), entry_rel, name)
+            try:
+                info, more, srcs = _read_last_dir(Path(entry.path), entry_rel, name)
+            except Exception as exc:  # noqa: BLE001 - one odd folder must not hide the other checkpoints
+                findings.append(_reader_failed(entry_rel, exc))
+                continue
             if name == "last.tmp":
                 info = dataclasses.replace(info, complete=False)
             infos.append(info)
@@ -315,10 +367,7 @@ def read_model_dir(model_dir: Path, run_root: Path) -> ModelDirResult:
             try:
                 read = read_checkpoint_file(Path(entry.path), entry_rel)
             except Exception as exc:  # noqa: BLE001 - one odd file must not hide the other checkpoints
-                findings.append(file_finding("internal.reader-failed", entry_rel,
-                                             f"{entry_rel}: could not be read: {type(exc).__name__}: {exc}"[:400],
-                                             "The checkpoint reader failed on this file's content; the other "
-                                             "checkpoints were read. Please report this bug.", Severity.ERROR))
+                findings.append(_reader_failed(entry_rel, exc))
                 continue
             infos.append(read.info)
             findings += read.findings
@@ -326,6 +375,13 @@ def read_model_dir(model_dir: Path, run_root: Path) -> ModelDirResult:
     return ModelDirResult(checkpoints=tuple(_mark_resume_candidate(infos, rel_model)), findings=tuple(findings),
                           model_link_target=link_target, model_link_dangling=dangling,
                           leftovers=tuple(leftovers), sources=tuple(sources))
+
+
+def _reader_failed(entry_rel: str, exc: Exception) -> Finding:
+    return file_finding("internal.reader-failed", entry_rel,
+                        f"{entry_rel}: could not be read: {type(exc).__name__}: {exc}"[:400],
+                        "The checkpoint reader failed on this file's content; the other "
+                        "checkpoints were read. Please report this bug.", Severity.ERROR)
 
 
 def _mark_resume_candidate(infos: list[CheckpointInfo], rel_model: str) -> list[CheckpointInfo]:

@@ -12,11 +12,18 @@ from ..model import CheckpointInfo, Finding, Severity
 from ._common import UnreadableFile, file_finding, open_regular, rel
 from .hf_state import STATE_NAME, StateDoc, as_float, as_int, read_state
 
-CHECKPOINT_RE = re.compile(r"^(tmp-)?checkpoint-(\d+)$")
+CHECKPOINT_RE = re.compile(r"^(tmp-)?checkpoint-(\d{1,18})$")
+"""At most 18 digits: a longer number is not a step (and ``int()`` refuses over 4300 digits)."""
 WEIGHT_NAMES = ("model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin",
                 "model.safetensors.index.json", "pytorch_model.bin.index.json")
 RESUME_NAMES = ("optimizer.pt", "scheduler.pt")
 MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
+MAX_SAFETENSORS_VALUES = 2_000_000
+"""Headers with more JSON containers and separators than this are not parsed (a real tensor costs ~7).
+
+Counted on the raw bytes before ``json.loads``, whose objects cost ~60x their text: 90 MB of ``[],``
+would take several GB.
+"""
 _SHARD_RE = re.compile(r"^(model|adapter_model)-\d+-of-\d+\.(safetensors|bin)$")
 
 
@@ -60,12 +67,19 @@ def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ..
         return 0, 0, (), [exc.finding]
     except OSError as exc:
         return 0, 0, (), [file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})")]
+    values = header_bytes.count(b"{") + header_bytes.count(b"[") + header_bytes.count(b",")
+    if values > MAX_SAFETENSORS_VALUES:
+        return 0, 0, (), [file_finding("file.corrupt", rel_path, f"{rel_path}: safetensors header holds over "
+                                       f"{MAX_SAFETENSORS_VALUES} JSON values; not parsed")]
     try:
         header = json.loads(header_bytes)
         tensors = {k: v for k, v in header.items() if k != "__metadata__"}
-        ends = [int(v["data_offsets"][1]) for v in tensors.values()]
-        total = sum(int(v["data_offsets"][1]) - int(v["data_offsets"][0]) for v in tensors.values())
-        dtypes = tuple(sorted({str(v["dtype"]) for v in tensors.values()}))
+        offsets = [(int(v["data_offsets"][0]), int(v["data_offsets"][1])) for v in tensors.values()]
+        if any(not 0 <= start <= end < 2**63 for start, end in offsets):
+            raise ValueError("data offsets out of range")
+        ends = [end for _, end in offsets]
+        total = sum(end - start for start, end in offsets)
+        dtypes = tuple(sorted({str(v["dtype"])[:32] for v in tensors.values()}))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
         return 0, 0, (), [file_finding("file.corrupt", rel_path, f"{rel_path}: safetensors header is not valid")]
     findings = []
@@ -111,6 +125,11 @@ def list_files(folder: Path) -> tuple[list[str], int, float]:
     return sorted(names), size, mtime
 
 
+def _in_range(value: object) -> object:
+    """A JSON number as it is, or None for an integer no step or metric can be (``float()`` would overflow)."""
+    return None if isinstance(value, int) and not -2**63 < value < 2**63 else value
+
+
 def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
                         run_root: Path) -> tuple[HfCheckpoint, StateDoc | None, list[Finding]]:
     """Inspect one checkpoint-N directory: files present, weight metadata, its trainer_state.json."""
@@ -130,7 +149,7 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
         missing.append("rng_state.pth")
     damaged = any(f.code in ("file.truncated", "file.corrupt", "file.unreadable") for f in more)
     state_bad = STATE_NAME in names and (state is None or state.damaged)
-    state_step = as_int(state.fields.get("global_step")) if state else None
+    state_step = as_int(_in_range(state.fields.get("global_step"))) if state else None
     complete = not missing and not damaged and not state_bad and not tmp
     if not complete:
         only_resume = set(missing) <= {*RESUME_NAMES, "rng_state.pth"} and not damaged and not state_bad and not tmp
@@ -145,7 +164,7 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     if state_step is not None and state_step != step and not tmp:
         findings.append(Finding("hf.checkpoint-step-mismatch", Severity.WARNING, f"{rel_dir}/{STATE_NAME} says "
                                 f"global_step={state_step}, the directory name says {step}", (rel_dir,), (step, step)))
-    best = as_float(state.fields.get("best_metric")) if state else None
+    best = as_float(_in_range(state.fields.get("best_metric"))) if state else None
     info = CheckpointInfo(path=rel_dir, format="hf", role="tmp" if tmp else "checkpoint", complete=complete,
                           global_step=state_step if state_step is not None else step, best_metric_value=best,
                           tensor_count=count, tensor_bytes=total, size_bytes=size, mtime_s=mtime)

@@ -16,10 +16,13 @@ from typing import Any, BinaryIO
 
 
 from . import _stand_ins as si
+from ._pickle_budget import Budget, BudgetExceeded, activate, deactivate
+from ._plain import key_text, to_plain  # re-exported: JSON-like views of unpickled trees
 from ._placeholders import (  # re-exported: the public placeholder types
     ArrayPlaceholder,
     Inert,
     NumpyDtype,
+    PickledGlobal,
     PickledObject,
     StoragePlaceholder,
     StorageType,
@@ -31,13 +34,19 @@ from ._placeholders import (  # re-exported: the public placeholder types
 __all__ = [
     "ArrayPlaceholder", "Inert", "NumpyDtype", "PickledObject", "StoragePlaceholder",
     "StorageType", "TensorPlaceholder", "TorchDtype", "UnsafeGlobal", "SafeLoad",
-    "SafeUnpickler", "safe_loads", "to_plain", "MAX_PICKLE_BYTES",
+    "SafeUnpickler", "safe_loads", "to_plain", "key_text", "MAX_PICKLE_BYTES",
 ]
 
 MAX_PICKLE_BYTES = 64 * 1024 * 1024
 """Pickles (data.pkl, .metadata, DCP byte items) larger than this are refused."""
 MAX_RECORDED_GLOBALS = 200
 """At most this many distinct globals are listed (a hostile file could name millions)."""
+MAX_GLOBAL_NAME = 300
+"""A module or global name longer than this is never allowed and is recorded cut to this length."""
+GLOBAL_CLASS_BYTES = 2048
+"""What one placeholder class for a global is charged against the budget (a type object and its dict)."""
+MAX_STORAGE_NUMEL = 2**62
+"""A storage claiming more elements than this is treated as claiming none (no real machine holds it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +97,21 @@ class _SafeMixin:
     """find_class/persistent_load shared by the C and the pure-Python unpickler."""
 
     recorder: _Recorder
+    budget: Budget
 
     def find_class(self, module: Any, name: Any) -> Any:
         """Return our stand-in for an allowed global, else an inert ``UnsafeGlobal``."""
-        module, name = _normalize(str(module), str(name))
+        module, name = str(module), str(name)  # both are str already (GLOBAL decodes, STACK_GLOBAL checks)
+        if len(module) > MAX_GLOBAL_NAME or len(name) > MAX_GLOBAL_NAME:
+            module, name = module[:MAX_GLOBAL_NAME], name[:MAX_GLOBAL_NAME]
+            self.recorder.note_global(f"{module}.{name}", unsafe=True)
+            self.budget.charge(GLOBAL_CLASS_BYTES, 1)
+            return UnsafeGlobal(module, name)
+        module, name = _normalize(module, name)
         stand_in = si.lookup(module, name)
         self.recorder.note_global(f"{module}.{name}", unsafe=stand_in is None)
+        if stand_in is None or isinstance(stand_in, PickledGlobal):
+            self.budget.charge(GLOBAL_CLASS_BYTES, 1)  # a new class object each time: ~2 KB, not 10 bytes
         if stand_in is None:
             return UnsafeGlobal(module, name)
         if stand_in in si.COUNTED_TENSOR_BUILDERS:
@@ -117,7 +135,9 @@ class _SafeMixin:
         """Describe a tensor storage reference instead of reading its bytes."""
         if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
             return Inert()
-        storage_type, key, location, numel = pid[1], str(pid[2]), pid[3], pid[4]
+        storage_type, key, location, numel = pid[1], pid[2], pid[3], pid[4]
+        if not isinstance(key, str) or len(key) > MAX_GLOBAL_NAME:
+            return Inert()  # torch writes short string keys; anything else is not a storage we can name
         if key in self.recorder.storages:
             return self.recorder.storages[key]
         if isinstance(storage_type, StorageType):
@@ -126,12 +146,46 @@ class _SafeMixin:
             dtype, itemsize = "unknown", 1
         # A pickle can BUILD new state into a stand-in: trust only plain non-negative ints.
         itemsize = itemsize if type(itemsize) is int and itemsize >= 0 else 1
-        numel = numel if type(numel) is int and numel >= 0 else 0
-        storage = StoragePlaceholder(dtype=dtype, key=key, location=str(location), numel=numel,
+        itemsize = itemsize if itemsize <= 64 else 1
+        numel = numel if type(numel) is int and 0 <= numel <= MAX_STORAGE_NUMEL else 0
+        location = location[:MAX_GLOBAL_NAME] if isinstance(location, str) else "unknown"
+        self.budget.charge(256, 1)
+        storage = StoragePlaceholder(dtype=dtype, key=key, location=location, numel=numel,
                                      nbytes=numel * itemsize)
         if len(self.recorder.storages) < 10_000_000:
             self.recorder.storages[key] = storage
         return storage
+
+
+
+def _metered(code: int, op: Any) -> Any:
+    """Wrap one opcode so it counts against the file's budget; calls also pay for their argument tuple.
+
+    REDUCE/NEWOBJ hand ``*args`` to a stand-in or placeholder, which copies or keeps it: a memoised
+    million-item tuple passed 3,000 times costs 3,000 copies, so each call is charged its length first.
+    """
+    if code in (pickle.REDUCE[0], pickle.NEWOBJ[0], pickle.NEWOBJ_EX[0]):
+        offsets = (2, 1) if code == pickle.NEWOBJ_EX[0] else (1,)
+
+        def run_call(self: Any) -> None:
+            budget = self.budget
+            budget.tick()
+            stack = self.stack
+            for offset in offsets:
+                if len(stack) >= offset and isinstance(stack[-offset], (tuple, list, dict)):
+                    budget.charge(8 * len(stack[-offset]), len(stack[-offset]))
+            op(self)
+
+        return run_call
+
+    def run(self: Any) -> None:
+        budget = self.budget
+        budget.ops += 1  # Budget.tick, inlined: this runs for every opcode
+        if budget.ops > budget.max_ops:
+            budget.tick()  # raises BudgetExceeded with its message
+        op(self)
+
+    return run
 
 
 class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
@@ -145,6 +199,7 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
 
     input_size = 0
     """Bytes in the whole input: no counted item can be longer (the BYTEARRAY8 guard)."""
+    budget: Budget
 
     def load_bytearray8(self) -> None:
         """BYTEARRAY8, refusing a claimed length longer than the input before allocating.
@@ -159,8 +214,36 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
         self.readinto(buffer)
         self.append(buffer)
 
+    def load_build(self) -> None:
+        """BUILD, applied only to an instance one of our constructors made; never to a class or function.
+
+        pickle's own version calls ``setattr`` for slot state on whatever is on the stack: given a stand-in
+        class, a function (``__defaults__``) or a placeholder type, that would change how every later file
+        in the process is read. State goes through the placeholder's own ``__setstate__`` (looked up on its
+        type), or into the instance ``__dict__`` for plain-attribute keys; dunder keys are dropped.
+        """
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        kind = type(inst)
+        if not (kind in si.BUILDABLE_TYPES or isinstance(inst, (PickledObject, Inert))):
+            what = "class" if isinstance(inst, type) else "function" if callable(inst) else kind.__name__[:40]
+            raise pickle.UnpicklingError(f"BUILD on a {what} refused (state may only be set on an object "
+                                         "the pickle built)")
+        setstate = getattr(kind, "__setstate__", None)
+        if setstate is not None and setstate is not getattr(object, "__setstate__", None):
+            setstate(inst, state)
+            return
+        parts = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
+        for part in parts:
+            if isinstance(part, dict):
+                for key, value in part.items():
+                    if type(key) is str and not key.startswith("__"):
+                        inst.__dict__[key] = value
+
     dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
     dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+    dispatch[pickle.BUILD[0]] = load_build
+    dispatch = {code: _metered(code, op) for code, op in dispatch.items()}
 
 
 def _partial_from_stacks(unpickler: Any) -> Any:
@@ -194,6 +277,8 @@ class SafeUnpickler:
         self._stream: BinaryIO = io.BytesIO(data)
         self._size = len(data)
         self.recorder = _Recorder()
+        self.budget = Budget()
+        """Shared by every pickle read from this buffer (the legacy format holds several)."""
 
     @property
     def unsafe_globals(self) -> tuple[str, ...]:
@@ -210,19 +295,22 @@ class SafeUnpickler:
         unpickler = _PyUnpickler(self._stream)
         unpickler.recorder = self.recorder
         unpickler.input_size = self._size
+        unpickler.budget = self.budget
+        token = activate(self.budget)
         try:
             value = unpickler.load()
             return SafeLoad(value, True, end_offset=self._stream.tell())
+        except BudgetExceeded as exc:
+            return SafeLoad(_safe_partial(unpickler), False, f"{exc} (the per-file budget; the rest is not read)",
+                            end_offset=self._stream.tell())
         except RecursionError as exc:
             error, partial = exc, None
         except MemoryError as exc:
             error, partial = exc, None
         except Exception as exc:  # noqa: BLE001 - any failure becomes a finding, never a crash
-            error = exc
-            try:
-                partial = _partial_from_stacks(unpickler)
-            except Exception:  # noqa: BLE001
-                partial = None
+            error, partial = exc, _safe_partial(unpickler)
+        finally:
+            deactivate(token)
         if isinstance(error, (RecursionError, MemoryError)):
             what = "nesting too deep (recursion limit)" if isinstance(error, RecursionError) else \
                 "out of memory while unpickling"
@@ -235,57 +323,29 @@ class SafeUnpickler:
         return SafeLoad(partial, False, message, truncated=truncated, end_offset=self._stream.tell())
 
 
+def _safe_partial(unpickler: Any) -> Any:
+    """What ``_partial_from_stacks`` recovers, or None when even that fails."""
+    try:
+        return _partial_from_stacks(unpickler)
+    except Exception:  # noqa: BLE001 - a partial value is a bonus, never a crash
+        return None
+
+
 def _truncated_text(text: str) -> bool:
     """Whether an unpickling error message already says the input ended early."""
     return "ran out of input" in text or "truncated" in text
 
 
-def safe_loads(data: bytes | memoryview, cap: int = MAX_PICKLE_BYTES) -> tuple[SafeLoad, SafeUnpickler]:
-    """Unpickle one pickle from bytes with the allow-list; refuse buffers over ``cap``."""
+def safe_loads(data: bytes | memoryview, cap: int = MAX_PICKLE_BYTES,
+               budget: Budget | None = None) -> tuple[SafeLoad, SafeUnpickler]:
+    """Unpickle one pickle from bytes with the allow-list; refuse buffers over ``cap``.
+
+    ``budget`` is shared when several pickles make one checkpoint (DCP items); by default each gets its own.
+    """
     if len(data) > cap:
         unpickler = SafeUnpickler(b"")
         return SafeLoad(None, False, f"pickle of {len(data)} bytes exceeds the {cap} byte cap"), unpickler
     unpickler = SafeUnpickler(data)
+    if budget is not None:
+        unpickler.budget = budget
     return unpickler.load(), unpickler
-
-
-def to_plain(value: Any, max_nodes: int = 20_000) -> Any:
-    """A JSON-like copy of an unpickled tree: placeholders become small dicts or scalars.
-
-    Depth- and node-capped, so shared or cyclic references in a hostile pickle
-    cannot blow up time or recursion; enum-like objects become their value.
-    """
-    budget = [max_nodes]
-
-    def convert(node: Any, depth: int) -> Any:
-        budget[0] -= 1
-        if budget[0] < 0 or depth > 50:
-            return "<...>"
-        if node is None or isinstance(node, (bool, int, float, str)):
-            return node
-        if isinstance(node, (bytes, bytearray)):
-            return f"<{len(node)} bytes>"
-        if isinstance(node, dict):
-            return {(k if isinstance(k, (str, int, float, bool)) or k is None else str(k)): convert(v, depth + 1)
-                    for k, v in list(node.items())[: max(budget[0], 0)]}
-        if isinstance(node, (list, tuple, set, frozenset)):
-            return [convert(v, depth + 1) for v in list(node)[: max(budget[0], 0)]]
-        if isinstance(node, TensorPlaceholder):
-            return {"tensor": node.dtype, "shape": list(node.shape)}
-        if isinstance(node, ArrayPlaceholder):
-            return {"array": node.dtype, "shape": list(node.shape)}
-        if isinstance(node, (TorchDtype, StorageType)):
-            return f"torch.{node.name}"
-        if isinstance(node, PickledObject):
-            state = node.state
-            if isinstance(state, dict):
-                return convert(state, depth)
-            if state is None and len(node.args) == 1 and not node.kwargs:
-                return convert(node.args[0], depth)  # enum-like: Strategy("steps") -> "steps"
-            return f"<{type(node).dotted}>"  # type: ignore[attr-defined]
-        return f"<{type(node).__name__}>"
-
-    try:
-        return convert(value, 0)
-    except RecursionError:
-        return None
