@@ -157,7 +157,6 @@ class _SafeMixin:
         return storage
 
 
-
 def _metered(code: int, op: Any) -> Any:
     """Wrap one opcode so it counts against the file's budget; calls also pay for their argument tuple.
 
@@ -199,7 +198,6 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
 
     input_size = 0
     """Bytes in the whole input: no counted item can be longer (the BYTEARRAY8 guard)."""
-    budget: Budget
 
     def load_bytearray8(self) -> None:
         """BYTEARRAY8, refusing a claimed length longer than the input before allocating.
