@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass
@@ -10,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Finding, Severity
+from ._limits import MAX_NESTING_DEPTH, parse_json_bounded
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """JSON documents larger than this are not parsed (a finding says so)."""
-MAX_JSON_DEPTH = 200
-"""Deeper JSON nesting is treated as corrupt rather than risking recursion limits."""
+MAX_JSON_DEPTH = MAX_NESTING_DEPTH
+"""JSON values are cut at the one depth cap every nested value has (``_limits.MAX_NESTING_DEPTH``)."""
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 """Small text documents (config.py, sbatch) are read up to this size."""
 
@@ -123,19 +123,23 @@ class JsonResult:
 
 
 def read_json(path: Path, rel_path: str) -> JsonResult:
-    """Read a JSON document safely: size and depth caps, NaN allowed, findings for damage."""
+    """Read a JSON document safely: byte, value-count, parsed-size and depth caps, NaN allowed, findings for damage.
+
+    A document over a cap is not parsed (``file.over-limit``), except one only too deep, which is kept cut at
+    the depth cap; both name the file.
+    """
     data, findings = read_bytes_capped(path, rel_path, MAX_JSON_BYTES)
     if not data or any(f.code == "file.truncated" for f in findings):
         return JsonResult(None, findings)
     text, more = decode_text(data, rel_path)
+    del data
     findings += more
-    if scan_json_nesting(text)[0] > MAX_JSON_DEPTH:
-        findings.append(file_finding("file.invalid-json", rel_path,
-                                     f"{rel_path}: JSON nested deeper than {MAX_JSON_DEPTH} levels; not parsed"))
-        return JsonResult(None, findings)
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        findings.append(file_finding("file.invalid-json", rel_path, f"{rel_path}: invalid JSON ({exc})"))
-        return JsonResult(None, findings)
+    parsed, code, reason = parse_json_bounded(text)
+    if code:
+        findings.append(file_finding(code, rel_path, f"{rel_path}: {reason}",
+                                     "" if code == "file.invalid-json" else LIMIT_EXPLANATION))
     return JsonResult(parsed, findings)
+
+
+LIMIT_EXPLANATION = ("pimm-inspect bounds what it reads from a run so a damaged or hostile file cannot exhaust "
+                     "memory or time; the limits are listed in the README's Safety section.")
