@@ -1,0 +1,127 @@
+"""Issue 14, "bombs past the caps": deep values and JSON documents that are small on disk but huge once parsed.
+
+Each case runs the CLI in a fresh process under a hard address-space limit and asserts its peak resident
+memory (500 MB) and wall time, plus the finding that names the file. Inputs: tests/data/hostile/depth
+(W&B config values nested 500 and 600 deep); the 63 MiB JSON is generated at test time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.hostile_support import HOSTILE, RUNS, run_cli, wandb_folder
+
+MAX_RSS_MB = 500
+MAX_SECONDS = 60
+
+
+def _deep_wandb_run(tmp_path: Path, depth: int) -> Path:
+    run = tmp_path / f"deep{depth}"
+    value = (HOSTILE / "depth" / f"value_{depth}.json").read_text()
+    wandb_folder(run / "wandb", "deep0001", {"deep": value, "lr": 0.001})
+    return run
+
+
+@pytest.mark.parametrize("depth", [500, 600])
+@pytest.mark.parametrize("args", [["config"], ["config", "--json"], ["config", "--flat"], ["show", "--json"],
+                                  ["check", "--json", "--fail-on", "never"]], ids=" ".join)
+def test_deep_wandb_config_value_is_cut_with_a_finding(tmp_path, depth, args):
+    run = _deep_wandb_run(tmp_path, depth)
+    outcome = run_cli(*args, str(run), timeout=MAX_SECONDS)
+    assert outcome.returncode in (0, 1), outcome.stderr[-2000:]
+    assert "RecursionError" not in outcome.stderr and "Traceback" not in outcome.stderr
+    assert outcome.max_rss_mb < MAX_RSS_MB, outcome.max_rss_mb
+    if args[0] == "config":
+        assert "nested deeper than 50 levels" in outcome.stdout, outcome.stdout[-500:]
+        assert "deepSECRET" not in outcome.stdout  # the part below the cap is not read at all
+    if args[0] == "check":
+        findings = json.loads(outcome.stdout)["runs"][0]["findings"]
+        limit = [f for f in findings if f["code"] == "file.over-limit"]
+        assert limit and limit[0]["paths"] == ["wandb/offline-run-20260101_000000-deep0001/run-deep0001.wandb"]
+        assert "nested deeper than 50 levels at deep.a.a" in limit[0]["message"]
+
+
+def test_deep_config_in_the_ui_loads_and_renders(tmp_path):
+    """The UI's Config tab on the 600-deep value: it renders and returns (it used to spin at 100% CPU)."""
+    pytest.importorskip("textual")
+    import asyncio
+    import time
+
+    from textual.widgets import Tree
+
+    from tests.tui_support import opened
+
+    run = _deep_wandb_run(tmp_path, 600)
+
+    async def scenario() -> str:
+        async with opened(run, (120, 36), tab="3") as (app, pilot):
+            tree = app.screen.query_one("#config-tree", Tree)
+            tree.root.expand_all()
+            await pilot.pause()
+            labels, stack = [], [tree.root]
+            while stack:
+                node = stack.pop()
+                labels.append(str(node.label))
+                stack += list(node.children)
+            return "\n".join(labels)
+
+    start = time.monotonic()
+    labels = asyncio.run(scenario())
+    assert time.monotonic() - start < MAX_SECONDS
+    assert "nested deeper than 50 levels" in labels
+
+
+def _write_bomb(path: Path, mib: int = 63) -> None:
+    """A JSON array of empty lists, ``mib`` MiB on disk: ~22 million Python lists once parsed."""
+    with open(path, "w") as fh:
+        fh.write('{"model": [')
+        chunk = "[]," * (1024 * 1024 // 3)
+        for _ in range(mib):
+            fh.write(chunk)
+        fh.write("[]]}")
+
+
+@pytest.mark.parametrize("args", [["show", "--json"], ["check", "--json", "--fail-on", "never"], ["config", "--json"]],
+                         ids=" ".join)
+def test_63_mib_resolved_config_is_refused_by_value_count(tmp_path, args):
+    run = tmp_path / "bomb"
+    shutil.copytree(RUNS / "e2_clean", run, symlinks=True)
+    _write_bomb(run / "resolved_config.json")
+    assert 60 * 2**20 < (run / "resolved_config.json").stat().st_size < 64 * 2**20  # under the byte cap
+    outcome = run_cli(*args, str(run), timeout=MAX_SECONDS)
+    assert outcome.returncode in (0, 1), outcome.stderr[-2000:]
+    assert outcome.max_rss_mb < MAX_RSS_MB, outcome.max_rss_mb
+    assert outcome.seconds < MAX_SECONDS
+    if args[0] == "check":
+        findings = json.loads(outcome.stdout)["runs"][0]["findings"]
+        limit = [f for f in findings if f["code"] == "file.over-limit"]
+        assert [f["paths"] for f in limit] == [["resolved_config.json"]]
+        assert "more than the 1,000,000 read; not parsed" in limit[0]["message"]
+
+
+def test_json_limits_unit():
+    from pimm_inspect.sources._limits import DEPTH_CUT, cap_depth, estimate_json_values, parse_json_bounded
+
+    assert estimate_json_values('[1,2,{"x":[3]}]') == 7 == 1 + 2 + 1 + 1 + 1 + 1
+    value, code, reason = parse_json_bounded("[" * 100_000)
+    assert value is None and code == "file.over-limit" and "nested deeper" in reason
+    value, code, _ = parse_json_bounded('{"a": 1, "b": [2, 3]}')
+    assert value == {"a": 1, "b": [2, 3]} and code is None
+    deep = cur = []
+    for _ in range(10_000):
+        cur.append([])
+        cur = cur[0]
+    cur.append("x")
+    cut, paths = cap_depth(deep, 3)
+    assert cut == [[[DEPTH_CUT]]] and paths == ["[0][0][0]"]
+    shallow = {"a": [1, {"b": 2}]}
+    assert cap_depth(shallow)[0] is shallow  # nothing copied when nothing is too deep
+    # A separator-heavy string inside a small document does not count against it.
+    text = json.dumps({"s": "," * 2_000_000})
+    assert estimate_json_values(text) == 3 and parse_json_bounded(text)[1] is None
+    # An unterminated string of escaped quotes stays linear (the estimate drops escapes first).
+    assert estimate_json_values('"' + '\\"' * 600_000 + ",:" * 600_000) > 1_000_000
