@@ -100,6 +100,7 @@ def leaky_run(tmp_path: Path) -> Path:
         log.write((src / "train_tail.log").read_text(encoding="utf-8"))
     wandb_folder(run / "wandb", "leak0001", json.loads((src / "wandb_config.json").read_text()),
                  json.loads((src / "wandb-metadata.json").read_text()))
+    shutil.copy(src / "wandb_settings", run / "wandb" / "settings")
     return run
 
 

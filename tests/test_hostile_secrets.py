@@ -17,7 +17,7 @@ from tests.hostile_support import leaky_run, planted_secrets, run_cli
 
 COMMANDS = [["show"], ["show", "--json"], ["check", "--fail-on", "never"], ["check", "--json", "--fail-on", "never"],
             ["config"], ["config", "--json"], ["config", "--flat"], ["config", "--kind", "config_py"],
-            ["config", "--kind", "wandb_config", "--json"], ["ls"], ["ls", "--json"]]
+            ["config", "--kind", "wandb_config", "--json"], ["ls"], ["ls", "--json"], ["url"], ["url", "--json"]]
 
 
 @pytest.fixture(scope="module")
@@ -55,3 +55,9 @@ def test_crash_message_and_secret_finding_are_masked(run):
     assert count >= 20, places  # config, config.py, metadata, W&B config: each planted value counted
     for where in ("config.py", "resolved_config.json", "run_metadata.json", "headers.Authorization"):
         assert where in places, places
+
+
+def test_wandb_link_drops_the_settings_password(run):
+    """W&B's ``settings`` base_url with ``user:password@``: the run link is built without them."""
+    outcome = run_cli("url", str(run))
+    assert outcome.stdout.strip() == "https://wandb.corp.example.org/team/hostile/runs/leak0001", outcome

@@ -293,6 +293,9 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
         state.resumable = framing.header_ok and not framing.corrupt_regions
 
 
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
+
+
 def _url(base: str | None, entity: str | None, project: str | None, run_id: str | None) -> str | None:
     """Run page URL; cloud API hosts are mapped to the app host."""
     if not (entity and run_id):
@@ -335,7 +338,9 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     entity = run.get("entity") or files.settings.get("entity")
     project = run.get("project") or files.settings.get("project")
     recorded_base = base_url or files.settings.get("base_url")
+    recorded_base = _USERINFO.sub(r"\1", recorded_base) if recorded_base else recorded_base
     url = _url(recorded_base, entity, project, run_id) or (files.logged_urls[-1] if files.logged_urls else None)
+    url = _USERINFO.sub(r"\1", url) if url else url  # a run link never needs the settings' user:password
     offline = state.offline or bool(name_match and name_match.group(1))
     sync_command = f"wandb sync {rel_path}" if url is None and not files.synced else None
 
