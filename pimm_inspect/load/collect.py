@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..model import ConfigDoc, Finding, Provenance, Severity, SourceFile
-from ..sources._common import also_allowed, confined_to, file_finding, layout_links, rel
+from ..sources._common import rel
 from .discover import EVENT_FILE, WANDB_RUN_DIR
+from ..sources.confine import also_allowed, confined_to, layout_links
 
 SLURM_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.out$")
 
@@ -229,8 +230,8 @@ def _read_outside_slurm(c: Collected) -> None:
     beside = {log.job_id for log in c.slurm_logs}
     outside = outside_slurm_logs(c.root, c.sbatch, c.metadata_raw, c.rank_logs)
     for path, why in outside.named:
-        c.findings.append(file_finding("file.outside-run", "launch.sbatch", f"launch.sbatch points at the Slurm "
-                                       f"log {path.as_posix()}: {why}", severity=Severity.INFO))
+        c.findings.append(Finding("file.outside-run", Severity.INFO, f"launch.sbatch points at the Slurm log "
+                                  f"{path.as_posix()}: {why}", ("launch.sbatch",)))
     for path in outside.read:
         name = path.absolute().as_posix()
         with also_allowed(path):
