@@ -125,3 +125,44 @@ def test_json_limits_unit():
     assert estimate_json_values(text) == 3 and parse_json_bounded(text)[1] is None
     # An unterminated string of escaped quotes stays linear (the estimate drops escapes first).
     assert estimate_json_values('"' + '\\"' * 600_000 + ",:" * 600_000) > 1_000_000
+
+
+def test_huge_sparse_slurm_log_is_streamed(tmp_path):
+    """A 2 GiB sparse Slurm log (one endless line of NULs after a marker) beside a run: scanned to the cap in
+    bounded memory, cut long line and cap both reported; the marker before the long line still counts."""
+    run = tmp_path / "slurm_bomb"
+    shutil.copytree(RUNS / "e2_clean", run, symlinks=True)
+    log = run / "slurm-4242.out"
+    with open(log, "wb") as fh:
+        fh.write(b"pimm submitit attempt 1/2: semseg\n")
+        fh.truncate(2 * 1024**3)
+    outcome = run_cli("check", "--json", "--fail-on", "never", str(run), timeout=MAX_SECONDS)
+    assert outcome.returncode == 0, outcome.stderr[-2000:]
+    assert outcome.max_rss_mb < MAX_RSS_MB, outcome.max_rss_mb
+    messages = [f["message"] for f in json.loads(outcome.stdout)["runs"][0]["findings"]
+                if f["paths"] == ["slurm-4242.out"]]
+    assert "slurm-4242.out is larger than 256 MiB; only the start was read" in messages
+    assert "slurm-4242.out: 1 line(s) longer than 1024 KiB cut there" in messages
+
+
+def test_slurm_reader_is_the_same_in_any_chunking(tmp_path, monkeypatch):
+    """Markers, requeues and problem lines are found the same whether a chunk ends mid-file or not at all."""
+    from pimm_inspect.sources import slurm
+
+    text = ("srun: setup\npimm submitit attempt 1/3: x\nCUDA out of memory here\n"
+            "Requeueing pimm submitit attempt 2/3\n*** JOB 7 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***\n"
+            "pimm submitit attempt 2/3: x\nERROR: NCCL error: unhandled\npimm submitit attempt 3/3: x\ndone")
+    path = tmp_path / "slurm-7.out"
+    path.write_text(text)
+    results = []
+    for chunk in (4 * 1024 * 1024, 16, 5):
+        monkeypatch.setattr(slurm, "CHUNK_BYTES", chunk)
+        log, findings = slurm.read_slurm_log(path, "slurm-7.out")
+        assert findings == ()
+        results.append(log)
+    assert results[0] == results[1] == results[2]
+    log = results[0]
+    assert log.attempts == ((1, 3, False), (2, 3, True), (2, 3, False), (3, 3, False))
+    assert [(s.k, s.requeued, [k for k, _ in s.problems]) for s in log.segments] == [
+        (None, False, []), (1, True, ["time-limit", "cancelled", "oom"]), (2, False, ["nccl", "pimm-error"]), (3, False, [])]
+    assert dict(log.problems)["time-limit"].startswith("*** JOB 7")
