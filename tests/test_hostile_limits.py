@@ -166,3 +166,20 @@ def test_slurm_reader_is_the_same_in_any_chunking(tmp_path, monkeypatch):
     assert [(s.k, s.requeued, [k for k, _ in s.problems]) for s in log.segments] == [
         (None, False, []), (1, True, ["time-limit", "cancelled", "oom"]), (2, False, ["nccl", "pimm-error"]), (3, False, [])]
     assert dict(log.problems)["time-limit"].startswith("*** JOB 7")
+
+
+def test_hostile_config_py_is_masked_in_bounded_time(tmp_path):
+    """16 MiB of ``password: '`` (a secret-shaped assignment every 11 bytes) as config.py: only 4 MiB is read,
+    and masking it for check and for config stays within the time ceiling."""
+    run = tmp_path / "cfg"
+    shutil.copytree(RUNS / "e2_clean", run, symlinks=True)
+    (run / "config.py").write_text("password: '" * (16 * 2**20 // 11))
+    for args in (["check", "--json", "--fail-on", "never"], ["config", "--kind", "config_py"]):
+        outcome = run_cli(*args, str(run), timeout=MAX_SECONDS)
+        assert outcome.returncode in (0, 1), outcome.stderr[-2000:]
+        assert outcome.max_rss_mb < MAX_RSS_MB and outcome.seconds < MAX_SECONDS, outcome
+        if args[0] == "check":
+            messages = {f["message"] for f in json.loads(outcome.stdout)["runs"][0]["findings"]}
+            assert "config.py is larger than 4 MiB; only the start was read" in messages
+        else:
+            assert outcome.stdout.startswith("password: '****'")

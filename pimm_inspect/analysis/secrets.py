@@ -18,30 +18,34 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 MASK = "****"
 """What a masked secret looks like in every output."""
 
-_TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
-    ("GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b")),
-    ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("OpenAI-style key", re.compile(r"\bsk-[A-Za-z0-9_-]{20,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("PyPI token", re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}")),
-    ("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    ("W&B API key", re.compile(r"\blocal-[0-9a-f]{40}\b")),
-    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("private key", re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----(?s:.{0,20000}?)"
-                               r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----|\Z)")),
+_TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
+    # (kind, pattern, literals one of which must be in the text for the pattern to be tried: a fast pre-filter)
+    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), ("hf_",)),
+    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA")),
+    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"), ("github_pat_",)),
+    ("GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), ("glpat-",)),
+    ("OpenAI-style key", re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"), ("sk-",)),
+    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), ("AIza",)),
+    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), ("xox",)),
+    ("PyPI token", re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}"), ("pypi-",)),
+    ("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
+    ("W&B API key", re.compile(r"\blocal-[0-9a-f]{40}\b"), ("local-",)),
+    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyJ",)),
     # A line of a PEM body on its own (a log view masks line by line): 60-100 base64 chars of mixed case and digits.
     ("private key", re.compile(r"^[ \t]*(?=[A-Za-z0-9+/]{0,100}[0-9])(?=[A-Za-z0-9+/]{0,100}[a-z])"
-                               r"(?=[A-Za-z0-9+/]{0,100}[A-Z])[A-Za-z0-9+/]{60,100}={0,2}[ \t]*$", re.MULTILINE)),
+                               r"(?=[A-Za-z0-9+/]{0,100}[A-Z])[A-Za-z0-9+/]{60,100}={0,2}[ \t]*$", re.MULTILINE), ()),
 ]
+_PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----")
+MAX_PEM_CHARS = 20_000
+"""A PEM block without its END line is masked this far (or to the end of the text)."""
 _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s/:@'\"]{0,200}:)"
                            r"(?P<value>[^\s/@'\"]{1,500})(?=@)")
 _AUTH_SCHEME = re.compile(r"\b(?P<head>(?:Bearer|Basic)[ \t]+)(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
@@ -81,6 +85,7 @@ class SecretHit:
     kind: str
 
 
+@lru_cache(maxsize=8192)  # the same few names come back on every line of a log
 def secret_name(name: str) -> bool:
     """True when a key or flag name says its value is a secret (``api-key``, ``X-Auth-Token``, ``wandb.key``)."""
     words = [w.lower() for w in _WORD_SPLIT.split(name[:200]) if w]
@@ -104,6 +109,7 @@ def _name_words_secret(words: list[str]) -> bool:
     return False
 
 
+@lru_cache(maxsize=8192)
 def _numeric_only_name(name: str) -> bool:
     """True when the only secret words in the name are ones whose numeric value would be a count."""
     words = [w.lower() for w in _WORD_SPLIT.split(name[:200]) if w]
@@ -116,11 +122,31 @@ def _benign_value(value: str) -> bool:
     return (v.lower() in _BENIGN_VALUES or MASK in v or placeholder or bool(_ENV_REFERENCE.match(v)))
 
 
+def _mask_pem(text: str) -> str:
+    """Every ``-----BEGIN ... PRIVATE KEY-----`` block up to its END line (or 20,000 characters) becomes MASK."""
+    if "-----BEGIN" not in text:
+        return text
+    out, position = [], 0
+    while (begin := _PEM_BEGIN.search(text, position)) is not None:
+        end = _PEM_END.search(text, begin.end(), begin.end() + MAX_PEM_CHARS)
+        stop = end.end() if end else min(len(text), begin.end() + MAX_PEM_CHARS)
+        out += [text[position:begin.start()], MASK]
+        position = stop
+    return "".join(out) + text[position:]
+
+
 def _mask_shapes(text: str) -> str:
-    for _kind, pattern in _TOKEN_PATTERNS:
-        text = pattern.sub(MASK, text)
-    text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
-    text = _AUTH_SCHEME.sub(lambda m: m["head"] + MASK, text)
+    text = _mask_pem(text)
+    for _kind, pattern, needles in _TOKEN_PATTERNS:
+        if not needles or any(n in text for n in needles):
+            text = pattern.sub(MASK, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
+    lowered = text.lower()
+    if "bearer" in lowered or "basic" in lowered:
+        text = _AUTH_SCHEME.sub(lambda m: m["head"] + MASK, text)
+    if not _HEX40_CONTEXT.search(text):
+        return text
 
     def hex_repl(match: re.Match[str]) -> str:
         before = text[max(0, match.start() - 80):match.start()]
@@ -156,7 +182,7 @@ def mask_text(text: str) -> str:
         name, value = match["name"], match["value"]
         if not secret_name(name) or _benign_value(value):
             return match.group(0)
-        if _numeric_only_name(name) and value.strip("'\"").isdigit():
+        if value.strip("'\"").isdigit() and _numeric_only_name(name):
             return match.group(0)
         return f"{match['q']}{name}{match['q']}{match['sep']}{_quoted_mask(value)}"
 
@@ -164,25 +190,17 @@ def mask_text(text: str) -> str:
 
 
 def find_in_text(text: str) -> list[SecretHit]:
-    """Secret-looking values in a text, by line (a PEM block counts on its first line)."""
-    hits: list[SecretHit] = []
-    masked_whole = mask_text(text)
-    if masked_whole == text:
-        return hits
-    for number, line in enumerate(text.splitlines(), start=1):
-        if mask_text(line) != line:
-            hits.append(SecretHit(f"line {number}", _kind_of(line)))
-    if not hits:
-        hits.append(SecretHit("line 1", _kind_of(text)))
-    return hits
+    """Secret-looking values in a text, by line (a PEM block counts on its BEGIN line)."""
+    return [SecretHit(f"line {number}", _kind_of(line))
+            for number, line in enumerate(text.splitlines(), start=1) if mask_text(line) != line]
 
 
 def _kind_of(text: str) -> str:
-    for kind, pattern in _TOKEN_PATTERNS:
+    if _PEM_BEGIN.search(text):
+        return "private key"
+    for kind, pattern, _needles in _TOKEN_PATTERNS:
         if pattern.search(text):
             return kind
-    if "-----BEGIN" in text and "PRIVATE KEY" in text:
-        return "private key"
     if _URL_PASSWORD.search(text):
         return "URL password"
     return "credential"

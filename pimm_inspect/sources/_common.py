@@ -17,7 +17,10 @@ MAX_JSON_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = MAX_NESTING_DEPTH
 """JSON values are cut at the one depth cap every nested value has (``_limits.MAX_NESTING_DEPTH``)."""
 MAX_TEXT_BYTES = 16 * 1024 * 1024
-"""Small text documents (config.py, sbatch) are read up to this size."""
+"""Text files scanned for facts (W&B console and debug logs) are read up to this size."""
+MAX_SHOWN_TEXT_BYTES = 4 * 1024 * 1024
+"""Text documents shown verbatim and scanned for secrets line by line (``config.py``, ``launch.sbatch``) are read
+up to this size: real ones are a few KiB, and masking a hostile one costs about 1 s per MiB."""
 
 
 class UnreadableFile(Exception):
