@@ -61,6 +61,7 @@ TEXT_CASES = [
     ("Val result {'password': 'hunter2', 'lr': 0.1}", "hunter2", "'lr': 0.1"),
     ('payload {"password": "hunter2", "step": 5}', "hunter2", '"step": 5'),
     (f"cookie from {FAKE_JWT} end", FAKE_JWT[:20], " end"),
+    ("requests.get(url, headers=h)  # Bearer 9f8e7d6c5b4a", "9f8e7d6c5b4a", "Bearer "),
     (PEM, "b3BlbnNzaC1rZXkt", ""),
 ]
 
@@ -82,7 +83,8 @@ def test_pem_body_lines_are_masked_one_by_one():
 HARMLESS = ["pimm submit configs/x.py --run.name semseg-oom --run.no-timestamp",
             "pimm train --token-budget 5 --no-wandb", "tokens: 512", "token: 5", "max_tokens=1234567890",
             f"git checkout {FAKE_WANDB}", "api_key = os.environ['WANDB_API_KEY']", "export WANDB_API_KEY=$KEY",
-            "bypass: true", "num_passes=3", "https://example.org:8080/path@x"]
+            "bypass: true", "num_passes=3", "https://example.org:8080/path@x", "Basic augmentation: enabled",
+            "Bearer tokens are refreshed hourly"]
 
 
 @pytest.mark.parametrize("text", HARMLESS)

@@ -135,6 +135,15 @@ def _mask_pem(text: str) -> str:
     return "".join(out) + text[position:]
 
 
+def _auth_repl(match: re.Match[str]) -> str:
+    """``Bearer <credential>``: masked when it looks like one (a digit or token punctuation, 8+ characters) or
+    follows ``Authorization``; prose such as "Basic settings" stays."""
+    value = match["value"]
+    header = "authoriz" in match.string[max(0, match.start() - 40):match.start()].lower()
+    shaped = len(value) >= 8 and any(c.isdigit() or c in "._~+/=-" for c in value)
+    return match["head"] + MASK if header or shaped else match.group(0)
+
+
 def _mask_shapes(text: str) -> str:
     text = _mask_pem(text)
     for _kind, pattern, needles in _TOKEN_PATTERNS:
@@ -144,7 +153,7 @@ def _mask_shapes(text: str) -> str:
         text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered:
-        text = _AUTH_SCHEME.sub(lambda m: m["head"] + MASK, text)
+        text = _AUTH_SCHEME.sub(_auth_repl, text)
     if not _HEX40_CONTEXT.search(text):
         return text
 
