@@ -86,6 +86,21 @@ def wandb_folder(parent: Path, run_id: str, config: dict, metadata: dict | None 
     return folder
 
 
+# Token-shaped fakes are put together here, not committed as literals (secret scanners would stop the push).
+FAKE_HF_TOKEN = "hf_" + "Q" * 34
+FAKE_PEM_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAE"
+FAKE_PEM = ("-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + FAKE_PEM_BODY + "bm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+            "QyNTUxOQAAACBSb2Y3ZmFrZWtleWZha2VrZXlmYWtla2V5ZmFrZWtleQAAAJgAAAAAAAAA\n-----END OPENSSH " + "PRIVATE KEY-----\n")
+
+
+def _planted(text: str, as_json: bool) -> str:
+    """Fill the placeholders of a committed hostile file (JSON strings escaped where needed)."""
+    import json
+
+    pem = json.dumps(FAKE_PEM)[1:-1] if as_json else FAKE_PEM
+    return text.replace("@@HF_TOKEN@@", FAKE_HF_TOKEN).replace("@@PEM_BODY@@", FAKE_PEM_BODY).replace("@@PEM@@", pem)
+
+
 def leaky_run(tmp_path: Path) -> Path:
     """The crashed fixture run with every leak of issue 14 planted (tests/data/hostile/secrets)."""
     import json
@@ -95,7 +110,7 @@ def leaky_run(tmp_path: Path) -> Path:
     run = tmp_path / "leak"
     shutil.copytree(RUNS / "e2_crashed", run, symlinks=True)
     for name in ("run_metadata.json", "resolved_config.json", "config.py"):
-        shutil.copy(src / name, run / name)
+        (run / name).write_text(_planted((src / name).read_text(), name.endswith(".json")))
     with open(run / "train.log", "a", encoding="utf-8") as log:
         log.write((src / "train_tail.log").read_text(encoding="utf-8"))
     wandb_folder(run / "wandb", "leak0001", json.loads((src / "wandb_config.json").read_text()),
@@ -107,4 +122,4 @@ def leaky_run(tmp_path: Path) -> Path:
 def planted_secrets() -> dict[str, str]:
     import json
 
-    return json.loads((HOSTILE / "secrets" / "expected_secrets.json").read_text())
+    return json.loads(_planted((HOSTILE / "secrets" / "expected_secrets.json").read_text(), True))

@@ -30,7 +30,7 @@ def _outside(tmp_path: Path) -> Path:
     (home / ".ssh").mkdir(parents=True)
     (home / ".docker").mkdir()
     (home / "private").mkdir()
-    shutil.copy(HOSTILE / "outside" / "id_rsa", home / ".ssh" / "id_rsa")
+    shutil.copy(HOSTILE / "outside" / "fake_key.txt", home / ".ssh" / "id_rsa")
     shutil.copy(HOSTILE / "outside" / "docker_config.json", home / ".docker" / "config.json")
     shutil.copy(HOSTILE / "outside" / "notes.txt", home / "private" / f"notes-{JOB}.txt")
     (home / "home").mkdir()
