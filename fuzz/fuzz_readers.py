@@ -11,10 +11,11 @@ valid CRCs, so the record decoder is reached), ``pickle`` (the allow-listing unp
 ``to_plain``, whose result must print as JSON), ``checkpoint`` (zip / legacy torch files through the
 checkpoint reader), ``zip-member`` (one zip member of any compression method and declared size, inflated
 by the bounded reader), ``dcp`` (a DCP ``.metadata`` inside a ``model/`` folder whose valid sibling must
-always be listed). The pickle and checkpoint targets also check that no stand-in shared by later files
-was changed. A target must never raise, never run code named by its input, and stay within the RSS
-limit; libFuzzer saves any input that breaks this as ``crash-*`` / ``oom-*`` / ``timeout-*`` for a
-regression test in ``tests/``.
+always be listed), ``trainlog-long-lines``
+(the train.log reader on a log whose lines are the input repeated up to 2 MiB, so every line regex meets long runs
+of non-space characters; it fails if reading takes longer than a linear budget). The pickle and checkpoint
+targets also check that no stand-in shared by later files was changed. A target must never raise, never run code named by its input, and stay within the RSS limit; libFuzzer saves any input that
+breaks this as ``crash-*`` / ``oom-*`` / ``timeout-*`` for a regression test in ``tests/``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import struct
 import sys
 import tempfile
 import zipfile
+import time
 from pathlib import Path
 
 import atheris
@@ -39,6 +41,7 @@ with atheris.instrument_imports():
     from pimm_inspect.sources import _stand_ins
     from pimm_inspect.sources._zip_member import MemberError, read_member
     from pimm_inspect.sources.checkpoint import read_checkpoint_file, read_model_dir
+    from pimm_inspect.sources.train_log import read_train_log
     from pimm_inspect.sources.safe_pickle import safe_loads, to_plain
     from pimm_inspect.sources.tb_events import _read_buffer
     from pimm_inspect.sources._wandb_framing import FramingState, iter_records
@@ -135,8 +138,48 @@ def fuzz_dcp(data: bytes) -> None:
     _check_stand_ins()
 
 
+TRAIN_HEAD = b"[2026-07-15 09:00:16,390 INFO logging.py line 332] "
+TRAIN_LINE = TRAIN_HEAD + (b"Train: [1/3][%d/25] Data 0.006 (0.006) Batch 0.408 (0.415) Remain 00:00:29 "
+                           b"loss: 1.7804 avg_pts: 48189.2500 Lr: 0.00177\n")
+LONG_PREFIXES = (TRAIN_HEAD + b"Train: [1/3][7/25] ", TRAIN_HEAD + b"Train: [1/3][7/25] loss: 1.0 ",
+                 TRAIN_HEAD + b"Val result: mIoU/mAcc/allAcc ", TRAIN_HEAD, b"", TRAIN_HEAD + b"Saving checkpoint to: ")
+LINEAR_BUDGET_S_PER_MIB = 2.0
+"""A regex that is linear in the line reads a MiB in well under this (the quadratic TAIL_TOKEN took minutes)."""
+
+
+def long_line_log(data: bytes) -> bytes:
+    """A train.log with ordinary Train: lines around lines made of ``data`` repeated to 1 KiB - 2 MiB.
+
+    Byte 0 picks the line prefix (a Train: head, a Val line, a bare record prefix, none), bytes 1-2 the length,
+    byte 3 whether newlines in the filler are dropped (one long line) or kept (many long lines).
+    """
+    head, filler = data[:4].ljust(4, b"\0"), data[4:] or b"x:"
+    prefix = LONG_PREFIXES[head[0] % len(LONG_PREFIXES)]
+    length = 1024 + (int.from_bytes(head[1:3], "little") * 32) % (2 * 1024 * 1024)
+    if head[3] & 1:
+        filler = filler.replace(b"\n", b"")
+        filler = filler or b"x:"
+    body = (filler * (length // len(filler) + 1))[:length]
+    normal = b"".join(TRAIN_LINE % i for i in (5, 10))
+    return normal + prefix + body + b"\n" + normal
+
+
+def fuzz_trainlog_long_lines(data: bytes) -> None:
+    log = long_line_log(data)
+    path = SCRATCH / "train.log"
+    path.write_bytes(log)
+    start = time.monotonic()
+    read_train_log(path, "train.log")
+    elapsed = time.monotonic() - start
+    budget = 1.0 + LINEAR_BUDGET_S_PER_MIB * len(log) / 2**20
+    if elapsed > budget:
+        raise AssertionError(f"train.log reader took {elapsed:.1f} s on {len(log)} bytes of long lines "
+                             f"(budget {budget:.1f} s): a line regex is super-linear")
+
+
 TARGETS = {"tfrecord": fuzz_tfrecord, "wandb": fuzz_wandb, "wandb-records": fuzz_wandb, "pickle": fuzz_pickle,
-           "checkpoint": fuzz_checkpoint, "zip-member": fuzz_zip_member, "dcp": fuzz_dcp}
+           "checkpoint": fuzz_checkpoint, "zip-member": fuzz_zip_member, "dcp": fuzz_dcp,
+           "trainlog-long-lines": fuzz_trainlog_long_lines}
 MUTATORS = {"wandb-records": mutate_wandb_records}
 
 

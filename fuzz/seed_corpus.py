@@ -54,7 +54,15 @@ def main() -> None:
                3: struct.pack("<BBHBI", 9, 4, 5, 0x5D, 1 << 16) + raw_lzma}
     for method, data in encoded.items():
         (members / f"method{method}").write_bytes(bytes([method]) + struct.pack("<I", len(plain)) + data)
-    for target in seeds | {"pickle": None, "dcp": None, "zip-member": None}:
+    # trainlog-long-lines: 4 control bytes (prefix, length, newline handling) + a fixture line as filler,
+    # plus the shapes that made a regex quadratic (long runs of non-space characters, many "key: " terms).
+    folder = OUT / "trainlog-long-lines"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (FIXTURES / "runs" / "e2_clean" / "train.log").read_bytes().splitlines()[80:100]
+    shapes = [b"a" * 64, b"x:" * 32, b"loss: 1.0 " * 8, b"k" * 40 + b": ", b"[bold]" + b"/" * 50]
+    for i, filler in enumerate(lines + shapes):
+        (folder / f"{i:03d}").write_bytes(bytes([i % 6, 0xFF, 0xFF, 1]) + filler)
+    for target in seeds | {"pickle": None, "dcp": None, "zip-member": None, "trainlog-long-lines": None}:
         print(target, len(list((OUT / target).iterdir())))
 
 

@@ -155,24 +155,51 @@ def test_hostile_names_fifo_and_links(tmp_path):
     assert "file.unreadable" in result.stdout
 
 
-def test_device_files_where_files_were_expected(tmp_path):
-    """Every file kind linked to /dev/zero or /dev/urandom (endless): named unreadable, never read forever."""
+def _check_json(run: Path) -> list[dict]:
     import json
     import subprocess
     import sys
 
+    # -P: never import modules from the cwd (a run could ship its own click.py)
+    result = subprocess.run([sys.executable, "-P", "-m", "pimm_inspect", "check", "--json", "--fail-on", "never",
+                             str(run)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["runs"][0]["findings"]
+
+
+DEVICE_FILES = {"train.log": "/dev/zero", "events.out.tfevents.1700000000.host": "/dev/urandom",
+                "run_metadata.json": "/dev/zero", "resolved_config.json": "/dev/urandom", "config.py": "/dev/zero",
+                "launch.sbatch": "/dev/zero", "model/model_last.pth": "/dev/zero",
+                "wandb/run-20260101_000000-abc/run-abc.wandb": "/dev/urandom"}
+
+
+def _device_run(tmp_path: Path) -> Path:
     run = tmp_path / "devices"
     (run / "model").mkdir(parents=True)
     (run / "wandb" / "run-20260101_000000-abc").mkdir(parents=True)
-    links = {"train.log": "/dev/zero", "events.out.tfevents.1700000000.host": "/dev/urandom",
-             "run_metadata.json": "/dev/zero", "resolved_config.json": "/dev/urandom", "config.py": "/dev/zero",
-             "launch.sbatch": "/dev/zero", "model/model_last.pth": "/dev/zero",
-             "wandb/run-20260101_000000-abc/run-abc.wandb": "/dev/urandom"}
-    for name, device in links.items():
+    return run
+
+
+def test_links_to_device_files_are_named_never_read(tmp_path):
+    """Every file kind linked to /dev/zero or /dev/urandom (endless): a link out of the run, named, never read."""
+    run = _device_run(tmp_path)
+    for name, device in DEVICE_FILES.items():
         (run / name).symlink_to(device)
-    result = subprocess.run([sys.executable, "-m", "pimm_inspect", "check", "--json", "--fail-on", "never", str(run)],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    findings = json.loads(result.stdout)["runs"][0]["findings"]
+    findings = _check_json(run)
+    outside = {f["paths"][0]: f["message"] for f in findings if f["code"] == "file.outside-run"}
+    assert set(outside) == set(DEVICE_FILES)
+    assert outside["train.log"] == "train.log is a link to /dev/zero, outside the run; not read"
+
+
+def test_device_nodes_inside_the_run_are_unreadable(tmp_path):
+    """The same devices as nodes inside the run (no link to catch): refused as not regular, never read forever."""
+    run = _device_run(tmp_path)
+    try:
+        for name, device in DEVICE_FILES.items():
+            st = os.stat(device)
+            os.mknod(run / name, stat.S_IFCHR | 0o444, st.st_rdev)
+    except (PermissionError, OSError):
+        pytest.skip("cannot create device nodes here (needs CAP_MKNOD)")
+    findings = _check_json(run)
     unreadable = {f["paths"][0] for f in findings if f["code"] == "file.unreadable"}
-    assert unreadable == set(links)
+    assert unreadable == set(DEVICE_FILES)

@@ -1,5 +1,7 @@
 """Secret detection and masking."""
 
+import pytest
+
 from pimm_inspect.analysis.secrets import MASK, find_in_mapping, find_in_text, mask_text, mask_value
 
 FAKE_WANDB = "0123456789abcdef0123456789abcdef01234567"
@@ -37,3 +39,100 @@ def test_find_in_text_by_line():
     text = "#!/bin/bash\n#SBATCH --job-name=x\nexport WANDB_API_KEY=" + FAKE_WANDB + "\n"
     hits = find_in_text(text)
     assert [h.where for h in hits] == ["line 3"]
+
+
+# Issue 14: what still leaked. Each case is (input, the secret that must be gone, text that must stay).
+FAKE_JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PEM = ("-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+       "QyNTUxOQAAACBSb2Y3ZmFrZWtleWZha2VrZXlmYWtla2V5ZmFrZWtleQAAAJgAAAAAAAAA\n-----END OPENSSH " + "PRIVATE KEY-----\n")
+TEXT_CASES = [
+    (f"wandb.key = '{FAKE_WANDB}'", FAKE_WANDB, "wandb.key = "),
+    (f"wandb_key: {FAKE_WANDB}", FAKE_WANDB, "wandb_key: "),
+    (f'  File "train.py", line 3, in <module>\n    wandb.login(key="{FAKE_WANDB}")', FAKE_WANDB, "wandb.login(key="),
+    ("clone https://alice:s3cr3t@git.example.org/repo.git", "s3cr3t", "https://alice:"),
+    ("OperationalError: postgresql://admin:pw@db:5432/runs refused", ":pw@", "postgresql://admin:"),
+    (f"pimm train --wandb-key {FAKE_WANDB} --run.no-timestamp", FAKE_WANDB, "--run.no-timestamp"),
+    ("pimm train --password 'spaced secret' --lr 0.1", "spaced secret", "--lr 0.1"),
+    ("pimm train --token x --run.no-timestamp", " x ", "--run.no-timestamp"),
+    ("curl -H 'Authorization: Bearer abcdef123456' https://x", "abcdef123456", "Authorization: Bearer "),
+    ("X-Auth-Token: abc123", "abc123", "X-Auth-Token: "),
+    ("api-key=xyz", "xyz", "api-key="),
+    ("pass=ab", "=ab", "pass="),
+    ("Val result {'password': 'hunter2', 'lr': 0.1}", "hunter2", "'lr': 0.1"),
+    ('payload {"password": "hunter2", "step": 5}', "hunter2", '"step": 5'),
+    (f"cookie from {FAKE_JWT} end", FAKE_JWT[:20], " end"),
+    ("requests.get(url, headers=h)  # Bearer 9f8e7d6c5b4a", "9f8e7d6c5b4a", "Bearer "),
+    (PEM, "b3BlbnNzaC1rZXkt", ""),
+]
+
+
+@pytest.mark.parametrize("text,secret,kept", TEXT_CASES)
+def test_mask_text_issue14_leaks(text, secret, kept):
+    masked = mask_text(text)
+    assert secret not in masked, masked
+    assert kept in masked, masked
+    assert find_in_text(text), "the check must report what the display masks"
+
+
+def test_pem_body_lines_are_masked_one_by_one():
+    """The Log tab masks line by line: a PEM body line with no header on it is still masked."""
+    for line in PEM.splitlines()[1:3]:
+        assert mask_text(line) == MASK
+
+
+HARMLESS = ["pimm submit configs/x.py --run.name semseg-oom --run.no-timestamp",
+            "pimm train --token-budget 5 --no-wandb", "tokens: 512", "token: 5", "max_tokens=1234567890",
+            f"git checkout {FAKE_WANDB}", "api_key = os.environ['WANDB_API_KEY']", "export WANDB_API_KEY=$KEY",
+            "bypass: true", "num_passes=3", "https://example.org:8080/path@x", "Basic augmentation: enabled",
+            "Bearer tokens are refreshed hourly"]
+
+
+@pytest.mark.parametrize("text", HARMLESS)
+def test_harmless_text_is_not_masked(text):
+    assert mask_text(text) == text
+
+
+def test_mask_value_by_name_position_and_shape():
+    doc = {"wandb": {"key": FAKE_WANDB, "project": "p"}, "wandb_key": FAKE_WANDB,
+           "args": ["--token", "x", "--lr", "0.1", "--password", "spaced secret", "--wandb-key", FAKE_WANDB,
+                    "--api-key", "--run.no-timestamp"],
+           "db": {"pass": "ab", "url": "postgresql://admin:pw@db/x"}, "api-key": "k1", "headers":
+           {"Authorization": "Bearer abcdef123456", "X-Auth-Key": "zz"}, "ssh_key": PEM, "session": FAKE_JWT,
+           "hf_" + "A" * 34: 1, "pad_token": "<pad>", "token_id": "5", "git": {"commit": FAKE_WANDB},
+           "passwords": ("a", ("b",)), "tokenizer": {"pad_token": "[PAD]"}}
+    masked = mask_value(doc)
+    text = repr(masked)
+    assert masked["wandb"]["key"] == MASK and masked["wandb_key"] == MASK
+    for secret in ("'x'", "spaced secret", "'ab'", ":pw@", "'k1'", "abcdef123456", "'zz'",
+                   "b3BlbnNzaC1", FAKE_JWT[:20], "hf_AAAA", "('a'"):
+        assert secret not in text, (secret, text)
+    assert masked["args"][0::2] == doc["args"][0::2], "flag names stay; only their values go"
+    assert masked["args"][-1] == "--run.no-timestamp"
+    assert masked["git"]["commit"] == FAKE_WANDB
+    assert masked["pad_token"] == "<pad>" and masked["token_id"] == "5" and masked["tokenizer"] == {"pad_token": "[PAD]"}
+    assert masked["wandb"]["project"] == "p"
+    assert isinstance(masked["passwords"], tuple)
+    hits = {h.where for h in find_in_mapping(doc)}
+    assert {"wandb.key", "wandb_key", "args[1]", "args[5]", "args[7]", "db.pass", "db.url", "api-key",
+            "headers.Authorization", "headers.X-Auth-Key", "ssh_key", "session", MASK} <= hits, hits
+    assert not any("hf_AAAA" in h for h in hits), "a secret used as a key is not repeated in the finding"
+
+
+def test_two_secret_keys_stay_two_entries():
+    doc = {"hf_" + "A" * 34: 1, "hf_" + "B" * 34: 2}
+    masked = mask_value(doc)
+    assert sorted(masked.values()) == [1, 2] and all(k.startswith(MASK) for k in masked)
+
+
+def test_masking_any_depth_without_recursion():
+    deep: dict = {}
+    node = deep
+    for _ in range(20_000):
+        node["a"] = {}
+        node = node["a"]
+    node["password"] = "hunter2"
+    masked = mask_value(deep)
+    assert "hunter2" not in repr(find_in_mapping(deep))
+    for _ in range(20_000):
+        masked = masked["a"]
+    assert masked == {"password": MASK}

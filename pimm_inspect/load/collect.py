@@ -14,6 +14,7 @@ from typing import Any
 from ..model import ConfigDoc, Finding, Provenance, Severity, SourceFile
 from ..sources import rel
 from .discover import EVENT_FILE, WANDB_RUN_DIR
+from ..sources.confine import also_allowed, confined_to, layout_links
 
 SLURM_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.out$")
 
@@ -87,7 +88,15 @@ def _listdir(path: Path) -> list[str]:
 
 
 def collect(root: Path, kind: str, cache: Any = None) -> Collected:
-    """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given)."""
+    """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given).
+
+    No file whose real path leaves ``root`` is read (``file.outside-run``), except pimm's own layout.
+    """
+    with confined_to(root, layout_links(root)):
+        return _collect_confined(root, kind, cache)
+
+
+def _collect_confined(root: Path, kind: str, cache: Any = None) -> Collected:
     c = Collected(root=root, kind=kind, cache=cache)
     names = _listdir(root)
     _read_docs(c, names)
@@ -219,9 +228,14 @@ def _read_outside_slurm(c: Collected) -> None:
     from .slurm_paths import outside_slurm_logs
 
     beside = {log.job_id for log in c.slurm_logs}
-    for path in outside_slurm_logs(c.root, c.sbatch, c.metadata_raw, c.rank_logs):
+    outside = outside_slurm_logs(c.root, c.sbatch, c.metadata_raw, c.rank_logs)
+    for path, why in outside.named:
+        c.findings.append(Finding("file.outside-run", Severity.INFO, f"launch.sbatch points at the Slurm log "
+                                  f"{path.as_posix()}: {why}", ("launch.sbatch",)))
+    for path in outside.read:
         name = path.absolute().as_posix()
-        log, findings = read_slurm_log(path, name)
+        with also_allowed(path):
+            log, findings = read_slurm_log(path, name)
         c.findings += findings
         if log is not None and (log.job_id is None or log.job_id not in beside):
             c.slurm_logs.append(log)

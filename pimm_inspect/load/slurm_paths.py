@@ -3,12 +3,20 @@
 pimm's submit writes ``#SBATCH --output=<repo>/slurm_logs/slurm-%j.out`` into ``launch.sbatch``; the job id
 is in the code snapshot's ``.pimm_snapshot_complete_<jobid>`` marker and in the structured logs. With both,
 the log can be found on the same filesystem, read-only, as any other file of the run.
+
+Only pimm's own layout is read from outside the run: a regular file (not a link) named for one of the run's
+job ids (``slurm-<jobid>.out``, or E0's ``<jobid>_...``) directly in a folder named ``slurm_logs``. Any other
+file a run's ``launch.sbatch`` points at is named, never read, and a pattern is globbed only inside such a
+``slurm_logs`` folder, so ``--output=/any/path/%j`` or ``--error=/dir/%u`` cannot make the tool quote or list
+files the run does not own.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +59,32 @@ def _expand(pattern: str, job: str, job_name: str | None) -> str:
     return _TOKEN.sub(one, pattern)
 
 
-def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict | None, rank_logs: list[Any]) -> list[Path]:
-    """Existing Slurm log files of this run's jobs outside ``root``, by the paths pimm's launch wrote."""
+@dataclass
+class OutsideLogs:
+    """Slurm logs of this run's jobs outside its root: those in pimm's layout (read) and the others (named)."""
+
+    read: list[Path] = field(default_factory=list)
+    named: list[tuple[Path, str]] = field(default_factory=list)
+    """(path or pattern, why it is not read)."""
+
+
+def pimm_layout_log(path: Path, jobs: list[str]) -> bool:
+    """True for a regular file (not a link) named for one of ``jobs`` directly inside a ``slurm_logs`` folder."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or Path(os.path.realpath(path.parent)).name != "slurm_logs":
+        return False
+    return any(path.name.startswith((f"slurm-{job}.", f"slurm-{job}_", f"{job}_", f"{job}.")) for job in jobs)
+
+
+def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict | None, rank_logs: list[Any]) -> OutsideLogs:
+    """Slurm log files of this run's jobs outside ``root``, by the paths pimm's launch wrote (see the module doc)."""
+    out = OutsideLogs()
     jobs = job_ids(root, rank_logs)
     if not jobs:
-        return []
+        return out
     cwd = metadata.get("cwd") if isinstance(metadata, dict) and isinstance(metadata.get("cwd"), str) else None
     patterns = []
     directives = getattr(sbatch, "directives", None) or {}
@@ -64,8 +93,7 @@ def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict | None, rank_logs
             patterns.append(directives[key])
     if cwd:
         patterns.append("slurm_logs/slurm-%j.out")  # pimm's default resources.output
-    inside = root.absolute()
-    found: list[Path] = []
+    inside = Path(os.path.realpath(root))
     for job in jobs:
         for pattern in patterns:
             path = Path(_expand(pattern, job, getattr(sbatch, "job_name", None)))
@@ -73,12 +101,30 @@ def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict | None, rank_logs
                 if not cwd:
                     continue
                 path = Path(cwd) / path
-            matches = sorted(path.parent.glob(path.name))[:MAX_CANDIDATES] if "*" in path.name else [path]
+            if "*" in path.as_posix():
+                if "*" in path.parent.as_posix() or Path(os.path.realpath(path.parent)).name != "slurm_logs":
+                    _name(out, path, "a pattern outside the run and outside a slurm_logs folder; not searched")
+                    continue
+                try:
+                    matches = sorted(path.parent.glob(path.name))[:MAX_CANDIDATES]
+                except (OSError, ValueError):
+                    matches = []
+            else:
+                matches = [path]
             for candidate in matches:
-                if inside in candidate.absolute().parents or candidate in found:
+                real = Path(os.path.realpath(candidate))
+                if real == inside or inside in real.parents or candidate in out.read:
                     continue  # a log beside the run is read with the run's own files
-                if os.path.isfile(candidate):
-                    found.append(candidate)
-            if len(found) >= MAX_CANDIDATES:
-                return found
-    return found
+                if pimm_layout_log(candidate, jobs):
+                    out.read.append(candidate)
+                elif os.path.lexists(candidate):
+                    _name(out, candidate, "outside the run and not pimm's slurm_logs/slurm-<jobid>.out (or a "
+                          "link); not read")
+            if len(out.read) >= MAX_CANDIDATES:
+                return out
+    return out
+
+
+def _name(out: OutsideLogs, path: Path, why: str) -> None:
+    if len(out.named) < MAX_CANDIDATES and all(p != path for p, _ in out.named):
+        out.named.append((path, why))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass
@@ -10,13 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Finding, Severity
+from ._limits import MAX_NESTING_DEPTH, parse_json_bounded
+from .confine import link_target_text, outside_run
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """JSON documents larger than this are not parsed (a finding says so)."""
-MAX_JSON_DEPTH = 200
-"""Deeper JSON nesting is treated as corrupt rather than risking recursion limits."""
+MAX_JSON_DEPTH = MAX_NESTING_DEPTH
+"""JSON values are cut at the one depth cap every nested value has (``_limits.MAX_NESTING_DEPTH``)."""
 MAX_TEXT_BYTES = 16 * 1024 * 1024
-"""Small text documents (config.py, sbatch) are read up to this size."""
+"""Text files scanned for facts (W&B console and debug logs) are read up to this size."""
+MAX_SHOWN_TEXT_BYTES = 4 * 1024 * 1024
+"""Text documents shown verbatim and scanned for secrets line by line (``config.py``, ``launch.sbatch``) are read
+up to this size: real ones are a few KiB, and masking a hostile one costs about 1 s per MiB."""
 
 
 class UnreadableFile(Exception):
@@ -42,12 +46,25 @@ def rel(path: Path, root: Path) -> str:
         return path.name
 
 
-def open_regular(path: Path, rel_path: str):
+def outside_finding(path: Path, rel_path: str) -> Finding:
+    """``file.outside-run``: the file is a link that leaves the run; named with its target, not read."""
+    return file_finding("file.outside-run", rel_path,
+                        f"{rel_path} is a link to {link_target_text(path)}, outside the run; not read",
+                        "Links that leave a run directory are shown, never followed: a run written by someone "
+                        "else could point at your files (keys, credentials). Open the target directly if you "
+                        "mean to inspect it.")
+
+
+def open_regular(path: Path, rel_path: str, root: Path | None = None):
     """Open a regular file for binary reading without ever blocking.
 
     FIFOs, devices, sockets and directories are refused before opening (opening a
     FIFO would block), and permission errors become a ``file.unreadable`` finding.
+    A file whose real path leaves the run (``root``, or the run being read) is refused
+    with ``file.outside-run``.
     """
+    if outside_run(path, root) is not None:
+        raise UnreadableFile(outside_finding(path, rel_path))
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -123,19 +140,23 @@ class JsonResult:
 
 
 def read_json(path: Path, rel_path: str) -> JsonResult:
-    """Read a JSON document safely: size and depth caps, NaN allowed, findings for damage."""
+    """Read a JSON document safely: byte, value-count, parsed-size and depth caps, NaN allowed, findings for damage.
+
+    A document over a cap is not parsed (``file.over-limit``), except one only too deep, which is kept cut at
+    the depth cap; both name the file.
+    """
     data, findings = read_bytes_capped(path, rel_path, MAX_JSON_BYTES)
     if not data or any(f.code == "file.truncated" for f in findings):
         return JsonResult(None, findings)
     text, more = decode_text(data, rel_path)
+    del data
     findings += more
-    if scan_json_nesting(text)[0] > MAX_JSON_DEPTH:
-        findings.append(file_finding("file.invalid-json", rel_path,
-                                     f"{rel_path}: JSON nested deeper than {MAX_JSON_DEPTH} levels; not parsed"))
-        return JsonResult(None, findings)
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        findings.append(file_finding("file.invalid-json", rel_path, f"{rel_path}: invalid JSON ({exc})"))
-        return JsonResult(None, findings)
+    parsed, code, reason = parse_json_bounded(text)
+    if code:
+        findings.append(file_finding(code, rel_path, f"{rel_path}: {reason}",
+                                     "" if code == "file.invalid-json" else LIMIT_EXPLANATION))
     return JsonResult(parsed, findings)
+
+
+LIMIT_EXPLANATION = ("pimm-inspect bounds what it reads from a run so a damaged or hostile file cannot exhaust "
+                     "memory or time; the limits are listed in the README's Safety section.")

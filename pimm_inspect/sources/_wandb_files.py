@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import ConfigDoc, Finding, SourceFile
-from ._common import MAX_TEXT_BYTES, decode_text, read_bytes_capped, read_json
+from ._common import MAX_SHOWN_TEXT_BYTES, MAX_TEXT_BYTES, decode_text, read_bytes_capped, read_json
 
 MAX_CONSOLE_LINES = 5000
 """Console lines kept per run (the last ones); warnings are scanned in all of them."""
@@ -143,9 +143,9 @@ def _source(path: Path, rel_path: str, kind: str, bytes_read: int = 0) -> Source
     return SourceFile(rel_path, kind, st.st_size, st.st_mtime, bytes_read)
 
 
-def _text(path: Path, rel_path: str, out: RunFiles) -> str | None:
+def _text(path: Path, rel_path: str, out: RunFiles, cap: int = MAX_TEXT_BYTES) -> str | None:
     """Capped, decoded text of a file; damage goes to ``out.findings``."""
-    data, findings = read_bytes_capped(path, rel_path, MAX_TEXT_BYTES)
+    data, findings = read_bytes_capped(path, rel_path, cap)
     out.findings += [f for f in findings if f.code != "file.empty"]
     text, more = decode_text(data, rel_path)
     out.findings += more
@@ -178,7 +178,7 @@ def read_run_files(run_dir: Path, rel_path: str, run_id: str | None) -> RunFiles
             out.sources.append(src)
             if key == "files/config.yaml":
                 # stdlib has no YAML parser: keep the text; the decoded config comes from the log.
-                out.configs.append(ConfigDoc(rel, "wandb_config", None, _text(path, rel, out)))
+                out.configs.append(ConfigDoc(rel, "wandb_config", None, _text(path, rel, out, MAX_SHOWN_TEXT_BYTES)))
             elif key in ("files/wandb-summary.json", "files/wandb-metadata.json"):
                 doc = read_json(path, rel)
                 out.findings += [f for f in doc.findings if f.code != "file.empty"]

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..model import ScalarSeries, make_series
+from ._limits import json_over_limit
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -27,7 +28,9 @@ class MetricDefinition:
 
 
 def loads(text: str) -> Any:
-    """JSON-decode a ``value_json`` (W&B writes NaN/Infinity literally); raw text if invalid."""
+    """JSON-decode a ``value_json`` (W&B writes NaN/Infinity literally); raw text if invalid, a marker if over the limits."""
+    if len(text) > 4096 and json_over_limit(text):
+        return f"<{len(text)}-character value over the JSON limits: not read>"
     try:
         return json.loads(text)
     except (ValueError, RecursionError):

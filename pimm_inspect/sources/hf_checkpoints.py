@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..model import CheckpointInfo, Finding, Severity
 from ._common import UnreadableFile, file_finding, open_regular, rel
+from ._limits import json_over_limit
 from .hf_state import STATE_NAME, StateDoc, as_float, as_int, read_state
 
 CHECKPOINT_RE = re.compile(r"^(tmp-)?checkpoint-(\d{1,18})$")
@@ -72,7 +73,11 @@ def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ..
         return 0, 0, (), [file_finding("file.corrupt", rel_path, f"{rel_path}: safetensors header holds over "
                                        f"{MAX_SAFETENSORS_VALUES} JSON values; not parsed")]
     try:
-        header = json.loads(header_bytes)
+        header_text = header_bytes.decode("utf-8", errors="replace")
+        if json_over_limit(header_text):
+            return 0, 0, (), [file_finding("file.over-limit", rel_path, f"{rel_path}: safetensors header "
+                                           f"{json_over_limit(header_text)}")]
+        header = json.loads(header_text)
         tensors = {k: v for k, v in header.items() if k != "__metadata__"}
         offsets = [(int(v["data_offsets"][0]), int(v["data_offsets"][1])) for v in tensors.values()]
         if any(not 0 <= start <= end < 2**63 for start, end in offsets):

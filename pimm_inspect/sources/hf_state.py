@@ -51,7 +51,7 @@ def salvage_state(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             pos += 1
         try:
             row, pos = decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             break
         if not isinstance(row, dict):
             break

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import ConfigDoc, Finding, Provenance
-from ._common import MAX_TEXT_BYTES, decode_text, file_finding, read_bytes_capped, read_json
+from ._common import MAX_SHOWN_TEXT_BYTES, decode_text, file_finding, read_bytes_capped, read_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ def read_config_json(path: Path, rel_path: str, kind: str) -> tuple[ConfigDoc | 
 
 def read_text_doc(path: Path, rel_path: str, kind: str) -> tuple[ConfigDoc | None, tuple[Finding, ...]]:
     """Keep a text document (``config.py``) verbatim; it is never executed."""
-    data, findings = read_bytes_capped(path, rel_path, MAX_TEXT_BYTES)
+    data, findings = read_bytes_capped(path, rel_path, MAX_SHOWN_TEXT_BYTES)
     if not data:
         return None, tuple(findings)
     text, more = decode_text(data, rel_path)

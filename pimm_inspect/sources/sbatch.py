@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..model import Finding
-from ._common import MAX_TEXT_BYTES, decode_text, read_bytes_capped
+from ._common import MAX_SHOWN_TEXT_BYTES, decode_text, read_bytes_capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ def parse_directive(line: str) -> tuple[str, str] | None:
 
 def read_sbatch(path: Path, rel_path: str) -> tuple[SbatchInfo | None, tuple[Finding, ...]]:
     """Read a batch script's #SBATCH directives (the script is never run)."""
-    data, findings = read_bytes_capped(path, rel_path, MAX_TEXT_BYTES)
+    data, findings = read_bytes_capped(path, rel_path, MAX_SHOWN_TEXT_BYTES)
     if not data:
         return None, tuple(findings)
     text, more = decode_text(data, rel_path)

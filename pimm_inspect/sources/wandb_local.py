@@ -11,7 +11,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..model import ConfigDoc, Finding, ScalarSeries, Severity, SourceFile
-from ._common import UnreadableFile, file_finding, open_regular
+from ._common import LIMIT_EXPLANATION, UnreadableFile, file_finding, open_regular
+from ._limits import cap_depth, depth_reason
 from ._wandb_files import ConsoleCollector, ConsoleLine, DroppedStep, RunFiles, read_run_files
 from ._wandb_framing import FramingState, iter_records
 from ._wandb_history import History, MetricDefinition, build_series, loads
@@ -292,6 +293,9 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
         state.resumable = framing.header_ok and not framing.corrupt_regions
 
 
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
+
+
 def _url(base: str | None, entity: str | None, project: str | None, run_id: str | None) -> str | None:
     """Run page URL; cloud API hosts are mapped to the app host."""
     if not (entity and run_id):
@@ -334,12 +338,17 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     entity = run.get("entity") or files.settings.get("entity")
     project = run.get("project") or files.settings.get("project")
     recorded_base = base_url or files.settings.get("base_url")
+    recorded_base = _USERINFO.sub(r"\1", recorded_base) if recorded_base else recorded_base
     url = _url(recorded_base, entity, project, run_id) or (files.logged_urls[-1] if files.logged_urls else None)
+    url = _USERINFO.sub(r"\1", url) if url else url  # a run link never needs the settings' user:password
     offline = state.offline or bool(name_match and name_match.group(1))
     sync_command = f"wandb sync {rel_path}" if url is None and not files.synced else None
 
     config = _nested(state.config)
     config.pop("_wandb", None)  # wandb's own bookkeeping, not the user's config
+    config, cut = cap_depth(config)  # the one depth cap every nested value from a run file has
+    limit_findings = [file_finding("file.over-limit", log_rel or prefix, f"{log_rel or prefix}: config value "
+                                   f"{depth_reason(cut)}", LIMIT_EXPLANATION)] if cut else []
     configs = list(files.configs)
     if state.config:
         configs.insert(0, ConfigDoc(log_rel or prefix, "wandb_config", config, None))
@@ -355,7 +364,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         notes=run.get("notes"), tags=run.get("tags") or (), resumed=bool(run.get("resumed")),
         offline=offline, synced=files.synced, start_time_s=run.get("start_time_s"),
         base_url=recorded_base, url=url, sync_command=sync_command,
-        config=config, summary=_nested(state.summary) if state.summary else (files.summary_json or {}),
+        config=config, summary=cap_depth(_nested(state.summary))[0] if state.summary else (files.summary_json or {}),
         series=tuple(series), x_axis=x_axis, history_steps=steps,
         history_timestamps_s=np.asarray(state.history.timestamps, dtype=np.float64),
         history_runtimes_s=np.asarray(state.history.runtimes, dtype=np.float64),
@@ -369,7 +378,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         dropped_step_warning=dropped[0].message if dropped else None,
         step_regressions=int(np.count_nonzero(np.diff(steps) <= 0)) if len(steps) > 1 else 0,
         unknown_record_count=state.unknown, metadata=files.metadata, configs=tuple(configs),
-        file_roles=roles, sources=tuple(sources), findings=tuple(state.findings + files.findings),
+        file_roles=roles, sources=tuple(sources), findings=tuple(state.findings + files.findings + limit_findings),
         # Only a log without its exit record can still grow: keep the state to continue from.
         end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
     )

@@ -156,7 +156,7 @@ class RunScreen(Screen):
             status.update("this run has no train.log")
             return
         status.update(f"{log_files[0]}  indexing…")
-        self.query_one(LogView).open(self.run.root / log_files[0], log_files[0])
+        self.query_one(LogView).open(self.run.root / log_files[0], log_files[0], self.run.root)
 
     @on(TabbedContent.TabActivated, "#run-tabs")
     def _tab_changed(self) -> None:

@@ -101,17 +101,17 @@ class LogView(ScrollView, can_focus=True):
         """Number of indexed lines."""
         return int(self.offsets.shape[0] - 1)
 
-    def open(self, path: Path, rel_path: str) -> None:
-        """Start indexing a file; lines appear when the index is ready."""
+    def open(self, path: Path, rel_path: str, root: Path | None = None) -> None:
+        """Start indexing a file; lines appear when the index is ready (never when it is a link out of ``root``)."""
         self.path = path
         self._cache.clear()
-        self._index(path, rel_path)
+        self._index(path, rel_path, root)
 
     @work(thread=True, exclusive=True, group="log-index")
-    def _index(self, path: Path, rel_path: str) -> None:
+    def _index(self, path: Path, rel_path: str, root: Path | None = None) -> None:
         """Find every newline with numpy, chunk by chunk, and every attempt start (never the whole file in Python objects)."""
         try:
-            with open_regular(path, rel_path) as fh:
+            with open_regular(path, rel_path, root) as fh:
                 total = fh.seek(0, 2)
                 fh.seek(0)
                 parts = [np.zeros(1, dtype=np.int64)]

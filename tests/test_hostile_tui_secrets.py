@@ -1,0 +1,49 @@
+"""Issue 14 leaks in the UI: the Config tab's tree and every line of the Log tab, on the run with every leak planted."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tests.hostile_support import leaky_run, planted_secrets  # noqa: E402
+from tests.tui_support import opened  # noqa: E402
+
+pytestmark = pytest.mark.asyncio
+
+
+def _labels(node) -> list[str]:
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        out.append(current.label.plain if hasattr(current.label, "plain") else str(current.label))
+        stack += list(current.children)
+    return out
+
+
+def _leaks(shown: str) -> dict[str, str]:
+    return {name: value for name, value in planted_secrets().items() if value in shown}
+
+
+async def test_config_tab_and_log_tab_mask_every_planted_secret(tmp_path):
+    from textual.widgets import Tree
+
+    from pimm_inspect.tui.widgets.log_view import LogView
+
+    run = leaky_run(tmp_path)
+    async with opened(run, (120, 36), tab="3") as (app, pilot):
+        tree = app.screen.query_one("#config-tree", Tree)
+        labels = "\n".join(_labels(tree.root))
+        assert "config_py" in labels and "resolved_config" in labels and "wandb_config" in labels
+        assert "lr" in labels and "AdamW" in labels, "harmless values stay"
+        assert not _leaks(labels), _leaks(labels)
+        await pilot.press("6")
+        for _ in range(50):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            view = app.screen.query_one(LogView)
+            if view.line_count:
+                break
+        lines = "\n".join(view.line_text(i) for i in range(view.line_count))
+        assert "extra state {'password': '****', 'lr': 0.1}" in lines
+        assert not _leaks(lines), _leaks(lines)
