@@ -172,6 +172,12 @@ class Provenance:
     created_at: str | None = None
     source: str | None = None
     """File the provenance came from, relative to the run root."""
+    git_remote: str | None = None
+    """The git remote URL, when recorded (W&B's wandb-metadata.json)."""
+    python: str | None = None
+    """Interpreter as recorded (``CPython 3.11.7``); None when absent."""
+    gpu: str | None = None
+    """GPU model (with count) as recorded; None when absent or no GPU."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +216,19 @@ class WandbInfo:
     display_name: str | None = None
     local_dirs: tuple[str, ...] = ()
     url: str | None = None
+    """The run page as it exists now; None for a never-synced offline run or a run the server rejected."""
     sync_command: str | None = None
+    """One ``wandb sync`` covering every never-synced local folder of the run, by absolute path."""
+    mode: str | None = None
+    """online, offline, unknown (local folders give no sign either way), or None without local folders."""
+    url_after_sync: str | None = None
+    """Where a never-synced offline run will be once synced (entity known)."""
+    entity_source: str | None = None
+    """The file the entity was read from (run record, settings, debug.log, resolved config)."""
+    server_rejection: str | None = None
+    """The server refused to create the run (e.g. HTTP 404 ``entity x not found during upsertBucket``)."""
+    link_note: str | None = None
+    """Why there is no link, where the entity came from, or that the host is assumed; None when plain."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

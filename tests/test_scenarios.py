@@ -35,6 +35,11 @@ EXPECTED = {
     "tb_plain/runs/lr-0.1": set(),
     "wandb_backwards_step": {"wandb.step-dropped"},
     "wandb_clean": set(),
+    "wandb_crashed": {"run.crashed"},
+    "wandb_offline_entity": set(),
+    "wandb_online": set(),
+    "wandb_online_killed": set(),
+    "wandb_rejected": set(),
     "wandb_repeated_step": {"wandb.few-rows"},
     "wandb_resumed_offline": {"resume.rollback", "steps.replayed", "wandb.run-split"},
 }

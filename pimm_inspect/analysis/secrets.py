@@ -20,7 +20,8 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 # NAME=value or NAME: value or --name value where the name says "secret"; the value is masked.
 _ASSIGN = re.compile(
-    r"(?P<name>[A-Za-z0-9_.\-]*(?:API_?KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY|PRIVATE_KEY)[A-Za-z0-9_]*)"
+    r"(?P<name>[A-Za-z0-9_.\-]*(?:API[_-]?KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS[_-]KEY|PRIVATE[_-]KEY)"
+    r"[A-Za-z0-9_\-]*)"
     r"(?P<sep>\s*[=:]\s*|\s+)(?P<quote>['\"]?)(?P<value>[^\s'\",;}]{6,})",
     re.IGNORECASE,
 )

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..analysis._facts import SOURCE_PRIORITY, source_kind
 from ..analysis.secrets import mask_text, mask_value
-from ..model import Finding, Run
+from ..model import Finding, Run, WandbInfo
 
 SCHEMA_VERSION = 1
 
@@ -75,19 +75,28 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "size_bytes": ck.size_bytes, "resume_candidate": ck.resume_candidate,
             "best_metric_value": _num(ck.best_metric_value),
         } for ck in run.checkpoints],
-        "wandb": {
-            "run_ids": list(run.wandb.run_ids), "url": run.wandb.url, "project": run.wandb.project,
-            "entity": run.wandb.entity, "sync_command": run.wandb.sync_command,
-        },
+        "wandb": wandb_json(run.wandb),
         "provenance": {
             "git_commit": prov.git_commit, "git_dirty": prov.git_dirty, "host": prov.host,
             "command": mask_text(prov.command) if prov.command else None,
             "launch_command": mask_text(prov.launch_command) if prov.launch_command else None,
             "created_at": prov.created_at, "source": prov.source,
+            "git_remote": mask_text(prov.git_remote) if prov.git_remote else None,
+            "python": prov.python, "gpu": prov.gpu,
         },
         "findings": _finding_counts(run.findings),
         "notes": run_notes(run),
         "files": file_roles(run),
+    }
+
+
+def wandb_json(info: WandbInfo) -> dict[str, Any]:
+    """The ``wandb`` object of ``show --json`` (and the body of ``url --json``)."""
+    return {
+        "run_ids": list(info.run_ids), "url": info.url, "project": info.project, "entity": info.entity,
+        "sync_command": info.sync_command, "mode": info.mode, "url_after_sync": info.url_after_sync,
+        "entity_source": info.entity_source, "server_rejection": info.server_rejection,
+        "link_note": mask_text(info.link_note) if info.link_note else None,
     }
 
 
@@ -109,8 +118,8 @@ def run_notes(run: Run) -> list[str]:
         if axes:
             notes.append(f"{wrun.rel_path}: curves are plotted against the step metric {', '.join(sorted(axes))} "
                          "(define_metric), not W&B's internal _step.")
-        if getattr(wrun, "sync_command", None) and not getattr(wrun, "synced", False):
-            notes.append(f"{wrun.rel_path} was never synced; upload it with `{wrun.sync_command}`.")
+    if run.wandb.link_note:
+        notes.append(f"W&B: {run.wandb.link_note}.")
     return [mask_text(n) for n in notes]
 
 
