@@ -268,37 +268,18 @@ class Run:
         """The first config document of a kind, or None."""
         return next((c for c in self.configs if c.kind == kind), None)
 
-    def scalars(self):  # -> pandas.DataFrame
-        """Tidy DataFrame with columns tag, step, value, wall_time, attempt, source."""
-        import pandas as pd  # heavy (~0.5 s): only the Python API's DataFrames need it
+    def scalars(self, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+                all_sources: bool = False):  # -> pandas.DataFrame
+        """Tidy DataFrame (tag, step, value, wall_time, attempt, source): one row per (tag, step, attempt).
 
-        frames = []
-        for s in self.series:
-            n = len(s)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "tag": np.full(n, s.tag, dtype=object),
-                        "step": s.steps,
-                        "value": s.values,
-                        "wall_time": s.wall_times_s,
-                        "attempt": pd.array([s.attempt] * n, dtype="Int64"),
-                        "source": np.full(n, s.source, dtype=object),
-                    }
-                )
-            )
-        if not frames:
-            return pd.DataFrame(
-                {
-                    "tag": pd.Series(dtype=object),
-                    "step": pd.Series(dtype="int64"),
-                    "value": pd.Series(dtype="float64"),
-                    "wall_time": pd.Series(dtype="float64"),
-                    "attempt": pd.Series(dtype="Int64"),
-                    "source": pd.Series(dtype=object),
-                }
-            )
-        return pd.concat(frames, ignore_index=True)
+        ``tags`` are globs; ``policy`` is all/newest/oldest for replayed steps; each tag comes from its
+        preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
+        as ``pimm-inspect export`` and the point counts of ``show --json``.
+        """
+        # The row rules live in analysis (shared with export and show); imported here only when called.
+        from .analysis.scalar_rows import scalar_rows, to_frame
+
+        return to_frame(scalar_rows(self, tags, policy, all_sources))
 
 
 def make_series(

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..analysis._facts import SOURCE_PRIORITY, source_kind
+from ..analysis.scalar_rows import scalar_rows
 from ..analysis.secrets import mask_text, mask_value
 from ..model import Finding, Run, WandbInfo
 
@@ -32,20 +32,17 @@ def _num(value: Any) -> Any:
 
 
 def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
-    """Per tag: point count, first and last step, from the preferred source kind (metric writer before train.log)."""
-    by_tag: dict[str, dict[str, list]] = {}
-    for s in run.series:
-        by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
+    """Per tag: point count, first and last step, from the preferred source kind (metric writer before train.log).
+
+    ``points`` counts the rows ``export`` writes (one per step and attempt), so the two always agree.
+    """
     summary = {}
-    for tag in sorted(by_tag):
-        kinds = by_tag[tag]
-        kind = next((k for k in SOURCE_PRIORITY if k in kinds), next(iter(kinds)))
-        group = [s for s in kinds[kind] if len(s)]
-        summary[tag] = {
-            "points": sum(len(s) for s in group),
-            "first_step": min((s.first_step for s in group), default=None),
-            "last_step": max((s.last_step for s in group), default=None),
-            "source": kind,
+    for rows in scalar_rows(run):
+        summary[rows.tag] = {
+            "points": len(rows),
+            "first_step": int(rows.steps.min()) if len(rows) else None,
+            "last_step": int(rows.steps.max()) if len(rows) else None,
+            "source": rows.kind,
         }
     return summary
 
