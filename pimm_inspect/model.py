@@ -152,9 +152,12 @@ class ConfigDoc:
 
     path: str
     kind: str
-    """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args."""
+    """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args, log_config
+    (an attempt's ``Config:`` dump in train.log)."""
     data: Mapping[str, Any] | None = None
     text: str | None = None
+    attempt: int | None = None
+    """The attempt the document belongs to (train.log dumps, W&B folders); None when it is the run's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ EXPECTED = {
     "e3a_running": {"file.truncated"},
     "e3a_hung_rank": {"run.ranks-diverged"},
     "hf_clean": set(),
+    "hf_killed": {"provenance.secret"},
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "tb_plain/runs/baseline": set(),

@@ -7,10 +7,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..model import Attempt, CheckpointInfo, Finding, Run, Severity, WandbInfo
+from ..model import Attempt, CheckpointInfo, Finding, Run, Severity
 from .attempts import attempts_and_series, finish_attempts
 from .collect import Collected, collect
 from .discover import classify_dir
+from .run_configs import extra_configs
 from .wandb_link import run_provenance, wandb_events, wandb_info
 
 LIVE_WINDOW_S = 900.0
@@ -40,7 +41,7 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> R
         series=tuple(series),
         events=(tuple(c.train_log.events) if c.train_log is not None else ()) + tuple(wandb_events(c)),
         checkpoints=tuple(checkpoints),
-        configs=tuple(c.configs) + _extra_configs(c),
+        configs=tuple(c.configs) + extra_configs(c),
         provenance=run_provenance(c),
         wandb=wandb_info(c, checkpoints),
         findings=tuple(_dedupe(c.findings)),
@@ -136,16 +137,6 @@ def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> str | None:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _extra_configs(c: Collected) -> tuple:
-    from ..model import ConfigDoc
-
-    docs = []
-    for run in c.wandb_runs:
-        if getattr(run, "config", None):
-            docs.append(ConfigDoc(path=run.rel_path, kind="wandb_config", data=dict(run.config)))
-    return tuple(docs)
 
 
 def _extras(c: Collected) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from ._common import UnreadableFile, file_finding, open_regular
 from ._wandb_files import ConsoleCollector, ConsoleLine, DroppedStep, RunFiles, read_run_files
 from ._wandb_framing import FramingState, iter_records
 from ._wandb_history import History, MetricDefinition, build_series, loads
-from ._wandb_link import DEFAULT_BASE_URL, FolderLink, folder_link, metadata_provenance
+from ._wandb_link import FolderLink, folder_link, metadata_provenance
 from ._wandb_proto import WandbProtoUnavailable, record_class
 
 __all__ = ["ConsoleLine", "DroppedStep", "MetricDefinition", "WandbRunResult", "find_wandb_dirs",
