@@ -116,3 +116,14 @@ def test_config_dump_parser_takes_literals_and_never_runs_code(tmp_path):
     assert data["hook"].startswith("__import__(") and data["name"] == "'a' + 'b'"
     assert not marker.exists()
     assert parse_dump("this is = not python (") is None
+
+
+def test_hf_attempt_configs_from_the_checkpoints_each_attempt_saved():
+    run = pimm_inspect.load_run(RUNS / "hf_resumed")
+    by_attempt = {d.attempt: d.path for d in run.configs if d.kind == "hf_training_args" and d.attempt}
+    # Attempt 1 saved checkpoint-10; attempt 2 resumed from it and saved checkpoint-20 (over attempt 1's).
+    assert by_attempt == {1: "checkpoint-10/training_args.bin", 2: "checkpoint-20/training_args.bin"}
+    doc = json.loads(_config(str(RUNS / "hf_resumed"), "--attempt", "2", "--json").stdout)
+    assert doc["source"] == "checkpoint-20/training_args.bin" and doc["config"]["save_steps"] == 10
+    same = _config(str(RUNS / "hf_resumed"), "--attempt", "1", "--diff", "@2")
+    assert same.exit_code == 0 and same.stdout == "" and "no differences" in same.stderr

@@ -52,3 +52,37 @@ def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path]) 
         if doc is not None:
             docs.append(doc)
     return docs, findings
+
+
+def attempt_training_args(run_dir: Path, run_root: Path, attempts: list, checkpoint_steps: list[int],
+                          docs: list[ConfigDoc]) -> tuple[list[ConfigDoc], list[Finding]]:
+    """Each attempt's TrainingArguments: the training_args.bin of the newest checkpoint that attempt saved.
+
+    A checkpoint at step s was saved by the last attempt that trained s (it started fresh or resumed
+    from a checkpoint below s, and reached s). A document already in ``docs`` gets the attempt set
+    instead of being read twice.
+    """
+    owner: dict[int, int] = {}
+    for step in checkpoint_steps:
+        for att in attempts:
+            start = att.resumed_from_checkpoint if att.resumed_from_checkpoint is not None else 0
+            if att.last_step is not None and start < step <= att.last_step:
+                owner[step] = att.index
+    out, findings = list(docs), []
+    for att in attempts:
+        owned = [s for s, index in owner.items() if index == att.index]
+        if not owned:
+            continue
+        path = run_dir / f"checkpoint-{max(owned)}" / "training_args.bin"
+        rel_path = rel(path, run_root)
+        if not path.is_file():
+            continue
+        known = next((i for i, d in enumerate(out) if d.path == rel_path), None)
+        if known is not None:
+            out[known] = ConfigDoc(out[known].path, out[known].kind, out[known].data, out[known].text, att.index)
+            continue
+        doc, more = _training_args(path, rel_path)
+        findings += more
+        if doc is not None:
+            out.append(ConfigDoc(doc.path, doc.kind, doc.data, None, att.index))
+    return out, findings

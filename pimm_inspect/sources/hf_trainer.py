@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 
 from ..model import CheckpointInfo, ConfigDoc, Finding, ScalarSeries, SourceFile
 from ._common import file_finding, rel
-from .hf_configs import read_hf_configs
+from .hf_configs import attempt_training_args, read_hf_configs
 from .hf_notes import schedule_notes
 from .hf_checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, read_checkpoint_dir, weights_meta
 from .hf_state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
@@ -285,6 +285,8 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     if primary:
         replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary])
     merged = _merge(replayed)
+    configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
+    findings += more
     notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, merged,
                             tb_series, declared_in)
     final_model = None
