@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import IO, Iterator
+
+import numpy as np
 
 from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows, scalar_rows, to_frame
 from ..model import Run
@@ -18,32 +19,43 @@ def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all", all_
     return to_frame(scalar_rows(run, tags, policy, all_sources))
 
 
-def _value(x: float) -> float | str:
-    return x if math.isfinite(x) else NON_FINITE[repr(x)]
+def _floats(array, non_finite) -> list[str]:
+    """Each float as ``repr`` text (the shortest that reads back to the same double); non-finite via ``non_finite``."""
+    texts = list(map(float.__repr__, array.tolist()))
+    for i in np.flatnonzero(~np.isfinite(array)).tolist():
+        texts[i] = non_finite(texts[i])
+    return texts
 
 
 def json_records(rows: list[TagRows]) -> Iterator[str]:
-    """One JSON object per row; floats by ``repr`` (shortest text that reads back to the same double)."""
+    """One JSON object per row; floats by ``repr``, NaN/inf values as the documented strings."""
     for block in rows:
+        if not len(block):
+            continue
         sources = [json.dumps(s, ensure_ascii=False) for s in block.sources]
-        tag = json.dumps(block.tag, ensure_ascii=False)
-        steps, values, walls = block.steps.tolist(), block.values.tolist(), block.wall_times_s.tolist()
-        attempts, index = block.attempts.tolist(), block.source_index.tolist()
-        for i in range(len(steps)):
-            wall = walls[i]
-            yield (f'{{"tag": {tag}, "step": {steps[i]}, "value": {json.dumps(_value(values[i]))}, '
-                   f'"wall_time": {repr(wall) if math.isfinite(wall) else "null"}, '
-                   f'"attempt": {"null" if attempts[i] == NO_ATTEMPT else attempts[i]}, '
-                   f'"source": {sources[index[i]]}}}')
+        head = '{"tag": ' + json.dumps(block.tag, ensure_ascii=False) + ', "step": '
+        values = _floats(block.values, lambda text: f'"{NON_FINITE[text]}"')
+        walls = _floats(block.wall_times_s, lambda _text: "null")
+        attempts = ["null" if a == NO_ATTEMPT else str(a) for a in block.attempts.tolist()]
+        files = [sources[i] for i in block.source_index.tolist()]
+        for step, value, wall, attempt, source in zip(block.steps.tolist(), values, walls, attempts, files):
+            yield f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, "source": {source}}}'
 
 
-def write_json(rows: list[TagRows], fh: IO[str]) -> int:
-    """Write the rows as one JSON array (streamed, one object per line); returns the row count."""
+def write_json(rows: list[TagRows], fh: IO[str], batch: int = 10_000) -> int:
+    """Write the rows as one JSON array (streamed in batches, one object per line); returns the row count."""
     count = 0
+    pending: list[str] = []
     fh.write("[")
     for record in json_records(rows):
-        fh.write(("\n" if count == 0 else ",\n") + record)
-        count += 1
+        pending.append(record)
+        if len(pending) >= batch:
+            fh.write(("\n" if count == 0 else ",\n") + ",\n".join(pending))
+            count += len(pending)
+            pending = []
+    if pending:
+        fh.write(("\n" if count == 0 else ",\n") + ",\n".join(pending))
+        count += len(pending)
     fh.write("\n]\n" if count else "]\n")
     return count
 
