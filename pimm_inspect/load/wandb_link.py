@@ -73,12 +73,10 @@ def run_provenance(c: Collected) -> Provenance:
 def wandb_events(c: Collected) -> list[LogEvent]:
     """Tracebacks in W&B console output (files/output.log), as events naming that file and line.
 
-    In a W&B-only run each folder is one attempt (in start order, as ``attempts`` numbers them).
+    The attempt is set where each folder is one attempt (a W&B-only run, or one id over several folders).
     """
-    ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
-    events: list[LogEvent] = []
-    for index, run in enumerate(ordered, start=1):
-        for where, line_no, text in getattr(run, "tracebacks", ()):
-            events.append(LogEvent("traceback", text, where, line_no, "ERROR",
-                                   attempt=index if c.kind == "wandb" else None))
-    return events
+    from .run_configs import folder_attempts
+
+    attempts = folder_attempts(c)
+    return [LogEvent("traceback", text, where, line_no, "ERROR", attempt=attempts.get(run.rel_path))
+            for run in c.wandb_runs for where, line_no, text in getattr(run, "tracebacks", ())]
