@@ -162,9 +162,12 @@ class ConfigDoc:
 
     path: str
     kind: str
-    """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args."""
+    """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args, log_config
+    (an attempt's ``Config:`` dump in train.log)."""
     data: Mapping[str, Any] | None = None
     text: str | None = None
+    attempt: int | None = None
+    """The attempt the document belongs to (train.log dumps, W&B folders); None when it is the run's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +185,12 @@ class Provenance:
     created_at: str | None = None
     source: str | None = None
     """File the provenance came from, relative to the run root."""
+    git_remote: str | None = None
+    """The git remote URL, when recorded (W&B's wandb-metadata.json)."""
+    python: str | None = None
+    """Interpreter as recorded (``CPython 3.11.7``); None when absent."""
+    gpu: str | None = None
+    """GPU model (with count) as recorded; None when absent or no GPU."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +232,19 @@ class WandbInfo:
     display_name: str | None = None
     local_dirs: tuple[str, ...] = ()
     url: str | None = None
+    """The run page as it exists now; None for a never-synced offline run or a run the server rejected."""
     sync_command: str | None = None
+    """One ``wandb sync`` covering every never-synced local folder of the run, by absolute path."""
+    mode: str | None = None
+    """online, offline, unknown (local folders give no sign either way), or None without local folders."""
+    url_after_sync: str | None = None
+    """Where a never-synced offline run will be once synced (entity known)."""
+    entity_source: str | None = None
+    """The file the entity was read from (run record, settings, debug.log, resolved config)."""
+    server_rejection: str | None = None
+    """The server refused to create the run (e.g. HTTP 404 ``entity x not found during upsertBucket``)."""
+    link_note: str | None = None
+    """Why there is no link, where the entity came from, or that the host is assumed; None when plain."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -277,37 +298,18 @@ class Run:
         """The first config document of a kind, or None."""
         return next((c for c in self.configs if c.kind == kind), None)
 
-    def scalars(self) -> Any:  # a pandas.DataFrame (pandas is imported only here)
-        """Tidy DataFrame with columns tag, step, value, wall_time, attempt, source."""
-        import pandas as pd  # heavy (~0.5 s): only the Python API's DataFrames need it
+    def scalars(self, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+                all_sources: bool = False) -> Any:  # a pandas.DataFrame
+        """Tidy DataFrame (tag, step, value, wall_time, attempt, source): one row per (tag, step, attempt).
 
-        frames = []
-        for s in self.series:
-            n = len(s)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "tag": np.full(n, s.tag, dtype=object),
-                        "step": s.steps,
-                        "value": s.values,
-                        "wall_time": s.wall_times_s,
-                        "attempt": pd.array([s.attempt] * n, dtype="Int64"),
-                        "source": np.full(n, s.source, dtype=object),
-                    }
-                )
-            )
-        if not frames:
-            return pd.DataFrame(
-                {
-                    "tag": pd.Series(dtype=object),
-                    "step": pd.Series(dtype="int64"),
-                    "value": pd.Series(dtype="float64"),
-                    "wall_time": pd.Series(dtype="float64"),
-                    "attempt": pd.Series(dtype="Int64"),
-                    "source": pd.Series(dtype=object),
-                }
-            )
-        return pd.concat(frames, ignore_index=True)
+        ``tags`` are globs; ``policy`` is all/newest/oldest for replayed steps; each tag comes from its
+        preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
+        as ``pimm-inspect export`` and the point counts of ``show --json``.
+        """
+        # The row rules live in analysis (shared with export and show); imported here only when called.
+        from .analysis.scalar_rows import scalar_rows, to_frame
+
+        return to_frame(scalar_rows(self, tags, policy, all_sources))
 
 
 def make_series(

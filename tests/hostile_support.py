@@ -1,8 +1,10 @@
 """Run the CLI on a hostile input in a fresh process, with a time ceiling and a memory ceiling.
 
 The process gets a hard address-space limit (so a regression fails the test instead of swapping the
-machine) and its peak resident memory is measured with ``wait4``; ``-P`` keeps the cwd (which may be a
-hostile run) off ``sys.path``.
+machine) and its peak resident memory is its own high-water mark (``VmHWM``, written at exit by a small
+``runpy`` wrapper: ``wait4``'s ``ru_maxrss`` of a forked child also counts the pages of the parent it was forked
+from, so a large pytest process made every child look large); ``-P`` keeps the cwd (which may be a hostile run)
+off ``sys.path``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ class Outcome:
     seconds: float
 
 
+PEAK_WRAPPER = (
+    "import atexit, os, runpy, sys\n"
+    "def _peak():\n"
+    "    with open('/proc/self/status') as status, open(os.environ['HOSTILE_PEAK_FILE'], 'w') as out:\n"
+    "        out.write(next(line.split()[1] for line in status if line.startswith('VmHWM:')))\n"
+    "atexit.register(_peak)\n"
+    "sys.argv = [sys.argv[1]] + sys.argv[2:]\n"
+    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)\n"
+)
+"""``python -m MODULE ARGS`` as ``python -c PEAK_WRAPPER MODULE ARGS``: same ``sys.path`` rules (``-c`` and ``-m``
+both put the cwd first unless ``-P``), plus the process's own peak RSS in KiB written at exit."""
+
+
 def _limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
 
@@ -40,9 +55,12 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 60, python_fla
     """``python -P -m pimm_inspect ARGS`` in ``cwd``; returns output, peak RSS (MB, from ``wait4``) and wall time."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=str(REPO),
                NO_COLOR="1", COLUMNS="160")
+    peak = tempfile.NamedTemporaryFile("w+", delete=False)
+    peak.close()
+    env["HOSTILE_PEAK_FILE"] = peak.name
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, *python_flags, "-m", module, *args], cwd=cwd, env=env,
+        proc = subprocess.Popen([sys.executable, *python_flags, "-c", PEAK_WRAPPER, module, *args], cwd=cwd, env=env,
                                 stdout=out, stderr=err, text=True, preexec_fn=_limit)
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
@@ -57,7 +75,14 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 60, python_fla
         stdout, stderr = out.read(), err.read()
     if seconds >= timeout:
         raise AssertionError(f"{' '.join(args)}: killed after {timeout} s\n{stderr[-2000:]}")
-    return Outcome(proc.returncode, stdout, stderr, usage.ru_maxrss / 1024, seconds)
+    try:
+        peak_kib = float(Path(peak.name).read_text() or "nan")
+    except (OSError, ValueError):
+        peak_kib = float("nan")  # killed before exit: the time ceiling above has already failed the test
+    finally:
+        os.unlink(peak.name)
+    del usage
+    return Outcome(proc.returncode, stdout, stderr, peak_kib / 1024, seconds)
 
 
 HOSTILE = REPO / "tests" / "data" / "hostile"

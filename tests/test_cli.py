@@ -109,6 +109,10 @@ def test_export_csv_and_parquet(tmp_path):
     result = run_cli("export", RUNS / "e2_rollback", "--format", "csv", "-o", out, "--tag", "train_batch/loss")
     assert result.exit_code == 0
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert all(r["source"].startswith("events") for r in rows) and len(rows) == 125  # the preferred source only
+    assert run_cli("export", RUNS / "e2_rollback", "--format", "csv", "-o", out, "--tag", "train_batch/loss",
+                   "--all-sources").exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert {r["source"] for r in rows} >= {"train.log"}
     tb_rows = [r for r in rows if r["source"].startswith("events")]
     assert len(tb_rows) == 125

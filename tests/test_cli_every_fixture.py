@@ -45,8 +45,12 @@ def test_every_command_on_every_fixture(path, loaded, tmp_path):
         out = tmp_path / "all.csv"
         assert invoke("export", path, "--format", "csv", "-o", out).exit_code == 0
         rows = list(csv.DictReader(io.StringIO(out.read_text())))
-        assert len(rows) == sum(len(s) for s in run.series)
+        # One row per (tag, step, attempt) of each tag's preferred source: the points show --json counts.
+        assert len(rows) == sum(info["points"] for info in show["scalars"].values())
         assert {r["tag"] for r in rows} == set(tags)
+        assert invoke("export", path, "--format", "csv", "-o", out, "--all-sources").exit_code == 0
+        every = list(csv.DictReader(io.StringIO(out.read_text())))
+        assert {(r["tag"], r["source"]) for r in every} == {(s.tag, s.source) for s in run.series if len(s)}
 
     config = invoke("config", path, "--flat")
     if any(doc.data is not None or doc.text for doc in run.configs):

@@ -93,7 +93,9 @@ def test_clean_run_identity_config_and_values():
 def test_offline_url_and_sync_command():
     r = _read("wandb_clean")
     assert r.url is None and r.base_url is None
-    assert r.sync_command == f"wandb sync {r.rel_path}"
+    # The folder by absolute path, so the command works from any directory.
+    assert r.sync_command == f"wandb sync {(RUNS / 'wandb_clean' / r.rel_path).as_posix()}"
+    assert r.link.mode == "offline" and r.link.url_after_sync is None
 
 
 def test_url_from_settings_file_and_caller_base(tmp_path):
@@ -102,10 +104,14 @@ def test_url_from_settings_file_and_caller_base(tmp_path):
         "[default]\nbase_url = https://wandb.example.org/\nentity = team\n")
     r = read_wandb_run(run, f"wandb/{run.name}")
     assert r.entity == "team" and r.base_url == "https://wandb.example.org/"
-    assert r.url == "https://wandb.example.org/team/pimm-fixtures/runs/clean001"
-    assert r.sync_command is None
+    # Never synced: the page does not exist yet, so no url, but where it will be and the command to get it there.
+    assert r.url is None and r.link.url_after_sync == "https://wandb.example.org/team/pimm-fixtures/runs/clean001"
+    assert r.sync_command == f"wandb sync {run.as_posix()}"
     r = read_wandb_run(run, f"wandb/{run.name}", base_url="https://api.wandb.ai")
-    assert r.url == "https://wandb.ai/team/pimm-fixtures/runs/clean001"
+    assert r.link.url_after_sync == "https://wandb.ai/team/pimm-fixtures/runs/clean001"
+    (run / f"run-{r.run_id}.wandb.synced").write_text("")  # what `wandb sync` leaves: now the link is live
+    r = read_wandb_run(run, f"wandb/{run.name}")
+    assert r.url == "https://wandb.example.org/team/pimm-fixtures/runs/clean001" and r.sync_command is None
 
 
 # --- step semantics ---------------------------------------------------------------------------

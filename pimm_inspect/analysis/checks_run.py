@@ -21,12 +21,14 @@ def check_crashed(run: Run) -> list[Finding]:
         detail = att.end_detail or "a traceback"
         tb = next((e for e in run.events if e.kind == "traceback" and e.attempt == att.index), None)
         slurm = next((s for s in att.sources if s in slurm_paths), None)
-        where = f"{tb.source}:{tb.line_no}" if tb else (slurm or "train.log")
+        # Name the file the evidence is in: a W&B-only run has no train.log.
+        fallback = slurm or next((s for s in att.sources if s == "train.log"), None) or next(iter(att.sources), "train.log")
+        where = f"{tb.source}:{tb.line_no}" if tb else fallback
         findings.append(Finding(
             "run.crashed", Severity.ERROR if last else Severity.WARNING,
             f"attempt {att.index} crashed at step {att.last_step}: {detail}" if att.last_step is not None
             else f"attempt {att.index} crashed: {detail}",
-            (tb.source,) if tb else ((slurm or "train.log"),),
+            (tb.source,) if tb else (fallback,),
             (att.last_step, att.last_step) if att.last_step is not None else None,
             (f"The traceback starts at {where}. " if tb else f"The error is in {where}. ") + ("The run did not recover." if last else
                                                    f"Attempt {att.index + 1} resumed afterwards.")))

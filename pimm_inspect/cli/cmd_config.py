@@ -1,4 +1,4 @@
-"""``pimm-inspect config RUN``: the resolved config (secrets masked), flat or as a diff."""
+"""``pimm-inspect config RUN``: the resolved config (secrets masked), per attempt, flat or as a diff."""
 
 from __future__ import annotations
 
@@ -8,68 +8,146 @@ from pathlib import Path
 
 import click
 
+from ..report.safe_text import clean
 from ._common import EXIT_USAGE, json_option, load_runs, stderr
 
-KINDS = ("resolved_config", "model_config", "config_py", "wandb_config")
+KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_config", "hf_training_args")
+"""Also the fallback order when the asked-for kind is absent."""
+PER_ATTEMPT = ("log_config", "wandb_config")
+"""Kinds that exist once per attempt (train.log's ``Config:`` dumps, W&B folders), preferred in this order."""
 
 
-def _pick(run, kind: str):
-    doc = run.config(kind)
-    if doc is None:
-        for fallback in KINDS:
-            doc = run.config(fallback)
-            if doc is not None:
-                break
-    return doc
+def _default(run) -> list:
+    """The documents shown without --kind/--attempt: the resolved config, HF's model + training arguments,
+    else every document of the first kind present (e.g. one W&B config per folder)."""
+    resolved = run.config("resolved_config")
+    if resolved is not None:
+        return [resolved]
+    if run.kind == "hf-trainer":
+        docs = [d for d in run.configs if d.kind in ("model_config", "hf_training_args")]
+        if docs:
+            return docs
+    for kind in KINDS:
+        docs = [d for d in run.configs if d.kind == kind]
+        if docs:
+            return docs
+    return []
+
+
+def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
+    """The documents asked for; exits with a usage error naming what exists when there are none."""
+    if attempt is not None:
+        docs = [d for d in run.configs if d.attempt == attempt and (kind is None or d.kind == kind)]
+        docs.sort(key=lambda d: PER_ATTEMPT.index(d.kind) if d.kind in PER_ATTEMPT else len(PER_ATTEMPT))
+        if not docs:
+            have = sorted({d.attempt for d in run.configs if d.attempt is not None})
+            stderr(f"pimm-inspect: {label} has no config for attempt {attempt}"
+                   + (f" (attempts with one: {', '.join(map(str, have))})" if have else
+                      " (no per-attempt configs: neither train.log Config: dumps nor W&B folders)"))
+            sys.exit(EXIT_USAGE)
+        return docs[:1] if kind is None else docs
+    if kind is not None:
+        docs = [d for d in run.configs if d.kind == kind]
+        if docs:
+            return docs
+        fallback = _default(run)
+        if fallback:
+            stderr(f"pimm-inspect: {label} has no {kind} document; showing {fallback[0].kind}")
+        docs = fallback
+    else:
+        docs = _default(run)
+    if not docs:
+        stderr(f"pimm-inspect: {label} has no config document")
+        sys.exit(EXIT_USAGE)
+    return docs
+
+
+def _heading(doc) -> str:
+    return clean(f"# {doc.path} ({doc.kind}" + (f", attempt {doc.attempt}" if doc.attempt is not None else "") + ")",
+                 newlines=False)
+
+
+def _entry(doc) -> dict:
+    """One document of the ``documents`` list of ``config --json`` (secrets masked)."""
+    from ..analysis.secrets import mask_text, mask_value
+
+    body = {"config": mask_value(doc.data)} if doc.data is not None else {"text": mask_text(doc.text or "")}
+    return {"path": doc.path, "kind": doc.kind, "attempt": doc.attempt, **body}
 
 
 @click.command("config")
 @click.argument("run", type=click.Path(), default=".")
-@click.option("--diff", "other", type=click.Path(), help="Show only the keys that differ from OTHER run.")
+@click.option("--diff", "other", help="Show only the keys that differ from OTHER: a run, or @N for attempt N of RUN.")
+@click.option("--attempt", type=int, help="The config attempt N started with (train.log's Config: dump, its W&B folder).")
 @click.option("--flat", is_flag=True, help="One `key = value` line per leaf.")
-@click.option("--kind", type=click.Choice(KINDS), default="resolved_config", show_default=True,
-              help="Which config document (falls back to the first present).")
+@click.option("--kind", type=click.Choice(KINDS), default=None,
+              help="Which config document (default: resolved_config; HF runs: config.json and training_args.bin).")
 @json_option
-def command(run: str, other: str | None, flat: bool, kind: str, as_json: bool) -> None:
-    """Print a run's config with secrets masked, or its differences from another run.
+def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: str | None, as_json: bool) -> None:
+    """Print a run's config with secrets masked, per attempt, or its differences from another run or attempt.
 
-    Example: pimm-inspect config exp/run-a --diff exp/run-b
+    Example: pimm-inspect config exp/run --attempt 1 --diff @2
     """
     from ..analysis.configs import flatten_config
     from ..analysis.secrets import mask_text, mask_value
     from ..report.json_doc import config_document, dumps
-    from ..report.safe_text import clean
 
     target = load_runs(run, single=True)[0]
-    doc = _pick(target, kind)
-    if doc is None:
-        stderr(f"pimm-inspect: {clean(run, newlines=False)} has no config document")
-        sys.exit(EXIT_USAGE)
+    if other and other.startswith("@"):
+        try:
+            right_attempt = int(other[1:])
+        except ValueError:
+            stderr(f"pimm-inspect: --diff {other}: give @N with N an attempt number")
+            sys.exit(EXIT_USAGE)
+        left_doc = _select(target, kind, attempt if attempt is not None else 1, run)[0]
+        right_doc = _select(target, left_doc.kind, right_attempt, run)[0]
+        _diff(run, f"{run}@{right_attempt}", left_doc, right_doc, as_json, flatten_config, mask_value, dumps,
+              (attempt if attempt is not None else 1, right_attempt))
+        return
+    docs = _select(target, kind, attempt, run)
+    doc = docs[0]
     if other:
         other_run = load_runs(other, single=True)[0]
-        other_doc = _pick(other_run, doc.kind)
-        left = flatten_config(mask_value(doc.data)) if doc.data is not None else {}
-        right = flatten_config(mask_value(other_doc.data)) if other_doc is not None and other_doc.data is not None else {}
-        keys = sorted(k for k in left.keys() | right.keys() if left.get(k, ...) != right.get(k, ...))
-        if as_json:
-            click.echo(dumps({"schema_version": 1, "left": run, "right": other, "kind": doc.kind,
-                              "differences": {k: {"left": left.get(k), "right": right.get(k)} for k in keys}}))
-            return
-        for k in keys:
-            click.echo(f"{clean(k, newlines=False)}: {json.dumps(left.get(k, '<absent>'))} -> {json.dumps(right.get(k, '<absent>'))}")
-        if not keys:
-            stderr("pimm-inspect: no differences")
-        return
-    if doc.data is None:
-        if as_json:
-            click.echo(dumps(config_document(target, Path(run), {"text": mask_text(doc.text or "")}, doc.kind)))
-        else:
-            click.echo(clean(mask_text(doc.text or "")), nl=False)
+        same = [d for d in other_run.configs if d.kind == doc.kind and (attempt is None or d.attempt == attempt)]
+        _diff(run, other, doc, same[0] if same else (_default(other_run) or [None])[0], as_json, flatten_config,
+              mask_value, dumps, None)
         return
     if as_json:
-        click.echo(dumps(config_document(target, Path(run), doc.data, doc.kind)))
-    elif flat:
-        for key, value in flatten_config(mask_value(doc.data)).items():
-            click.echo(f"{clean(key, newlines=False)} = {json.dumps(value)}")
-    else:
-        click.echo(json.dumps(mask_value(doc.data), indent=2))
+        body = doc.data if doc.data is not None else {"text": mask_text(doc.text or "")}
+        document = config_document(target, Path(run), body, doc.kind)
+        document["attempt"] = doc.attempt
+        document["source"] = doc.path
+        document["documents"] = [_entry(d) for d in docs]
+        click.echo(dumps(document))
+        return
+    for i, item in enumerate(docs):
+        if len(docs) > 1:
+            click.echo(("\n" if i else "") + _heading(item))
+        if item.data is None:
+            text = mask_text(item.text or "")
+            click.echo(clean(text), nl=not text.endswith("\n") and len(docs) > 1)
+        elif flat:
+            for key, value in flatten_config(mask_value(item.data)).items():
+                click.echo(f"{clean(key, newlines=False)} = {json.dumps(value)}")
+        else:
+            click.echo(json.dumps(mask_value(item.data), indent=2))
+
+
+def _diff(left_label: str, right_label: str, left_doc, right_doc, as_json: bool, flatten_config, mask_value, dumps,
+          attempts: tuple[int, int] | None) -> None:
+    """Keys whose values differ; in JSON ``in_left``/``in_right`` tell a missing key from a real null."""
+    left = flatten_config(mask_value(left_doc.data)) if left_doc.data is not None else {}
+    right = flatten_config(mask_value(right_doc.data)) if right_doc is not None and right_doc.data is not None else {}
+    keys = sorted(k for k in left.keys() | right.keys() if left.get(k, ...) != right.get(k, ...))
+    if as_json:
+        document = {"schema_version": 1, "left": left_label, "right": right_label, "kind": left_doc.kind,
+                    "differences": {k: {"left": left.get(k), "right": right.get(k),
+                                        "in_left": k in left, "in_right": k in right} for k in keys}}
+        if attempts is not None:
+            document["attempts"] = list(attempts)
+        click.echo(dumps(document))
+        return
+    for k in keys:
+        click.echo(f"{clean(k, newlines=False)}: {json.dumps(left.get(k, '<absent>'))} -> {json.dumps(right.get(k, '<absent>'))}")
+    if not keys:
+        stderr("pimm-inspect: no differences")

@@ -13,28 +13,26 @@ from ._common import EXIT_FINDINGS, json_option, load_runs, stderr
 @click.argument("run", type=click.Path(), default=".")
 @json_option
 def command(run: str, as_json: bool) -> None:
-    """Print the run's W&B URL; exits 1 when there is none.
+    """Print the run's W&B URL, or the `wandb sync` command of a never-synced offline run; exits 1 when neither.
 
     Example: pimm-inspect url exp/run
     """
-    from ..report.json_doc import dumps
+    from ..report.json_doc import dumps, wandb_json
     from ..report.safe_text import clean
 
     target = load_runs(run, single=True)[0]
     info = target.wandb
     if as_json:
-        click.echo(dumps({"schema_version": 1, "url": info.url, "run_ids": list(info.run_ids),
-                          "project": info.project, "entity": info.entity, "sync_command": info.sync_command}))
+        click.echo(dumps({"schema_version": 1, **wandb_json(info)}))
     elif info.url:
         click.echo(clean(info.url, newlines=False))
     elif info.sync_command:
         click.echo(clean(info.sync_command, newlines=False))
-        stderr("pimm-inspect: offline run never synced; the command above uploads it")
-    elif info.run_ids:
-        stderr(clean(f"pimm-inspect: W&B run id {', '.join(info.run_ids)} (project {info.project or '?'}) but no "
-                     "entity is recorded: open https://wandb.ai/<entity>/" + (info.project or "<project>")
-                     + f"/runs/{info.run_ids[0]}", newlines=False))
-    else:
+    elif not info.run_ids:
         stderr("pimm-inspect: this run has no W&B link (TensorBoard mode or W&B disabled)")
+    if not as_json and info.link_note:
+        stderr(clean(f"pimm-inspect: {info.link_note}", newlines=False))
+    elif not as_json and not info.url and not info.sync_command and info.run_ids:
+        stderr(clean(f"pimm-inspect: W&B run id {', '.join(info.run_ids)} but no link can be formed", newlines=False))
     if not info.url and not info.sync_command:
         sys.exit(EXIT_FINDINGS)

@@ -7,11 +7,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..model import Attempt, CheckpointInfo, Finding, Run, Severity, WandbInfo
+from ..model import Attempt, CheckpointInfo, Finding, Run, Severity
 from . import evidence
 from .attempts import attempts_and_series, finish_attempts
 from .collect import Collected, collect
 from .discover import classify_dir
+from .run_configs import extra_configs
+from .wandb_link import run_provenance, wandb_events, wandb_info
 
 LIVE_WINDOW_S = 900.0
 """A run whose newest file changed this recently (and agrees with its own clock) may still be running."""
@@ -38,11 +40,11 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> R
         name=root.name,
         attempts=tuple(attempts),
         series=tuple(evidence.with_source_kinds(series, {s.path: s.kind for s in c.sources})),
-        events=tuple(c.train_log.events) if c.train_log is not None else (),
+        events=(tuple(c.train_log.events) if c.train_log is not None else ()) + tuple(wandb_events(c)),
         checkpoints=tuple(checkpoints),
-        configs=tuple(c.configs) + _extra_configs(c),
-        provenance=c.provenance,
-        wandb=_wandb_info(c, checkpoints),
+        configs=tuple(c.configs) + extra_configs(c),
+        provenance=run_provenance(c),
+        wandb=wandb_info(c, checkpoints),
         findings=tuple(_dedupe(c.findings)),
         sources=tuple(sorted(c.sources, key=lambda s: s.path)),
         event_files=evidence.event_files(c),
@@ -142,40 +144,7 @@ def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> str | None:
     return None
 
 
-def _wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
-    ids: list[str] = []
-    for run in c.wandb_runs:
-        if run.run_id and run.run_id not in ids:
-            ids.append(run.run_id)
-    for ck in sorted(checkpoints, key=lambda k: (k.global_step or -1)):
-        if ck.wandb_run_id and ck.wandb_run_id not in ids:
-            ids.append(ck.wandb_run_id)
-    resolved = next((d.data for d in c.configs if d.kind == "resolved_config"), None) or {}
-    project = next((r.project for r in c.wandb_runs if r.project), None) or _str(resolved.get("wandb_project"))
-    if project is None and resolved.get("use_wandb") and ids:
-        project = "pimm"  # pimm's default W&B project (spec 4.4)
-    entity = next((r.entity for r in c.wandb_runs if r.entity), None) or _str(resolved.get("wandb_entity"))
-    base = next((r.base_url for r in c.wandb_runs if getattr(r, "base_url", None)), None) or "https://wandb.ai"
-    name = next((r.display_name for r in c.wandb_runs if r.display_name), None) or _str(resolved.get("wandb_run_name"))
-    local_dirs = tuple(r.rel_path for r in c.wandb_runs)
-    url = f"{base.rstrip('/')}/{entity}/{project}/runs/{ids[0]}" if ids and entity and project else None
-    sync = None
-    if url is None:
-        sync = next((r.sync_command for r in c.wandb_runs if getattr(r, "sync_command", None)), None)
-    return WandbInfo(run_ids=tuple(ids), project=project, entity=entity, base_url=base, display_name=name,
-                     local_dirs=local_dirs, url=url, sync_command=sync)
-
-
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
-
-def _extra_configs(c: Collected) -> tuple:
-    from ..model import ConfigDoc
-
-    docs = []
-    for run in c.wandb_runs:
-        if getattr(run, "config", None):
-            docs.append(ConfigDoc(path=run.rel_path, kind="wandb_config", data=dict(run.config)))
-    return tuple(docs)
 

@@ -153,6 +153,11 @@ def _read_train_log(c: Collected) -> None:
     c.train_log = result
     c.findings += result.findings
     c.sources.append(_source(c.root, path, "train_log", result.end_offset))
+    from ..sources.config_dump import read_config_dumps  # each attempt's Config: dump (issue 12)
+
+    dumps, findings = read_config_dumps(path, "train.log", result.segments)
+    c.configs += dumps
+    c.findings += findings
 
 
 def _event_file_order(item: tuple[str, Any, Any]) -> tuple[float, float, str]:
@@ -269,5 +274,8 @@ def _read_hf(c: Collected) -> None:
     result = read_hf_trainer_dir(c.root, c.root)
     c.hf = result
     c.findings += result.findings
+    known = {s.path for s in c.sources}
+    # Its state files (checkpoint-N/trainer_state.json too) and runs/* event files: series name these sources.
+    c.sources += [s for s in result.sources if s.path not in known and s.path != "trainer_state.json"]
     if (c.root / "trainer_state.json").exists():
         c.sources.append(_source(c.root, c.root / "trainer_state.json", "hf_trainer"))

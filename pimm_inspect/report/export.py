@@ -1,38 +1,63 @@
-"""Tidy scalar tables for ``export`` (pandas, imported lazily)."""
+"""Tidy scalar tables for ``export`` (pandas, imported lazily) and an exact JSON writer."""
 
 from __future__ import annotations
 
-import fnmatch
+import json
+from typing import IO, Iterator
 
+import numpy as np
 
-from ..analysis.curves import merge
+from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows, scalar_rows, to_frame
 from ..model import Run
 
-
-def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all"):  # -> pandas.DataFrame
-    """Columns tag, step, value, wall_time, attempt, source; ``policy`` dedupes replayed steps per tag and source."""
-    import pandas as pd  # ~0.5 s: only export and the Python API build DataFrames
-
-    frame = run.scalars()
-    if tags:
-        frame = frame[frame["tag"].map(lambda t: any(fnmatch.fnmatchcase(t, p) for p in tags))]
-    if policy == "all" or frame.empty:
-        return frame.reset_index(drop=True)
-    parts = []
-    for (tag, _kind), group in _groups(run, tags):
-        for s in merge(group, policy):
-            parts.append(pd.DataFrame({"tag": tag, "step": s.steps, "value": s.values, "wall_time": s.wall_times_s,
-                                       "attempt": pd.array([pd.NA] * len(s), dtype="Int64"),
-                                       "source": s.source}))
-    return pd.concat(parts, ignore_index=True) if parts else frame.iloc[0:0]
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+"""JSON has no NaN/inf: a non-finite ``value`` is written as one of these strings (what ``float()`` reads back)."""
 
 
-def _groups(run: Run, tags: tuple[str, ...]):
-    from ..analysis.curves import source_kind
+def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all", all_sources: bool = False):
+    """Columns tag, step, value, wall_time, attempt, source: one row per (tag, step, attempt) after ``policy``."""
+    return to_frame(scalar_rows(run, tags, policy, all_sources))
 
-    groups: dict[tuple[str, str], list] = {}
-    for s in run.series:
-        if tags and not any(fnmatch.fnmatchcase(s.tag, p) for p in tags):
+
+def _floats(array, non_finite) -> list[str]:
+    """Each float as ``repr`` text (the shortest that reads back to the same double); non-finite via ``non_finite``."""
+    texts = list(map(float.__repr__, array.tolist()))
+    for i in np.flatnonzero(~np.isfinite(array)).tolist():
+        texts[i] = non_finite(texts[i])
+    return texts
+
+
+def json_records(rows: list[TagRows]) -> Iterator[str]:
+    """One JSON object per row; floats by ``repr``, NaN/inf values as the documented strings."""
+    for block in rows:
+        if not len(block):
             continue
-        groups.setdefault((s.tag, source_kind(run, s)), []).append(s)
-    return sorted(groups.items())
+        sources = [json.dumps(s, ensure_ascii=False) for s in block.sources]
+        head = '{"tag": ' + json.dumps(block.tag, ensure_ascii=False) + ', "step": '
+        values = _floats(block.values, lambda text: f'"{NON_FINITE[text]}"')
+        walls = _floats(block.wall_times_s, lambda _text: "null")
+        attempts = ["null" if a == NO_ATTEMPT else str(a) for a in block.attempts.tolist()]
+        files = [sources[i] for i in block.source_index.tolist()]
+        for step, value, wall, attempt, source in zip(block.steps.tolist(), values, walls, attempts, files):
+            yield f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, "source": {source}}}'
+
+
+def write_json(rows: list[TagRows], fh: IO[str], batch: int = 10_000) -> int:
+    """Write the rows as one JSON array (streamed in batches, one object per line); returns the row count."""
+    count = 0
+    pending: list[str] = []
+    fh.write("[")
+    for record in json_records(rows):
+        pending.append(record)
+        if len(pending) >= batch:
+            fh.write(("\n" if count == 0 else ",\n") + ",\n".join(pending))
+            count += len(pending)
+            pending = []
+    if pending:
+        fh.write(("\n" if count == 0 else ",\n") + ",\n".join(pending))
+        count += len(pending)
+    fh.write("\n]\n" if count else "]\n")
+    return count
+
+
+__all__ = ["COLUMNS", "NON_FINITE", "json_records", "scalar_frame", "write_json"]

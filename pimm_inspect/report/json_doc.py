@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..analysis.curves import SOURCE_PRIORITY, source_kind
+from ..analysis.scalar_rows import scalar_rows
 from ..analysis.secrets import mask_text, mask_value
-from ..model import Finding, Run, ScalarSeries
+from ..model import Finding, Run, WandbInfo
 from .run_facts import last_step, started_at_iso
 from .safe_text import clean_json
 
@@ -34,20 +34,17 @@ def _num(value: Any) -> Any:
 
 
 def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
-    """Per tag: point count, first and last step, from the preferred source kind (metric writer before train.log)."""
-    by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
-    for s in run.series:
-        by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
+    """Per tag: point count, first and last step, from the preferred source kind (metric writer before train.log).
+
+    ``points`` counts the rows ``export`` writes (one per step and attempt), so the two always agree.
+    """
     summary = {}
-    for tag in sorted(by_tag):
-        kinds = by_tag[tag]
-        kind = next((k for k in SOURCE_PRIORITY if k in kinds), next(iter(kinds)))
-        group = [s for s in kinds[kind] if len(s)]
-        summary[tag] = {
-            "points": sum(len(s) for s in group),
-            "first_step": min((int(s.steps.min()) for s in group), default=None),
-            "last_step": max((int(s.steps.max()) for s in group), default=None),
-            "source": kind,
+    for rows in scalar_rows(run):
+        summary[rows.tag] = {
+            "points": len(rows),
+            "first_step": int(rows.steps.min()) if len(rows) else None,
+            "last_step": int(rows.steps.max()) if len(rows) else None,
+            "source": rows.kind,
         }
     return summary
 
@@ -77,15 +74,14 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "size_bytes": ck.size_bytes, "resume_candidate": ck.resume_candidate,
             "best_metric_value": _num(ck.best_metric_value),
         } for ck in run.checkpoints],
-        "wandb": {
-            "run_ids": list(run.wandb.run_ids), "url": run.wandb.url, "project": run.wandb.project,
-            "entity": run.wandb.entity, "sync_command": run.wandb.sync_command,
-        },
+        "wandb": wandb_json(run.wandb),
         "provenance": {
             "git_commit": prov.git_commit, "git_dirty": prov.git_dirty, "host": prov.host,
             "command": mask_text(prov.command) if prov.command else None,
             "launch_command": mask_text(prov.launch_command) if prov.launch_command else None,
             "created_at": prov.created_at, "source": prov.source,
+            "git_remote": mask_text(prov.git_remote) if prov.git_remote else None,
+            "python": prov.python, "gpu": prov.gpu,
         },
         "findings": _finding_counts(run.findings),
         "notes": run_notes(run),
@@ -98,6 +94,14 @@ def ls_run(run: Run, base: Path) -> dict[str, Any]:
     keep = ("path", "name", "kind", "era", "status", "findings")
     return {k: v for k, v in show_run(run, base).items() if k in keep} | {
         "attempts": len(run.attempts), "last_step": last_step(run), "wandb_run_ids": list(run.wandb.run_ids)}
+def wandb_json(info: WandbInfo) -> dict[str, Any]:
+    """The ``wandb`` object of ``show --json`` (and the body of ``url --json``)."""
+    return {
+        "run_ids": list(info.run_ids), "url": info.url, "project": info.project, "entity": info.entity,
+        "sync_command": info.sync_command, "mode": info.mode, "url_after_sync": info.url_after_sync,
+        "entity_source": info.entity_source, "server_rejection": info.server_rejection,
+        "link_note": mask_text(info.link_note) if info.link_note else None,
+    }
 
 
 def run_notes(run: Run) -> list[str]:
@@ -116,8 +120,8 @@ def run_notes(run: Run) -> list[str]:
         if axes:
             notes.append(f"{wrun.path}: curves are plotted against the step metric {', '.join(sorted(axes))} "
                          "(define_metric), not W&B's internal _step.")
-        if wrun.sync_command and not wrun.synced:
-            notes.append(f"{wrun.path} was never synced; upload it with `{wrun.sync_command}`.")
+    if run.wandb.link_note:
+        notes.append(f"W&B: {run.wandb.link_note}.")
     return [mask_text(n) for n in notes]
 
 

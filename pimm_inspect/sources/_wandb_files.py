@@ -22,6 +22,9 @@ DROPPED_STEP_WARNING = re.compile(
     r"Steps must be monotonically increasing, so this data will be ignored\.[^\n]*")
 """wandb-core's console warning (wandb 0.31) when ``run.log(step=...)`` goes backwards."""
 _CORE_DROP = re.compile(r'ignoring partial history record"[^\n]*?"step":(\d+)[^\n]*?"current":(\d+)')
+_FINISHING = re.compile(r"\] finishing run ([^\s/]+)/([^\s/]+)/([A-Za-z0-9_-]+)\s*$", re.M)
+"""debug.log's ``finishing run entity/project/id`` (online runs; offline ones print ``project/id``)."""
+_UNKNOWN_ENTITY = re.compile(r"entity (\S+) not found during upsertBucket")
 _RUN_URL = re.compile(r"https?://[^\s'\"<>]+/[^\s/'\"<>]+/[^\s/'\"<>]+/runs/([A-Za-z0-9_-]+)")
 
 _ROLES = {
@@ -130,6 +133,14 @@ class RunFiles:
     settings: dict[str, str] = field(default_factory=dict)
     """``[default]`` section of the ``settings`` file next to the run folders (base_url, entity, project)."""
     synced: bool = False
+    server_contact: str | None = None
+    """Evidence from logs/debug-internal.log that wandb-core talked to a W&B server (file and message)."""
+    server_rejection: str | None = None
+    """The server's refusal to create the run (e.g. ``entity x not found during upsertBucket``, HTTP 404)."""
+    server_api_url: str | None = None
+    """The API URL wandb-core named in debug-internal.log (only logged with HTTP errors)."""
+    finished_entity: tuple[str, str, str] | None = None
+    """(entity, project, file) from debug.log's ``finishing run entity/project/id`` line of this run."""
 
 
 def _source(path: Path, rel_path: str, kind: str, bytes_read: int = 0) -> SourceFile | None:
@@ -196,6 +207,10 @@ def read_run_files(run_dir: Path, rel_path: str, run_id: str | None) -> RunFiles
                 out.logged_urls += _urls(text, run_id)
             elif sub == "logs" and name.endswith(".log"):
                 text = _text(path, rel, out) or ""
+                if name == "debug-internal.log":
+                    _server_facts(text, rel, out)
+                elif name == "debug.log":
+                    _finishing_entity(text, rel, run_id, out)
                 out.core_dropped += [DroppedStep(int(m.group(1)), int(m.group(2)), rel, m.group(0))
                                      for m in _CORE_DROP.finditer(text)]
                 out.logged_urls += _urls(text, run_id)
@@ -204,6 +219,40 @@ def read_run_files(run_dir: Path, rel_path: str, run_id: str | None) -> RunFiles
         out.roles[prefix + marker.name] = "marker left by `wandb sync`: this run was uploaded"
     out.settings = _settings(run_dir.parent / "settings")
     return out
+
+
+def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
+    """What wandb-core's JSON-lines log says about the server: contact, rejection, API URL."""
+    import json
+
+    for line in text.splitlines():
+        if '"msg"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        message = str(entry.get("msg", ""))
+        if message.startswith(("filestream:", "api:", "runupserter:", "sender: upsert")) and out.server_contact is None:
+            status = f" ({entry['status']})" if "status" in entry else ""
+            out.server_contact = f"{rel_path}: {message}{status}"
+        if isinstance(entry.get("url"), str) and out.server_api_url is None:
+            out.server_api_url = entry["url"]
+        error = str(entry.get("error", ""))
+        if message.startswith("runupserter: failed to init run") or "upsertBucket" in error:
+            found = _UNKNOWN_ENTITY.search(error)
+            status = re.search(r"returned error (\d{3})", error)
+            reason = found.group(0) if found else error[:200]
+            out.server_rejection = f"{reason}" + (f" (HTTP {status.group(1)})" if status else "")
+
+
+def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFiles) -> None:
+    """The entity/project of an online run from debug.log's ``finishing run`` line (the run record may lack it)."""
+    for match in _FINISHING.finditer(text):
+        if run_id is None or match.group(3) == run_id:
+            out.finished_entity = (match.group(1), match.group(2), rel_path)
 
 
 def _urls(text: str, run_id: str | None) -> list[str]:

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..model import CheckpointInfo, Finding, ScalarSeries, SourceFile
+from ..model import CheckpointInfo, ConfigDoc, Finding, ScalarSeries, SourceFile
 from ._common import file_finding, rel
+from .hf_configs import attempt_training_args, read_hf_configs
+from .hf_notes import schedule_notes
 from .hf_checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, read_checkpoint_dir, weights_meta
 from .hf_state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
                        history_series, read_state)
@@ -78,7 +80,8 @@ class HfTrainerResult:
     schedule_notes: tuple[str, ...]
     findings: tuple[Finding, ...]
     sources: tuple[SourceFile, ...]
-    extras: Mapping[str, Any] = field(default_factory=dict)
+    configs: tuple[ConfigDoc, ...] = ()
+    """config.json (``model_config``) and training_args.bin (``hf_training_args``), top level else newest checkpoint."""
 
 
 def is_hf_trainer_dir(path: Path) -> bool:
@@ -208,69 +211,6 @@ def _attempts(tb_dirs: list[HfTbDir], segments: list[tuple[int, int]], log_every
     return attempts, replayed
 
 
-def _plural(n: int, word: str) -> str:
-    """'1 point' / '3 points'."""
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _schedule_notes(state: StateDoc | None, series: list[ScalarSeries], summary: Mapping[str, float],
-                    intervals: Mapping[str, int | None], declared: Mapping[str, int | None],
-                    checkpoint_steps: list[int], attempts: list[HfAttempt], replayed: tuple[tuple[int, int], ...]
-                    ) -> list[str]:
-    """Plain-words explanations of why points appear only every N steps."""
-    notes: list[str] = []
-    total = declared.get("global_step")
-    by_tag = {s.tag: s for s in series}
-    loss = by_tag.get("train/loss")
-    if loss is not None and len(loss):
-        every, said = intervals.get("logging"), declared.get("logging_steps")
-        span = f"{total} steps" if total is not None else f"steps {loss.first_step}-{loss.last_step}"
-        if every is None:
-            notes.append(f"loss was logged once (step {loss.first_step}); logging_steps={said}.")
-        elif said is None or every == said:
-            notes.append(f"loss is logged every {every} steps (logging_steps={said}), so {span} give "
-                         f"{_plural(len(loss), 'point')}; learning_rate, grad_norm and epoch share these steps.")
-        else:
-            notes.append(f"loss points are {every} steps apart although logging_steps={said}: logging_strategy "
-                         f"may be 'epoch', or an attempt used another logging_steps.")
-    evals = sorted(t for t in by_tag if t.startswith("eval/"))
-    if evals:
-        n_eval = len(by_tag[evals[0]])
-        every, said = intervals.get("eval"), declared.get("eval_steps")
-        how = f"every {every} steps" if every else "once"
-        extra = "" if every is None or said is None or every == said else \
-            f"; eval_steps={said} differs, so eval_strategy may be 'epoch'"
-        notes.append(f"eval metrics ({', '.join(evals[:3])}{', ...' if len(evals) > 3 else ''}) are computed {how} "
-                     f"(eval_steps={said}), giving {_plural(n_eval, 'point')}{extra}; they are independent of "
-                     f"logging_steps.")
-    elif state is not None:
-        notes.append("no eval_* metrics were logged: eval_strategy was 'no' or training stopped before the first "
-                     "evaluation.")
-    if checkpoint_steps:
-        every, said = intervals.get("save"), declared.get("save_steps")
-        names = ", ".join(f"checkpoint-{n}" for n in checkpoint_steps)
-        text = f"checkpoints on disk: {names}"
-        if every:
-            text += f"; they are {every} steps apart (save_steps={said})"
-            if said and every > said and every % said == 0:
-                text += ", so older ones were probably rotated away by save_total_limit"
-        notes.append(text + ".")
-    if summary:
-        notes.append(f"the last log row (train_runtime, train_loss, ...) is an end-of-training summary logged at step "
-                     f"{as_int(summary.get('step'))}, not a curve point.")
-    notes.append("steps are optimizer updates (global_step), not batches: with gradient_accumulation_steps=k one "
-                 "step covers k batches per device; epoch is fractional progress through the data.")
-    if len(attempts) > 1:
-        resumed = [a for a in attempts if a.resumed_from_checkpoint is not None]
-        how = "; ".join(f"attempt {a.index} resumed from checkpoint-{a.resumed_from_checkpoint}" for a in resumed)
-        again = ", ".join(f"{lo}-{hi}" for lo, hi in replayed)
-        notes.append(f"{len(attempts)} process starts ({how or 'resume points unknown'}). "
-                     + (f"Steps {again} were logged again: TensorBoard keeps one folder per start and shows both "
-                        "copies (W&B may too), while trainer_state.json holds one copy because HF restores "
-                        "log_history from the checkpoint." if again else ""))
-    return [n.strip() for n in notes]
-
-
 def _relative_checkpoint(recorded: Any, run_dir: Path, run_root: Path) -> str | None:
     """best_model_checkpoint as a run-relative path (HF stores it relative to the training cwd, or absolute)."""
     if not isinstance(recorded, str) or not recorded:
@@ -318,6 +258,17 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     series, summary = history_series(primary) if primary else ([], {})
     fields = primary.fields if primary else {}
     declared = {k: as_int(fields.get(k)) for k in ("logging_steps", "eval_steps", "save_steps", "global_step")}
+    configs, more = read_hf_configs(run_dir, run_root, [folder for _step, tmp, folder in sorted(found, key=lambda t: t[0])
+                                                        if not tmp])
+    findings += more
+    training_args = next((c.data for c in configs if c.kind == "hf_training_args"), None) or {}
+    declared_in: dict[str, str | None] = {}
+    for key in ("logging_steps", "eval_steps", "save_steps"):
+        # Older transformers did not write these into trainer_state.json; training_args.bin has them.
+        declared_in[key] = primary.rel_path if primary and declared[key] is not None else None
+        if declared[key] is None and as_int(training_args.get(key)) is not None:
+            declared[key] = as_int(training_args.get(key))
+            declared_in[key] = next(c.path for c in configs if c.kind == "hf_training_args")
     train_steps = [int(s) for t in ("train/loss",) for x in series if x.tag == t for s in x.steps]
     eval_steps = [int(s) for x in series if x.tag.startswith("eval/") for s in x.steps]
     checkpoint_steps = [c.dir_step for c in checkpoints if c.info.role == "checkpoint"]
@@ -333,7 +284,10 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     if primary:
         replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary])
     merged = _merge(replayed)
-    notes = _schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, merged)
+    configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
+    findings += more
+    notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, merged,
+                            tb_series, declared_in)
     final_model = None
     top_names = list_files(run_dir)[0]
     top_weights = [n for n in top_names if is_weight_file(n)]
@@ -370,4 +324,4 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
         checkpoints=tuple(checkpoints), final_model=final_model, tb_dirs=tuple(dirs), tb_series=tuple(tb_series),
         attempts=tuple(attempts), replayed=merged, inferred_intervals=intervals, schedule_notes=tuple(notes),
         findings=tuple(findings), sources=tuple(sources),
-        extras={"top_level_files": tuple(top_names), "history_segments": tuple(history_segments(primary))})
+        configs=tuple(configs))

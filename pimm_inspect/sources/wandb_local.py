@@ -10,18 +10,18 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..model import ConfigDoc, Finding, ScalarSeries, Severity, SourceFile
+from ..model import ConfigDoc, Finding, Provenance, ScalarSeries, Severity, SourceFile
 from ._common import LIMIT_EXPLANATION, UnreadableFile, file_finding, open_regular
 from ._limits import cap_depth, depth_reason
 from ._wandb_files import ConsoleCollector, ConsoleLine, DroppedStep, RunFiles, read_run_files
 from ._wandb_framing import FramingState, iter_records
 from ._wandb_history import History, MetricDefinition, build_series, loads
+from .wandb_links import FolderLink, folder_link, metadata_provenance, without_userinfo
 from ._wandb_proto import WandbProtoUnavailable, record_class
 
 __all__ = ["ConsoleLine", "DroppedStep", "MetricDefinition", "WandbRunResult", "find_wandb_dirs",
            "group_by_run_id", "read_wandb_run"]
 
-DEFAULT_BASE_URL = "https://wandb.ai"
 FEW_ROWS = 3
 """At most this many history rows counts as "few" for the only-one-point confusion."""
 RUN_DIR_PATTERN = re.compile(r"^(offline-)?run-(\d{8}_\d{6})-(.+)$")
@@ -54,7 +54,7 @@ class WandbRunResult:
     """As recorded (``settings`` file next to the folders) or passed by the caller; None if unknown."""
     url: str | None
     sync_command: str | None
-    """``wandb sync <folder>`` for runs that were never uploaded and have no entity; else None."""
+    """``wandb sync <absolute folder>`` for a never-synced offline folder; else None."""
     config: Mapping[str, Any]
     """User config (values JSON-decoded, nested keys as dicts; wandb's own ``_wandb`` key removed)."""
     summary: Mapping[str, Any]
@@ -102,6 +102,12 @@ class WandbRunResult:
     """Offset just past the last whole record of the transaction log (where a refresh continues)."""
     log_state: Any = field(default=None, repr=False)
     """The reading state to continue from when the log grows (None when it cannot be continued)."""
+    link: FolderLink | None = None
+    """Mode, entity (and where it came from), link, sync command, server rejection of this folder."""
+    provenance: Provenance | None = None
+    """Launch facts from files/wandb-metadata.json; None when the folder has none."""
+    tracebacks: tuple[tuple[str, int, str], ...] = ()
+    """(run-relative file, 1-based line of ``Traceback (most recent call last):``, the exception line) per traceback."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -293,17 +299,24 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
         state.resumable = framing.header_ok and not framing.corrupt_regions
 
 
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
+def _tracebacks(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: str | None
+                ) -> tuple[tuple[str, int, str], ...]:
+    """Where each Python traceback in the console output starts, and the exception it ends with.
 
-
-def _url(base: str | None, entity: str | None, project: str | None, run_id: str | None) -> str | None:
-    """Run page URL; cloud API hosts are mapped to the app host."""
-    if not (entity and run_id):
-        return None
-    base = (base or DEFAULT_BASE_URL).rstrip("/")
-    if base in ("https://api.wandb.ai", "http://api.wandb.ai"):
-        base = DEFAULT_BASE_URL
-    return f"{base}/{entity}/{project or 'uncategorized'}/runs/{run_id}"
+    files/output.log is named when present (it is what a user opens); else the transaction log's output records.
+    """
+    if files.output_log is not None:
+        lines, total, source = list(files.output_log.lines), files.output_log.total, files.output_log.source
+    else:
+        source = log_rel or ""
+    first_no = total - len(lines) + 1
+    found: list[tuple[str, int, str]] = []
+    for i, line in enumerate(lines):
+        if line.text.startswith("Traceback (most recent call last):"):
+            end = next((j for j in range(i + 1, min(len(lines), i + 500))
+                        if lines[j].text and not lines[j].text.startswith((" ", "\t"))), None)
+            found.append((source, first_no + i, lines[end].text[:300] if end is not None else "a traceback"))
+    return tuple(found[-20:])
 
 
 def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
@@ -335,14 +348,17 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     steps = np.asarray(state.history.steps, dtype=np.int64)
     first_step = int(steps[0]) if len(steps) else None
 
-    entity = run.get("entity") or files.settings.get("entity")
-    project = run.get("project") or files.settings.get("project")
-    recorded_base = base_url or files.settings.get("base_url")
-    recorded_base = _USERINFO.sub(r"\1", recorded_base) if recorded_base else recorded_base
-    url = _url(recorded_base, entity, project, run_id) or (files.logged_urls[-1] if files.logged_urls else None)
-    url = _USERINFO.sub(r"\1", url) if url else url  # a run link never needs the settings' user:password
     offline = state.offline or bool(name_match and name_match.group(1))
-    sync_command = f"wandb sync {rel_path}" if url is None and not files.synced else None
+    link = folder_link(run_dir, prefix, run, files, run_id, offline, log_rel, base_url)
+    entity = link.entity
+    project = run.get("project") or files.settings.get("project") or (
+        files.finished_entity[1] if files.finished_entity else None)
+    recorded_base = base_url or files.settings.get("base_url") or link.base_url
+    recorded_base = without_userinfo(recorded_base) if recorded_base else recorded_base
+    url = link.url or (files.logged_urls[-1] if files.logged_urls and not link.server_rejection
+                       and not link.sync_command else None)
+    url = without_userinfo(url) if url else url  # a run link never needs the settings' user:password
+    sync_command = link.sync_command
 
     config = _nested(state.config)
     config.pop("_wandb", None)  # wandb's own bookkeeping, not the user's config
@@ -381,4 +397,6 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         file_roles=roles, sources=tuple(sources), findings=tuple(state.findings + files.findings + limit_findings),
         # Only a log without its exit record can still grow: keep the state to continue from.
         end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
+        link=link, provenance=metadata_provenance(files.metadata, prefix + "files/wandb-metadata.json"),
+        tracebacks=_tracebacks(files, console_lines, console_total, log_rel),
     )

@@ -1,0 +1,133 @@
+"""The rows of a run's scalar table: one per (tag, step, attempt) after the overlap policy, shared by export,
+``Run.scalars()`` and ``show --json``'s point counts, so they always agree.
+
+For each tag the preferred source kind is used (``SOURCE_PRIORITY``: event files, then W&B, then the
+Trainer state, then train.log), unless ``all_sources`` asks for every kind (the policy then applies within
+each kind). ``all``: every (step, attempt) once, the latest point a writer logged for it winning (as
+TensorBoard's loader does within one file); ``newest``/``oldest``: every step once, from the latest/earliest
+writer (the same choice as ``curves.merge``). Each row keeps the file it came from and its attempt.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Run, ScalarSeries
+from ._facts import SOURCE_PRIORITY, source_kind
+from .curves import POLICIES
+
+NO_ATTEMPT = -1
+"""``attempts`` value of a row whose source does not say which attempt wrote it."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TagRows:
+    """The selected rows of one tag from one source kind, sorted by step then attempt."""
+
+    tag: str
+    kind: str
+    steps: np.ndarray
+    values: np.ndarray
+    wall_times_s: np.ndarray
+    attempts: np.ndarray
+    """int64 1-based attempt per row; ``NO_ATTEMPT`` where unknown."""
+    source_index: np.ndarray
+    """int64 index into ``sources`` per row."""
+    sources: tuple[str, ...]
+    """Run-relative files the rows came from."""
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+
+def _writer_order(series: list[ScalarSeries]) -> list[ScalarSeries]:
+    """Writer order: attempt first (None sorts by position), then position in the run (as ``curves.merge``)."""
+    keyed = sorted(((s.attempt if s.attempt is not None else i, i), s) for i, s in enumerate(series))
+    return [s for _, s in keyed]
+
+
+def select_rows(tag: str, kind: str, series: list[ScalarSeries], policy: str = "all") -> TagRows:
+    """Apply the overlap policy to one tag's series of one source kind, keeping each row's file and attempt."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    ordered = [s for s in _writer_order(series) if len(s)]
+    sources = tuple(dict.fromkeys(s.source for s in ordered))
+    if not ordered:
+        empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return TagRows(tag, kind, empty_i, empty_f, empty_f, empty_i, empty_i, sources)
+    rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
+    steps = np.concatenate([s.steps for s in ordered])
+    attempts = np.concatenate([np.full(len(s), NO_ATTEMPT if s.attempt is None else s.attempt, dtype=np.int64)
+                               for s in ordered])
+    source_index = np.concatenate([np.full(len(s), sources.index(s.source), dtype=np.int64) for s in ordered])
+    position = np.arange(steps.shape[0], dtype=np.int64)
+    if policy == "all":
+        # One row per (step, attempt): sort so the latest write of each pair comes last, keep that one.
+        order = np.lexsort((position, rank, attempts, steps))
+        s_sorted, a_sorted = steps[order], attempts[order]
+        keep = np.ones(order.shape[0], dtype=bool)
+        keep[:-1] = (s_sorted[1:] != s_sorted[:-1]) | (a_sorted[1:] != a_sorted[:-1])
+    else:
+        order = np.lexsort((position, rank, steps))
+        s_sorted = steps[order]
+        keep = np.ones(order.shape[0], dtype=bool)
+        if policy == "newest":
+            keep[:-1] = s_sorted[1:] != s_sorted[:-1]
+        else:
+            keep[1:] = s_sorted[1:] != s_sorted[:-1]
+    chosen = order[keep]
+    values = np.concatenate([s.values for s in ordered])[chosen]
+    walls = np.concatenate([s.wall_times_s for s in ordered])[chosen]
+    return TagRows(tag, kind, steps[chosen], values, walls, attempts[chosen], source_index[chosen], sources)
+
+
+def tag_matches(tag: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """True when no patterns are given or the tag matches one of the globs."""
+    return not patterns or any(fnmatch.fnmatchcase(tag, p) for p in patterns)
+
+
+def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] = (), policy: str = "all",
+                all_sources: bool = False) -> list[TagRows]:
+    """The scalar table of a run, tag by tag (sorted), preferred source kind only unless ``all_sources``."""
+    if isinstance(tags, str):
+        tags = (tags,)
+    by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
+    for s in run.series:
+        if tag_matches(s.tag, tags):
+            by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
+    out: list[TagRows] = []
+    for tag in sorted(by_tag):
+        kinds = by_tag[tag]
+        ranked = sorted(kinds, key=lambda k: SOURCE_PRIORITY.index(k) if k in SOURCE_PRIORITY else len(SOURCE_PRIORITY))
+        if not all_sources:
+            with_points = [k for k in ranked if any(len(s) for s in kinds[k])]
+            ranked = with_points[:1] or ranked[:1]
+        out += [select_rows(tag, kind, kinds[kind], policy) for kind in ranked]
+    return out
+
+
+COLUMNS = ("tag", "step", "value", "wall_time", "attempt", "source")
+
+
+def to_frame(rows: list[TagRows]):  # -> pandas.DataFrame
+    """The tidy DataFrame of ``Run.scalars()`` and ``export``: tag, step, value, wall_time, attempt, source."""
+    import pandas as pd  # heavy (~0.5 s): only the Python API and export build DataFrames
+
+    parts = []
+    for block in rows:
+        if not len(block):
+            continue
+        attempt = pd.array(np.where(block.attempts == NO_ATTEMPT, 0, block.attempts), dtype="Int64")
+        attempt[block.attempts == NO_ATTEMPT] = pd.NA
+        parts.append(pd.DataFrame({
+            "tag": np.full(len(block), block.tag, dtype=object), "step": block.steps, "value": block.values,
+            "wall_time": block.wall_times_s, "attempt": attempt,
+            "source": np.asarray(block.sources, dtype=object)[block.source_index]}))
+    if not parts:
+        return pd.DataFrame({"tag": pd.Series(dtype=object), "step": pd.Series(dtype="int64"),
+                             "value": pd.Series(dtype="float64"), "wall_time": pd.Series(dtype="float64"),
+                             "attempt": pd.Series(dtype="Int64"), "source": pd.Series(dtype=object)})
+    return pd.concat(parts, ignore_index=True)

@@ -1,0 +1,28 @@
+"""Config documents that come with reader results: one W&B config per local folder (with its attempt), HF configs."""
+
+from __future__ import annotations
+
+from ..model import ConfigDoc
+from .collect import Collected
+
+
+def folder_attempts(c: Collected) -> dict[str, int]:
+    """W&B folder -> attempt, where each folder is one process start (as ``attempts`` numbers them).
+
+    A W&B-only run, or several folders sharing one run id (a requeued or resumed run), in start order.
+    """
+    runs = list(c.wandb_runs)
+    if not runs or not (c.kind == "wandb" or (len(runs) > 1 and len({r.run_id for r in runs}) == 1)):
+        return {}
+    ordered = sorted(runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+    return {r.rel_path: i for i, r in enumerate(ordered, start=1)}
+
+
+def extra_configs(c: Collected) -> tuple[ConfigDoc, ...]:
+    """Each W&B folder's config (``wandb_config``, attempt set when known), then the HF Trainer documents."""
+    attempts = folder_attempts(c)
+    docs = [ConfigDoc(path=run.rel_path, kind="wandb_config", data=dict(run.config), attempt=attempts.get(run.rel_path))
+            for run in c.wandb_runs if getattr(run, "config", None)]
+    if c.hf is not None:
+        docs += list(getattr(c.hf, "configs", ()))
+    return tuple(docs)
