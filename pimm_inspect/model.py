@@ -152,7 +152,7 @@ class ConfigDoc:
 
     path: str
     kind: str
-    """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args."""
+    """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args, lightning_hparams."""
     data: Mapping[str, Any] | None = None
     text: str | None = None
 

@@ -10,7 +10,7 @@ import click
 
 from ._common import EXIT_USAGE, json_option, load_runs, stderr
 
-KINDS = ("resolved_config", "model_config", "config_py", "wandb_config")
+KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "lightning_hparams")
 
 
 def _pick(run, kind: str):

@@ -123,6 +123,10 @@ def _read_docs(c: Collected, names: list[str]) -> None:
             _read_one(c, root / name, "json", partial(json_docs.read_config_json, kind=kind), c.configs)
     if "config.py" in names:
         _read_one(c, root / "config.py", "config_py", partial(json_docs.read_text_doc, kind="config_py"), c.configs)
+    if "hparams.yaml" in names:  # PyTorch Lightning's logger version folder
+        from ..sources.hparams_yaml import read_hparams_yaml
+
+        _read_one(c, root / "hparams.yaml", "config_yaml", read_hparams_yaml, c.configs)
 
 
 def _read_metadata(c: Collected) -> None:
