@@ -215,21 +215,52 @@ def _densest_by_kind(run: Run) -> dict[str, dict[int, ScalarSeries]]:
 
 
 def check_gaps(run: Run) -> list[Finding]:
-    """``steps.gap``: steps missing between consecutive attempts, in every source that covers both."""
+    """``steps.gap``: steps never logged between attempts, or never trained after a restore point.
+
+    A resumed attempt trains from its restore point + 1; when every source that covers it starts
+    later, the steps in between were skipped (E0 treats the saved epoch as the next one and skips
+    ``iter`` batches of it). Without a restore point, the gap is between the two attempts' logs.
+    """
     verdicts: dict[tuple[int, int], list[bool]] = defaultdict(list)
+    skipped: dict[int, list[bool]] = defaultdict(list)
+    by_index = {a.index: a for a in run.attempts}
     for by_attempt in _densest_by_kind(run).values():
         steps = np.unique(np.concatenate([s.steps for s in by_attempt.values()]))
         diffs = np.diff(steps)
         interval = int(np.median(diffs)) if diffs.size else 1
+        far = max(2 * interval, interval + 1)
         ordered = sorted(by_attempt)
         for a, b in zip(ordered, ordered[1:]):
             jump = by_attempt[b].first_step - by_attempt[a].last_step
-            verdicts[(a, b)].append(jump > max(2 * interval, interval + 1))
+            verdicts[(a, b)].append(jump > far)
+        for b in ordered:
+            restored = restore_point(by_index[b]) if b in by_index else None
+            if restored is not None and by_index[b].resume_step is not None:
+                skipped[b].append(by_attempt[b].first_step - restored > far)
     findings = []
-    by_index = {a.index: a for a in run.attempts}
+    for b, flags in sorted(skipped.items()):
+        nxt = by_index[b]
+        if not flags or not all(flags) or nxt.first_step is None:
+            continue
+        restored = restore_point(nxt)
+        first, last = restored + 1, nxt.first_step - 1
+        findings.append(Finding(
+            "steps.gap", Severity.WARNING,
+            f"attempt {nxt.index} restored step {restored} but trained from step {nxt.first_step}: "
+            f"steps {_facts.fmt_range(first, last)} were never trained",
+            tuple(sorted(nxt.sources)), (first, last),
+            f"Attempt {nxt.index} restored the state after step {restored} "
+            f"({nxt.resumed_from or 'its checkpoint'}), yet every source that covers it starts at step "
+            f"{nxt.first_step}: the resume skipped {last - first + 1} step(s) of data instead of continuing at step "
+            f"{first}. pimm's E0 resume does this: it takes the saved epoch (stored as epoch index + 1) as the next "
+            "epoch to run and then skips the saved number of batches of it." if run.era == "E0" else
+            f"Attempt {nxt.index} restored the state after step {restored}, yet every source that covers it starts "
+            f"at step {nxt.first_step}: the resume skipped {last - first + 1} step(s) of data."))
+    gapped = {b for b, flags in skipped.items() if flags and all(flags)}
     for (a, b), flags in sorted(verdicts.items()):
         prev, nxt = by_index.get(a), by_index.get(b)
-        if not flags or not all(flags) or prev is None or nxt is None or prev.last_step is None or nxt.first_step is None:
+        if b in gapped or not flags or not all(flags) or prev is None or nxt is None or prev.last_step is None \
+                or nxt.first_step is None:
             continue
         first, last = prev.last_step + 1, nxt.first_step - 1
         if last < first:
