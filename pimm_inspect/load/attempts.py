@@ -61,7 +61,9 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     elif c.wandb_runs and c.kind == "wandb":
         ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
         for index, wrun in enumerate(ordered, start=1):
-            steps = [s for s in wrun.series if len(s)]
+            # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
+            step_metrics = set(wrun.x_axis.values()) - {"_step"}
+            steps = [s for s in wrun.series if len(s) and s.tag not in step_metrics]
             started = (_utc(wrun.start_time_s))
             ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started,

@@ -240,17 +240,32 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
         folders.append(c.root)
     if "wandb" in names:
         folders += [c.root / "wandb" / n for n in _listdir(c.root / "wandb") if WANDB_RUN_DIR.match(n)]
+    if not folders and c.kind == "pimm":
+        folders += _launch_dir_wandb(c)
     if not folders:
         return
     from ..sources.wandb_local import read_wandb_run  # only now: it loads W&B's record protos
 
     for folder in folders:
-        rel_path = rel(folder, c.root) if folder != c.root else "."
+        # Folders outside the run (pimm's <launch cwd>/wandb/) are named by their absolute path.
+        rel_path = "." if folder == c.root else rel(folder, c.root) if folder.is_relative_to(c.root) else \
+            folder.absolute().as_posix()
         with _reading(c, rel_path):
             result = c.cache.wandb_run(folder, rel_path) if c.cache is not None else read_wandb_run(folder, rel_path)
             c.wandb_runs.append(result)
             c.findings += result.findings
         c.sources.append(_source(c.root, folder, "wandb"))
+
+
+def _launch_dir_wandb(c: Collected) -> list[Path]:
+    """pimm's W&B folders of this run under ``<launch cwd>/wandb/`` (found by run id), with a finding saying so."""
+    from .wandb_paths import outside_wandb_folders, run_ids
+
+    checkpoints = list(c.model_dir.checkpoints) if c.model_dir is not None else []
+    save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
+    folders, findings = outside_wandb_folders(c.root, c.metadata_raw, save_paths, run_ids(checkpoints, c.configs))
+    c.findings += findings
+    return folders
 
 
 def _read_hf(c: Collected) -> None:

@@ -128,12 +128,14 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
             report(current, exc.strerror or "cannot list")
             continue
         kind = classify_dir(current, set(names))
+        # A folder whose only run is its wandb/ child (a launch directory) may hold other runs beside it.
+        launch_dir = kind == "wandb" and not WANDB_RUN_DIR.match(current.name)
         if kind is not None:
             yield current
-            if kind != "tensorboard":
+            if kind != "tensorboard" and not launch_dir:
                 continue
         for name in names:
-            if name in NEVER_DESCEND or name.startswith(".") or name == "latest-run":
+            if name in NEVER_DESCEND or name.startswith(".") or name == "latest-run" or (launch_dir and name == "wandb"):
                 continue  # latest-run: W&B's link to a run folder listed beside it
             child = current / name
             try:
