@@ -224,3 +224,26 @@ def test_a_tail_cut_mid_write_long_ago_is_not_running(tmp_path):
     dead = load_run(run_dir)
     assert dead.status == "stopped" and dead.attempts[-1].ended == "stopped"
     assert load_run(run_dir, now=days_ago + 60).status == "running"  # the same files, seen then
+
+
+def test_cli_max_depth_and_follow_links(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from pimm_inspect.cli.main import cli
+
+    deep = tmp_path / "a" / "b"
+    shutil.copytree(RUNS / "rw_renamed_tfevents" / "copied_run", deep / "run")
+    outside = tmp_path / "outside"
+    shutil.copytree(RUNS / "rw_tb_restart", outside)
+    root = tmp_path / "a"
+    (root / "link").symlink_to(outside)
+    runner = CliRunner()
+    shallow = runner.invoke(cli, ["ls", str(root), "--max-depth", "1", "--json"])
+    assert shallow.exit_code == 2 and "deeper than --max-depth 1 not searched" in shallow.stderr
+    assert "outside the searched folder" in shallow.stderr
+    default = runner.invoke(cli, ["ls", str(root), "--json"])
+    assert [r["path"] for r in json.loads(default.stdout)["runs"]] == ["b/run"]
+    followed = runner.invoke(cli, ["check", str(root), "--follow-links", "--json", "--fail-on", "never"])
+    assert followed.exit_code == 0 and "link/runs/baseline" in followed.stdout

@@ -22,6 +22,26 @@ def stderr(message: str) -> None:
     click.echo(message, err=True)
 
 
+_DISCOVERY: dict[str, object] = {}
+"""--max-depth / --follow-links of the command being run (set by ``discovery_options``)."""
+
+
+def _remember(_ctx: click.Context, param: click.Parameter, value: object) -> object:
+    _DISCOVERY[param.name] = value
+    return value
+
+
+def discovery_options(func):
+    """``--max-depth N`` and ``--follow-links`` for commands that search a tree for runs."""
+    from ..load.discover import MAX_DEPTH
+
+    func = click.option("--follow-links", is_flag=True, expose_value=False, callback=_remember,
+                        help="Follow links that lead out of the searched folder (never into /proc, /sys, /dev).")(func)
+    return click.option("--max-depth", type=click.IntRange(0, 1000), default=MAX_DEPTH, show_default=True,
+                        expose_value=False, callback=_remember,
+                        help="Folder levels searched below each PATH; deeper folders are listed as skipped.")(func)
+
+
 def discover_paths(path: str, single: bool = False) -> list[Path]:
     """The run directories under ``path``; exit 2 when there is none (or several where one is needed)."""
     from ..load.safe import discover_with_errors
@@ -30,7 +50,7 @@ def discover_paths(path: str, single: bool = False) -> list[Path]:
     if not root.exists() and not root.is_symlink():
         stderr(f"pimm-inspect: {path}: no such file or directory")
         sys.exit(EXIT_USAGE)
-    run_dirs, errors = discover_with_errors(root)
+    run_dirs, errors = discover_with_errors(root, **_DISCOVERY)
     for folder, reason in errors:
         stderr(f"pimm-inspect: skipped {folder}: {reason}")
     if not run_dirs:
