@@ -198,7 +198,8 @@ def test_a_real_metric_repeated_inside_one_file_is_classified_not_a_replay(tmp_p
 
 def test_replay_advice_fits_the_case():
     restart = next(f for f in _run("rw_tb_restart/runs/baseline").findings if f.code == "steps.replayed")
-    assert "pimm passes" not in restart.explanation and "W&B" not in restart.explanation
+    assert "pimm passes" not in restart.explanation and "on resume" not in restart.explanation
+    assert "W&B: not used by this run." in restart.explanation
     pimm = next(f for f in _run("e2_rollback").findings if f.code == "steps.replayed")
     assert "pimm passes no purge_step" in pimm.explanation and "move the older file's steps 51-75 aside" in pimm.explanation
     wandb_only = next(f for f in _run("e1_legacy_cursor").findings if f.code == "steps.replayed")

@@ -130,9 +130,13 @@ def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
                      "restored, so it overwrote nothing and every step it logged duplicates one already logged.")
     elif trained is not None and newer is not None:
         copies = _facts.fmt_range(*written)
-        have = f"step {copies} has" if written[0] == written[1] else f"steps {copies} have"
+        if written == (first, last):
+            have = "both copies are in the files"
+        else:
+            have = (f"step {copies} has" if written[0] == written[1] else f"steps {copies} have") + \
+                " two written copies in the files"
         lines.append(f"Attempt {newer.index} continued from step {restore_point(newer)}, so {what} "
-                     f"{'was' if first == last else 'were'} trained twice; {have} two written copies in the files.")
+                     f"{'was' if first == last else 'were'} trained twice; {have}.")
     lines.append(f"{evidence or 'Files: ' + ', '.join(paths)}. Tags affected: {len(rep.tags)} "
                  f"(e.g. {', '.join(sorted(rep.tags, key=lambda t: ('loss' not in t, t))[:3])}).")
     if np.isfinite(rep.max_diff):
@@ -191,7 +195,7 @@ def _wandb_view(run: Run, first: int) -> str:
     if run.kind == "hf-trainer":
         return "W&B (if reporting): the Trainer logs with its own step, so replayed steps are dropped as going backwards."
     if not _facts.uses_wandb(run):
-        return ""
+        return "W&B: not used by this run."
     cursors = [ck for ck in run.checkpoints if ck.wandb_cursor is not None]
     if cursors:
         return (f"W&B: resumed with the checkpoint cursor (resume_from rewinds history to row {first}), "

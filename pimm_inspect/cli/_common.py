@@ -57,6 +57,8 @@ def discover_paths(path: str, single: bool = False) -> list[Path]:
         stderr(f"pimm-inspect: no run found under {path} (looked for train.log, event files, run_metadata.json, "
                "model/ checkpoints, wandb/ run folders, trainer_state.json)")
         sys.exit(EXIT_USAGE)
+    if single and len(run_dirs) > 1 and root in run_dirs:
+        return [root]  # PATH is a run itself (its subfolders may be runs too, as TensorBoard's can)
     if single and len(run_dirs) > 1:
         stderr(f"pimm-inspect: {path} holds {len(run_dirs)} runs; name one of them:")
         for d in run_dirs[:20]:

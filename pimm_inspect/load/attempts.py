@@ -52,8 +52,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
             if index == 1:
                 origin = "fresh"
-            else:  # a later process that starts where the first one started begins from scratch
-                origin = "restart" if first is not None and earliest is not None and first <= earliest else "resume"
+            else:  # a later process that starts where the earlier ones started (or after none logged) begins anew
+                origin = "resume" if first is not None and earliest is not None and first > earliest else "restart"
             if first is not None:
                 earliest = first if earliest is None else min(earliest, first)
             attempts.append(Attempt(index=index, started_at=started, first_step=first, last_step=last,
