@@ -25,11 +25,13 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+HF_CHECKPOINT = re.compile(r"^checkpoint-\d+$")
 RESUME_CODES = {"steps.replayed", "steps.gap", "resume.rollback", "resume.inexact", "wandb.run-split"}
 
 _WANDB_CHILD = r'''
@@ -246,6 +248,10 @@ def main() -> int:
         writers[_writer(path)] += 1
         per_repo[path.relative_to(corpus).parts[0]][_writer(path)] += 1
         found = owner.get(path.resolve())
+        if found is None and path.name == "trainer_state.json" and HF_CHECKPOINT.match(path.parent.name):
+            hf_root = path.parent.parent.resolve()
+            if any(r.root.resolve() == hf_root and r.kind == "hf-trainer" for r in runs):
+                continue  # a checkpoint's copy of the state: the HF run reads it to compare histories
         if found is None:
             problems.append(f"missed run: {path.relative_to(corpus)} is read by no discovered run")
             continue
