@@ -163,7 +163,7 @@ class ConfigDoc:
     path: str
     kind: str
     """resolved_config, model_config, config_py, wandb_config, checkpoint_config, hf_training_args, log_config
-    (an attempt's ``Config:`` dump in train.log)."""
+    (an attempt's ``Config:`` dump in train.log), lightning_hparams."""
     data: Mapping[str, Any] | None = None
     text: str | None = None
     attempt: int | None = None
@@ -206,7 +206,7 @@ class Attempt:
     first_step: int | None = None
     last_step: int | None = None
     origin: str = "unknown"
-    """fresh, resume (exact), resume-inexact, rollback, warm-start, unknown."""
+    """fresh, resume (exact), resume-inexact, rollback, warm-start, restart (from scratch into a used directory), unknown."""
     resumed_from: str | None = None
     """Checkpoint path the attempt resumed from (as the log names it)."""
     resume_step: int | None = None
@@ -218,7 +218,13 @@ class Attempt:
     saved_steps: tuple[int, ...] = ()
     """Global steps at which this attempt saved a checkpoint."""
     lost_steps: tuple[int, int] | None = None
-    """Inclusive range of steps this attempt trained but no checkpoint kept (redone or lost for good)."""
+    """Inclusive range of steps this attempt trained but no checkpoint kept (redone or lost for good);
+    None without checkpoint evidence (no save, no restore point): nothing to have lost it from."""
+    restore_step: int | None = None
+    """The restore point: the last step already trained when this attempt began, so it trains from
+    ``restore_step + 1`` (the logged resume step, else the step before its first logged one when it
+    resumed); None for a fresh start or a restart from scratch, and when unknown. Every range about
+    replayed, skipped or lost steps starts from it."""
 
 
 @dataclass(frozen=True, slots=True)

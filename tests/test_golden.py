@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,19 +24,28 @@ UPDATE = os.environ.get("PIMM_INSPECT_UPDATE_GOLDEN") == "1"
 FIXTURE_RUNS = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
 
 
-def _document(command: str, run_dir: Path) -> str:
+@pytest.fixture(scope="module")
+def runs_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture runs copied with fresh mtimes, as a new checkout has them: a live run's status depends on how
+    long ago its files were written, and a checkout's files age while it sits on a machine."""
+    target = tmp_path_factory.mktemp("golden") / "runs"
+    shutil.copytree(RUNS, target, symlinks=True, copy_function=shutil.copy)
+    return target
+
+
+def _document(command: str, run_dir: Path, runs: Path) -> str:
     args = [command, str(run_dir), "--json"] + (["--fail-on", "never"] if command == "check" else [])
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     text = json.dumps(json.loads(result.stdout), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     # Absolute paths (the W&B sync command names folders so it pastes anywhere) differ per checkout.
-    return text.replace(RUNS.as_posix(), "$FIXTURE_RUNS")
+    return text.replace(runs.as_posix(), "$FIXTURE_RUNS")
 
 
 @pytest.mark.parametrize("command", ["show", "check"])
 @pytest.mark.parametrize("name", FIXTURE_RUNS)
-def test_golden(name: str, command: str) -> None:
-    actual = _document(command, RUNS / name)
+def test_golden(name: str, command: str, runs_copy: Path) -> None:
+    actual = _document(command, runs_copy / name, runs_copy)
     golden = GOLDEN / f"{name}.{command}.json"
     if UPDATE or not golden.exists():
         if not UPDATE:

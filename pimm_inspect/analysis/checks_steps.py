@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..load.attempts import restore_point
 from ..model import Finding, Run, ScalarSeries, Severity
 from . import _facts
 from .curves import overlaps, within_duplicates
@@ -24,6 +25,8 @@ class _Replay:
     """Per file: the step range it holds for the affected tags (evidence for the explanation)."""
     purged: bool = False
     kinds: set[str] = field(default_factory=set)
+    tb_paths: set[str] = field(default_factory=set)
+    """Event files among ``paths``: advice about moving an older file's steps needs two of them."""
 
 
 def _has_purge_marker(run: Run, newer_source: str, first_overlap: int) -> bool:
@@ -56,8 +59,9 @@ def check_replayed(run: Run) -> list[Finding]:
             rep.paths |= {ov.older, ov.newer}
             rep.tags.add(tag)
             rep.kinds.add(kind)
-            if kind == "tb_events" and _has_purge_marker(run, ov.newer, ov.first_step):
-                rep.purged = True
+            if kind == "tb_events":
+                rep.tb_paths |= {ov.older, ov.newer}
+                rep.purged = rep.purged or _has_purge_marker(run, ov.newer, ov.first_step)
             # Report the loss when it is among the tags: a diff in point counts says little.
             loss_like = "loss" in tag
             better = not rep.max_diff_tag or (loss_like and "loss" not in rep.max_diff_tag) or (
@@ -68,56 +72,123 @@ def check_replayed(run: Run) -> list[Finding]:
                 if member.source in (ov.older, ov.newer) and len(member):
                     lo, hi = rep.spans.get(member.source, (member.first_step, member.last_step))
                     rep.spans[member.source] = (min(lo, member.first_step), max(hi, member.last_step))
+    repeats: list[Finding] = []
+    for (tag, kind), group in by_tag.items():
         for s in group:
-            dup = within_duplicates(s, differing_only=True)
-            if dup and kind != "train_log":
-                rep = replays.setdefault((s.source, s.source), _Replay(dup[0], dup[1]))
-                rep.first, rep.last = min(rep.first, dup[0]), max(rep.last, dup[1])
-                rep.paths.add(s.source)
-                rep.tags.add(tag)
-                rep.kinds.add(kind)
+            if kind != "train_log":
+                repeats += _repeated_in_session(run, s)
     for first, last in (run.hf.replayed if run.hf is not None else ()) if not replays else ():
         rep = replays.setdefault(("hf attempt", "hf resume"), _Replay(first, last))
         rep.paths.add("trainer_state.json")
         rep.kinds.add("hf_trainer")
-    return [_replay_finding(run, key, rep) for key, rep in sorted(replays.items(), key=lambda kv: kv[1].first)]
+    return [_replay_finding(run, key, rep) for key, rep in sorted(replays.items(), key=lambda kv: kv[1].first)] + repeats
+
+
+PSEUDO_METRICS = {"epoch"}
+"""Tags a writer logs beside every metric row rather than as a measurement: PyTorch Lightning logs ``epoch``
+with the training rows and again with the validation rows at the step of each epoch boundary, where the
+epoch number changes between the two rows. Repeats of these are how the writer works, not a finding."""
+
+
+def _repeated_in_session(run: Run, s: ScalarSeries) -> list[Finding]:
+    """A tag repeating a step inside one file (one writer session): never a replay; classified."""
+    dup = within_duplicates(s, differing_only=True)
+    if dup is None or s.tag.rsplit("/", 1)[-1] in PSEUDO_METRICS:
+        return []  # same value twice (merged rows) or a pseudo-metric: nothing was trained twice
+    first, last, count = dup
+    return [Finding(
+        "steps.repeated", Severity.INFO,
+        f"{s.tag} has two different values at {count} step(s) ({_facts.fmt_range(first, last)}) inside {s.source}",
+        (s.source,), (first, last),
+        "One file is one writer session, so this is no replay: the program logged this tag twice at the same step "
+        "(from two places, e.g. a training and an evaluation loop, or with a step counter that did not advance). "
+        "pimm-inspect keeps both points; a chart draws them as a vertical jump at that step.")]
 
 
 def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
-    span = _facts.fmt_range(rep.first, rep.last)
-    what = f"step {span}" if rep.first == rep.last else f"steps {span}"
+    written = (rep.first, rep.last)
+    trained = _trained_twice(run, key, rep)
+    first, last = trained or written
+    span = _facts.fmt_range(first, last)
+    what = f"step {span}" if first == last else f"steps {span}"
     paths = tuple(sorted(rep.paths))
-    if key[0] == key[1]:
-        message = f"{what} appear{'s' if rep.first == rep.last else ''} more than once inside {key[0]}"
+    newer = _attempt_of(run, key[1])
+    if newer is not None and newer.origin == "restart":
+        message = (f"attempt {newer.index} restarted from scratch into the same directory and wrote {what} again "
+                   f"(already written by {key[0]})")
+    elif trained is not None:
+        message = f"{what} {'was' if first == last else 'were'} trained by {key[0]} and again by {key[1]}"
     else:
-        message = f"{what} {'was' if rep.first == rep.last else 'were'} written by {key[0]} and again by {key[1]}"
+        message = f"{what} {'was' if first == last else 'were'} written by {key[0]} and again by {key[1]}"
     evidence = "; ".join(f"{path} holds steps {_facts.fmt_range(*rep.spans[path])}" for path in paths if path in rep.spans)
-    lines = [f"{evidence or 'Files: ' + ', '.join(paths)}. Tags affected: {len(rep.tags)} "
-             f"(e.g. {', '.join(sorted(rep.tags, key=lambda t: ('loss' not in t, t))[:3])})."]
+    lines = []
+    if newer is not None and newer.origin == "restart":
+        lines.append(f"Attempt {newer.index} did not resume: it started again at step {newer.first_step} with nothing "
+                     "restored, so it overwrote nothing and every step it logged duplicates one already logged.")
+    elif trained is not None and newer is not None:
+        copies = _facts.fmt_range(*written)
+        if written == (first, last):
+            have = "both copies are in the files"
+        else:
+            have = (f"step {copies} has" if written[0] == written[1] else f"steps {copies} have") + \
+                " two written copies in the files"
+        lines.append(f"Attempt {newer.index} continued from step {restore_point(newer)}, so {what} "
+                     f"{'was' if first == last else 'were'} trained twice; {have}.")
+    lines.append(f"{evidence or 'Files: ' + ', '.join(paths)}. Tags affected: {len(rep.tags)} "
+                 f"(e.g. {', '.join(sorted(rep.tags, key=lambda t: ('loss' not in t, t))[:3])}).")
     if np.isfinite(rep.max_diff):
         exact = ("the copies are identical (a deterministic replay)" if rep.max_diff == 0 else
                  f"the copies differ by up to {rep.max_diff:.4g} in {rep.max_diff_tag}")
         lines.append(f"Replay check: {exact}.")
-    views = []
-    if "tb_events" in rep.kinds:
+    views: list[tuple[str, str]] = []
+    if len(rep.tb_paths) > 1:
+        copies = _facts.fmt_range(*written)
         if rep.purged:
             views.append(("TensorBoard", "drops the older copy (the newer file starts with a purge marker)"))
             lines.append("TensorBoard: the newer file starts with a purge marker (session_log START), so TensorBoard "
                          "drops the older copy; its Python loader ignores the first restart marker in a run, so it may still show both.")
+        elif newer is not None and newer.origin == "restart":
+            views.append(("TensorBoard", "both processes as one run (the newest copy per step by default)"))
+            lines.append("TensorBoard shows both processes as one run (its Python loader, EventAccumulator or tbparse, "
+                         "draws a zig-zag; its default loader the newest copy): to compare them, give each launch its "
+                         "own log folder, or move the older file into a folder of its own.")
         else:
+            who = "pimm passes no purge_step" if run.kind == "pimm" else "the writer was given no purge_step"
             views.append(("TensorBoard", "its default (Rust) loader shows the newest copy per step"))
             lines.append("TensorBoard: its default (Rust) loader shows the newest copy per step; its Python loader "
                          "(EventAccumulator, tbparse) keeps both copies and draws a zig-zag. Nothing in the files marks the "
-                         f"restart (pimm passes no purge_step): to see one copy, move the older file's steps {span} aside "
+                         f"restart ({who}): to see one copy, move the older file's steps {copies} aside "
                          "or pass purge_step to the writer on resume.")
-    wandb_shows, wandb_sentence = _wandb_view(run, rep.first)
+    wandb_shows, wandb_sentence = _wandb_view(run, first)
     views.append(("W&B", wandb_shows))
     lines.append(wandb_sentence)
     lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
                  "`newest` matches what TensorBoard's default loader shows.")
     severity = Severity.INFO if rep.purged else Severity.WARNING
-    return Finding("steps.replayed", severity, message, paths, (rep.first, rep.last), " ".join(lines),
-                   views=tuple(views))
+    attempts = tuple(a.index for a in (_attempt_of(run, key[0]), newer) if a is not None)
+    return Finding("steps.replayed", severity, message, paths, (first, last), " ".join(lines),
+                   attempts=attempts, views=tuple(views))
+
+
+def _attempt_of(run: Run, label: str):
+    """The Attempt named ``attempt N`` in a replay key, or None."""
+    if not label.startswith("attempt "):
+        return None
+    index = label.removeprefix("attempt ")
+    return next((a for a in run.attempts if str(a.index) == index), None)
+
+
+def _trained_twice(run: Run, key: tuple[str, str], rep: _Replay) -> tuple[int, int] | None:
+    """What was trained twice: from the newer attempt's restore point + 1 to where both attempts got."""
+    older, newer = _attempt_of(run, key[0]), _attempt_of(run, key[1])
+    restored = restore_point(newer) if newer is not None else None
+    if older is None or restored is None or older.last_step is None:
+        return None
+    last = min(older.last_step, newer.last_step if newer.last_step is not None else older.last_step)
+    first = restored + 1
+    if last < first:
+        return None
+    return first, last
 
 
 def _wandb_view(run: Run, first: int) -> tuple[str, str]:
@@ -156,21 +227,52 @@ def _densest_by_kind(run: Run) -> dict[str, dict[int, ScalarSeries]]:
 
 
 def check_gaps(run: Run) -> list[Finding]:
-    """``steps.gap``: steps missing between consecutive attempts, in every source that covers both."""
+    """``steps.gap``: steps never logged between attempts, or never trained after a restore point.
+
+    A resumed attempt trains from its restore point + 1; when every source that covers it starts
+    later, the steps in between were skipped (E0 treats the saved epoch as the next one and skips
+    ``iter`` batches of it). Without a restore point, the gap is between the two attempts' logs.
+    """
     verdicts: dict[tuple[int, int], list[bool]] = defaultdict(list)
+    skipped: dict[int, list[bool]] = defaultdict(list)
+    by_index = {a.index: a for a in run.attempts}
     for by_attempt in _densest_by_kind(run).values():
         steps = np.unique(np.concatenate([s.steps for s in by_attempt.values()]))
         diffs = np.diff(steps)
         interval = int(np.median(diffs)) if diffs.size else 1
+        far = max(2 * interval, interval + 1)
         ordered = sorted(by_attempt)
         for a, b in zip(ordered, ordered[1:]):
             jump = by_attempt[b].first_step - by_attempt[a].last_step
-            verdicts[(a, b)].append(jump > max(2 * interval, interval + 1))
+            verdicts[(a, b)].append(jump > far)
+        for b in ordered:
+            restored = restore_point(by_index[b]) if b in by_index else None
+            if restored is not None and by_index[b].resume_step is not None:
+                skipped[b].append(by_attempt[b].first_step - restored > far)
     findings = []
-    by_index = {a.index: a for a in run.attempts}
+    for b, flags in sorted(skipped.items()):
+        nxt = by_index[b]
+        if not flags or not all(flags) or nxt.first_step is None:
+            continue
+        restored = restore_point(nxt)
+        first, last = restored + 1, nxt.first_step - 1
+        findings.append(Finding(
+            "steps.gap", Severity.WARNING,
+            f"attempt {nxt.index} restored step {restored} but trained from step {nxt.first_step}: "
+            f"steps {_facts.fmt_range(first, last)} were never trained",
+            tuple(sorted(nxt.sources)), (first, last),
+            f"Attempt {nxt.index} restored the state after step {restored} "
+            f"({nxt.resumed_from or 'its checkpoint'}), yet every source that covers it starts at step "
+            f"{nxt.first_step}: the resume skipped {last - first + 1} step(s) of data instead of continuing at step "
+            f"{first}. pimm's E0 resume does this: it takes the saved epoch (stored as epoch index + 1) as the next "
+            "epoch to run and then skips the saved number of batches of it." if run.era == "E0" else
+            f"Attempt {nxt.index} restored the state after step {restored}, yet every source that covers it starts "
+            f"at step {nxt.first_step}: the resume skipped {last - first + 1} step(s) of data."))
+    gapped = {b for b, flags in skipped.items() if flags and all(flags)}
     for (a, b), flags in sorted(verdicts.items()):
         prev, nxt = by_index.get(a), by_index.get(b)
-        if not flags or not all(flags) or prev is None or nxt is None or prev.last_step is None or nxt.first_step is None:
+        if b in gapped or not flags or not all(flags) or prev is None or nxt is None or prev.last_step is None \
+                or nxt.first_step is None:
             continue
         first, last = prev.last_step + 1, nxt.first_step - 1
         if last < first:
@@ -186,27 +288,29 @@ def check_gaps(run: Run) -> list[Finding]:
 
 
 def check_rollback(run: Run) -> list[Finding]:
-    """``resume.rollback``: an attempt resumed from a checkpoint older than the previous attempt's last step."""
+    """``resume.rollback``: an attempt resumed from a restore point older than the previous attempt's last step."""
     findings = []
     attempts = list(run.attempts)
     for prev, nxt in zip(attempts, attempts[1:]):
-        if prev.last_step is None:
-            continue
-        restored = nxt.resume_step
-        if restored is None and nxt.first_step is not None and nxt.origin in ("resume", "rollback", "resume-inexact"):
-            restored = nxt.first_step - 1
-        if restored is None or restored >= prev.last_step:
+        restored = restore_point(nxt)
+        if prev.last_step is None or restored is None or restored >= prev.last_step:
             continue
         lost = prev.last_step - restored
-        source = nxt.resumed_from or "a checkpoint"
+        if nxt.resume_step is not None:
+            how = (f"its restore point was step {restored}, so attempt {nxt.index} restarted from "
+                   f"{nxt.resumed_from or 'a checkpoint'}")
+        else:
+            how = (f"attempt {nxt.index} logged its first step at {nxt.first_step} (no restore step is recorded), "
+                   f"so it continued from step {restored}")
+        advice = ("save more often (save_freq) to lose less on preemption." if run.kind == "pimm" else
+                  "save checkpoints more often to lose less on preemption.")
         findings.append(Finding(
             "resume.rollback", Severity.WARNING,
             f"attempt {nxt.index} resumed from step {restored} after attempt {prev.index} reached {prev.last_step}: "
             f"rolled back {lost} step{'s' if lost != 1 else ''}",
             tuple(sorted(set(prev.sources) | set(nxt.sources))), (restored + 1, prev.last_step),
-            f"Attempt {prev.index} ended ({prev.ended}) at step {prev.last_step}; its last checkpoint was at step {restored}, "
-            f"so attempt {nxt.index} restarted from {source} and trained steps {restored + 1}-{prev.last_step} again. "
-            f"The work after step {restored} was lost; save more often (save_freq) to lose less on preemption."))
+            f"Attempt {prev.index} ended ({prev.ended}) at step {prev.last_step}; {how} and trained steps "
+            f"{_facts.fmt_range(restored + 1, prev.last_step)} again. The work after step {restored} was lost; {advice}"))
     return findings
 
 

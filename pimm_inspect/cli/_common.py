@@ -23,6 +23,26 @@ def stderr(message: str) -> None:
     click.echo(message, err=True)
 
 
+_DISCOVERY: dict[str, object] = {}
+"""--max-depth / --follow-links of the command being run (set by ``discovery_options``)."""
+
+
+def _remember(_ctx: click.Context, param: click.Parameter, value: object) -> object:
+    _DISCOVERY[param.name] = value
+    return value
+
+
+def discovery_options(func):
+    """``--max-depth N`` and ``--follow-links`` for commands that search a tree for runs."""
+    from ..load.discover import MAX_DEPTH
+
+    func = click.option("--follow-links", is_flag=True, expose_value=False, callback=_remember,
+                        help="Follow links that lead out of the searched folder (never into /proc, /sys, /dev).")(func)
+    return click.option("--max-depth", type=click.IntRange(0, 1000), default=MAX_DEPTH, show_default=True,
+                        expose_value=False, callback=_remember,
+                        help="Folder levels searched below each PATH; deeper folders are listed as skipped.")(func)
+
+
 def _name(path: object) -> str:
     """A path for a message: file and folder names are data (control characters escaped)."""
     from ..report.safe_text import clean
@@ -43,13 +63,15 @@ def find_runs(path: str, single: bool = False) -> list[Path]:
     if not root.exists() and not root.is_symlink():
         stderr(f"pimm-inspect: {_name(path)}: no such file or directory")
         raise UsageProblem(path)
-    run_dirs, errors = discover_with_errors(root)
+    run_dirs, errors = discover_with_errors(root, **_DISCOVERY)
     for folder, reason in errors:
         stderr(f"pimm-inspect: skipped {_name(folder)}: {_name(reason)}")
     if not run_dirs:
         stderr(f"pimm-inspect: no run found under {_name(path)} (looked for train.log, event files, "
                "run_metadata.json, model/ checkpoints, wandb/ run folders, trainer_state.json)")
         raise UsageProblem(path)
+    if single and len(run_dirs) > 1 and root in run_dirs:
+        return [root]  # PATH is a run itself (its subfolders may be runs too, as TensorBoard's can)
     if single and len(run_dirs) > 1:
         stderr(f"pimm-inspect: {_name(path)} holds {len(run_dirs)} runs; name one of them:")
         for d in run_dirs[:20]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from ..model import Severity
-from ._common import EXIT_FINDINGS, EXIT_OK, console, json_option, stderr, stream_many
+from ._common import EXIT_FINDINGS, EXIT_OK, console, discovery_options, json_option, stderr, stream_many
 
 
 @click.command("check")
 @click.argument("paths", nargs=-1, type=click.Path())
 @json_option
+@discovery_options
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default="warning",
               show_default=True, help="Exit 1 when a finding at or above this severity exists.")
 @click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default="info",

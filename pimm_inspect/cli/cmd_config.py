@@ -11,7 +11,7 @@ import click
 from ..report.safe_text import clean
 from ._common import EXIT_USAGE, json_option, load_runs, stderr
 
-KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_config", "hf_training_args")
+KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_config", "hf_training_args", "lightning_hparams")
 """Also the fallback order when the asked-for kind is absent."""
 PER_ATTEMPT = ("log_config", "wandb_config")
 """Kinds that exist once per attempt (train.log's ``Config:`` dumps, W&B folders), preferred in this order."""

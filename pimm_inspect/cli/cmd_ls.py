@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from ._common import console, json_option, stream_many
+from ._common import discovery_options, console, json_option, stream_many
 
 
 @click.command("ls")
 @click.argument("roots", nargs=-1, type=click.Path())
+@discovery_options
 @json_option
 def command(roots: tuple[str, ...], as_json: bool) -> None:
     """List the runs under ROOT with kind, era, status, attempts and findings.

@@ -70,14 +70,25 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+STALL_INTERVALS = 20
+"""A writer silent for this many of its own step intervals (and longer than LIVE_WINDOW_S) is gone."""
+
+
 def _looks_live(c: Collected, now: float) -> bool:
-    """True when something is still being written: a half-written tail, or fresh consistent files."""
+    """True when something is still being written: a fresh half-written tail, or fresh consistent files.
+
+    A tail cut mid-record is a live writer only while the last write is recent against the run's own
+    step cadence; long after that it is a process killed mid-write.
+    """
+    newest = max((s.mtime_s for s in c.sources if s.kind in ("train_log", "tb_events", "structured_log", "wandb")),
+                 default=0.0)
+    cadence = _step_cadence_s(c)
+    window = max(LIVE_WINDOW_S, STALL_INTERVALS * cadence) if cadence else LIVE_WINDOW_S
     tails = {"train.log"} | {p for p, _n, _r in c.tb_files} | {r.path for r in c.rank_logs}
     for f in c.findings:
         # Readers report a half-written tail of a stream as an info-level file.truncated (damage is file.corrupt).
         if f.code == "file.truncated" and f.severity == Severity.INFO and f.paths and f.paths[0] in tails:
-            return True
-    newest = max((s.mtime_s for s in c.sources if s.kind in ("train_log", "tb_events", "structured_log")), default=0.0)
+            return now - newest <= window
     if now - newest > LIVE_WINDOW_S:
         return False
     # A copy or fresh checkout also has new mtimes: require the run's own clock to agree.
@@ -86,6 +97,24 @@ def _looks_live(c: Collected, now: float) -> bool:
         return True
     last_log = _log_time(c.train_log.segments[-1].ended_at) if c.train_log is not None and c.train_log.segments else None
     return last_log is not None and abs(newest - last_log) < 15 * 3600  # node-local time: allow any zone
+
+
+def _step_cadence_s(c: Collected) -> float | None:
+    """Median seconds between the distinct write times of the run's most often written series."""
+    import numpy as np
+
+    candidates = [s for _p, _n, r in c.tb_files for s in r.series.values()]
+    if c.train_log is not None:
+        candidates += list(c.train_log.series)
+    best = None
+    for s in candidates:
+        walls = s.wall_times_s[np.isfinite(s.wall_times_s)]
+        if walls.size > 3 and (best is None or walls.size > best.size):
+            best = walls
+    if best is None:
+        return None
+    diffs = np.diff(np.unique(best))
+    return float(np.median(diffs)) if diffs.size else None
 
 
 def _log_time(text: str | None) -> float | None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..model import Attempt, ScalarSeries
 from .collect import Collected
+from .process_evidence import epoch_axis_tags, fold_evaluator_segments, group_by_process
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
                    "Legacy checkpoint is mid-epoch", "State was saved with world_size",
@@ -28,6 +29,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     """Attempts from train.log segments (else one per event file), with every series attributed."""
     series: list[ScalarSeries] = []
     attempts: list[Attempt] = []
+    c.train_log = fold_evaluator_segments(c.train_log)  # a tester's config line is no process start
     segments = list(c.train_log.segments) if c.train_log is not None else []
     tb_attempt = _map_event_files(c, segments)
     wandb_attempt: dict[str, int] = {}
@@ -41,18 +43,27 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
                 end_detail=seg.end_detail, sources=tuple(sources), saved_steps=tuple(seg.saved_steps)))
         series += list(c.train_log.series)
     elif c.tb_files:
-        for index, (rel_path, _name, result) in enumerate(c.tb_files, start=1):
-            steps = [s for s in result.series.values() if len(s)]
+        # One attempt per writer process (same host and pid in the names: one process, several files).
+        earliest: int | None = None
+        for index, group in enumerate(group_by_process(c.tb_files), start=1):
+            steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
-            started = (_utc(result.first_wall_time_s))
-            attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
-                                    first_step=first, last_step=last,
-                                    origin="fresh" if index == 1 else "resume", sources=(rel_path,)))
+            started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
+            if index == 1:
+                origin = "fresh"
+            else:  # a later process that starts where the earlier ones started (or after none logged) begins anew
+                origin = "resume" if first is not None and earliest is not None and first > earliest else "restart"
+            if first is not None:
+                earliest = first if earliest is None else min(earliest, first)
+            attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
+                                    origin=origin, sources=tuple(p for p, _n, _r in group)))
     elif c.wandb_runs and c.kind == "wandb":
         ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
         for index, wrun in enumerate(ordered, start=1):
-            steps = [s for s in wrun.series if len(s)]
+            # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
+            step_metrics = set(wrun.x_axis.values()) - {"_step"}
+            steps = [s for s in wrun.series if len(s) and s.tag not in step_metrics]
             started = (_utc(wrun.start_time_s))
             ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
@@ -91,19 +102,21 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     if c.hf is not None:
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
-    return _reconcile_spans(attempts, series), series
+    return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
 
 
-def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries]) -> list[Attempt]:
+def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
+                     epoch_tags: set[str] = frozenset()) -> list[Attempt]:
     """Widen each attempt's step span to every source attributed to it.
 
     train.log prints every log_frequency steps while TensorBoard and W&B record every step,
-    so the text log alone understates where an attempt started and stopped.
+    so the text log alone understates where an attempt started and stopped. Tags on an epoch
+    axis (``epoch_tags``) say nothing about global steps and are left out.
     """
     spans: dict[int, tuple[int, int]] = {}
     first_wall: dict[int, float] = {}
     for s in series:
-        if s.attempt is None or not len(s):
+        if s.attempt is None or not len(s) or s.tag in epoch_tags:
             continue
         lo, hi = s.first_step, s.last_step
         old = spans.get(s.attempt)
@@ -141,7 +154,9 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
     mapping: dict[str, int] = {}
     if not c.tb_files:
         return mapping
-    if not segments or len(segments) == len(c.tb_files):
+    if not segments:
+        return {p: index for index, group in enumerate(group_by_process(c.tb_files), start=1) for p, _n, _r in group}
+    if len(segments) == len(c.tb_files):
         for index, (rel_path, _n, _r) in enumerate(c.tb_files, start=1):
             mapping[rel_path] = segments[index - 1].index if segments else index
         return mapping
@@ -220,30 +235,56 @@ def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
 
 
 def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[Attempt]:
-    """Say how each attempt began and ended, and which of its steps no checkpoint kept."""
+    """Say how each attempt began and ended, its restore point, and which of its steps no checkpoint kept."""
     attempts = _close_attempts(_slurm_endings(attempts, c), live)
     inexact = _inexact_attempts(c)
+    evidence = _has_checkpoint_evidence(c)
     out: list[Attempt] = []
-    for i, att in enumerate(attempts):
+    restored = [dataclasses.replace(att, restore_step=restore_point(att)) for att in attempts]
+    for i, att in enumerate(restored):
         prev = out[-1] if out else None
-        nxt = attempts[i + 1] if i + 1 < len(attempts) else None
+        nxt = restored[i + 1] if i + 1 < len(restored) else None
         origin = att.origin
         if origin == "resume" and prev is not None:
-            restored = att.resume_step if att.resume_step is not None else (
-                att.first_step - 1 if att.first_step is not None else None)
-            if restored is not None and prev.last_step is not None and restored < prev.last_step:
+            if att.restore_step is not None and prev.last_step is not None and att.restore_step < prev.last_step:
                 origin = "rollback"
             elif att.index in inexact:
                 origin = "resume-inexact"
-        out.append(dataclasses.replace(att, origin=origin, lost_steps=_lost(att, nxt)))
+        lost = _lost(att, nxt) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None) else None
+        out.append(dataclasses.replace(att, origin=origin, lost_steps=lost))
     return out
+
+
+_RESUMED = ("resume", "rollback", "resume-inexact")
+
+
+def restore_point(att: Attempt) -> int | None:
+    """The step a resumed attempt continued from: the logged restore step, else the step before its first."""
+    if att.restore_step is not None:
+        return att.restore_step
+    if att.origin not in _RESUMED:
+        return None
+    if att.resume_step is not None:
+        return att.resume_step
+    return att.first_step - 1 if att.first_step is not None else None
+
+
+def _has_checkpoint_evidence(c: Collected) -> bool:
+    """True when the run has checkpoints or a log of saves and restores: only then can work be lost."""
+    if c.model_dir is not None and getattr(c.model_dir, "checkpoints", ()):
+        return True
+    if c.hf is not None and (getattr(c.hf, "checkpoints", ()) or getattr(c.hf, "attempts", ())):
+        return True
+    if c.model_dir is not None or (c.train_log is not None and c.train_log.segments):
+        return True  # pimm saves into model/ (a missing or empty one is itself evidence of what was lost)
+    return False
 
 
 def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
     """Steps after what survived: the next attempt's restore point, else this attempt's last save."""
     if att.last_step is None or att.ended == "completed":
         return None
-    if nxt is not None and nxt.origin in ("resume", "rollback", "resume-inexact") and nxt.resume_step is not None:
+    if nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None:
         kept = nxt.resume_step
     elif att.saved_steps:
         kept = max(att.saved_steps)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -132,6 +132,10 @@ def _read_docs(c: Collected, names: list[str]) -> None:
             _read_one(c, root / name, "json", partial(json_docs.read_config_json, kind=kind), c.configs)
     if "config.py" in names:
         _read_one(c, root / "config.py", "config_py", partial(json_docs.read_text_doc, kind="config_py"), c.configs)
+    if "hparams.yaml" in names:  # PyTorch Lightning's logger version folder
+        from ..sources.hparams_yaml import read_hparams_yaml
+
+        _read_one(c, root / "hparams.yaml", "config_yaml", read_hparams_yaml, c.configs)
 
 
 def _read_metadata(c: Collected) -> None:
@@ -255,17 +259,34 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
         folders.append(c.root)
     if "wandb" in names:
         folders += [c.root / "wandb" / n for n in _listdir(c.root / "wandb") if WANDB_RUN_DIR.match(n)]
+    if not folders and c.kind == "pimm":
+        folders += _launch_dir_wandb(c)
     if not folders:
         return
     from ..sources.wandb_local import read_wandb_run  # only now: it loads W&B's record protos
 
     for folder in folders:
-        rel_path = rel(folder, c.root) if folder != c.root else "."
-        with _reading(c, rel_path):
+        # Folders outside the run (pimm's <launch cwd>/wandb/) are named by their absolute path.
+        rel_path = "." if folder == c.root else rel(folder, c.root) if folder.is_relative_to(c.root) else \
+            folder.absolute().as_posix()
+        # A launch-directory folder was matched to this run by its W&B id: pimm's own layout, read where it is.
+        outside = also_allowed(folder) if not folder.is_relative_to(c.root) else nullcontext()
+        with _reading(c, rel_path), outside:
             result = c.cache.wandb_run(folder, rel_path) if c.cache is not None else read_wandb_run(folder, rel_path)
             c.wandb_runs.append(result)
             c.findings += result.findings
         c.sources.append(_source(c.root, folder, "wandb"))
+
+
+def _launch_dir_wandb(c: Collected) -> list[Path]:
+    """pimm's W&B folders of this run under ``<launch cwd>/wandb/`` (found by run id), with a finding saying so."""
+    from .wandb_paths import outside_wandb_folders, run_ids
+
+    checkpoints = list(c.model_dir.checkpoints) if c.model_dir is not None else []
+    save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
+    folders, findings = outside_wandb_folders(c.root, c.metadata_raw, save_paths, run_ids(checkpoints, c.configs))
+    c.findings += findings
+    return folders
 
 
 def _read_hf(c: Collected) -> None:

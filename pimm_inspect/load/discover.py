@@ -8,7 +8,8 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-EVENT_FILE = re.compile(r"^events\.out\.tfevents\.")
+EVENT_FILE = re.compile(r"^.*tfevents")
+"""TensorBoard's own rule: any file whose name contains ``tfevents`` is an event file (use ``.match``)."""
 WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-(?P<id>[A-Za-z0-9]+)(?:-\d+)?$")
 """W&B run folders; a second start in the same second gets a ``-1`` suffix."""
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
@@ -16,6 +17,10 @@ HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 PIMM_MARKERS = ("train.log", "run_metadata.json", "resolved_config.json", "config.py")
 NEVER_DESCEND = {"code", ".git", "__pycache__", "node_modules", ".exex", "site-packages"}
 """Folders that are never a run and can be huge (code snapshots, W&B internals, VCS)."""
+SYSTEM_DIRS = ("/proc", "/sys", "/dev")
+"""Pseudo-filesystems that are never searched, even through a link and with ``follow_links``."""
+MAX_DEPTH = 12
+"""Default number of folder levels searched below the root."""
 
 
 def classify_dir(path: Path, names: set[str] | None = None) -> str | None:
@@ -31,11 +36,23 @@ def classify_dir(path: Path, names: set[str] | None = None) -> str | None:
         return "hf-trainer"
     if WANDB_RUN_DIR.match(path.name) and any(n.endswith(".wandb") for n in names):
         return "wandb"
-    if "wandb" in names and _wandb_run_ids(path / "wandb") and len(_wandb_run_ids(path / "wandb")) == 1:
+    if "wandb" in names and len(_wandb_run_ids(path / "wandb")) == 1:
         return "wandb"
-    if any(EVENT_FILE.match(n) for n in names):
+    if any(EVENT_FILE.match(n) for n in names) and _has_event_file(path, names):
         return "tensorboard"
     return None
+
+
+def _has_event_file(path: Path, names: set[str]) -> bool:
+    """True when a ``tfevents`` name in ``names`` is a file (a folder called so is not an event file)."""
+    for name in names:
+        if EVENT_FILE.match(name):
+            try:
+                if not stat.S_ISDIR(os.stat(path / name).st_mode):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _is_model_dir(model: Path, names: set[str]) -> bool:
@@ -60,28 +77,44 @@ def _wandb_run_ids(wandb_dir: Path) -> set[str]:
         return set()
 
 
-def _has_wandb_runs(wandb_dir: Path) -> bool:
-    return bool(_wandb_run_ids(wandb_dir))
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _system_dir(real: str) -> bool:
+    return any(_inside(real, top) for top in SYSTEM_DIRS)
 
 
 def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
-              max_depth: int = 12) -> Iterator[Path]:
+              max_depth: int = MAX_DEPTH, follow_links: bool = False) -> Iterator[Path]:
     """Yield run directories under ``root`` breadth-first, as they are found.
 
-    Symlinked directories are followed once (loops are cut by device/inode), unreadable
-    folders are reported through ``on_error`` and skipped, and a run's own folders are
-    never searched for further runs.
+    TensorBoard's rule: a folder holding a ``*tfevents*`` file is a run, and its subfolders are
+    searched too (a writer's ``add_scalars``/``add_hparams`` and Keras' ``train``/``validation``
+    folders sit inside it). pimm, HF Trainer and W&B run folders are not searched further: their
+    subfolders are their own. A link is followed only while it stays inside the root, unless
+    ``follow_links``; /proc, /sys and /dev are never entered; loops are cut by device/inode.
+    What is not searched (unreadable, a link out of the root, below ``max_depth``) is reported
+    through ``on_error(path, reason)``.
     """
     root = Path(root)
+    try:
+        real_root = os.path.realpath(root)
+    except OSError:
+        real_root = str(root.absolute())
+    report = on_error or (lambda _path, _reason: None)
+    if _system_dir(real_root):
+        report(root, f"{real_root} is a system folder: never searched")
+        return
     seen: set[tuple[int, int]] = set()
     queue: list[tuple[Path, int]] = [(root, 0)]
+    deep: list[Path] = []
     while queue:
         current, depth = queue.pop(0)
         try:
             st = os.stat(current)
         except OSError as exc:
-            if on_error:
-                on_error(current, exc.strerror or "cannot stat")
+            report(current, exc.strerror or "cannot stat")
             continue
         if not stat.S_ISDIR(st.st_mode):
             continue
@@ -92,35 +125,47 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
         try:
             names = sorted(os.listdir(current))
         except OSError as exc:
-            if on_error:
-                on_error(current, exc.strerror or "cannot list")
+            report(current, exc.strerror or "cannot list")
             continue
         kind = classify_dir(current, set(names))
+        # A folder whose only run is its wandb/ child (a launch directory) may hold other runs beside it.
+        launch_dir = kind == "wandb" and not WANDB_RUN_DIR.match(current.name)
         if kind is not None:
             yield current
-            continue
-        if depth >= max_depth:
-            continue
+            if kind != "tensorboard" and not launch_dir:
+                continue
         for name in names:
-            if name in NEVER_DESCEND or name.startswith("."):
-                continue
+            if name in NEVER_DESCEND or name.startswith(".") or name == "latest-run" or (launch_dir and name == "wandb"):
+                continue  # latest-run: W&B's link to a run folder listed beside it
             child = current / name
-            if name == "wandb" and not _has_wandb_runs(child):
-                continue
-            if name == "latest-run":
-                continue  # W&B's symlink to a run folder listed beside it
             try:
-                if not stat.S_ISDIR(os.stat(child).st_mode):
-                    continue
+                child_st = os.stat(child)
             except OSError:
-                if os.path.islink(child):
-                    continue  # dangling link: nothing to search
-                if on_error:
-                    on_error(child, "cannot stat")
+                if not os.path.islink(child):  # a dangling link has nothing to search
+                    report(child, "cannot stat")
+                continue
+            if not stat.S_ISDIR(child_st.st_mode):
+                continue
+            if os.path.islink(child):
+                target = os.path.realpath(child)
+                if _system_dir(target):
+                    report(child, f"a link to {target}: system folders are never searched")
+                    continue
+                if not follow_links and not _inside(target, real_root):
+                    report(child, f"a link to {target}, outside the searched folder (not followed; "
+                                  "--follow-links follows it)")
+                    continue
+            if depth >= max_depth:
+                deep.append(child)
                 continue
             queue.append((child, depth + 1))
+    if deep:
+        shown = ", ".join(p.as_posix() for p in deep[:5]) + (f" and {len(deep) - 5} more" if len(deep) > 5 else "")
+        report(deep[0].parent if len(deep) == 1 else root,
+               f"{len(deep)} folder(s) deeper than --max-depth {max_depth} not searched: {shown}")
 
 
-def discover(root: Path | str, on_error: Callable[[Path, str], None] | None = None) -> list[Path]:
+def discover(root: Path | str, on_error: Callable[[Path, str], None] | None = None,
+             max_depth: int = MAX_DEPTH, follow_links: bool = False) -> list[Path]:
     """All run directories under ``root`` (``root`` itself when it is a run), sorted."""
-    return sorted(iter_runs(Path(root), on_error), key=lambda p: p.as_posix())
+    return sorted(iter_runs(Path(root), on_error, max_depth, follow_links), key=lambda p: p.as_posix())

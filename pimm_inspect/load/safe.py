@@ -11,10 +11,10 @@ from .cache import ReadCache
 from .discover import discover
 
 
-def discover_with_errors(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """Run directories under ``root`` plus the folders that could not be searched."""
+def discover_with_errors(root: Path, **options) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Run directories under ``root`` plus the folders that were not searched (``options``: max_depth, follow_links)."""
     errors: list[tuple[Path, str]] = []
-    runs = discover(root, on_error=lambda path, reason: errors.append((path, reason)))
+    runs = discover(root, on_error=lambda path, reason: errors.append((path, reason)), **options)
     return runs, errors
 
 

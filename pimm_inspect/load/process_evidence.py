@@ -1,0 +1,114 @@
+"""What says a process started: train.log segments that really trained, event files grouped by writer process.
+
+An attempt is a training process start. A ``=> Loading config ...`` line starts one only when training
+follows it (pimm's final tester logs its own config line inside a finishing attempt), and two event
+files written by the same process (same host and pid in their names: HF Trainer's post-training
+evaluation opens a second one) belong to one attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..model import ScalarSeries
+
+
+def _trained(seg: Any) -> bool:
+    """True when a train.log segment shows a training process: Train lines, or a resume/restore."""
+    return bool(seg.train_lines) or seg.is_resume or seg.resume_step is not None
+
+
+def fold_evaluator_segments(train_log: Any) -> Any:
+    """train.log with every segment that only evaluates, inside an attempt's final evaluation, folded into it.
+
+    Attempt numbers of later segments, their events, series and tables shift down accordingly.
+    """
+    if train_log is None or len(train_log.segments) < 2:
+        return train_log
+    final_in = {e.attempt for e in train_log.events if e.kind == "final" and e.attempt is not None}
+    renumber: dict[int, int] = {}
+    merged: list[Any] = []
+    originals: list[set[int]] = []
+    for seg in train_log.segments:
+        if merged and not _trained(seg) and originals[-1] & final_in:
+            prev = merged[-1]
+            renumber[seg.index] = prev.index
+            originals[-1].add(seg.index)
+            merged[-1] = dataclasses.replace(
+                prev, end_line=seg.end_line, end_offset=seg.end_offset, ended_at=seg.ended_at or prev.ended_at,
+                ended=seg.ended or prev.ended, end_detail=seg.end_detail or prev.end_detail,
+                saved_steps=prev.saved_steps + tuple(s for s in seg.saved_steps if s not in prev.saved_steps),
+                warnings=prev.warnings + seg.warnings)
+            continue
+        new_index = (merged[-1].index + 1) if merged else seg.index
+        renumber[seg.index] = new_index
+        merged.append(dataclasses.replace(seg, index=new_index) if new_index != seg.index else seg)
+        originals.append({seg.index})
+    if all(k == v for k, v in renumber.items()):
+        return train_log
+
+    def move(attempt: int | None) -> int | None:
+        return renumber.get(attempt, attempt) if attempt is not None else None
+
+    events = tuple(dataclasses.replace(e, attempt=move(e.attempt)) if e.attempt is not None else e
+                   for e in train_log.events)
+    series = _merge_series([dataclasses.replace(s, attempt=move(s.attempt)) for s in train_log.series])
+    tables = tuple(dataclasses.replace(t, attempt=move(t.attempt)) for t in train_log.val_tables)
+    return dataclasses.replace(train_log, segments=tuple(merged), events=events, series=series, val_tables=tables)
+
+
+def _merge_series(series: list[ScalarSeries]) -> tuple[ScalarSeries, ...]:
+    """One series per (tag, attempt) again after two segments became one attempt."""
+    import numpy as np
+
+    out: dict[tuple[str, int | None, str], ScalarSeries] = {}
+    for s in series:
+        key = (s.tag, s.attempt, s.source)
+        old = out.get(key)
+        if old is None:
+            out[key] = s
+        else:
+            out[key] = dataclasses.replace(old, steps=np.concatenate([old.steps, s.steps]),
+                                           values=np.concatenate([old.values, s.values]),
+                                           wall_times_s=np.concatenate([old.wall_times_s, s.wall_times_s]))
+    return tuple(out.values())
+
+
+def group_by_process(tb_files: list[tuple[str, Any, Any]]) -> list[list[tuple[str, Any, Any]]]:
+    """Event files in process-start order, those of one writer process (host and pid in the name) together.
+
+    Files without a pid in their name (tensorboardX, renamed copies) are each their own process.
+    """
+    groups: list[list[tuple[str, Any, Any]]] = []
+    by_process: dict[tuple[str, int], int] = {}
+    for item in tb_files:
+        parsed = item[1]
+        key = (parsed.host, parsed.pid) if parsed is not None and parsed.pid is not None else None
+        if key is not None and key in by_process:
+            groups[by_process[key]].append(item)
+            continue
+        if key is not None:
+            by_process[key] = len(groups)
+        groups.append([item])
+    return groups
+
+
+def epoch_axis_tags(train_log: Any, series: list[ScalarSeries]) -> set[str]:
+    """pimm ``train/*`` tags logged at an epoch number (E0, and E1 before 2026-06), not at a global step.
+
+    Such a tag's steps never exceed the number of epochs while the run's global steps do; they must not
+    define where an attempt started or stopped.
+    """
+    if train_log is None or not train_log.segments:
+        return set()
+    epochs = max((seg.max_epoch or 0) for seg in train_log.segments)
+    last_g = max((seg.last_step or 0) for seg in train_log.segments)
+    if not epochs or last_g <= epochs:
+        return set()
+    tags: dict[str, bool] = {}
+    for s in series:
+        if not s.tag.startswith("train/") or not len(s) or s.source == "train.log":
+            continue
+        tags[s.tag] = tags.get(s.tag, True) and s.last_step <= epochs
+    return {tag for tag, on_epochs in tags.items() if on_epochs}
