@@ -238,12 +238,14 @@ def test_bulk_framing_matches_sequential(tmp_path: Path) -> None:
     assert_matches_reference(read_event_file(path, REL), data)
 
 
-def test_crc_matches_crc32c_package() -> None:
+def test_crc_matches_crc32c_package(monkeypatch: pytest.MonkeyPatch) -> None:
     crc32c = pytest.importorskip("crc32c")
     rng = np.random.default_rng(7)
-    for size in [0, 1, 3, 4, 5, 63, 255, 256, 1000, 4097, 100_003]:
-        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
-        assert _tfrecord.crc32c(data) == crc32c.crc32c(data)
+    for native in (crc32c.crc32c, None):  # with the optional package, and the numpy rows without it
+        monkeypatch.setattr(_tfrecord, "_native_crc32c", native)
+        for size in [0, 1, 3, 4, 5, 63, 255, 256, 1000, 4097, 100_003]:
+            data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+            assert _tfrecord.crc32c(data) == crc32c.crc32c(data)
     for count, length in [(1, 30), (3, 54), (50, 54), (2000, 61), (40, 700), (5, 5000)]:
         block = rng.integers(0, 256, (count, length), dtype=np.uint8)
         expected = [crc32c.crc32c(row.tobytes()) for row in block]

@@ -152,7 +152,7 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
         acc.see_wall(base + record, wall)
     points_per_record = np.zeros(count, dtype=np.int64)
     blocks: list[tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, int]] = []
-    window_sightings: list[tuple[int, str, str]] = [(((base + r) * _KEY) + p, t, plugin)
+    window_sightings: list[tuple[int, str, str]] = [(((base + r) * _KEY) + min(p, _KEY - 1), t, plugin)
                                                     for r, p, t, plugin in slow.sightings]
     for bucket_records, piece in found:
         records = bucket_records[piece.rows]
@@ -192,10 +192,10 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
                        np.array([p[4] for p in slow.points], dtype=np.float64),
                        np.array([p[5] for p in slow.points], dtype=np.float64),
                        np.array([p[6] for p in slow.points], dtype=bool),
-                       np.array([p[1] for p in slow.points], dtype=np.int64)))
+                       np.array([min(p[1], _KEY - 1) for p in slow.points], dtype=np.int64)))
     for key, tag, plugin in sorted(window_sightings):
         acc.sightings.setdefault(tag, (key, plugin))
-    marker_records = sum(1 for m in slow.markers)
+    marker_records = len(slow.markers)
     total = int(points_per_record.sum())
     starts = np.cumsum(points_per_record) - points_per_record
     tag_col = np.empty(total, dtype=np.int64)
