@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from . import _train_log_fast as F
+from ._train_log_segments import release_freed_memory
 from ._train_log_types import LogSegment, TrainLogIndex
 
 SUBMITIT_MARK = b"pimm submitit attempt "
@@ -126,6 +127,8 @@ class IndexBuilder:
             return arr
 
         steps, line_nos, offsets = cat(0), cat(1), cat(2)
+        if steps.size > 2_000_000:
+            release_freed_memory()
         attempts = np.repeat(np.asarray([a for _, a in counts], dtype=np.int32),
                              np.asarray([n for n, _ in counts], dtype=np.int64))
         attempts.flags.writeable = False
