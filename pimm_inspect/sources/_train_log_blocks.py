@@ -38,34 +38,36 @@ class LineStats:
             self.long_lines.append((offset, skipped))
 
 
-def _cut_long_lines(buf: bytes, offset: int, stats: LineStats, cap: int) -> Iterator[tuple[bytes, int, int]]:
-    """Split a buffer of complete lines at its over-long lines, keeping ``cap`` bytes of each.
+def _cut_long_lines(block: bytes, offset: int, stats: LineStats, cap: int) -> Iterator[tuple[bytes, int, int]]:
+    """Split a block (``\\n`` + complete lines at file ``offset``) at its over-long lines, keeping ``cap`` bytes of each.
 
     Looks for a newline in every ``cap + 1`` bytes after a line start (``rfind`` jumps to
-    the last newline of each window), so the check costs about ``len(buf) / cap`` calls.
+    the last newline of each window), so the check costs about ``len(block) / cap`` calls.
     """
-    piece = pos = 0
-    end = len(buf)
+    piece = pos = 1
+    end = len(block)
     while pos < end:
-        last = buf.rfind(b"\n", pos, pos + cap + 1)
+        last = block.rfind(b"\n", pos, pos + cap + 1)
         if last >= 0:
             pos = last + 1
             continue
-        line_end = buf.find(b"\n", pos + cap)
-        stats.long(offset + pos, line_end - pos - cap)
-        yield buf[piece:pos + cap] + b"\n", offset + piece, offset + line_end + 1
+        line_end = block.find(b"\n", pos + cap)
+        stats.long(offset + pos - 1, line_end - pos - cap)
+        yield b"\n" + block[piece:pos + cap] + b"\n", offset + piece - 1, offset + line_end
         piece = pos = line_end + 1
-    if piece == 0:
-        yield buf, offset, offset + end
+    if piece == 1:
+        yield block, offset, offset + end - 1
     elif piece < end:
-        yield buf[piece:], offset + piece, offset + end
+        yield b"\n" + block[piece:], offset + piece - 1, offset + end - 1
 
 
 def blocks(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_bytes: int = BLOCK_BYTES,
            cap: int = MAX_LINE_BYTES) -> Iterator[tuple[bytes, int, int]]:
-    """``(data, offset, real_end)``: complete lines from ``start_offset``; ``real_end`` is where they end in the file.
+    """``(block, offset, real_end)``: ``b"\\n"`` + complete lines that start at file ``offset``; ``real_end``
+    is where they end in the file.
 
-    A half-written last line is not yielded (``stats.partial_bytes`` says how long it is).
+    The added newline lets every pattern find the first line like the others. A
+    half-written last line is not yielded (``stats.partial_bytes`` says how long it is).
     """
     fh.seek(start_offset)
     remaining = size - start_offset
@@ -79,20 +81,24 @@ def blocks(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_b
             break
         remaining -= len(data)
         data_off, pos = pos, pos + len(data)
+        skip = 0
         if carry_len > cap:  # inside a long line: skip to its newline
             nl = data.find(b"\n")
             if nl < 0:
                 carry_len += len(data)
                 continue
             stats.long(carry_off, carry_len + nl - cap)
-            yield carry + b"\n", carry_off, data_off + nl + 1
-            carry, carry_len = b"", 0
-            data, data_off = data[nl + 1:], data_off + nl + 1
-        buf = carry + data if carry else data
-        buf_off = carry_off if carry else data_off
-        cut = buf.rfind(b"\n")
+            yield b"\n" + carry + b"\n", carry_off, data_off + nl + 1
+            carry, carry_len, skip = b"", 0, nl + 1
+        cut = data.rfind(b"\n", skip)
         if cut >= 0:
-            yield from _cut_long_lines(buf[:cut + 1] if cut + 1 < len(buf) else buf, buf_off, stats, cap)
-            buf, buf_off = buf[cut + 1:], buf_off + cut + 1
-        carry, carry_off, carry_len = buf[:cap], buf_off, len(buf)
+            block_off = carry_off if carry_len else data_off + skip
+            block = b"".join((b"\n", carry, memoryview(data)[skip:cut + 1]))  # the one copy of the block
+            yield from _cut_long_lines(block, block_off, stats, cap)
+            carry, carry_off, carry_len = data[cut + 1:cut + 1 + cap], data_off + cut + 1, len(data) - cut - 1
+        else:
+            if not carry_len:
+                carry_off = data_off + skip
+            carry = carry + data[skip:skip + max(0, cap - len(carry))]
+            carry_len += len(data) - skip
     stats.partial_bytes = carry_len

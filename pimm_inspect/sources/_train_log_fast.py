@@ -181,7 +181,7 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
     Lines are grouped by length; for each group a line the template regex accepts is the
     reference, and the lines whose bytes equal it outside its number digits (which must be
     digits) are parsed by byte columns. Lines left over are checked token by token.
-    ``buf`` is the block as uint8 followed by at least 64 padding bytes; ``spaces_of()``
+    ``buf`` is the block as uint8; ``spaces_of()``
     gives the block's space positions.
     """
     line = np.searchsorted(newlines, hits)  # the newline ending each hit's line

@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from . import _train_log_fast as F
+from ._train_log_segments import release_freed_memory
 from ._train_log_types import LogSegment, TrainLogIndex
 
 SUBMITIT_MARK = b"pimm submitit attempt "
@@ -36,21 +37,21 @@ class BlockContext:
 
     @property
     def buf(self) -> np.ndarray:
-        if self._buf is None:  # padded, so token checks may look a few bytes past a line end
-            self._buf = np.frombuffer(self.block + bytes(64), dtype=np.uint8)
+        if self._buf is None:
+            self._buf = np.frombuffer(self.block, dtype=np.uint8)
         return self._buf
 
     @property
     def newlines(self) -> np.ndarray:
         if self._newlines is None:
-            self._newlines = np.flatnonzero(self.buf[:len(self.block)] == 10)
+            self._newlines = np.flatnonzero(self.buf == 10)
         return self._newlines
 
     @property
     def hits(self) -> np.ndarray:
         """Positions of every ``Train: [`` in the block."""
         if self._hits is None:
-            self._hits = F.find_hits(self.buf[:len(self.block)])
+            self._hits = F.find_hits(self.buf)
         return self._hits
 
     def count_hits(self, lo: int, hi: int) -> int:
@@ -78,7 +79,7 @@ class BlockContext:
 
     def _spaces_of(self) -> np.ndarray:
         if self._spaces is None:
-            self._spaces = np.flatnonzero(self.buf[:len(self.block)] == 32)
+            self._spaces = np.flatnonzero(self.buf == 32)
         return self._spaces
 
 
@@ -115,15 +116,21 @@ class IndexBuilder:
     def freeze(self, segments: tuple[LogSegment, ...]) -> TrainLogIndex:
         """The index; attempt starts come from the segments (header lines and E0 PID changes)."""
         chunks, self.chunks = self.chunks, []
+        counts = [(c[0].size, c[3]) for c in chunks]
+        columns = [[c[i] for c in chunks] for i in range(3)]
+        del chunks
 
-        def cat(i: int, dtype) -> np.ndarray:
-            arr = np.concatenate([c[i] for c in chunks]).astype(dtype, copy=False) if chunks else np.zeros(0, dtype)
+        def cat(i: int) -> np.ndarray:  # one column at a time, its parts dropped as it is joined
+            parts, columns[i] = columns[i], []
+            arr = np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, np.int64)
             arr.flags.writeable = False
             return arr
 
-        steps, line_nos, offsets = cat(0, np.int64), cat(1, np.int64), cat(2, np.int64)
-        attempts = np.concatenate([np.full(c[0].size, c[3], dtype=np.int32) for c in chunks]) if chunks \
-            else np.zeros(0, np.int32)
+        steps, line_nos, offsets = cat(0), cat(1), cat(2)
+        if steps.size > 2_000_000:
+            release_freed_memory()
+        attempts = np.repeat(np.asarray([a for _, a in counts], dtype=np.int32),
+                             np.asarray([n for n, _ in counts], dtype=np.int64))
         attempts.flags.writeable = False
         # A segment without a header that starts after byte 0 begins at an E0 PID change; the one at
         # byte 0 is only text before the first header.

@@ -267,6 +267,30 @@ def _resume_step(seg: SegmentState, ipe: int | None) -> int | None:
     return None
 
 
+_TRIM_POINTS = 2_000_000
+"""Above this many points a segment's chunks are worth returning to the OS as they are joined."""
+_malloc_trim = None
+
+
+def release_freed_memory() -> None:
+    """Give freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere nothing).
+
+    The per-block chunk arrays live in the malloc heap, the joined series (tens of MB) in
+    fresh mappings: without a trim the freed chunk pages stay resident, and a 1 GB log
+    peaked at 1.0 GB RSS instead of about 0.6 GB.
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes  # only for malloc_trim; absent or not glibc: skip
+
+            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
 def _joined(shared: dict, arrays: list[np.ndarray]) -> np.ndarray:
     """One concatenation per distinct list of chunk arrays: tags of one Train: line share steps and times.
 
@@ -295,10 +319,14 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None) -> 
     series: list[ScalarSeries] = []
     shared: dict[tuple[int, ...], tuple[list[np.ndarray], np.ndarray]] = {}
     chunks, seg.chunks = seg.chunks, {}
+    big = sum(p[1].size for parts in chunks.values() for p in parts) > _TRIM_POINTS
     for tag in list(chunks):
         parts = chunks.pop(tag)  # drop each tag's chunks once joined: peak memory stays near the result
         series.append(make_series(tag, _joined(shared, [p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                                   _joined(shared, [p[2] for p in parts]), rel_path, seg.index))
+        del parts
+        if big:
+            release_freed_memory()
     for tag, (steps, values, walls) in seg.points.items():
         series.append(make_series(tag, steps, values, walls, rel_path, seg.index))
     frozen = LogSegment(

@@ -33,7 +33,9 @@ _TS_SEP_BYTES = np.frombuffer(b"[-- ::, ", dtype=np.uint8)
 
 
 def _gather(buf: np.ndarray, start: np.ndarray, width: int) -> np.ndarray:
-    """``buf[start + j]`` for j < width as an (n, width) matrix (``buf`` is padded past the block)."""
+    """``buf[start + j]`` for j < width as an (n, width) matrix (past the block end: the last byte)."""
+    if start.size and int(start.max()) + width > buf.size:
+        return buf[np.minimum(start[:, None] + np.arange(width), buf.size - 1)]
     return np.lib.stride_tricks.sliding_window_view(buf, width)[start]
 
 

@@ -174,14 +174,13 @@ class _Reader:
         self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
 
     # -- blocks -----------------------------------------------------------
-    def block(self, data: bytes, offset: int) -> int:
-        """Process one block of complete lines starting at absolute byte ``offset``; returns its line count."""
-        if self.corrupt_at is None and not data.isascii():
+    def block(self, block: bytes, offset: int) -> int:
+        """Process ``\\n`` + complete lines starting at file offset ``offset``; returns the line count."""
+        if self.corrupt_at is None and not block.isascii():
             try:
-                data.decode("utf-8")
+                block.decode("utf-8")
             except UnicodeDecodeError as exc:
-                self.corrupt_at = offset + exc.start
-        block = b"\n" + data
+                self.corrupt_at = offset + exc.start - 1
         delta = offset - 1  # absolute offset of block[i] is delta + i
         self.ctx = BlockContext(block, self.line_no)
         self.index.scan_submitit(self.ctx, delta)
@@ -397,8 +396,8 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     "it was probably rewritten by a fresh launch: read it again from the start",
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings)
-            for data, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
-                lines += reader.block(data, offset)
+            for block, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
+                lines += reader.block(block, offset)
                 end = real_end
         except OSError as exc:
             findings.append(file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"))
