@@ -88,6 +88,10 @@ def _listdir(path: Path) -> list[str]:
 
 def collect(root: Path, kind: str, cache: Any = None) -> Collected:
     """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given)."""
+    if cache is None:
+        from .cache import transient_cache
+
+        cache = transient_cache()  # the disk cache, unless it is off
     c = Collected(root=root, kind=kind, cache=cache)
     names = _listdir(root)
     _read_docs(c, names)

@@ -201,7 +201,9 @@ def _fast_history(buf, records, starts, ends, item_cls, rows: RowBatch) -> np.nd
     mat = gather(buf, value_start, np.where(plain_number, i_end, value_start), width)
     chars_ok = np.where(np.arange(width) < v_len[:, None], _NUMBER_CHARS[mat], True).all(axis=1)
     texts = mat.view(f"S{width}").ravel()
-    special = np.isin(texts, list(_SPECIAL))
+    special = np.zeros(len(texts), dtype=bool)
+    maybe = np.flatnonzero((head == ord("N")) | (head == ord("I")) | ((head == ord("-")) & (v_len == 9)))
+    special[maybe] = np.isin(texts[maybe], list(_SPECIAL))
     plain_number &= chars_ok | special
     ok[parent[~plain_number]] = False
     code_of = np.array([rows.code(name) if name is not None else -1 for name in names], dtype=np.int64)

@@ -133,6 +133,16 @@ def span_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.
     width = -(-int(lengths.max()) // 8) * 8 if len(lengths) and lengths.max() > 0 else 8
     mat = gather(buf, starts, starts + lengths, width)
     keyed = np.concatenate([mat.view(np.uint64), lengths.astype(np.uint64)[:, None]], axis=1)
+    # A multiplicative hash per span; equal bytes give equal hashes, and every span is checked
+    # against its group's first span, so a collision only costs the exact (slower) grouping below.
+    mixed = np.zeros(len(keyed), dtype=np.uint64)
+    for j in range(keyed.shape[1]):
+        mixed = (mixed ^ keyed[:, j]) * np.uint64(0x9E3779B97F4A7C15)
+        mixed ^= mixed >> np.uint64(29)
+    _, first, inverse = np.unique(mixed, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if np.array_equal(keyed, keyed[first[inverse]]):
+        return inverse, first
     void = np.ascontiguousarray(keyed).view(f"V{keyed.shape[1] * 8}").ravel()
     _, first, inverse = np.unique(void, return_index=True, return_inverse=True)
     return inverse.ravel(), first
