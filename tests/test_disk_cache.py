@@ -65,6 +65,8 @@ def _reader_results(root: Path) -> list:
     results = [r for _p, _n, r in c.tb_files] + list(c.wandb_runs)
     if c.train_log is not None:
         results.append(c.train_log)
+    if c.model_dir is not None:
+        results.append(c.model_dir)
     return results
 
 
@@ -108,6 +110,9 @@ def test_warm_read_comes_from_the_cache(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tb, "read_event_file", fail)
     monkeypatch.setattr(tl, "read_train_log", fail)
+    import pimm_inspect.sources.checkpoint as ck
+
+    monkeypatch.setattr(ck, "read_model_dir", fail)
     assert _cli("show", RUNS / "e2_rollback", "--json") == cold
 
 
@@ -144,7 +149,7 @@ def test_damaged_entry_is_ignored_and_rebuilt(damage, tmp_path, monkeypatch):
         if damage == "truncate":
             path.write_bytes(data[: len(data) // 2])
         elif damage == "flip":
-            at = len(data) - 100  # inside the last array's values: still a valid zip and .npy
+            at = len(data) - 100  # inside the last array's values: the layout still parses
             path.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:])
         elif damage == "foreign-type":
             path.write_bytes(_entry_with_tree({"dc": "os:system", "f": {}}, {"kind": "x"}))
@@ -162,15 +167,11 @@ def test_damaged_entry_is_ignored_and_rebuilt(damage, tmp_path, monkeypatch):
 
 
 def _entry_with_tree(tree, header) -> bytes:
-    """A well-formed entry (valid zip, valid checksum) holding ``tree``: what a hostile writer could make."""
+    """A well-formed entry (valid checksum) holding ``tree``: what a hostile writer could make."""
     import hashlib
-    import io
-    import zipfile
 
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as zf:
-        zf.writestr("meta.json", json.dumps({"format": codec.FORMAT, "header": header, "tree": tree}))
-    body = out.getvalue()
+    meta = json.dumps({"format": codec.FORMAT, "header": header, "tree": tree, "arrays": []}).encode()
+    body = len(meta).to_bytes(8, "little") + meta
     return codec.MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 

@@ -1,7 +1,8 @@
 """A small self-describing encoding of reader results for the disk cache: JSON plus numpy arrays.
 
-No pickle: arrays are stored as ``.npy`` members read with ``allow_pickle=False``; everything else is
-JSON with tagged containers. Only dataclasses and enums defined in already-imported ``pimm_inspect``
+No pickle: arrays are raw little-endian bytes described (dtype from a fixed list, shape, offset) in a
+JSON header, read with ``np.frombuffer``; everything else is JSON with tagged containers, and a
+SHA-256 over the whole entry catches damage. Only dataclasses and enums defined in already-imported ``pimm_inspect``
 modules can be named, and a dataclass is rebuilt only when the stored field names are exactly its
 fields, so a damaged or foreign file can at worst fail to decode (then it is ignored and rebuilt).
 """
@@ -11,11 +12,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-import io
 import json
 import math
 import sys
-import zipfile
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -24,7 +23,7 @@ import numpy as np
 FORMAT = 1
 """Bumped whenever the encoding changes; entries of another format are ignored."""
 MAGIC = b"pimm-inspect cache 1\n"
-"""File start; then the SHA-256 of the rest (hex, newline), then a zip of meta.json and arrays."""
+"""File start; then the SHA-256 of the rest (hex, newline), then meta length, meta JSON, arrays."""
 _PACKAGE = "pimm_inspect."
 _ARRAY_DTYPES = {"int64", "float64", "float32", "int32", "bool", "uint8", "int8", "uint32", "uint64", "int16"}
 
@@ -160,20 +159,24 @@ class _Decoder:
 
 
 def encode(value: Any, header: dict[str, Any]) -> bytes:
-    """The file bytes for ``value``: a zip of ``meta.json`` (header + tree) and ``a<i>.npy`` arrays."""
+    """The file bytes for ``value``: magic, SHA-256 of the rest, meta length, meta JSON, raw array bytes.
+
+    Meta holds the header, the tree and per array its dtype, shape and byte offset; arrays are stored
+    C-contiguous, little-endian, each starting at a multiple of 8 bytes.
+    """
     encoder = _Encoder()
     tree = encoder.enc(value)
-    meta = json.dumps({"format": FORMAT, "header": header, "tree": tree}, allow_nan=False).encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as zf:
-        members = [("meta.json", meta)]
-        for i, array in enumerate(encoder.arrays):
-            buf = io.BytesIO()
-            np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-            members.append((f"a{i}.npy", buf.getvalue()))
-        for name, body in members:
-            zf.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), body)
-    body = out.getvalue()
+    layout, chunks, offset = [], [], 0
+    for array in encoder.arrays:
+        raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+        layout.append([array.dtype.name, list(array.shape), offset])
+        pad = -len(raw) % 8
+        chunks.append(raw + bytes(pad))
+        offset += len(raw) + pad
+    meta = json.dumps({"format": FORMAT, "header": header, "tree": tree, "arrays": layout},
+                      allow_nan=False).encode()
+    meta += b" " * (-len(meta) % 8)
+    body = len(meta).to_bytes(8, "little") + meta + b"".join(chunks)
     return MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
@@ -182,26 +185,30 @@ def decode(data: bytes, header: dict[str, Any]) -> Any:
     head = len(MAGIC) + 65
     if data[:len(MAGIC)] != MAGIC or data[head - 1:head] != b"\n":
         raise BadEntry("not a pimm-inspect cache entry")
-    body = data[head:]
+    body = bytearray(memoryview(data)[head:])
     if hashlib.sha256(body).hexdigest().encode() != data[len(MAGIC):head - 1]:
         raise BadEntry("checksum mismatch (damaged entry)")
     try:
-        with zipfile.ZipFile(io.BytesIO(body)) as zf:
-            meta = json.loads(zf.read("meta.json"))
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("header") != header:
-                raise BadEntry("stale or foreign entry")
-            names = set(zf.namelist())
-            arrays = []
-            i = 0
-            while f"a{i}.npy" in names:
-                array = np.load(io.BytesIO(zf.read(f"a{i}.npy")), allow_pickle=False)
-                if array.dtype.name not in _ARRAY_DTYPES:
-                    raise BadEntry("bad array dtype")
-                arrays.append(array)
-                i += 1
+        meta_len = int.from_bytes(body[:8], "little")
+        if not 0 < meta_len <= len(body) - 8:
+            raise BadEntry("bad meta length")
+        meta = json.loads(bytes(body[8:8 + meta_len]))
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("header") != header:
+            raise BadEntry("stale or foreign entry")
+        base = 8 + meta_len
+        arrays = []
+        for dtype_name, shape, offset in meta["arrays"]:
+            if dtype_name not in _ARRAY_DTYPES or not all(type(n) is int and n >= 0 for n in shape):
+                raise BadEntry("bad array layout")
+            dtype = np.dtype(dtype_name).newbyteorder("<")
+            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            start = base + offset
+            if type(offset) is not int or offset < 0 or start + count * dtype.itemsize > len(body):
+                raise BadEntry("array outside the entry")
+            array = np.frombuffer(body, dtype=dtype, count=count, offset=start).reshape(shape)
+            arrays.append(array.astype(dtype.newbyteorder("="), copy=False))
         return _Decoder(arrays).dec(meta["tree"])
     except BadEntry:
         raise
-    except (zipfile.BadZipFile, ValueError, KeyError, TypeError, OSError, EOFError, RecursionError,
-            AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
         raise BadEntry(f"{type(exc).__name__}: {exc}") from None

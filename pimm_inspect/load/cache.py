@@ -34,6 +34,37 @@ class _Entry:
     result: Any
 
 
+def _tree_signature(folder: Path, depth: int = 2) -> tuple[int, int, int]:
+    """A signature of a folder's entries (names, inodes, sizes, mtimes, link targets), ``depth`` levels deep."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    count = 0
+    stack = [(folder, 0)]
+    while stack:
+        path, level = stack.pop()
+        try:
+            st = os.lstat(path)
+            digest.update(f"{path.name}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_mode}".encode(
+                "utf-8", "surrogateescape"))
+            if os.path.islink(path):
+                digest.update(os.readlink(path).encode("utf-8", "surrogateescape"))
+                target = os.stat(path)
+                digest.update(f"->{target.st_ino}|{target.st_size}|{target.st_mtime_ns}|{target.st_mode}".encode())
+        except OSError as exc:
+            digest.update(f"{path.name}|error {exc.errno}".encode("utf-8", "surrogateescape"))
+            continue
+        count += 1
+        if level < depth and os.path.isdir(path):
+            try:
+                names = sorted(os.listdir(path))
+            except OSError:
+                digest.update(b"|unlistable")
+                continue
+            stack.extend((path / name, level + 1) for name in reversed(names))
+    return (count, 0, int(digest.hexdigest()[:15], 16))
+
+
 def _run_root(path: Path, rel_path: str) -> Path:
     """The run directory ``rel_path`` is relative to."""
     root = path
@@ -114,6 +145,26 @@ class ReadCache:
 
         root = folder if rel_path in ("", ".") else _run_root(folder, rel_path)
         return self._cached(logs[0], lambda: read_wandb_run(folder, rel_path), extend, "wandb", rel_path, root)
+
+    def model_dir(self, model: Path, run_root: Path):
+        """``read_model_dir``, reused while no file in the folder (two levels deep) changed."""
+        from ..sources.checkpoint import read_model_dir
+
+        sig = _tree_signature(model)
+        key = f"model_dir:{model}"
+        disk = self.disk if self.disk is not None and self.disk.usable_for(run_root) else None
+        entry = self.entries.get(key)
+        if entry is None and disk is not None:
+            stored = disk.get("model_dir", model, str(run_root))
+            entry = _Entry(stored[0], stored[1]) if stored is not None else None
+        if entry is not None and entry.signature == sig:
+            return entry.result
+        result = read_model_dir(model, run_root)
+        if self.keep_in_memory:
+            self.entries[key] = _Entry(sig, result)
+        if disk is not None:
+            disk.put("model_dir", model, str(run_root), sig, result)
+        return result
 
     def train_log(self, path: Path, rel_path: str):
         """``read_train_log`` that re-reads only the last attempt segment of a growing log."""

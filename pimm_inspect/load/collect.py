@@ -183,7 +183,7 @@ def _read_model_dir(c: Collected) -> None:
         return
     from ..sources.checkpoint import read_model_dir
 
-    result = read_model_dir(model, c.root)
+    result = c.cache.model_dir(model, c.root) if c.cache is not None else read_model_dir(model, c.root)
     c.model_dir = result
     c.findings += result.findings
     for info in result.checkpoints:
