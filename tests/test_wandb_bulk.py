@@ -142,6 +142,7 @@ def test_bulk_decode_across_batches_and_a_damaged_block(tmp_path, monkeypatch):
     """Small segments force records across segment ends; a flipped byte hands the rest to the exact loop."""
     import pimm_inspect.sources._wandb_batches as batches
 
+    default = batches.SEGMENT_BLOCKS
     monkeypatch.setattr(batches, "SEGMENT_BLOCKS", 2)
     folder, payloads = _write_log(tmp_path, 3_000, seed=3)
     result = read_wandb_run(folder, "wandb/run")
@@ -152,7 +153,7 @@ def test_bulk_decode_across_batches_and_a_damaged_block(tmp_path, monkeypatch):
     log.write_bytes(bytes(data))
     damaged = read_wandb_run(folder, "wandb/run")
     assert "file.corrupt" in {f.code for f in damaged.findings}
-    monkeypatch.setattr(batches, "SEGMENT_BLOCKS", 256)
+    monkeypatch.setattr(batches, "SEGMENT_BLOCKS", default)
     assert len(read_wandb_run(folder, "wandb/run").history_steps) == len(damaged.history_steps)
 
 

@@ -18,8 +18,8 @@ import numpy as np
 from . import _wandb_framing as framing
 from ._wandb_framing import BLOCK_LEN, FIRST, FULL, HEADER_LEN, LAST, MIDDLE, FramingState
 
-SEGMENT_BLOCKS = 256
-"""Blocks read and framed at once (8 MiB): bounds memory on logs of any size."""
+SEGMENT_BLOCKS = 64
+"""Blocks read and framed at once (2 MiB): bounds memory on logs of any size (as fast as 8 MiB)."""
 TAIL_BATCH = 4096
 """Records per batch handed on from the exact chunk loop."""
 _TYPE_CRC = {kind: zlib.crc32(bytes((kind,))) for kind in (FULL, FIRST, MIDDLE, LAST)}
