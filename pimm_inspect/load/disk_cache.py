@@ -50,6 +50,29 @@ def max_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
+_code_version: str | None = None
+
+
+def code_version() -> str:
+    """The package version plus a digest of the readers' source files (size, mtime), computed once:
+    results stored by other reader code are never reused."""
+    global _code_version
+    if _code_version is None:
+        from .. import __version__
+
+        package = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256(__version__.encode())
+        for source in sorted([*(package / "sources").glob("*.py"), package / "model.py", package / "evidence.py",
+                              *(package / "load").glob("*.py")]):
+            try:
+                st = source.stat()
+            except OSError:
+                continue
+            digest.update(f"{source.name}|{st.st_size}|{st.st_mtime_ns}".encode())
+        _code_version = f"{__version__}+{digest.hexdigest()[:12]}"
+    return _code_version
+
+
 def _inside(path: Path, folder: Path) -> bool:
     try:
         path.resolve().relative_to(folder.resolve())
@@ -76,11 +99,10 @@ class DiskCache:
         return not _inside(self.directory, run_root)
 
     def _entry(self, kind: str, path: Path, rel_path: str) -> tuple[Path, dict[str, Any]]:
-        from .. import __version__
-
         absolute = str(path.absolute())
-        header = {"kind": kind, "path": absolute, "rel": rel_path, "version": __version__}
-        digest = hashlib.sha256("\0".join((kind, absolute, rel_path, __version__)).encode("utf-8", "surrogateescape"))
+        version = code_version()
+        header = {"kind": kind, "path": absolute, "rel": rel_path, "version": version}
+        digest = hashlib.sha256("\0".join((kind, absolute, rel_path, version)).encode("utf-8", "surrogateescape"))
         return self.directory / f"{digest.hexdigest()[:40]}{ENTRY_SUFFIX}", header
 
     def get(self, kind: str, path: Path, rel_path: str) -> tuple[tuple[int, int, int], Any] | None:
