@@ -285,3 +285,10 @@ def test_size_cap_evicts_least_recently_used(tmp_path, monkeypatch):
     newest = found[-1][0]
     disk_cache.evict(cache, newest.stat().st_size)
     assert [p for p, _s, _t in disk_cache.entries(cache)] == [newest]
+
+
+def test_the_suite_never_uses_the_real_cache_dir():
+    """conftest points every test (and module-scoped fixtures before them) away from ~/.cache."""
+    configured = Path(os.environ["PIMM_INSPECT_CACHE_DIR"])
+    assert disk_cache.cache_dir() == configured
+    assert not (Path.home() / ".cache" / "pimm-inspect").resolve() == configured.resolve()
