@@ -165,7 +165,7 @@ def test_a_missing_path_still_prints_the_valid_run(as_json):
 def test_a_mistyped_command_is_suggested(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run_cli("chekc", RUNS / "e2_clean")
-    assert result.exit_code == 2 and "Did you mean 'check'?" in result.stderr
+    assert result.exit_code == 2 and "Did you mean 'check'" in result.stderr
     assert "no such file" not in result.stderr
     shutil.copytree(RUNS / "e2_clean", tmp_path / "chekc")  # a folder by that name is a PATH, as before
     result = run_cli("chekc")

@@ -89,6 +89,8 @@ def test_a_reader_bug_costs_only_its_file(monkeypatch):
     """A reader that raises on one file: that file is named in internal.reader-failed, the rest loads."""
     from pimm_inspect.sources import checkpoint, sbatch
 
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")  # the patched readers must run, not the cache
+
     source = ROOT / "fixtures" / "runs" / "e2_clean"
     healthy = load_run(source)
     real_read = checkpoint.read_checkpoint_file

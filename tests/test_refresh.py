@@ -68,8 +68,8 @@ def _wandb_view(result):
 
 def test_growing_wandb_log_is_decoded_from_where_it_stopped(tmp_path, monkeypatch):
     """A live run's .wandb grows in three steps; each refresh decodes only the appended records."""
-    import pimm_inspect.sources._wandb_framing as framing
-    import pimm_inspect.sources.wandb_local as wandb_local
+    import pimm_inspect.sources._wandb_batches as batches
+    import pimm_inspect.sources._wandb_bulk as bulk
     from pimm_inspect.sources.wandb_local import read_wandb_run
 
     source = next((RUNS / "wandb_clean" / "wandb").glob("offline-run-*"))
@@ -78,13 +78,13 @@ def test_growing_wandb_log_is_decoded_from_where_it_stopped(tmp_path, monkeypatc
     log = next(folder.glob("run-*.wandb"))
     data = log.read_bytes()
     starts = []
-    real = framing.iter_records
+    real = batches.frame_batches
 
     def spy(fh, state, start=0):
         starts.append(start)
         return real(fh, state, start)
 
-    monkeypatch.setattr(wandb_local, "iter_records", spy)
+    monkeypatch.setattr(bulk, "frame_batches", spy)
     cache = ReadCache()
     results = []
     for cut in (len(data) * 3 // 10, len(data) * 6 // 10, len(data)):

@@ -13,11 +13,12 @@ class _DefaultToUi(click.Group):
     """A group whose first argument may be a PATH for the UI instead of a command name."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args:
-            args = ["ui"]
-        elif args[0] not in self.commands and not args[0].startswith("-"):
-            _refuse_typo(ctx, args[0], list(self.commands))
-            args = ["ui", *args]
+        lead = 1 if args and args[0] == "--no-cache" else 0  # global options before the command or PATH
+        if len(args) == lead:
+            args = [*args, "ui"]
+        elif args[lead] not in self.commands and not args[lead].startswith("-"):
+            _refuse_typo(ctx, args[lead], list(self.commands))
+            args = [*args[:lead], "ui", *args[lead:]]
         return super().parse_args(ctx, args)
 
 
@@ -39,7 +40,8 @@ def _refuse_typo(ctx: click.Context, word: str, commands: list[str]) -> None:
 
 @click.group(cls=_DefaultToUi, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pimm-inspect")
-def cli() -> None:
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the persistent cache (also: PIMM_INSPECT_CACHE_DIR=off).")
+def cli(no_cache: bool) -> None:
     """Offline inspector for pimm, TensorBoard, W&B and Hugging Face Trainer runs.
 
     Run `pimm-inspect PATH` to browse runs in the terminal UI, or use the commands
@@ -48,12 +50,16 @@ def cli() -> None:
 
     Example: pimm-inspect check exp/ --json
     """
+    if no_cache:
+        from ..load.disk_cache import set_enabled
+
+        set_enabled(False)
 
 
 def _register() -> None:
-    from . import cmd_check, cmd_config, cmd_curves, cmd_export, cmd_ls, cmd_show, cmd_ui, cmd_url
+    from . import cmd_cache, cmd_check, cmd_config, cmd_curves, cmd_export, cmd_ls, cmd_show, cmd_ui, cmd_url
 
-    for module in (cmd_ls, cmd_show, cmd_check, cmd_curves, cmd_config, cmd_export, cmd_url, cmd_ui):
+    for module in (cmd_ls, cmd_show, cmd_check, cmd_curves, cmd_config, cmd_export, cmd_url, cmd_ui, cmd_cache):
         cli.add_command(module.command)
 
 

@@ -92,6 +92,10 @@ def collect(root: Path, kind: str, cache: Any = None) -> Collected:
 
     No file whose real path leaves ``root`` is read (``file.outside-run``), except pimm's own layout.
     """
+    if cache is None:
+        from .cache import transient_cache
+
+        cache = transient_cache()  # the disk cache, unless it is off
     with confined_to(root, layout_links(root)):
         return _collect_confined(root, kind, cache)
 
@@ -197,7 +201,7 @@ def _read_model_dir(c: Collected) -> None:
         return
     from ..sources.checkpoint import read_model_dir
 
-    result = read_model_dir(model, c.root)
+    result = c.cache.model_dir(model, c.root) if c.cache is not None else read_model_dir(model, c.root)
     c.model_dir = result
     c.findings += result.findings
     for info in result.checkpoints:

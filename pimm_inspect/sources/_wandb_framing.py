@@ -67,27 +67,34 @@ def iter_records(fh: BinaryIO, state: FramingState, start: int = 0) -> Iterator[
     ``start`` > 0 continues after a record end found by an earlier read (its ``bytes_read``): the file
     header was checked then, and no record is pending at a record end, so framing resumes mid-block.
     """
-    rel_path = state.rel_path
     if start > HEADER_LEN:
         yield from _iter_blocks(fh, state, start)
         return
+    header = read_header(fh, state)
+    if header is not None:
+        yield from _iter_blocks(fh, state, HEADER_LEN, header)
+
+
+def read_header(fh: BinaryIO, state: FramingState) -> bytes | None:
+    """The file header when it is W&B's (file at offset 0); else None with a finding in ``state``."""
+    rel_path = state.rel_path
     header = fh.read(HEADER_LEN)
     if not header:
         state.findings.append(file_finding("file.empty", rel_path, f"{rel_path} is empty", severity=Severity.INFO))
-        return
+        return None
     if len(header) < HEADER_LEN or header[:4] != FILE_HEADER[:4]:
         state.findings.append(file_finding(
             "file.corrupt", rel_path, f"{rel_path}: not a W&B transaction log (bad file header)",
             severity=Severity.ERROR))
-        return
+        return None
     if header != FILE_HEADER:
         magic, version = struct.unpack_from("<HB", header, 4)
         state.findings.append(file_finding(
             "file.corrupt", rel_path,
             f"{rel_path}: unexpected W&B log magic 0x{magic:04X} / version {version}; not read",
             severity=Severity.ERROR))
-        return
-    yield from _iter_blocks(fh, state, HEADER_LEN, header)
+        return None
+    return header
 
 
 def _iter_blocks(fh: BinaryIO, state: FramingState, start: int, header: bytes = b"") -> Iterator[tuple[int, bytes]]:

@@ -14,7 +14,8 @@ from ..model import ConfigDoc, Finding, Provenance, ScalarSeries, Severity, Sour
 from ._common import LIMIT_EXPLANATION, UnreadableFile, file_finding, open_regular
 from ._limits import cap_depth, depth_reason
 from ._wandb_files import ConsoleCollector, ConsoleLine, DroppedStep, RunFiles, read_run_files
-from ._wandb_framing import FramingState, iter_records
+from ._wandb_bulk import decode_log
+from ._wandb_framing import FramingState
 from ._wandb_history import History, MetricDefinition, build_series, loads
 from .wandb_links import FolderLink, folder_link, metadata_provenance, without_userinfo
 from ._wandb_proto import WandbProtoUnavailable, record_class
@@ -267,8 +268,6 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
     except WandbProtoUnavailable as exc:
         state.findings.append(file_finding("file.unreadable", rel, f"{rel}: cannot decode W&B records ({exc})"))
         return
-    from google.protobuf.message import DecodeError
-
     framing = FramingState(rel)
     state.findings = []  # this read's findings; the undecodable count below is cumulative
     state.resumable = False
@@ -280,11 +279,8 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
     with fh:
         try:
             st = os.fstat(fh.fileno())
-            for _offset, payload in iter_records(fh, framing, state.end_offset):
-                try:
-                    _take_record(state, record_cls.FromString(payload))
-                except (DecodeError, ValueError, TypeError, OverflowError, RecursionError):
-                    state.undecodable += 1
+            state.undecodable += decode_log(fh, framing, state.end_offset, record_cls, state.history,
+                                            state.summary, lambda rec: _take_record(state, rec))
         except OSError as exc:
             state.findings.append(file_finding("file.unreadable", rel, f"{rel}: read failed ({exc.strerror})"))
             st = None

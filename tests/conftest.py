@@ -1,0 +1,32 @@
+"""Shared test setup: the persistent cache goes to temporary directories, never ~/.cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+_SESSION_CACHE: str | None = None
+
+
+def pytest_configure(config):
+    """Before any fixture (module- and session-scoped ones too) reads a run: a session-wide cache dir."""
+    global _SESSION_CACHE
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="pimm-inspect-test-cache-")
+    os.environ["PIMM_INSPECT_CACHE_DIR"] = _SESSION_CACHE
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE is not None:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_dir(tmp_path_factory, monkeypatch):
+    """Every test gets its own empty cache directory outside the run fixtures."""
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path_factory.mktemp("pimm-cache")))
+    from pimm_inspect.load import disk_cache
+
+    monkeypatch.setattr(disk_cache, "_enabled", True)

@@ -1,0 +1,294 @@
+"""The persistent cache: faithful, outside runs, safe against damage and concurrency, off when asked."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import pimm_inspect
+from pimm_inspect.cli.main import cli
+from pimm_inspect.load import ReadCache, load_run
+from pimm_inspect.load import _cache_codec as codec
+from pimm_inspect.load import disk_cache
+from pimm_inspect.load.collect import collect
+from pimm_inspect.load.discover import classify_dir
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "fixtures" / "runs"
+ALL = pimm_inspect.discover(RUNS)
+
+
+def _cli(*args: object) -> str:
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code in (0, 1), result.output
+    return result.stdout
+
+
+def _cache_files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*")) if folder.exists() else []
+
+
+def _same(a, b, where: str = "") -> None:
+    """Deep equality of reader results: dataclasses field by field, arrays by dtype and bits (NaN equal)."""
+    if isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape, where
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), where
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+        assert type(a) is type(b), where
+        for f in dataclasses.fields(a):
+            _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict):
+        assert type(a) is type(b) and list(a) == list(b), where
+        for k in a:
+            _same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, float) and a != a:
+        assert isinstance(b, float) and b != b, where
+    else:
+        assert type(a) is type(b) and a == b, where
+
+
+def _reader_results(root: Path) -> list:
+    c = collect(root.absolute(), classify_dir(root) or "pimm", ReadCache(disk=None))
+    results = [r for _p, _n, r in c.tb_files] + list(c.wandb_runs)
+    if c.train_log is not None:
+        results.append(c.train_log)
+    if c.model_dir is not None:
+        results.append(c.model_dir)
+    return results
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
+def test_codec_round_trip_of_every_reader_result(path):
+    for result in _reader_results(path):
+        if getattr(result, "log_state", None) is not None:
+            continue  # a live W&B log keeps its decoder state in memory only (never stored)
+        header = {"kind": "x"}
+        _same(result, codec.decode(codec.encode(result, header), header), type(result).__name__)
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
+def test_show_check_and_series_identical_with_and_without_cache(path, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    outputs = []
+    for setting in ("off", str(cache), str(cache)):  # no cache, cold, warm
+        monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", setting)
+        outputs.append((_cli("show", path, "--json"), _cli("check", path, "--json", "--fail-on", "never")))
+        run = load_run(path)
+        outputs[-1] += (sorted((s.tag, s.source, s.attempt) for s in run.series),)
+        if setting == "off":
+            reference = run
+        else:
+            for s, r in zip(sorted(run.series, key=lambda s: (s.tag, s.source, s.attempt or 0)),
+                            sorted(reference.series, key=lambda s: (s.tag, s.source, s.attempt or 0))):
+                _same(s, r, s.tag)
+    assert outputs[0] == outputs[1] == outputs[2]
+    has_stream = any(_reader_results(path))
+    assert bool(disk_cache.entries(cache)) == has_stream
+
+
+def test_warm_read_comes_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    cold = _cli("show", RUNS / "e2_rollback", "--json")
+    import pimm_inspect.sources.tb_events as tb
+    import pimm_inspect.sources.train_log as tl
+
+    def fail(*args, **kwargs):
+        raise AssertionError("decoded again although cached")
+
+    monkeypatch.setattr(tb, "read_event_file", fail)
+    monkeypatch.setattr(tl, "read_train_log", fail)
+    import pimm_inspect.sources.checkpoint as ck
+
+    monkeypatch.setattr(ck, "read_model_dir", fail)
+    assert _cli("show", RUNS / "e2_rollback", "--json") == cold
+
+
+def test_cache_dir_inside_the_run_is_refused(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "e2_rollback", run, symlinks=True)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(run / ".cache"))
+    _cli("show", run, "--json")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(run / "model" / "cache"))
+    _cli("ls", run)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
+def test_default_location_follows_xdg_and_off(monkeypatch, tmp_path):
+    monkeypatch.delenv("PIMM_INSPECT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert disk_cache.cache_dir() == tmp_path / "xdg" / "pimm-inspect"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert disk_cache.cache_dir() == tmp_path / "home" / ".cache" / "pimm-inspect"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    assert disk_cache.cache_dir() is None
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "foreign-type", "pickle", "empty"])
+def test_damaged_entry_is_ignored_and_rebuilt(damage, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
+    reference = _cli("show", RUNS / "e2_rollback", "--json")
+    stored = {p: p.read_bytes() for p, _s, _t in disk_cache.entries(cache)}
+    assert stored
+    for path, data in stored.items():
+        if damage == "truncate":
+            path.write_bytes(data[: len(data) // 2])
+        elif damage == "flip":
+            at = len(data) - 100  # inside the last array's values: the layout still parses
+            path.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:])
+        elif damage == "foreign-type":
+            path.write_bytes(_entry_with_tree({"dc": "os:system", "f": {}}, {"kind": "x"}))
+        elif damage == "pickle":
+            import pickle
+
+            path.write_bytes(pickle.dumps({"tree": "x"}))
+        else:
+            path.write_bytes(b"")
+    assert _cli("show", RUNS / "e2_rollback", "--json") == reference
+    rebuilt = {p: p.read_bytes() for p, _s, _t in disk_cache.entries(cache)}
+    assert set(rebuilt) == set(stored)
+    for path, data in rebuilt.items():  # every damaged entry was replaced by a valid one
+        assert data == stored[path]
+
+
+def _entry_with_tree(tree, header) -> bytes:
+    """A well-formed entry (valid checksum) holding ``tree``: what a hostile writer could make."""
+    import hashlib
+
+    meta = json.dumps({"format": codec.FORMAT, "header": header, "tree": tree, "arrays": []}).encode()
+    body = len(meta).to_bytes(8, "little") + meta
+    return codec.MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def test_codec_refuses_names_outside_the_package():
+    header = {"kind": "x"}
+    fields = {"f": {"code": "a", "severity": {"e": "pimm_inspect.model:Severity", "v": "info"}}}
+    for evil in ("os:system", "builtins:eval", "pimm_inspect.model:os", "subprocess:Popen",
+                 "pimm_inspect.model:Finding.__init__"):
+        with pytest.raises(codec.BadEntry):
+            codec.decode(_entry_with_tree({"dc": evil, **fields}, header), header)
+    with pytest.raises(codec.BadEntry):  # a real type, but not its fields
+        codec.decode(_entry_with_tree({"dc": "pimm_inspect.model:Finding", **fields}, header), header)
+    good = codec.encode(pimm_inspect.model.Finding("a", pimm_inspect.model.Severity.INFO, "m", (), None, ""), header)
+    assert codec.decode(good, header).code == "a"
+    with pytest.raises(codec.BadEntry):
+        codec.decode(good, {"kind": "other"})
+
+
+def test_two_processes_fill_the_cache_at_once(tmp_path):
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(cache))
+    argv = [sys.executable, "-m", "pimm_inspect", "show", "--json", str(RUNS)]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-500:] for o in outs]
+    off = subprocess.run(argv, env=dict(env, PIMM_INSPECT_CACHE_DIR="off"), capture_output=True, check=True)
+    assert outs[0][0] == outs[1][0] == off.stdout
+    assert not [p for p in cache.iterdir() if p.name.startswith(".tmp-")]
+    warm = subprocess.run(argv, env=env, capture_output=True, check=True)
+    assert warm.stdout == off.stdout
+
+
+def test_grown_files_decode_only_the_appended_bytes(tmp_path, monkeypatch):
+    """A later process finds the stored prefix and reads train.log and the event file from where it ended."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
+    run = tmp_path / "live"
+    shutil.copytree(RUNS / "e2_rollback", run, symlinks=True)
+    log = run / "train.log"
+    data = log.read_bytes()
+    cut = data.index(b"\n", len(data) * 2 // 3) + 1
+    log.write_bytes(data[:cut])
+    events = sorted(run.glob("events.out.tfevents.*"))[-1]
+    ev = events.read_bytes()
+    events.write_bytes(ev[: len(ev) // 2 + 7])
+    first = load_run(run)  # no ReadCache passed: the disk cache only, as in a new process
+    ends = {s.path: s.bytes_read for s in first.sources}
+    log.write_bytes(data)
+    events.write_bytes(ev)
+    import pimm_inspect.sources.tb_events as tb
+    import pimm_inspect.sources.train_log as tl
+
+    calls = []
+    real_tb, real_tl = tb.read_event_file, tl.read_train_log
+
+    def spy_tb(path, rel_path, start_offset=0, **kw):
+        calls.append((rel_path, start_offset))
+        return real_tb(path, rel_path, start_offset=start_offset, **kw)
+
+    def spy_tl(path, rel_path, start_offset=0, **kw):
+        calls.append((rel_path, start_offset))
+        return real_tl(path, rel_path, start_offset=start_offset, **kw)
+
+    monkeypatch.setattr(tb, "read_event_file", spy_tb)
+    monkeypatch.setattr(tl, "read_train_log", spy_tl)
+    grown = load_run(run)
+    ev_rel = events.name
+    assert dict(calls)[ev_rel] == ends[ev_rel] > 0  # the event file: from the stored end on
+    first_log_start = dict(calls)["train.log"]
+    assert 0 < first_log_start < cut  # train.log: from the start of its last attempt segment
+    monkeypatch.setattr(tb, "read_event_file", real_tb)
+    monkeypatch.setattr(tl, "read_train_log", real_tl)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    full = load_run(run)
+    assert sorted((s.tag, s.source, s.attempt, s.steps.tolist(), s.values.tolist()) for s in grown.series) == \
+        sorted((s.tag, s.source, s.attempt, s.steps.tolist(), s.values.tolist()) for s in full.series)
+    assert sorted(f.code for f in grown.findings) == sorted(f.code for f in full.findings)
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_no_cache_writes_nothing(how, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache) if how == "flag" else "off")
+    args = ["--no-cache"] if how == "flag" else []
+    for command in (["show", RUNS / "e2_rollback", "--json"], ["ls", RUNS], ["check", RUNS / "wandb_clean"]):
+        result = CliRunner().invoke(cli, [*args, *map(str, command)])
+        assert result.exit_code in (0, 1), result.output
+    assert _cache_files(cache) == []
+    disk_cache.set_enabled(True)
+
+
+def test_cache_info_and_clear(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
+    _cli("ls", RUNS)
+    info = json.loads(_cli("cache", "info", "--json"))
+    assert info["enabled"] and info["directory"] == str(cache) and info["entries"] == len(disk_cache.entries(cache)) > 0
+    assert info["size_bytes"] == sum(p.stat().st_size for p in cache.iterdir())
+    assert "removed" in _cli("cache", "clear")
+    assert disk_cache.entries(cache) == []
+    assert json.loads(_cli("cache", "info", "--json"))["entries"] == 0
+
+
+def test_size_cap_evicts_least_recently_used(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
+    _cli("ls", RUNS)
+    found = sorted(disk_cache.entries(cache), key=lambda e: e[2])
+    for i, (path, _size, _t) in enumerate(found):
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    newest = found[-1][0]
+    disk_cache.evict(cache, newest.stat().st_size)
+    assert [p for p, _s, _t in disk_cache.entries(cache)] == [newest]
+
+
+def test_the_suite_never_uses_the_real_cache_dir():
+    """conftest points every test (and module-scoped fixtures before them) away from ~/.cache."""
+    configured = Path(os.environ["PIMM_INSPECT_CACHE_DIR"])
+    assert disk_cache.cache_dir() == configured
+    assert not (Path.home() / ".cache" / "pimm-inspect").resolve() == configured.resolve()
