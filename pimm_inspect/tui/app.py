@@ -14,6 +14,7 @@ from textual.worker import get_current_worker
 
 from ..load.discover import classify_dir, iter_runs
 from ..model import Run
+from ..report.safe_text import clean
 from .facts import is_light, light_run, relative_name
 from .loader import CachingLoader, Loader, guarded
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound,
@@ -159,6 +160,11 @@ class InspectApp(App):
         self.push_screen(RunScreen(path, self.path, full, self.follow_interval_s))
         if full is None and self.runs:
             self._load_one(path)  # the table holds a light copy, or the main worker has not got to it yet
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every notification is plain text: messages quote tags, paths and commands from run files."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     # -- actions and commands ------------------------------------------------------------------------------
 

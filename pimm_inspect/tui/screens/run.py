@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
+from ...report.safe_text import data_text
 from .. import links
 from ..facts import kind_label, relative_name, wandb_target
 from ..messages import LogIndexProgress
@@ -92,7 +93,7 @@ class RunScreen(Screen):
         """A log line to show once train.log is indexed (from a finding or the curve cursor)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{relative_name(self.path, self.base)}  loading…", id="run-title")
+        yield Static(data_text(f"{relative_name(self.path, self.base)}  loading…", newlines=False), id="run-title")
         with TabbedContent(initial="overview", id="run-tabs"):
             with TabPane("1 Overview", id="overview"):
                 yield Overview(self.base)
@@ -129,7 +130,7 @@ class RunScreen(Screen):
         self.run = run
         title = f"{relative_name(run.root, self.base)}  {kind_label(run)}  {run.status}  " \
                 f"{len(run.attempts)} attempt(s)"
-        self.query_one("#run-title", Static).update(title)
+        self.query_one("#run-title", Static).update(data_text(title, newlines=False))
         self.query_one(Overview).set_run(run)
         self.query_one(CurvesPane).set_run(run)
         self.query_one(ConfigPane).set_run(run)
@@ -155,7 +156,7 @@ class RunScreen(Screen):
         if not log_files:
             status.update("this run has no train.log")
             return
-        status.update(f"{log_files[0]}  indexing…")
+        status.update(data_text(f"{log_files[0]}  indexing…", newlines=False))
         self.query_one(LogView).open(self.run.root / log_files[0], log_files[0])
 
     @on(TabbedContent.TabActivated, "#run-tabs")
@@ -339,14 +340,14 @@ class RunScreen(Screen):
         lines = message.offsets.shape[0] - 1
         starts = ", ".join(str(int(i) + 1) for i in message.attempt_lines[:8])
         name = next((s.path for s in self.run.sources if s.kind == "train_log"), "train.log") if self.run else ""
-        self.query_one("#log-status", Static).update(
-            f"{name}  {lines} lines  attempts start at line {starts or '-'}  (/ search, n next, ] next attempt, g/G ends)")
+        self.query_one("#log-status", Static).update(data_text(
+            f"{name}  {lines} lines  attempts start at line {starts or '-'}  (/ search, n next, ] next attempt, g/G ends)", newlines=False))
         view.refresh()
         self.call_after_refresh(self._try_log_step)
 
     def on_log_view_failed(self, message: LogView.Failed) -> None:
         """A log that cannot be read is a message, not a traceback."""
-        self.query_one("#log-status", Static).update(message.reason)
+        self.query_one("#log-status", Static).update(data_text(message.reason))
 
     @on(DataTable.RowSelected, "#findings-table")
     def _finding_selected(self, event: DataTable.RowSelected) -> None:

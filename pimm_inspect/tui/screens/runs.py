@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from ...model import Run, Severity
+from ...report.safe_text import clean, data_text
 from ..facts import (SORT_COLUMNS, best_metric, compile_run_filter, findings_cell, fmt_step, fmt_time, kind_label,
                      last_logged, last_step, relative_name, severity_counts)
 
@@ -72,7 +73,7 @@ class RunsScreen(Screen):
         self.problem: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(f"runs under {self.base.as_posix()}", id="runs-title")
+        yield Static(data_text(f"runs under {self.base.as_posix()}"), id="runs-title")
         yield Input(placeholder="/ filter: text, !text, /regex/, cfg.<key> op value (e.g. cfg.optimizer.lr>0.001)",
                     id="runs-filter")
         yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
@@ -135,7 +136,7 @@ class RunsScreen(Screen):
         """The load-error state: nothing to show, and why."""
         self.problem = text
         widget = self.query_one("#runs-problem", Static)
-        widget.update(text)
+        widget.update(data_text(text))
         widget.display = True
         self.query_one(DataTable).display = False
         self._status()
@@ -161,7 +162,8 @@ class RunsScreen(Screen):
 
     def _cells(self, key: str) -> tuple:
         others = WIDE_OTHER_COLUMNS_WIDTH if self._wide() else OTHER_COLUMNS_WIDTH
-        name = shorten(relative_name(self.paths[key], self.base), max(self.app.size.width - others, 14))
+        name = data_text(shorten(clean(relative_name(self.paths[key], self.base), newlines=False),
+                                 max(self.app.size.width - others, 14)))
         mark = Text(MARK, self.get_component_rich_style("runs--mark")) if key in self.marked else ""
         run = self.runs.get(key)
         if run is None:
@@ -171,9 +173,10 @@ class RunsScreen(Screen):
         style = {Severity.ERROR: "runs--error", Severity.WARNING: "runs--warning"}.get(worst) if worst is not None \
             else None
         findings = Text(findings_cell(run), self.get_component_rich_style(style) if style else "")
-        extra = (best_metric(run), fmt_time(last_logged(run))) if self._wide() else ()
-        return (mark, name, kind_label(run), run.status, str(len(run.attempts)), fmt_step(last_step(run)),
-                *extra, ", ".join(run.wandb.run_ids) or "-", findings)
+        extra = (data_text(best_metric(run), newlines=False), fmt_time(last_logged(run))) if self._wide() else ()
+        return (mark, name, data_text(kind_label(run), newlines=False), data_text(run.status, newlines=False),
+                str(len(run.attempts)), fmt_step(last_step(run)), *extra,
+                data_text(", ".join(run.wandb.run_ids) or "-", newlines=False), findings)
 
     def _sort_key(self, key: str):
         column = SORT_COLUMNS[self.sort_index]

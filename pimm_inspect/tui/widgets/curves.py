@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from ...analysis.curves import POLICIES
 from ...model import Run
+from ...report.safe_text import clean, data_text
 from ...report.plot import lines_for, preferred_series
 from ..facts import compile_filter, fmt_time, policy_note
 from .plot import CurvePlot, PlotLine, PlotSpec
@@ -68,7 +69,7 @@ def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpe
     lines = lines_for(run, tag, options.policy, options.smooth, options.x_axis, max_points=max(200, 2 * width),
                       x_range=x_range)
     plot_lines = tuple(
-        PlotLine(line.label, line.x, line.y, (line.attempt - 1) if line.attempt else 0) for line in lines)
+        PlotLine(clean(line.label, newlines=False), line.x, line.y, (line.attempt - 1) if line.attempt else 0) for line in lines)
     seams: tuple[float, ...] = ()
     if options.x_axis == "step" and options.policy == "all":
         seams = tuple(float(a.first_step) for a in run.attempts[1:] if a.first_step is not None)
@@ -85,8 +86,8 @@ def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpe
         title += f"  zoom {int(x_range[0])}-{int(x_range[1])}"
     if replays:
         title += "  replayed " + ", ".join(f"{int(a)}-{int(b)}" for a, b in replays)
-    return PlotSpec(plot_lines, seams, X_LABELS[options.x_axis], title, options.log_y,
-                    empty_text=f"no finite points for {tag}", replays=replays)
+    return PlotSpec(plot_lines, seams, X_LABELS[options.x_axis], clean(title, newlines=False), options.log_y,
+                    empty_text=clean(f"no finite points for {tag}", newlines=False), replays=replays)
 
 
 class CurvesPane(Vertical):
@@ -204,11 +205,11 @@ class CurvesPane(Vertical):
             when = fmt_time(p.wall_time_s) if np.isfinite(p.wall_time_s) else "-"
             who = f"attempt {p.attempt}" if p.attempt is not None else "-"
             parts.append(f"raw {p.value:.6g} @ {when} {who} [{p.source}]")
-        readout.update("  ".join(parts) + "   (l: log line)")
+        readout.update(clean("  ".join(parts) + "   (l: log line)"))
 
     def _update_note(self) -> None:
         if self.run is not None:
-            self.query_one("#policy-note", Static).update(policy_note(self.run, self.options.policy))
+            self.query_one("#policy-note", Static).update(clean(policy_note(self.run, self.options.policy)))
 
     def cycle_policy(self) -> None:
         """all -> newest -> oldest -> all."""
@@ -239,7 +240,7 @@ class CurvesPane(Vertical):
         shown = [t for t in tags if keep(t)]
         option_list = self.query_one("#tag-list", OptionList)
         option_list.clear_options()
-        option_list.add_options([Option(t, id=t) for t in shown])
+        option_list.add_options([Option(data_text(t, newlines=False), id=t) for t in shown])
         if self.tag in shown:
             option_list.highlighted = shown.index(self.tag)
 
@@ -264,9 +265,9 @@ class CurvesPane(Vertical):
         self._generation += 1
         status = self.query_one("#curve-status", Static)
         opts = self.options
-        status.update(
+        status.update(clean(
             f"{self.tag or '(no scalar tags)'}  policy {opts.policy} · smooth {opts.smooth:g} · x {opts.x_axis}"
-            + (" · log y" if opts.log_y else ""))
+            + (" · log y" if opts.log_y else ""), newlines=False))
         self._update_note()
         if self.run is None or self.tag is None:
             self.query_one(CurvePlot).show(PlotSpec(empty_text="this run has no scalar curves"))
@@ -279,7 +280,7 @@ class CurvesPane(Vertical):
         try:
             spec = build_spec(run, tag, options, width)
         except Exception as exc:  # a bad series must show as a message, not a traceback
-            spec = PlotSpec(empty_text=f"cannot draw {tag}: {type(exc).__name__}: {exc}")
+            spec = PlotSpec(empty_text=clean(f"cannot draw {tag}: {type(exc).__name__}: {exc}"))
         self.post_message(self.Drawn(spec, generation))
 
     def on_curves_pane_drawn(self, message: Drawn) -> None:

@@ -16,6 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.secrets import mask_text
+from ...report.safe_text import clean
 from ...sources._common import UnreadableFile, open_regular
 from ..messages import LogIndexProgress
 
@@ -161,7 +162,8 @@ class LogView(ScrollView, can_focus=True):
         for i in range(first, last):
             a, b = int(self.offsets[i]) - start, int(self.offsets[i + 1]) - start
             raw = data[a:b].rstrip(b"\r\n")[:MAX_LINE_CHARS * 4]
-            self._cache[i] = mask_text(raw.decode("utf-8", errors="replace")).expandtabs(4)[:MAX_LINE_CHARS]
+            # Masked, then every control character shown as an escape: a log line is data, never a terminal sequence.
+            self._cache[i] = clean(mask_text(raw.decode("utf-8", errors="replace")).expandtabs(4))[:MAX_LINE_CHARS]
 
     def line_text(self, index: int) -> str:
         """Text of one line (masked), read on demand."""

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from ...analysis.secrets import mask_text
 from ...model import Attempt, Run, Severity
+from ...report.safe_text import clean, data_text
 from ..facts import Span, fmt_step, kind_label, marked_spans, relative_name
 
 SEVERITY_CLASS = {Severity.ERROR: "overview--error", Severity.WARNING: "overview--warning",
@@ -53,12 +54,12 @@ class TimelineStrip(Widget):
         out = Text(no_wrap=True, overflow="ellipsis")
         last_index = len(self.attempts) - 1
         for row, attempt in enumerate(self.attempts):
-            out.append(f"#{attempt.index} {attempt.origin}"[:label_width - 1].ljust(label_width),
+            out.append(clean(f"#{attempt.index} {attempt.origin}", newlines=False)[:label_width - 1].ljust(label_width),
                        self.get_component_rich_style("timeline--label"))
             for cell in range(bar_width):
                 a, b = lo + int(cell * scale), lo + int((cell + 1) * scale) - 1
                 out.append(*self._cell(attempt, a, max(a, b), row == last_index))
-            out.append(f" {fmt_step(attempt.first_step)}-{fmt_step(attempt.last_step)} {attempt.ended}")
+            out.append(clean(f" {fmt_step(attempt.first_step)}-{fmt_step(attempt.last_step)} {attempt.ended}", newlines=False))
             out.append("\n")
         out.append(" " * label_width + f"{lo}".ljust(bar_width - len(str(hi))) + f"{hi}",
                    self.get_component_rich_style("timeline--dim"))
@@ -118,7 +119,7 @@ class Overview(VerticalScroll):
         grid.add_column(width=12, no_wrap=True, style=self.get_component_rich_style("overview--key"))
         grid.add_column(ratio=1)
         for key, value in rows:
-            grid.add_row(key, value if isinstance(value, Text) else Text(mask_text(value)))
+            grid.add_row(key, value if isinstance(value, Text) else data_text(mask_text(value)))
         return grid
 
     def set_run(self, run: Run) -> None:
@@ -183,8 +184,8 @@ class Overview(VerticalScroll):
             if i:
                 out.append("\n")
             out.append(f"{f.severity.label:<8}", self.get_component_rich_style(SEVERITY_CLASS[f.severity]))
-            out.append(f"{f.code:<24} ", self.get_component_rich_style("overview--key"))
-            out.append(mask_text(f.message))
+            out.append(clean(f"{f.code:<24} ", newlines=False), self.get_component_rich_style("overview--key"))
+            out.append(clean(mask_text(f.message), newlines=False))
         if len(run.findings) > 6:
             out.append(f"\n… {len(run.findings) - 6} more in the Findings tab (5)")
         return out

@@ -9,6 +9,8 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
+from ...report.safe_text import clean
+
 PALETTE = ("cyan", "orange", "green", "magenta", "blue", "red", "yellow", "white")
 """Line colours by index (plotext names, mapped to the terminal's palette), stable across redraws."""
 
@@ -66,11 +68,11 @@ class CurvePlot(PlotextPlot):
                     x, y = x[keep], y[keep]
                 if not x.size:
                     continue
-                plt.plot(x.tolist(), y.tolist(), label=line.label, marker="braille",
+                plt.plot(x.tolist(), y.tolist(), label=clean(line.label, newlines=False), marker="braille",
                          color=PALETTE[line.color_index % len(PALETTE)])
                 drawn += 1
             if not drawn:
-                return Text(spec.empty_text, justify="center")
+                return Text(clean(spec.empty_text), justify="center")
             for first, last in spec.replays:
                 plt.vline(first, "yellow")
                 plt.vline(last, "yellow")
@@ -81,7 +83,7 @@ class CurvePlot(PlotextPlot):
             if spec.log_y:
                 plt.yscale("log")
             plt.xlabel(spec.x_label)
-            plt.title(spec.title)
+            plt.title(clean(spec.title, newlines=False))
             return super().render()
         except Exception as exc:  # plotext edge cases (e.g. one point, constant log axis) must not crash the UI
-            return Text(f"cannot draw this plot: {type(exc).__name__}: {exc}", justify="center")
+            return Text(clean(f"cannot draw this plot: {type(exc).__name__}: {exc}"), justify="center")

@@ -7,6 +7,7 @@ from textual.widgets import DataTable
 
 from ...analysis.secrets import mask_text
 from ...model import Run
+from ...report.safe_text import data_text
 from ..facts import expected_cursor, fmt_step, human_bytes
 
 
@@ -33,8 +34,9 @@ class CheckpointTable(DataTable):
             mismatch = expected is not None and ck.wandb_cursor is not None and expected != ck.wandb_cursor
             cursor = Text(fmt_step(ck.wandb_cursor) + (" ≠" if mismatch else ""), bad if mismatch else "")
             self.add_row(
-                ck.path, ck.format, ck.role, "yes" if ck.complete else Text("NO", bad),
-                fmt_step(ck.global_step), fmt_step(ck.epoch), ck.wandb_run_id or "-", cursor,
+                data_text(ck.path, newlines=False), data_text(ck.format), data_text(ck.role),
+                "yes" if ck.complete else Text("NO", bad),
+                fmt_step(ck.global_step), fmt_step(ck.epoch), data_text(ck.wandb_run_id or "-", newlines=False), cursor,
                 fmt_step(expected), human_bytes(ck.size_bytes) if ck.size_bytes else "-",
                 "◀ picked" if ck.resume_candidate else "", key=ck.path)
 
@@ -58,4 +60,5 @@ class FindingsTable(DataTable):
         for index, f in enumerate(run.findings):
             style = self.get_component_rich_style(f"findings--{f.severity.label}")
             steps = f"{f.steps[0]}-{f.steps[1]}" if f.steps else ""
-            self.add_row(Text(f.severity.label, style), f.code, steps, mask_text(f.message), key=str(index))
+            self.add_row(Text(f.severity.label, style), data_text(f.code), steps,
+                         data_text(mask_text(f.message), newlines=False), key=str(index))
