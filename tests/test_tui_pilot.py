@@ -105,12 +105,13 @@ async def test_filter_substring_negation_regex_and_sort():
         await pilot.press("escape")  # clears the filter
         assert table.row_count == total
         await pilot.press("s")
-        assert app.screen.sort_index == 1
-        assert "sort: kind" in str(app.screen.query_one("#runs-status", Static).render())
+        assert app.screen.sort_key == "kind"
+        assert "sort: kind ▲" in str(app.screen.query_one("#runs-status", Static).render())
+        assert "kind ▲" in [str(c.label) for c in table.ordered_columns]  # the arrow is on the column
         kinds = [str(table.get_row(k)[2]) for k in row_keys(table)]
         assert kinds == sorted(kinds)
         await pilot.press("s", "s")
-        assert "sort: attempts" in str(app.screen.query_one("#runs-status", Static).render())
+        assert "sort: att ▼" in str(app.screen.query_one("#runs-status", Static).render())
         attempts = [int(str(table.get_row(k)[4])) for k in row_keys(table)]
         assert attempts == sorted(attempts, reverse=True)
 
@@ -531,3 +532,113 @@ async def test_config_diff_between_documents_and_between_runs():
         assert isinstance(app.screen, ConfigDiffScreen)
         rows = dict(app.screen.rows)
         assert rows["epoch"] == ["3", "5"] and "save_path" in rows
+
+
+# -- runs table: marks, sorting, filter errors, wide terminals, refresh -------------------------------------
+
+def screen_text(app) -> str:
+    from tests.tui_support import rendered
+
+    return rendered(app)[0]
+
+
+async def test_marked_rows_show_a_mark_in_their_own_column():
+    async with opened(RUNS, (80, 24)) as (app, pilot):
+        table = app.screen.query_one("#runs-table", DataTable)
+        await move_to(pilot, table, (RUNS / "e2_clean").absolute().as_posix())
+        await pilot.press("space")
+        await pilot.pause()
+        line = next(l for l in screen_text(app).splitlines() if "e2_clean" in l)
+        assert line.lstrip().startswith("● e2_clean") or "●  e2_clean" in line or "● e2_clean" in line, line
+        unmarked = next(l for l in screen_text(app).splitlines() if "e2_crashed" in l)
+        assert "●" not in unmarked
+        assert "1 marked" in screen_text(app)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 40)])
+async def test_sort_cycles_only_through_columns_on_screen(size):
+    async with opened(RUNS, size) as (app, pilot):
+        table = app.screen.query_one("#runs-table", DataTable)
+        headers = [str(c.label).split(" ")[0] for c in table.ordered_columns]
+        seen = []
+        for _ in range(12):
+            await pilot.press("s")
+            await pilot.pause()
+            seen.append(app.screen.sort_key)
+            labels = [str(c.label) for c in table.ordered_columns]
+            assert sum(1 for label in labels if label.endswith(("▲", "▼"))) == 1, labels
+        assert set(seen) <= set(headers) | {"last log"}
+        assert ("best" in seen) == (size[0] >= 120)
+        assert "findings" in seen and "step" in seen
+
+
+async def test_invalid_regex_filter_says_why_and_hides_nothing():
+    async with opened(RUNS, SIZE) as (app, pilot):
+        table = app.screen.query_one("#runs-table", DataTable)
+        total = table.row_count
+        app.screen.query_one("#runs-filter", Input).value = "/e2_(roll/"
+        await pilot.pause()
+        status = str(app.screen.query_one("#runs-status", Static).render())
+        assert "invalid regex /e2_(roll/" in status and "missing )" in status
+        assert table.row_count == total
+        app.screen.query_one("#runs-filter", Input).value = "/e2_(roll)/"
+        await pilot.pause()
+        assert table.row_count == 1 and "invalid" not in str(app.screen.query_one("#runs-status", Static).render())
+
+
+async def test_wide_terminal_shows_top_finding_text_and_a_preview():
+    async with opened(RUNS, (200, 40)) as (app, pilot):
+        table = app.screen.query_one("#runs-table", DataTable)
+        assert "top finding" in [str(c.label) for c in table.ordered_columns]
+        await move_to(pilot, table, ROLLBACK.absolute().as_posix())
+        row = table.get_row(ROLLBACK.absolute().as_posix())
+        assert str(row[-1]).startswith("attempt 2 resumed from")
+        preview = app.screen.query_one("#runs-preview")
+        assert preview.display
+        text = plain(preview)
+        assert "e2_rollback" in text and "#2 rollback  steps 51-100" in text and "steps.replayed" in text
+    async with opened(RUNS, (120, 30)) as (app, pilot):
+        assert not app.screen.query_one("#runs-preview").display
+        assert "top finding" not in [str(c.label) for c in app.screen.query_one("#runs-table").ordered_columns]
+
+
+async def test_r_refreshes_every_run_and_says_how_fresh():
+    calls: list[Path] = []
+    now = [100.0]
+
+    def loader(path: Path) -> Run:
+        calls.append(path)
+        return fixed_loader(path)
+
+    app = make_app(RUNS / "tb_plain", loader=loader, follow_interval_s=0, clock=lambda: now[0])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = len(calls)
+        assert first == 2
+        assert "updated" not in str(app.screen.query_one("#runs-status", Static).render())
+        await pilot.press("r")
+        await settle(pilot)
+        assert len(calls) == 2 * first
+        now[0] += 7
+        app.screen._status()
+        assert "updated 7s ago" in str(app.screen.query_one("#runs-status", Static).render())
+
+
+async def test_live_runs_refresh_by_themselves_on_the_runs_table():
+    calls: list[str] = []
+
+    def loader(path: Path) -> Run:
+        calls.append(path.name)
+        run = fixed_loader(path)
+        return dataclasses.replace(run, status="running") if path.name == "baseline" else run
+
+    app = make_app(RUNS / "tb_plain", loader=loader, follow_interval_s=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if calls.count("baseline") >= 3:
+                break
+        assert calls.count("baseline") >= 3
+        assert calls.count("lr-0.1") == 1  # a finished run is never re-read
+        assert "1 live" in str(app.screen.query_one("#runs-status", Static).render())

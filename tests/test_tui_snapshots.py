@@ -32,7 +32,7 @@ def keys(*presses: str):
 
 
 def app_for(path: str):
-    return make_app(path, loader=fixed_loader, follow_interval_s=0)
+    return make_app(path, loader=fixed_loader, follow_interval_s=0, clock=lambda: 0.0)  # no clock on screen
 
 
 def test_runs_table(snap_compare):

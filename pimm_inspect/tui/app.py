@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import work
@@ -34,14 +35,15 @@ class InspectApp(App):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0) -> None:
+    def __init__(self, path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.path = Path(path)
         self.loader: Loader = loader or CachingLoader()
         self.follow_interval_s = follow_interval_s
         self.runs: dict[Path, Run | None] = {}
         """Discovered runs in discovery order; None until loaded. Only message handlers change it."""
-        self.runs_screen = RunsScreen(self.path)
+        self.runs_screen = RunsScreen(self.path, clock=clock)
         self.root_is_run = False
 
     def on_mount(self) -> None:
@@ -51,6 +53,8 @@ class InspectApp(App):
             # A single run opens directly, before discovery, so its screen is up at once.
             self._push_run_screen(self.path.absolute())
         self._load_all()
+        if self.follow_interval_s > 0:
+            self.set_interval(self.follow_interval_s, self._refresh_live)
 
     # -- worker ---------------------------------------------------------------------------------------------
 
@@ -89,6 +93,22 @@ class InspectApp(App):
     def _load_one(self, path: Path) -> None:
         """Load one run now (opened before the main worker reached it, or reloaded by live follow)."""
         self.post_message(RunLoaded(path, guarded(self.loader, path)))
+
+    @work(thread=True, exclusive=True, group="live")
+    def _reload_runs(self, paths: list[Path]) -> None:
+        """Read live runs again (their read caches make that cost only the appended bytes)."""
+        worker = get_current_worker()
+        for path in paths:
+            if worker.is_cancelled:
+                return
+            self.post_message(RunLoaded(path, guarded(self.loader, path)))
+
+    def _refresh_live(self) -> None:
+        """Auto-refresh: reload the runs the table shows as running (an open run screen follows its own run)."""
+        followed = {s.path.as_posix() for s in self.screen_stack if isinstance(s, RunScreen)}
+        paths = [self.runs_screen.paths[k] for k in self.runs_screen.live_keys() if k not in followed]
+        if paths:
+            self._reload_runs(paths)
 
     # -- handlers (the only place state changes) ----------------------------------------------------------
 
@@ -133,6 +153,9 @@ class InspectApp(App):
 
     def on_runs_screen_open(self, message: RunsScreen.Open) -> None:
         self._push_run_screen(message.path)
+
+    def on_runs_screen_refresh(self, message: RunsScreen.Refresh) -> None:
+        self._load_all()  # discovery again (new runs), then every run (live ones read only appended bytes)
 
     def on_runs_screen_compare(self, message: RunsScreen.Compare) -> None:
         self._load_for_compare(list(message.paths))
@@ -195,6 +218,7 @@ class InspectApp(App):
             yield SystemCommand("Help", "List every key binding", self.action_help)
 
 
-def make_app(path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0) -> InspectApp:
-    """The app for a run directory or a folder of runs (shared by the CLI and the tests)."""
-    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s)
+def make_app(path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0,
+             clock: Callable[[], float] = time.monotonic) -> InspectApp:
+    """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock)."""
+    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock)

@@ -17,8 +17,6 @@ from ..analysis.configs import flatten_config
 from ..analysis.secrets import mask_text
 from ..model import CheckpointInfo, Run, Severity
 
-SORT_COLUMNS = ("name", "kind", "status", "attempts", "last step", "best", "last log", "findings")
-"""Columns ``s`` cycles through on the Runs screen."""
 
 
 def relative_name(root: Path, base: Path) -> str:
@@ -28,6 +26,17 @@ def relative_name(root: Path, base: Path) -> str:
     except ValueError:
         return Path(root).name
     return Path(root).name if rel == "." else rel
+
+
+def filter_error(text: str) -> str | None:
+    """Why a filter cannot be used as typed (an invalid ``/regex/``), or None when it is fine."""
+    body = text.strip().removeprefix("!").strip()
+    if len(body) >= 2 and body.startswith("/") and body.endswith("/"):
+        try:
+            re.compile(body[1:-1])
+        except re.error as exc:
+            return f"invalid regex /{body[1:-1]}/: {exc}"
+    return None
 
 
 def compile_filter(text: str) -> Callable[[str], bool]:
