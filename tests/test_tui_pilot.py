@@ -642,3 +642,40 @@ async def test_live_runs_refresh_by_themselves_on_the_runs_table():
         assert calls.count("baseline") >= 3
         assert calls.count("lr-0.1") == 1  # a finished run is never re-read
         assert "1 live" in str(app.screen.query_one("#runs-status", Static).render())
+
+
+# -- overview -------------------------------------------------------------------------------------------------
+
+def timeline_text(app) -> list[str]:
+    from pimm_inspect.tui.widgets.overview import TimelineStrip
+
+    strip = app.screen.query_one(TimelineStrip)
+    return plain_renderable(strip.render()).splitlines()
+
+
+async def test_overview_draws_lost_only_from_checkpoint_evidence_and_its_legend_matches():
+    async with opened(ROLLBACK, SIZE) as (app, pilot):
+        rows = timeline_text(app)
+        first, second = rows[0], rows[1]
+        assert "░" in first and "█" in first  # attempt 1: 51-75 trained, no checkpoint kept it
+        assert "░" not in second and "▓" in second  # attempt 2 replayed 51-75, lost nothing
+        legend = rows[3]
+        assert "░ lost" in legend and "▓ replayed" in legend and "· " not in legend  # no gap drawn, none listed
+    async with opened(RUNS / "tb_plain" / "runs" / "baseline", SIZE) as (app, pilot):
+        assert app.screen.run.attempts[0].lost_steps is None  # a plain TensorBoard run: no checkpoint evidence
+        rows = timeline_text(app)
+        assert "░" not in "".join(rows) and "lost" not in rows[-1] and "█ logged" in rows[-1]
+
+
+async def test_overview_scrolls_with_arrows_and_pages_without_tab():
+    async with opened(ROLLBACK, (80, 24)) as (app, pilot):
+        from pimm_inspect.tui.widgets.overview import Overview
+
+        overview = app.screen.query_one(Overview)
+        assert overview.scroll_y == 0 and overview.max_scroll_y > 0
+        await pilot.press("down")
+        await pilot.pause()
+        assert overview.scroll_y > 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert overview.scroll_y > 1

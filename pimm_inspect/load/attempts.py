@@ -222,6 +222,10 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
     """Say how each attempt began and ended, and which of its steps no checkpoint kept."""
     attempts = _close_attempts(_slurm_endings(attempts, c), live)
     inexact = _inexact_attempts(c)
+    # Without any checkpoint evidence (no model/ folder, no HF checkpoints, no save or restore in any attempt)
+    # nothing says which steps a checkpoint kept, so no step is called lost (a plain TensorBoard run).
+    evidence = c.model_dir is not None or c.hf is not None or any(
+        a.saved_steps or a.resume_step is not None for a in attempts)
     out: list[Attempt] = []
     for i, att in enumerate(attempts):
         prev = out[-1] if out else None
@@ -234,7 +238,7 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
                 origin = "rollback"
             elif att.index in inexact:
                 origin = "resume-inexact"
-        out.append(dataclasses.replace(att, origin=origin, lost_steps=_lost(att, nxt)))
+        out.append(dataclasses.replace(att, origin=origin, lost_steps=_lost(att, nxt) if evidence else None))
     return out
 
 

@@ -218,16 +218,16 @@ class Span:
     first: int
     last: int
     what: str
-    """replayed, lost (work redone after a rollback), gap (nothing logged)."""
+    """replayed (written again by a later attempt) or gap (nothing logged); lost steps come from Attempt.lost_steps."""
 
 
 def marked_spans(run: Run) -> list[Span]:
-    """Replayed, rolled-back and unlogged step ranges from the analysis findings."""
+    """Replayed and unlogged step ranges from the analysis findings."""
     spans: list[Span] = []
     for f in run.findings:
         if f.steps is None:
             continue
-        what = {"steps.replayed": "replayed", "resume.rollback": "lost", "steps.gap": "gap"}.get(f.code)
+        what = {"steps.replayed": "replayed", "steps.gap": "gap"}.get(f.code)
         if what:
             spans.append(Span(int(f.steps[0]), int(f.steps[1]), what))
     return spans

@@ -47,6 +47,8 @@ class RunScreen(Screen):
         Binding("escape", "back", "Back"),
         Binding("down", "nav(1)", "Down", show=False),
         Binding("up", "nav(-1)", "Up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("p", "policy", "Policy", tooltip="Overlap policy: all attempts / newest / oldest per step"),
         Binding("plus,equals_sign", "smooth(1)", "Smooth+", key_display="+"),
         Binding("minus", "smooth(-1)", "Smooth-", key_display="-"),
@@ -188,7 +190,7 @@ class RunScreen(Screen):
 
     def _main_widget(self):
         """The widget arrow keys drive on the current tab."""
-        selector = {"curves": "#tag-list", "config": "#config-tree", "checkpoints": "#checkpoint-table",
+        selector = {"overview": "Overview", "curves": "#tag-list", "config": "#config-tree", "checkpoints": "#checkpoint-table",
                     "findings": "#findings-table", "log": "#log-view"}.get(self.active_tab)
         return self.query_one(selector) if selector and self.query(selector) else None
 
@@ -201,6 +203,18 @@ class RunScreen(Screen):
         action = getattr(widget, "action_cursor_down" if delta > 0 else "action_cursor_up", None)
         if action is not None:
             action()
+        else:  # the Overview has no cursor: arrows scroll it at once, no Tab needed
+            widget.scroll_relative(y=delta, animate=False)
+
+    def action_page(self, delta: int) -> None:
+        """Page up/down in the tab's main widget (the Overview scrolls without being focused first)."""
+        widget = self._main_widget()
+        if widget is None:
+            return
+        widget.focus()
+        page = getattr(widget, "action_page_down" if delta > 0 else "action_page_up", None)
+        if page is not None:
+            page()
 
     def action_back(self) -> None:
         """Leave a search box, else go back to the runs table."""
