@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 import io
 import json
 from pathlib import Path
@@ -18,7 +20,7 @@ from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent,
 from pimm_inspect.model import Run, WandbInfo  # noqa: E402
 from pimm_inspect.tui import links  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
-from tests.tui_support import RUNS, fixed_loader, opened, settle  # noqa: E402
+from tests.tui_support import RUNS, fixed_loader, opened, settle, utc  # noqa: E402,F401
 from pimm_inspect.tui.screens.compare import CompareScreen  # noqa: E402
 from pimm_inspect.tui.screens.finding import FindingScreen  # noqa: E402
 from pimm_inspect.tui.screens.help import HelpScreen  # noqa: E402
@@ -28,7 +30,7 @@ from pimm_inspect.tui.widgets.curves import CurvesPane  # noqa: E402
 from pimm_inspect.tui.widgets.log_view import LogView  # noqa: E402
 from pimm_inspect.tui.widgets.plot import CurvePlot  # noqa: E402
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.usefixtures("utc")]
 ROLLBACK = RUNS / "e2_rollback"
 SIZE = (120, 36)
 
@@ -194,12 +196,15 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         pane = app.screen.query_one(CurvesPane)
         plot = pane.query_one(CurvePlot)
         assert pane.tag == "train_batch/loss"
-        assert [line.label for line in plot.spec.lines] == ["train_batch/loss (attempt 1)",
-                                                           "train_batch/loss (attempt 2)"]
-        assert plot.spec.seams == (51.0,)
-        assert plot.spec.replays == ((51.0, 75.0),) and "replayed 51-75" in plot.spec.title
+        assert [line.label for line in plot.spec.lines] == ["attempt 1", "attempt 2"]
+        assert [line.marker for line in plot.spec.lines] == ["braille", "•"]  # apart without colour too
+        assert plot.spec.seams == (51.0,) and plot.spec.seam_labels == ("#2",)
+        legend = str(pane.query_one("#curve-legend", Static).render())
+        assert plot.spec.replays == ((51.0, 75.0),) and "replayed 51-75" in legend
+        assert "⣿ attempt 1" in legend and "• attempt 2" in legend and "resume (#2)" in legend
         note = str(pane.query_one("#policy-note", Static).render())
         assert note.startswith("Steps 51-75 exist twice") and "TensorBoard:" in note and "W&B" in note
+        assert "yellow" not in note
         await pilot.press("p")
         await settle(pilot)
         assert pane.options.policy == "newest"
@@ -212,12 +217,12 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         assert pane.options.policy == "all"
         await pilot.press("plus", "plus")
         await settle(pilot)
-        assert pane.options.smooth == 0.6 and "smooth=0.6" in plot.spec.title
+        assert pane.options.smooth == 0.6 and "smooth 0.6" in str(pane.query_one("#curve-status", Static).render())
         await pilot.press("minus")
         assert pane.options.smooth == 0.3
         await pilot.press("x")
         await settle(pilot)
-        assert pane.options.x_axis == "relative" and plot.spec.x_label == "hours since start"
+        assert pane.options.x_axis == "relative" and plot.spec.x_label == "minutes since start"  # a 30-minute run
         await pilot.press("g")
         await settle(pilot)
         assert plot.spec.log_y
@@ -436,11 +441,11 @@ async def test_zoom_cursor_readout_and_jump_to_log():
         await pilot.press("z")
         await settle(pilot)
         assert pane.options.x_range == (39.0, 87.0)  # steps 51-75 with half their width on each side
-        assert plot.spec.lines[0].x.min() >= 39 and "zoom 39-87" in plot.spec.title
+        assert plot.spec.lines[0].x.min() >= 39 and "zoom 39-87" in str(pane.query_one("#curve-status", Static).render())
         await pilot.press("full_stop")
         await settle(pilot)
         readout = str(pane.query_one("#curve-cursor", Static).render())
-        assert pane.cursor_x == 52.0 and "raw" in readout and "attempt 1" in readout and "attempt 2" in readout
+        assert pane.cursor_x == 52.0 and "#1 0.6947" in readout and "#2 0.6923" in readout and "UTC" in readout
         await pilot.press("comma", "comma")
         assert pane.cursor_x == 50.0
         await pilot.press("full_stop", "full_stop", "full_stop")
@@ -679,3 +684,98 @@ async def test_overview_scrolls_with_arrows_and_pages_without_tab():
         await pilot.press("pagedown")
         await pilot.pause()
         assert overview.scroll_y > 1
+
+
+# -- curves ---------------------------------------------------------------------------------------------------
+
+async def test_cursor_readout_shows_only_series_with_that_step():
+    async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
+        pane = app.screen.query_one(CurvesPane)
+        await pilot.press("home")
+        await settle(pilot)
+        readout = str(pane.query_one("#curve-cursor", Static).render())
+        assert pane.cursor_x == 1.0 and "step 1" in readout
+        assert "#1 " in readout and "#2" not in readout  # attempt 2 starts at 51: it has no step 1
+        await pilot.press("end")
+        readout = str(pane.query_one("#curve-cursor", Static).render())
+        assert pane.cursor_x == 100.0 and "#2 " in readout and "#1" not in readout
+        await pilot.press("j")  # jump to the replay: both attempts have step 51
+        readout = str(pane.query_one("#curve-cursor", Static).render())
+        assert pane.cursor_x == 51.0 and "#1 " in readout and "#2 " in readout
+
+
+async def test_cursor_moves_by_plot_column_on_a_long_series():
+    from pimm_inspect.model import make_series
+
+    def long_run(path: Path) -> Run:
+        run = fixed_loader(path)
+        steps = np.arange(1, 200_001)
+        series = make_series("train_batch/loss", steps, np.sin(steps / 1000.0), 1.7e9 + steps.astype(float),
+                             "train.log", 1)
+        return dataclasses.replace(run, series=(series,))
+
+    app = make_app(ROLLBACK, loader=long_run, follow_interval_s=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        pane = app.screen.query_one(CurvesPane)
+        columns = pane.query_one(CurvePlot).size.width - 10
+        await pilot.press("home", "full_stop")
+        first = pane.cursor_x
+        await pilot.press("full_stop")
+        per_key = pane.cursor_x - first
+        assert 200_000 / columns * 0.5 <= per_key <= 200_000 / columns * 2, (per_key, columns)
+        await pilot.press("end")
+        assert pane.cursor_x == 200_000.0
+
+
+async def test_axes_have_integer_steps_readable_times_and_units():
+    async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
+        pane = app.screen.query_one(CurvesPane)
+        plot = pane.query_one(CurvePlot)
+        ticks, labels = plot.spec.x_ticks
+        assert labels and all(label.isdigit() for label in labels) and all(t == int(t) for t in ticks)
+        await pilot.press("x")
+        await settle(pilot)
+        assert plot.spec.x_label == "minutes since start"
+        assert all(float(label) <= 40 for label in plot.spec.x_ticks[1])
+        await pilot.press("x")
+        await settle(pilot)
+        assert plot.spec.x_label == "wall time (UTC, 2026-07-16)"
+        assert all(len(label) == 5 and label[2] == ":" for label in plot.spec.x_ticks[1]), plot.spec.x_ticks[1]
+
+
+async def test_stale_event_files_are_hidden_then_drawn_apart():
+    async with opened(RUNS / "e2_stale_reuse", SIZE, tab="2") as (app, pilot):
+        pane = app.screen.query_one(CurvesPane)
+        plot = pane.query_one(CurvePlot)
+        assert pane.tag == "train_batch/loss"
+        assert max(float(line.x.max()) for line in plot.spec.lines) <= 8  # the earlier run's steps 1-25 hidden
+        assert all("stale" not in line.label for line in plot.spec.lines)
+        note = str(pane.query_one("#policy-note", Static).render())
+        assert "1 stale event file(s) from an earlier run: hidden (s toggles)" in note
+        await pilot.press("s")
+        await settle(pilot)
+        stale = [line for line in plot.spec.lines if line.label == "stale file (earlier run)"]
+        assert len(stale) == 1 and float(stale[0].x.max()) == 25
+        assert "stale file (earlier run)" in str(pane.query_one("#curve-legend", Static).render())
+
+
+async def test_zoomed_curves_fit_80x24():
+    async with opened(ROLLBACK, (80, 24), tab="2") as (app, pilot):
+        await pilot.press("z", "full_stop")
+        await settle(pilot)
+        pane = app.screen.query_one(CurvesPane)
+        plot = pane.query_one(CurvePlot)
+        assert plot.size.height >= 9
+        note = str(pane.query_one("#policy-note", Static).render())
+        assert note.endswith((".", ")")) and "W&B: not" not in note
+        readout = pane.query_one("#curve-cursor", Static)
+        text = str(readout.render())
+        assert readout.size.height == len(text.splitlines()) <= 3
+        for line in text.splitlines():  # every line starts with a whole field
+            assert line.startswith(("step ", "#1 ", "#2 ", "l: ")), line
+            assert len(line) <= readout.size.width
+        drawn = "\n".join(str(strip.text) for strip in [plot.render_line(y) for y in range(plot.size.height)])
+        assert "attempt 1" not in drawn  # no plotext legend over the data: it is the line above the plot

@@ -8,7 +8,7 @@ pytest.importorskip("pytest_textual_snapshot")
 pytest.importorskip("textual_plotext")
 
 from pimm_inspect.tui.app import make_app  # noqa: E402
-from tests.tui_support import REPO, RUNS, fixed_loader, settle  # noqa: E402
+from tests.tui_support import REPO, RUNS, fixed_loader, settle, utc  # noqa: E402,F401
 
 
 if not (RUNS / "e2_rollback").is_dir():
@@ -16,7 +16,7 @@ if not (RUNS / "e2_rollback").is_dir():
 
 
 @pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
+def _repo_cwd(monkeypatch, utc):
     """Paths are given relative to the repository, as a user would type them, so no absolute path is shown."""
     monkeypatch.chdir(REPO)
 

@@ -139,3 +139,18 @@ def rendered(app) -> tuple[str, str, list]:
     raw = LayoutUpdate(update.strips, update.region).render_segments(app.console)
     text = "\n".join("".join(s.text for s in strip) for strip in strips)
     return text, raw, segments
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=False)
+def utc(monkeypatch):
+    """The viewer's zone fixed to UTC, so wall-clock labels do not depend on the machine running the tests."""
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

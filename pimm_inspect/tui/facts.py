@@ -238,9 +238,11 @@ def policy_note(run: Run, policy: str = "all") -> str:
     finding = next((f for f in run.findings if f.code == "steps.replayed"), None)
     if finding is None:
         return "No step was written twice: every policy shows the same curve."
-    span = f"{finding.steps[0]}-{finding.steps[1]}" if finding.steps else "some steps"
+    # Every replayed range by name (never by colour: colours differ per terminal and vanish under NO_COLOR).
+    ranges = sorted({tuple(f.steps) for f in run.findings if f.code == "steps.replayed" and f.steps})
+    span = ", ".join(f"{a}-{b}" for a, b in ranges) or "some steps"
     here = {
-        "all": f"Steps {span} exist twice (yellow lines); the later attempt is drawn on top.",
+        "all": f"Steps {span} exist twice (between the replay marks); every attempt is drawn, the later on top.",
         "newest": f"Steps {span} exist twice; showing the newest copy.",
         "oldest": f"Steps {span} exist twice; showing the oldest copy.",
     }.get(policy, "")

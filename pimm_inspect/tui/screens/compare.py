@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,7 +20,7 @@ from ...report.safe_text import clean, data_text
 from ...report.plot import lines_for
 from ..facts import compile_filter, main_config, relative_name
 from ..widgets.curves import X_LABELS, default_tag
-from ..widgets.plot import PALETTE, CurvePlot, PlotLine, PlotSpec
+from ..widgets.plot import CurvePlot, PlotLine, PlotSpec
 
 
 class CompareScreen(Screen):
@@ -63,7 +64,9 @@ class CompareScreen(Screen):
                 yield OptionList(id="compare-tags")
             with Vertical(id="plot-column"):
                 yield Static("", id="compare-status", markup=False)
-                yield Static(clean("  ".join(f"{PALETTE[i % len(PALETTE)]}: {n}" for i, n in enumerate(names))),
+                # Runs are told apart by marker as well as colour (NO_COLOR, 16 colours): the legend shows the marker.
+                yield Static(clean("   ".join(f"{PlotLine(n, np.zeros(0), np.zeros(0), i).glyph} {n}"
+                                              for i, n in enumerate(names))),
                              id="compare-legend", markup=False)
                 yield CurvePlot(id="compare-plot")
         yield Footer()

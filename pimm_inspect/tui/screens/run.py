@@ -17,6 +17,7 @@ from .. import links
 from ..facts import kind_label, relative_name, wandb_target
 from ..messages import LogIndexProgress
 from ..widgets.config_tree import ConfigPane
+from ..widgets.curve_spec import replayed_ranges, stale_sources
 from ..widgets.curves import CurvesPane
 from ..widgets.log_view import LogView
 from ..widgets.overview import Overview
@@ -29,7 +30,8 @@ TAB_ACTIONS = {
     "policy": ("curves",), "smooth": ("curves",), "x_axis": ("curves",), "log_y": ("curves",),
     "search": ("curves", "config", "log"), "log_top": ("log",), "log_end": ("log",), "log_next": ("log",),
     "log_prev": ("log",), "next_attempt": ("log",), "open_finding": ("findings",), "zoom": ("curves",),
-    "cursor": ("curves",), "cursor_log": ("curves",), "config_diff": ("config",),
+    "cursor": ("curves",), "cursor_log": ("curves",),
+    "cursor_end": ("curves",), "cursor_replay": ("curves",), "stale": ("curves",), "config_diff": ("config",),
 }
 """Actions that only make sense on some tabs (hidden from the footer elsewhere)."""
 
@@ -57,6 +59,10 @@ class RunScreen(Screen):
         Binding("z", "zoom", "Zoom", tooltip="zoom to the replayed/lost step range, or back out"),
         Binding("comma", "cursor(-1)", "Cursor ←", key_display=",", show=False),
         Binding("full_stop", "cursor(1)", "Cursor →", key_display="."),
+        Binding("home", "cursor_end(0)", "Cursor first", show=False),
+        Binding("end", "cursor_end(1)", "Cursor last", show=False),
+        Binding("j", "cursor_replay", "Jump to replay", tooltip="cursor to the start of the next replayed range"),
+        Binding("s", "stale", "Stale files", tooltip="show/hide curves from stale event files (an earlier run's)"),
         Binding("l", "cursor_log", "Log line", tooltip="the train.log line of the step under the cursor"),
         Binding("d", "config_diff", "Diff", tooltip="keys that differ between this run's config documents"),
         Binding("slash", "search", "Search", key_display="/"),
@@ -169,8 +175,14 @@ class RunScreen(Screen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide tab-specific actions on other tabs; W&B actions need a link or sync command."""
+        if action in TAB_ACTIONS and self.active_tab not in TAB_ACTIONS[action]:
+            return False
+        if action == "stale":
+            return self.run is not None and bool(stale_sources(self.run))
+        if action == "cursor_replay":
+            return self.run is not None and bool(replayed_ranges(self.run))
         if action in TAB_ACTIONS:
-            return self.active_tab in TAB_ACTIONS[action]
+            return True
         if action in ("open_wandb", "copy_wandb"):
             if self.run is None:
                 return False
@@ -264,6 +276,18 @@ class RunScreen(Screen):
     def action_cursor(self, delta: int) -> None:
         """Move the curve cursor and show the values under it."""
         self.query_one(CurvesPane).move_cursor(delta)
+
+    def action_cursor_end(self, last: int) -> None:
+        """Cursor to the first (Home) or last (End) drawn point."""
+        self.query_one(CurvesPane).cursor_to_end(bool(last))
+
+    def action_cursor_replay(self) -> None:
+        """Cursor to the start of the next replayed step range."""
+        self.query_one(CurvesPane).cursor_to_replay()
+
+    def action_stale(self) -> None:
+        """Show or hide curves from stale event files."""
+        self.query_one(CurvesPane).toggle_stale()
 
     def action_cursor_log(self) -> None:
         """Open the log at the Train: line of the step (and attempt) under the curve cursor."""
