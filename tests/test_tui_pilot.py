@@ -779,3 +779,39 @@ async def test_zoomed_curves_fit_80x24():
             assert len(line) <= readout.size.width
         drawn = "\n".join(str(strip.text) for strip in [plot.render_line(y) for y in range(plot.size.height)])
         assert "attempt 1" not in drawn  # no plotext legend over the data: it is the line above the plot
+
+
+# -- checkpoints ----------------------------------------------------------------------------------------------
+
+async def test_checkpoints_fit_80_columns_and_sort_by_step():
+    from pimm_inspect.model import CheckpointInfo
+
+    def many(path: Path) -> Run:
+        run = fixed_loader(path)
+        made = tuple(CheckpointInfo(f"model/iter_{s}.pth", "pimm", "iter", True, global_step=s, size_bytes=1000 * s,
+                                    resume_candidate=s == 125) for s in (100, 125, 25, 50, 75))
+        return dataclasses.replace(run, checkpoints=made + run.checkpoints)
+
+    app = make_app(ROLLBACK, loader=many, follow_interval_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        table = app.screen.query_one("#checkpoint-table", DataTable)
+        labels = [str(c.label) for c in table.ordered_columns]
+        assert labels[:2] == ["path", "complete"] or labels[0] == "path"
+        assert {"path", "step", "complete", "resume"} <= set(labels) and "format" not in labels
+        keys = row_keys(table)
+        assert keys[:6] == ["model/iter_25.pth", "model/iter_50.pth", "model/iter_75.pth", "model/iter_100.pth",
+                            "model/last", "model/iter_125.pth"]
+        text = screen_text(app)
+        assert "◀ picked" in text  # the column the user needs most is on screen at 80 columns
+        assert max(len(line.rstrip()) for line in text.splitlines()) <= 80
+    app = make_app(ROLLBACK, loader=many, follow_interval_s=0)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        labels = [str(c.label) for c in app.screen.query_one("#checkpoint-table", DataTable).ordered_columns]
+        assert labels == ["path", "format", "role", "complete", "step", "epoch", "W&B id", "cursor", "expected",
+                          "size", "resume"]
