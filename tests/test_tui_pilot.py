@@ -815,3 +815,94 @@ async def test_checkpoints_fit_80_columns_and_sort_by_step():
         labels = [str(c.label) for c in app.screen.query_one("#checkpoint-table", DataTable).ordered_columns]
         assert labels == ["path", "format", "role", "complete", "step", "epoch", "W&B id", "cursor", "expected",
                           "size", "resume"]
+
+
+# -- log ------------------------------------------------------------------------------------------------------
+
+def log_status(app) -> str:
+    return str(app.screen.query_one("#log-status", Static).render())
+
+
+async def test_log_attempts_are_the_overviews_and_brackets_wrap_with_notice():
+    async with opened(ROLLBACK, SIZE, tab="6") as (app, pilot):
+        view = app.screen.query_one(LogView)
+        run = app.screen.run
+        starts = [e.line_no - 1 for e in run.events if e.kind == "start"]
+        assert view.attempt_lines.tolist() == starts and len(starts) == len(run.attempts) == 2
+        assert "attempts start at line 1, 165" in log_status(app)
+        await pilot.press("right_square_bracket")
+        assert view.cursor_line == starts[1] and "attempt 2 of 2 (line 165)" in log_status(app)
+        await pilot.press("right_square_bracket")
+        assert view.cursor_line == starts[0] and "attempt 1 of 2 (line 1): wrapped to the first" in log_status(app)
+        await pilot.press("left_square_bracket")
+        assert view.cursor_line == starts[1] and "wrapped to the last" in log_status(app)
+        await pilot.press("left_square_bracket")
+        assert view.cursor_line == starts[0] and "attempt 1 of 2" in log_status(app)
+        separator = "".join(s.text for s in view.render_line(starts[1] - view.scroll_offset.y))
+        assert "━━ attempt 2 ━━" in separator
+
+
+async def test_log_search_counts_matches_wraps_with_notice_and_goes_back():
+    async with opened(ROLLBACK, SIZE, tab="6") as (app, pilot):
+        view = app.screen.query_one(LogView)
+        lines = (ROLLBACK / "train.log").read_text().splitlines()
+        hits = [i for i, line in enumerate(lines) if "best validation" in line.lower()]
+        assert len(hits) >= 3
+        await pilot.press("slash", *"Best validation", "enter")
+        assert view.cursor_line == hits[0] and f"match 1/{len(hits)}" in log_status(app)
+        await pilot.press("n")
+        assert view.cursor_line == hits[1] and f"match 2/{len(hits)}" in log_status(app)
+        await pilot.press("N")
+        assert view.cursor_line == hits[0] and f"match 1/{len(hits)}" in log_status(app)
+        await pilot.press("N")  # before the first: wraps to the last, and says so
+        assert view.cursor_line == hits[-1]
+        assert f"match {len(hits)}/{len(hits)}" in log_status(app) and "wrapped to the bottom" in log_status(app)
+        await pilot.press("n")
+        assert view.cursor_line == hits[0] and "wrapped to the top" in log_status(app)
+        app.screen.query_one("#log-search", Input).value = "no such text anywhere"
+        await pilot.press("n")
+        assert "not found: no such text anywhere" in log_status(app)
+
+
+async def test_log_wrap_toggle_and_horizontal_pan():
+    async with opened(ROLLBACK, (80, 24), tab="6") as (app, pilot):
+        view = app.screen.query_one(LogView)
+        lines = (ROLLBACK / "train.log").read_text().splitlines()
+        train = next(i for i, line in enumerate(lines) if "Train: [1/5][5/20]" in line)
+        view.go_to(train)
+        await pilot.pause()
+        row = train - view.scroll_offset.y
+        cut = "".join(s.text for s in view.render_line(row).__iter__())
+        assert "loss:" not in cut  # cut at 80 columns
+        view.focus()
+        await pilot.press("right")
+        assert view.scroll_offset.x >= 8
+        await pilot.press("w")
+        await pilot.pause()
+        assert view.wrap and view.scroll_offset.x == 0 and "long lines wrapped" in log_status(app)
+        rows = [("".join(s.text for s in view.render_line(y))) for y in range(view.size.height)]
+        joined = "".join(r[view._gutter:].rstrip() for r in rows)
+        assert "loss: 1.7804" in joined
+        await pilot.press("w")
+        assert not view.wrap
+
+
+async def test_log_levels_are_coloured_and_secrets_masked(tmp_path):
+    from tests.tui_support import hostile_run
+
+    run_dir = hostile_run(tmp_path)
+    with (run_dir / "train.log").open("a") as fh:
+        fh.write("[2026-07-16 15:30:00,000 INFO train.py line 9] WANDB_API_KEY=abcdef0123456789 "
+                 "token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n")
+    async with opened(run_dir, SIZE, tab="6") as (app, pilot):
+        view = app.screen.query_one(LogView)
+        texts = [view.line_text(i) for i in range(view.line_count)]
+        warning = next(i for i, t in enumerate(texts) if " WARNING " in t)
+        error = next(i for i, t in enumerate(texts) if " ERROR " in t)
+        info = next(i for i, t in enumerate(texts[2:], start=2) if " INFO " in t and i not in set(view.attempt_lines.tolist()))
+        styles = {name: view._line_style(i, texts[i]) for name, i in (("warning", warning), ("error", error),
+                                                                       ("info", info))}
+        assert len({str(s) for s in styles.values()}) == 3  # three levels, three looks
+        assert styles["error"].bold
+        secret = texts[-1]
+        assert "abcdef0123456789" not in secret and "ghp_abcdefghijklmnop" not in secret and "****" in secret

@@ -15,10 +15,10 @@ from ...model import Run
 from ...report.safe_text import data_text
 from .. import links
 from ..facts import kind_label, relative_name, wandb_target
-from ..messages import LogIndexProgress
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curve_spec import replayed_ranges, stale_sources
 from ..widgets.curves import CurvesPane
+from ..widgets.log_pane import LogPane
 from ..widgets.log_view import LogView
 from ..widgets.overview import Overview
 from ..widgets.tables import CheckpointTable, FindingsTable
@@ -29,7 +29,7 @@ TABS = ("overview", "curves", "config", "checkpoints", "findings", "log")
 TAB_ACTIONS = {
     "policy": ("curves",), "smooth": ("curves",), "x_axis": ("curves",), "log_y": ("curves",),
     "search": ("curves", "config", "log"), "log_top": ("log",), "log_end": ("log",), "log_next": ("log",),
-    "log_prev": ("log",), "next_attempt": ("log",), "open_finding": ("findings",), "zoom": ("curves",),
+    "log_prev": ("log",), "attempt": ("log",), "wrap": ("log",), "open_finding": ("findings",), "zoom": ("curves",),
     "cursor": ("curves",), "cursor_log": ("curves",),
     "cursor_end": ("curves",), "cursor_replay": ("curves",), "stale": ("curves",), "config_diff": ("config",),
 }
@@ -70,7 +70,9 @@ class RunScreen(Screen):
         Binding("G", "log_end", "End"),
         Binding("n", "log_next", "Next match"),
         Binding("N", "log_prev", "Prev match", show=False),
-        Binding("right_square_bracket", "next_attempt", "Next attempt", key_display="]"),
+        Binding("right_square_bracket", "attempt(1)", "Next attempt", key_display="]"),
+        Binding("left_square_bracket", "attempt(0)", "Prev attempt", key_display="[", show=False),
+        Binding("w", "wrap", "Wrap", tooltip="wrap long log lines, or cut them (left/right pan)"),
         Binding("enter", "open_finding", "Detail"),
         Binding("o", "open_wandb", "Open W&B"),
         Binding("y", "copy_wandb", "Copy W&B"),
@@ -95,10 +97,7 @@ class RunScreen(Screen):
         self._pending = run
         self._follow_interval_s = follow_interval_s
         self._follow_timer = None
-        self._log_opened = False
         self._ready = False
-        self._pending_log_step: tuple[int, int | None] | None = None
-        """A log line to show once train.log is indexed (from a finding or the curve cursor)."""
 
     def compose(self) -> ComposeResult:
         yield Static(data_text(f"{relative_name(self.path, self.base)}  loading…", newlines=False), id="run-title")
@@ -114,9 +113,7 @@ class RunScreen(Screen):
             with TabPane("5 Findings", id="findings"):
                 yield FindingsTable(id="findings-table")
             with TabPane("6 Log", id="log"):
-                yield Static("", id="log-status")
-                yield Input(placeholder="/ search the log (enter: find next, escape: back to the log)", id="log-search")
-                yield LogView(id="log-view")
+                yield LogPane(id="log-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -144,8 +141,9 @@ class RunScreen(Screen):
         self.query_one(ConfigPane).set_run(run)
         self.query_one(CheckpointTable).set_run(run)
         self.query_one(FindingsTable).set_run(run)
-        if self._log_opened or self.active_tab == "log":
-            self._open_log()
+        self.query_one(LogPane).set_run(run)
+        if self.active_tab == "log" and not self.query_one(LogPane).opened:
+            self.query_one(LogPane).open()
         if run.status == "running" and self._follow_timer is None and self._follow_interval_s > 0:
             # Live follow: reload a running run periodically (the readers are fast enough to re-read).
             self._follow_timer = self.set_interval(self._follow_interval_s, self.action_reload)
@@ -154,23 +152,10 @@ class RunScreen(Screen):
             self._follow_timer = None
         self.refresh_bindings()
 
-    def _open_log(self) -> None:
-        """Index train.log on first view of the Log tab (not before: it can be huge)."""
-        if self.run is None:
-            return
-        self._log_opened = True
-        log_files = [s.path for s in self.run.sources if s.kind == "train_log"]
-        status = self.query_one("#log-status", Static)
-        if not log_files:
-            status.update("this run has no train.log")
-            return
-        status.update(data_text(f"{log_files[0]}  indexing…", newlines=False))
-        self.query_one(LogView).open(self.run.root / log_files[0], log_files[0])
-
     @on(TabbedContent.TabActivated, "#run-tabs")
     def _tab_changed(self) -> None:
-        if self.active_tab == "log" and not self._log_opened:
-            self._open_log()
+        if self.active_tab == "log" and not self.query_one(LogPane).opened:
+            self.query_one(LogPane).open()
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -300,21 +285,10 @@ class RunScreen(Screen):
     def show_log_step(self, step: int, attempt: int | None = None) -> None:
         """Switch to the Log tab at the first Train: line at or after ``step`` (in ``attempt``)."""
         self.action_tab("log")
-        if not self._log_opened:
-            self._open_log()
-        self._pending_log_step = (step, attempt)
-        self._try_log_step()
-
-    def _try_log_step(self) -> None:
-        view = self.query_one(LogView)
-        pending = self._pending_log_step
-        if pending is None or view.path is None or not view.offsets[-1]:
-            return  # the index is not ready yet: on_log_view_indexed calls again
-        self._pending_log_step = None
-        step, attempt = pending
-        if not view.find_step(step, attempt):
-            self.notify(f"no Train: line for step {step} in the log", severity="warning")
-        view.focus()
+        pane = self.query_one(LogPane)
+        if not pane.opened:
+            pane.open()
+        pane.show_step(step, attempt)
 
     def show_curve_steps(self, first: int, last: int) -> None:
         """Switch to the Curves tab zoomed on a step range."""
@@ -347,45 +321,17 @@ class RunScreen(Screen):
         """Previous search match."""
         self._search(False)
 
-    def action_next_attempt(self) -> None:
-        """Jump to the next attempt start (``=> Loading config ...``)."""
-        view = self.query_one(LogView)
-        if not view.next_attempt() and not view.next_attempt(False):
-            self.notify("no attempt start in this log", severity="warning")
+    def action_attempt(self, forward: int) -> None:
+        """Jump to the next (``]``) or previous (``[``) attempt start: the attempts the Overview lists."""
+        self.query_one(LogPane).step_attempt(bool(forward))
+
+    def action_wrap(self) -> None:
+        """Wrap long log lines, or cut them and pan with left/right."""
+        self.query_one(LogPane).toggle_wrap()
 
     def _search(self, forward: bool) -> None:
-        view = self.query_one(LogView)
-        text = self.query_one("#log-search", Input).value
-        if not text:
+        if self.query_one(LogPane).search(forward) is None:
             self.action_search()
-            return
-        if not view.search(text, forward):
-            self.notify(f"not found: {text}", severity="warning")
-
-    @on(Input.Submitted, "#log-search")
-    def _log_search_submitted(self, event: Input.Submitted) -> None:
-        self._search(True)
-        self.query_one(LogView).focus()
-
-    def on_log_index_progress(self, message: LogIndexProgress) -> None:
-        """Show indexing progress of a big log."""
-        percent = 100 * message.done_bytes / max(message.total_bytes, 1)
-        self.query_one("#log-status", Static).update(f"indexing… {percent:.0f}%")
-
-    def on_log_view_indexed(self, message: LogView.Indexed) -> None:
-        """Say how big the log is and where attempts start."""
-        view = self.query_one(LogView)
-        lines = message.offsets.shape[0] - 1
-        starts = ", ".join(str(int(i) + 1) for i in message.attempt_lines[:8])
-        name = next((s.path for s in self.run.sources if s.kind == "train_log"), "train.log") if self.run else ""
-        self.query_one("#log-status", Static).update(data_text(
-            f"{name}  {lines} lines  attempts start at line {starts or '-'}  (/ search, n next, ] next attempt, g/G ends)", newlines=False))
-        view.refresh()
-        self.call_after_refresh(self._try_log_step)
-
-    def on_log_view_failed(self, message: LogView.Failed) -> None:
-        """A log that cannot be read is a message, not a traceback."""
-        self.query_one("#log-status", Static).update(data_text(message.reason))
 
     @on(DataTable.RowSelected, "#findings-table")
     def _finding_selected(self, event: DataTable.RowSelected) -> None:
