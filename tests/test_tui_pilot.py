@@ -310,15 +310,16 @@ async def test_log_viewer_window_search_and_ends():
 async def test_help_screen_and_command_palette_list_actions():
     async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Policy", "Smooth+", "X axis", "Log y", "Search", "Reload", "Help", "Back"} <= titles
-        command = next(c for c in app.get_system_commands(app.screen) if c.title == "Policy")
+        assert {"Overlap policy: all attempts / newest / oldest per step", "Smooth+", "X axis: step / relative "
+                "time / wall time", "Log y", "Search", "Reload", "Help", "Back", "Quit"} <= titles
+        command = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Overlap policy"))
         await command.callback()
         await settle(pilot)
         assert app.screen.query_one(CurvesPane).options.policy == "newest"
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         text = str(app.screen.query_one("#help-text", Static).render())
-        for needle in ("Runs table", "Compare", "Policy", "Next attempt", "Filter", "Mark"):
+        for needle in ("Runs table", "Overlap policy", "Next attempt", "Filter", "Mark"):
             assert needle in text
         await pilot.press("escape")
         assert isinstance(app.screen, RunScreen)
@@ -348,7 +349,7 @@ async def test_offline_run_copies_sync_command():
         await settle(pilot)
         await pilot.press("y")
         assert app.clipboard.startswith("wandb sync ")
-        assert not app.screen.check_action("open_wandb", ())
+        assert app.screen.check_action("open_wandb", ())  # enabled: pressing o says why nothing opens
 
 
 async def test_empty_folder_shows_no_runs(tmp_path):
@@ -906,3 +907,66 @@ async def test_log_levels_are_coloured_and_secrets_masked(tmp_path):
         assert styles["error"].bold
         secret = texts[-1]
         assert "abcdef0123456789" not in secret and "ghp_abcdefghijklmnop" not in secret and "****" in secret
+
+
+# -- help, palette, W&B keys, config diff ---------------------------------------------------------------------
+
+async def test_help_puts_the_current_tabs_keys_first_without_doubled_labels():
+    async with opened(ROLLBACK, SIZE, tab="6") as (app, pilot):
+        await pilot.press("question_mark")
+        text = str(app.screen.query_one("#help-text", Static).render())
+        lines = [line for line in text.splitlines() if line.strip()]
+        assert lines[0] == "Log tab (this tab)"
+        first_section = lines[1:lines.index("Curves tab")]
+        assert any("Next attempt" in line for line in first_section) and any("Wrap" in line for line in first_section)
+        for line in lines:
+            label = line.strip().split(None, 1)[-1]
+            head, _, rest = label.partition(": ")
+            assert not rest or head.lower() not in rest.lower(), line  # never "Policy: Overlap policy: ..."
+        curves = lines[lines.index("Curves tab"):]
+        top = next(line for line in curves if line.strip().startswith("g "))
+        assert "Log y" in top and "Top" not in top  # g is Log y on the Curves tab, Top on the Log tab
+        await pilot.press("escape", "2", "question_mark")
+        text = str(app.screen.query_one("#help-text", Static).render())
+        assert text.splitlines()[0] == "Curves tab (this tab)"
+
+
+async def test_command_palette_has_only_this_apps_actions():
+    async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
+        from pimm_inspect.tui.screens.help import label_of
+
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        allowed = {label_of(b) for b in RunScreen.BINDINGS} | {"Help", "Quit"}
+        assert set(titles) <= allowed, set(titles) - allowed
+        assert not any(t.lower().startswith(("theme", "change theme", "screenshot", "keys", "maximize")) for t in titles)
+
+
+async def test_o_and_y_say_why_there_is_no_link():
+    async with opened(ROLLBACK, SIZE) as (app, pilot):
+        await pilot.press("o")
+        await pilot.press("y")
+        messages = [n.message for n in app._notifications]
+        assert any(m.startswith("no W&B link: this run did not log to W&B") and "`pimm-inspect url` prints nothing"
+                   in m for m in messages)
+        assert any(m.startswith("nothing to copy: no W&B link") for m in messages)
+
+
+async def test_y_copies_a_sync_command_for_every_offline_folder():
+    async with opened(RUNS / "wandb_resumed_offline", SIZE) as (app, pilot):
+        await pilot.press("o")
+        assert any("never synced" in n.message for n in app._notifications)
+        await pilot.press("y")
+        root = (RUNS / "wandb_resumed_offline").absolute().as_posix()
+        assert app.clipboard == (f"wandb sync {root}/wandb/offline-run-20261129_100901-resume01 "
+                                 f"{root}/wandb/offline-run-20261129_100902-resume01")
+
+
+async def test_config_diff_counts_the_documents_the_tab_shows():
+    async with opened(ROLLBACK, SIZE, tab="3") as (app, pilot):
+        await pilot.press("d")
+        message = app._notifications.last.message if hasattr(app._notifications, "last") else \
+            list(app._notifications)[-1].message
+        assert message.startswith("the Config tab shows 3 document(s)") and "this run has 1: resolved_config.json" \
+            in message
+        tree = app.screen.query_one("#config-tree", Tree)
+        assert len(tree.root.children) == 3

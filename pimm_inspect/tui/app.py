@@ -21,8 +21,8 @@ from .loader import CachingLoader, Loader, guarded
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound,
                        RunLoaded)
 from .screens.compare import CompareScreen
-from .screens.help import HelpScreen
-from .screens.run import RunScreen
+from .screens.help import HelpScreen, label_of, run_screen_sections
+from .screens.run import TAB_ACTIONS, RunScreen
 from .screens.runs import RunsScreen
 
 class InspectApp(App):
@@ -192,30 +192,34 @@ class InspectApp(App):
     # -- actions and commands ------------------------------------------------------------------------------
 
     def action_help(self) -> None:
-        """Show every key binding."""
+        """Show the keys: the current screen's (and tab's) first."""
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen([
-            ("Everywhere", list(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")]),
-            ("Runs table", RunsScreen.BINDINGS),
-            ("Run (tabs 1-6)", RunScreen.BINDINGS),
-            ("Compare", CompareScreen.BINDINGS),
-        ]))
+        everywhere = ("Everywhere", list(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")])
+        if isinstance(self.screen, RunScreen):
+            sections = run_screen_sections(RunScreen.BINDINGS, TAB_ACTIONS, self.screen.active_tab)
+            sections += [everywhere, ("Runs table", RunsScreen.BINDINGS)]
+        elif isinstance(self.screen, CompareScreen):
+            sections = [("Compare", CompareScreen.BINDINGS), everywhere, ("Runs table", RunsScreen.BINDINGS)]
+        else:
+            sections = [("Runs table", RunsScreen.BINDINGS), everywhere]
+        self.push_screen(HelpScreen(sections))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Textual's commands plus every binding active on the screen, so the palette lists all actions."""
-        yield from super().get_system_commands(screen)
+        """Every action of the screen (by its binding), help and quit: none of Textual's generic entries."""
         seen: set[str] = set()
         for key, active in screen.active_bindings.items():
             binding = active.binding
             if not active.enabled or binding.action in seen or binding.action in ("quit", "command_palette"):
                 continue
+            if binding.action not in {b.action for b in type(active.node).__dict__.get("BINDINGS", ())}:
+                continue  # Textual's own (focus next, copy selected text ...): not this app's actions
             seen.add(binding.action)
-            title = binding.description or binding.action
-            yield SystemCommand(title, binding.tooltip or f"key: {self.get_key_display(binding)}",
+            yield SystemCommand(label_of(binding), f"key: {self.get_key_display(binding)}",
                                 functools.partial(self.run_action, binding.action, active.node))
         if "help" not in seen:
             yield SystemCommand("Help", "List every key binding", self.action_help)
+        yield SystemCommand("Quit", "key: q", self.action_quit)
 
 
 def make_app(path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0,

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import os
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -276,8 +277,29 @@ def fmt_step(step: int | None) -> str:
 
 
 def wandb_target(run: Run) -> tuple[str | None, str | None]:
-    """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL."""
+    """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL.
+
+    The command names every local W&B folder by absolute path (a resumed offline run has several, and a
+    relative path only works from the run directory).
+    """
     url = run.wandb.url
     if url:
         return url, None
+    if run.wandb.sync_command and run.wandb.local_dirs:
+        return None, "wandb sync " + " ".join(shlex.quote((Path(run.root) / d).as_posix()) for d in run.wandb.local_dirs)
     return None, run.wandb.sync_command
+
+
+def no_link_reason(run: Run) -> str:
+    """Why ``o`` cannot open a W&B page, and what ``pimm-inspect url`` prints for this run."""
+    info = run.wandb
+    if info.url:
+        return ""
+    if info.sync_command:
+        return "never synced: no W&B page exists yet; `pimm-inspect url` prints the sync command (y copies it)"
+    if info.run_ids:
+        project = info.project or "<project>"
+        return (f"W&B run id {', '.join(info.run_ids)} but no entity recorded, so no link can be formed: "
+                f"https://wandb.ai/<entity>/{project}/runs/{info.run_ids[0]}; `pimm-inspect url` prints nothing")
+    return "no W&B link: this run did not log to W&B (TensorBoard mode or W&B disabled); `pimm-inspect url` " \
+           "prints nothing and exits 1"

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 from ...model import Run
 from ...report.safe_text import data_text
 from .. import links
-from ..facts import kind_label, relative_name, wandb_target
+from ..facts import kind_label, no_link_reason, relative_name, wandb_target
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curve_spec import replayed_ranges, stale_sources
 from ..widgets.curves import CurvesPane
@@ -54,7 +54,7 @@ class RunScreen(Screen):
         Binding("p", "policy", "Policy", tooltip="Overlap policy: all attempts / newest / oldest per step"),
         Binding("plus,equals_sign", "smooth(1)", "Smooth+", key_display="+"),
         Binding("minus", "smooth(-1)", "Smooth-", key_display="-"),
-        Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative hours / wall time"),
+        Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative time / wall time"),
         Binding("g", "log_y", "Log y"),
         Binding("z", "zoom", "Zoom", tooltip="zoom to the replayed/lost step range, or back out"),
         Binding("comma", "cursor(-1)", "Cursor ←", key_display=",", show=False),
@@ -168,12 +168,7 @@ class RunScreen(Screen):
             return self.run is not None and bool(replayed_ranges(self.run))
         if action in TAB_ACTIONS:
             return True
-        if action in ("open_wandb", "copy_wandb"):
-            if self.run is None:
-                return False
-            url, command = wandb_target(self.run)
-            return bool(url) if action == "open_wandb" else bool(url or command)
-        return True
+        return True  # o/y stay enabled without a link: pressing them says why there is none
 
     # -- actions -----------------------------------------------------------------------------------------
 
@@ -249,8 +244,11 @@ class RunScreen(Screen):
         docs = [(label, dict(d.data)) for label, d in zip(labels, chosen)]
         legend = "   ".join(f"{label} = {d.path}" for label, d in zip(labels, chosen))
         if len(docs) < 2:
-            self.notify("this run has one config document: mark runs on the runs table and press c, then d, "
-                        "to compare runs", severity="warning", timeout=6)
+            shown = len(self.run.configs)
+            comparable = f": {chosen[0].path}" if chosen else ""
+            self.notify(f"the Config tab shows {shown} document(s); d compares run settings documents (resolved "
+                        f"config, W&B config, Trainer args) and this run has {len(chosen)}{comparable}. To compare "
+                        "runs: mark them on the runs table, press c, then d", severity="warning", timeout=10)
             return
         self.app.push_screen(ConfigDiffScreen(f"{self.run.name}: config documents", docs, legend))
 
@@ -360,10 +358,9 @@ class RunScreen(Screen):
         """Open the W&B run in a browser when one is available, else say how to get there."""
         if self.run is None:
             return
-        url, command = wandb_target(self.run)
+        url, _command = wandb_target(self.run)
         if url is None:
-            self.notify(f"never synced: run `{command}` first (y copies it)" if command else "no W&B link",
-                        severity="warning")
+            self.notify(no_link_reason(self.run), severity="warning", timeout=10)
         elif links.open_in_browser(url):
             self.notify(f"opened {url}")
         else:
@@ -376,7 +373,7 @@ class RunScreen(Screen):
         url, command = wandb_target(self.run)
         text = url or command
         if not text:
-            self.notify("this run has no W&B link", severity="warning")
+            self.notify(f"nothing to copy: {no_link_reason(self.run)}", severity="warning", timeout=10)
             return
         self.app.copy_to_clipboard(text)
         self.notify(f"copied: {text}")
