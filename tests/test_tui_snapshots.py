@@ -102,3 +102,19 @@ def test_load_error_no_runs(snap_compare, tmp_path, monkeypatch):
 def test_load_error_missing_path(snap_compare, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert snap_compare(app_for("no/such/dir"), terminal_size=(80, 24), run_before=keys())
+
+
+TAB_RUNS = ("e2_rollback", "wandb_resumed_offline", "hf_resumed")
+"""A rollback pimm run, a resumed offline W&B run and a resumed HF Trainer run: every tab at both sizes."""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+@pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", "6"])
+@pytest.mark.parametrize("run", TAB_RUNS)
+def test_every_tab(snap_compare, run, tab, size):
+    assert snap_compare(app_for(f"fixtures/runs/{run}"), terminal_size=size, run_before=keys(tab))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_runs_table_sizes(snap_compare, size):
+    assert snap_compare(app_for("fixtures/runs"), terminal_size=size, run_before=keys())

@@ -50,6 +50,8 @@ def run_screen_sections(bindings: list[Binding], tab_actions: dict[str, tuple[st
             by_tab.setdefault(tab, []).append(binding)
     order = [current] + [t for t in TAB_TITLES if t != current]
     sections = [(TAB_TITLES[t] + (" (this tab)" if t == current else ""), by_tab[t]) for t in order if t in by_tab]
+    if current not in by_tab:  # a tab without keys of its own: the keys that work on it come first
+        return [(f"{TAB_TITLES.get(current, current)} (this tab): every tab's keys", general)] + sections
     return sections + [("Every tab", general)]
 
 

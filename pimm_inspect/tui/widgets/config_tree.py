@@ -77,8 +77,8 @@ class ConfigPane(Vertical):
         tree.root.expand()
         tree.show_root = False
         if not self.docs:
-            tree.root.add_leaf("this run has no config documents (resolved_config.json, config.py, model_config.json, "
-                               "a W&B config or Trainer arguments were not found)")
+            tree.root.add_leaf("this run has no config documents")
+            tree.root.add_leaf("(none of resolved_config.json, config.py, a W&B config, Trainer args)")
             return
         budget = [MAX_NODES]
         for doc, data in self.docs:
