@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -154,10 +155,12 @@ class RunsScreen(Screen):
         self.updated_at = self.clock()
         table = self.query_one(DataTable)
         if key in table.rows:
-            for column, value in zip(self._columns(), self._cells(key)):
-                table.update_cell(key, column.key, value, update_width=True)
-            if not self._visible(key):
-                self._rebuild()
+            cells = self._cells(key)
+            for column, value in zip(self._columns(), cells):
+                table.update_cell(key, column.key, value)
+            widths = [c.width for c in table.ordered_columns]
+            if not self._visible(key) or any(cell_len(str(v)) > w for v, w in zip(cells[1:], widths[1:])):
+                self._rebuild()  # a wider value (or a row the filter now hides): lay the columns out again
         elif self._visible(key):
             self._rebuild()
         if key == self._cursor_key():
@@ -170,12 +173,11 @@ class RunsScreen(Screen):
         self._status()
 
     def resort(self) -> None:
-        """Lay the rows out again in sort order (rows are appended as runs are found, then filled in)."""
-        table = self.query_one(DataTable)
-        shown = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
-        wanted = self._ordered_keys()
-        if shown != wanted:
-            self._rebuild()
+        """Every run is loaded: lay the table out afresh, in sort order, with column widths measured from all rows.
+
+        (Widths grown cell by cell while runs arrived depend on arrival order; a fresh layout does not.)
+        """
+        self._rebuild(fresh=True)
 
     def show_problem(self, text: str) -> None:
         """The load-error state: nothing to show, and why."""
@@ -279,7 +281,7 @@ class RunsScreen(Screen):
             return f"{column.label} {ARROWS[column.sort]}"
         return column.label
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, fresh: bool = False) -> None:
         table = self.query_one(DataTable)
         if self.sort_key not in {c.key for c in self._sortable()}:
             self.sort_key = "run"  # the sort column went off screen (narrower terminal): sort by what is shown
@@ -287,16 +289,21 @@ class RunsScreen(Screen):
         columns = self._columns()
         wanted = [c.key for c in columns]
         labels = [self._header(c) for c in columns]
-        if [column.key.value for column in table.ordered_columns] == wanted and \
+        if not fresh and [column.key.value for column in table.ordered_columns] == wanted and \
                 [str(column.label) for column in table.ordered_columns] == labels:
             table.clear()  # keep the columns and their measured widths: only the rows are re-laid
+            keys = self._ordered_keys()
+            rows = [self._cells(key) for key in keys]
         else:
+            keys = self._ordered_keys()
+            rows = [self._cells(key) for key in keys]
             table.clear(columns=True)
-            for column, label in zip(columns, labels):
-                table.add_column(label, key=column.key, width=1 if column is MARK_COLUMN else None)
-        keys = self._ordered_keys()
-        for key in keys:
-            table.add_row(*self._cells(key), key=key)
+            for i, (column, label) in enumerate(zip(columns, labels)):
+                # Widths from every row at once, so the layout never depends on the order runs arrived in.
+                width = 1 if column is MARK_COLUMN else max([cell_len(label)] + [cell_len(str(r[i])) for r in rows])
+                table.add_column(label, key=column.key, width=width)
+        for key, row in zip(keys, rows):
+            table.add_row(*row, key=key)
         if current in keys:
             table.move_cursor(row=keys.index(current))
         preview = self.query_one(RunPreview)
