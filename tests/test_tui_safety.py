@@ -83,3 +83,71 @@ async def test_malicious_checkpoint_in_the_ui_leaves_no_trace(tmp_path):
         codes = {f.code for f in screen.run.findings} if hasattr(screen, "run") and screen.run else set()
     assert not marker.exists()
     assert "checkpoint.unsafe" in codes
+
+
+def _assert_inert(app, where: str) -> str:
+    """No control character from data in what the screen draws, no link, and nothing dangerous written."""
+    from tests.tui_support import DANGEROUS_OUTPUT, rendered
+
+    text, raw, segments = rendered(app)
+    for segment in segments:
+        bad = [c for c in segment.text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
+        assert not bad, f"{where}: control characters {bad!r} drawn in {segment.text!r}"
+        assert segment.style is None or not segment.style.link, f"{where}: a link from data: {segment.text!r}"
+    for sequence in DANGEROUS_OUTPUT:
+        assert sequence not in raw, f"{where}: {sequence!r} reached the terminal"
+    for word in ("BOLD", "LINK"):  # markup would have eaten the brackets: shown, they prove it was not parsed
+        assert text.count(word) == text.count(f"]{word}"), f"{where}: {word} rendered without its markup text"
+    return text
+
+
+async def test_hostile_strings_are_inert_on_every_tab(tmp_path):
+    """Tags, folder names, log lines, config values and file names with ESC/OSC/CSI/C1 and markup: shown as text."""
+    import shutil
+
+    from tests.tui_support import fixed_loader, hostile_run, settle
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    run_dir = hostile_run(root)
+    shutil.copytree(RUNS / "e2_clean", root / "clean", symlinks=True)
+    app = make_app(root, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        text = _assert_inert(app, "runs table")
+        assert "run\\x1b]0;T" in text and "\\x9b2J\\x9d0;t\\x9c" in text  # the name is shown, escaped
+        table = app.screen.query_one("#runs-table")
+        table.move_cursor(row=table.get_row_index(run_dir.as_posix()))
+        await pilot.press("enter")
+        await settle(pilot)
+        seen: dict[str, str] = {}
+        run_screen = app.screen
+        for keys in (["1"], ["1", "pagedown"], ["2"], ["2", "full_stop", "full_stop"], ["2", "p"], ["2", "x"],
+                     ["2", "x"], ["2", "z"], ["3"], ["3", "slash", *"evil", "enter"], ["3", "d"], ["4"], ["5"], ["5", "enter"], ["6"], ["6", "G"],
+                     ["6", "slash", *"evil", "enter"], ["6", "w"], ["o"], ["y"], ["question_mark"]):
+            for key in keys:
+                await pilot.press(key)
+                await settle(pilot)
+            seen["+".join(keys)] = _assert_inert(app, "+".join(keys))
+            if app.screen is not run_screen:  # a modal (diff, finding, help): look, then close it
+                await pilot.press("escape")
+                await settle(pilot)
+            assert app.screen is run_screen, f"{keys} left the run screen"
+        # Every tag of the hostile event file is listed (escaped), and the Curves tab did not crash.
+        curves = app.screen.query_one("#tag-list")
+        prompts = [str(curves.get_option_at_index(i).prompt) for i in range(curves.option_count)]
+        assert any("loss\\x1b]52;c;UFdORUQ=\\x1b\\" in p for p in prompts), prompts
+        assert "[/x]" in prompts and "[bold red]BOLD[/]" in prompts
+        await pilot.press("2")
+        await settle(pilot)
+        for index, prompt in enumerate(prompts):
+            if "\\x" in prompt or "[" in prompt:  # draw each hostile tag, with the cursor readout
+                curves.highlighted = index
+                await settle(pilot)
+                await pilot.press("full_stop")
+                await settle(pilot)
+                _assert_inert(app, f"curves of {prompt}")
+                assert app.screen.query_one("#curve-plot").spec.lines, f"{prompt} drew nothing"
+        assert "evil \\x1b]52" in seen["6+slash+e+v+i+l+enter"], "the hostile log line is shown, escaped"
+        assert "\\x1b]52" in seen["3+slash+e+v+i+l+enter"], "the hostile config value is shown, escaped"
+        assert app.is_running

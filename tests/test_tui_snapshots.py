@@ -8,7 +8,7 @@ pytest.importorskip("pytest_textual_snapshot")
 pytest.importorskip("textual_plotext")
 
 from pimm_inspect.tui.app import make_app  # noqa: E402
-from tests.tui_support import REPO, RUNS, fixed_loader, settle  # noqa: E402
+from tests.tui_support import REPO, RUNS, fixed_loader, settle, utc  # noqa: E402,F401
 
 
 if not (RUNS / "e2_rollback").is_dir():
@@ -16,7 +16,7 @@ if not (RUNS / "e2_rollback").is_dir():
 
 
 @pytest.fixture(autouse=True)
-def _repo_cwd(monkeypatch):
+def _repo_cwd(monkeypatch, utc):
     """Paths are given relative to the repository, as a user would type them, so no absolute path is shown."""
     monkeypatch.chdir(REPO)
 
@@ -32,7 +32,7 @@ def keys(*presses: str):
 
 
 def app_for(path: str):
-    return make_app(path, loader=fixed_loader, follow_interval_s=0)
+    return make_app(path, loader=fixed_loader, follow_interval_s=0, clock=lambda: 0.0)  # no clock on screen
 
 
 def test_runs_table(snap_compare):
@@ -102,3 +102,19 @@ def test_load_error_no_runs(snap_compare, tmp_path, monkeypatch):
 def test_load_error_missing_path(snap_compare, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert snap_compare(app_for("no/such/dir"), terminal_size=(80, 24), run_before=keys())
+
+
+TAB_RUNS = ("e2_rollback", "wandb_resumed_offline", "hf_resumed")
+"""A rollback pimm run, a resumed offline W&B run and a resumed HF Trainer run: every tab at both sizes."""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+@pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", "6"])
+@pytest.mark.parametrize("run", TAB_RUNS)
+def test_every_tab(snap_compare, run, tab, size):
+    assert snap_compare(app_for(f"fixtures/runs/{run}"), terminal_size=size, run_before=keys(tab))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_runs_table_sizes(snap_compare, size):
+    assert snap_compare(app_for("fixtures/runs"), terminal_size=size, run_before=keys())

@@ -64,3 +64,93 @@ async def opened(path: Path, size: tuple[int, int], tab: str | None = None):
             await pilot.press(tab)
             await settle(pilot)
         yield app, pilot
+
+
+# -- hostile input: every string a run file can carry, with terminal controls and Rich markup ------------------
+
+OSC52 = "\x1b]52;c;UFdORUQ=\x1b\\"
+"""Writes 'PWNED' to the clipboard of a terminal that honours OSC 52."""
+HOSTILE = {
+    "osc52": OSC52,
+    "title": "\x1b]0;TITLE\x07",
+    "csi": "\x1b[2J\x1b[31;1m",
+    "c1": "\x9b2J\x9d0;t\x9c",
+    "dcs": "\x1bP+q544e\x1b\\",
+    "close": "[/x]",
+    "bold": "[bold red]BOLD[/]",
+    "link": "[link=https://evil.example]LINK[/link]",
+}
+"""Terminal injections and markup; each must reach the screen as visible, inert text."""
+DANGEROUS_OUTPUT = ("\x1b]", "\x07", "\x1bP", "\x1b\\", "\x1b[2J", "\x1b[31;1m", "\x9b", "\x9d", "\x9c")
+"""Sequences (and C1 bytes) the UI itself never writes, so any in the terminal output came from data."""
+
+
+def hostile_run(parent: Path) -> Path:
+    """A copy of e2_rollback whose folder name, tags, log lines, config values and file names are all hostile."""
+    import json
+    import shutil
+
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    root = parent / f"run{HOSTILE['title']}[bold red]BOLD{HOSTILE['c1']}"  # no "/" in a file name
+    shutil.copytree(RUNS / "e2_rollback", root, symlinks=True)
+    tags = [f"loss{HOSTILE['osc52']}", HOSTILE["close"], HOSTILE["bold"], HOSTILE["link"],
+            f"x{HOSTILE['c1']}", f"y{HOSTILE['dcs']}{HOSTILE['csi']}"]
+    # The event files of e2_rollback start at 1784212209: write the hostile tags inside the run's own time.
+    writer = EventFileWriter(str(root), max_queue_size=1000, flush_secs=3600)
+    for step in range(1, 31):
+        values = [summary_pb2.Summary.Value(tag=t, simple_value=float(step) / (i + 1)) for i, t in enumerate(tags)]
+        writer.add_event(event_pb2.Event(wall_time=1784212210.0 + step, step=step,
+                                         summary=summary_pb2.Summary(value=values)))
+    writer.close()
+    log = root / "train.log"
+    lines = log.read_text().splitlines(keepends=True)
+    evil = "".join(HOSTILE.values())
+    for i, line in enumerate(lines):
+        if "Train: [1/5][10/20]" in line:
+            lines[i] = line.rstrip("\n") + f" {HOSTILE['close']}: 0.5 q{HOSTILE['csi']}: 0.25\n"
+            lines.insert(i + 1, f"[2026-07-16 14:30:18,500 WARNING train.py line 9] evil {evil}\n")
+            lines.insert(i + 2, f"[2026-07-16 14:30:18,501 ERROR train.py line 9] {HOSTILE['bold']} {OSC52}\n")
+            break
+    log.write_text("".join(lines))
+    config = json.loads((root / "resolved_config.json").read_text())
+    config["evil"] = evil
+    config[f"key{HOSTILE['close']}{HOSTILE['osc52']}"] = {"nested": HOSTILE["link"]}
+    (root / "resolved_config.json").write_text(json.dumps(config))
+    meta = json.loads((root / "run_metadata.json").read_text())
+    meta.update(host=f"node{HOSTILE['title']}", git_commit=f"abc{HOSTILE['csi']}",
+                launch_command=f"pimm submit {HOSTILE['bold']} {OSC52}")
+    (root / "run_metadata.json").write_text(json.dumps(meta))
+    (root / "config.py").write_text((root / "config.py").read_text() + f"\nevil = {evil!r}\n# {evil}\n")
+    ckpt = root / "model" / "model_best.pth"
+    shutil.copyfile(ckpt, root / "model" / f"epoch_3{HOSTILE['osc52']}[bold].pth")
+    return root
+
+
+def rendered(app) -> tuple[str, str, list]:
+    """(plain text, raw terminal data, segments) of everything the current screen would draw now."""
+    from textual._compositor import LayoutUpdate
+
+    compositor = app.screen._compositor
+    strips = compositor.render_strips()
+    segments = [segment for strip in strips for segment in strip]
+    update = compositor.render_full_update()
+    raw = LayoutUpdate(update.strips, update.region).render_segments(app.console)
+    text = "\n".join("".join(s.text for s in strip) for strip in strips)
+    return text, raw, segments
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=False)
+def utc(monkeypatch):
+    """The viewer's zone fixed to UTC, so wall-clock labels do not depend on the machine running the tests."""
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

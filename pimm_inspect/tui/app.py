@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import work
@@ -14,13 +15,14 @@ from textual.worker import get_current_worker
 
 from ..load.discover import classify_dir, iter_runs
 from ..model import Run
+from ..report.safe_text import clean
 from .facts import is_light, light_run, relative_name
 from .loader import CachingLoader, Loader, guarded
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound,
                        RunLoaded)
 from .screens.compare import CompareScreen
-from .screens.help import HelpScreen
-from .screens.run import RunScreen
+from .screens.help import HelpScreen, label_of, run_screen_sections
+from .screens.run import TAB_ACTIONS, RunScreen
 from .screens.runs import RunsScreen
 
 class InspectApp(App):
@@ -33,14 +35,15 @@ class InspectApp(App):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0) -> None:
+    def __init__(self, path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.path = Path(path)
         self.loader: Loader = loader or CachingLoader()
         self.follow_interval_s = follow_interval_s
         self.runs: dict[Path, Run | None] = {}
         """Discovered runs in discovery order; None until loaded. Only message handlers change it."""
-        self.runs_screen = RunsScreen(self.path)
+        self.runs_screen = RunsScreen(self.path, clock=clock)
         self.root_is_run = False
 
     def on_mount(self) -> None:
@@ -50,6 +53,8 @@ class InspectApp(App):
             # A single run opens directly, before discovery, so its screen is up at once.
             self._push_run_screen(self.path.absolute())
         self._load_all()
+        if self.follow_interval_s > 0:
+            self.set_interval(self.follow_interval_s, self._refresh_live)
 
     # -- worker ---------------------------------------------------------------------------------------------
 
@@ -88,6 +93,22 @@ class InspectApp(App):
     def _load_one(self, path: Path) -> None:
         """Load one run now (opened before the main worker reached it, or reloaded by live follow)."""
         self.post_message(RunLoaded(path, guarded(self.loader, path)))
+
+    @work(thread=True, exclusive=True, group="live")
+    def _reload_runs(self, paths: list[Path]) -> None:
+        """Read live runs again (their read caches make that cost only the appended bytes)."""
+        worker = get_current_worker()
+        for path in paths:
+            if worker.is_cancelled:
+                return
+            self.post_message(RunLoaded(path, guarded(self.loader, path)))
+
+    def _refresh_live(self) -> None:
+        """Auto-refresh: reload the runs the table shows as running (an open run screen follows its own run)."""
+        followed = {s.path.as_posix() for s in self.screen_stack if isinstance(s, RunScreen)}
+        paths = [self.runs_screen.paths[k] for k in self.runs_screen.live_keys() if k not in followed]
+        if paths:
+            self._reload_runs(paths)
 
     # -- handlers (the only place state changes) ----------------------------------------------------------
 
@@ -133,6 +154,9 @@ class InspectApp(App):
     def on_runs_screen_open(self, message: RunsScreen.Open) -> None:
         self._push_run_screen(message.path)
 
+    def on_runs_screen_refresh(self, message: RunsScreen.Refresh) -> None:
+        self._load_all()  # discovery again (new runs), then every run (live ones read only appended bytes)
+
     def on_runs_screen_compare(self, message: RunsScreen.Compare) -> None:
         self._load_for_compare(list(message.paths))
 
@@ -160,35 +184,45 @@ class InspectApp(App):
         if full is None and self.runs:
             self._load_one(path)  # the table holds a light copy, or the main worker has not got to it yet
 
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every notification is plain text: messages quote tags, paths and commands from run files."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
+
     # -- actions and commands ------------------------------------------------------------------------------
 
     def action_help(self) -> None:
-        """Show every key binding."""
+        """Show the keys: the current screen's (and tab's) first."""
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen([
-            ("Everywhere", list(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")]),
-            ("Runs table", RunsScreen.BINDINGS),
-            ("Run (tabs 1-6)", RunScreen.BINDINGS),
-            ("Compare", CompareScreen.BINDINGS),
-        ]))
+        everywhere = ("Everywhere", list(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")])
+        if isinstance(self.screen, RunScreen):
+            sections = run_screen_sections(RunScreen.BINDINGS, TAB_ACTIONS, self.screen.active_tab)
+            sections += [everywhere, ("Runs table", RunsScreen.BINDINGS)]
+        elif isinstance(self.screen, CompareScreen):
+            sections = [("Compare", CompareScreen.BINDINGS), everywhere, ("Runs table", RunsScreen.BINDINGS)]
+        else:
+            sections = [("Runs table", RunsScreen.BINDINGS), everywhere]
+        self.push_screen(HelpScreen(sections))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Textual's commands plus every binding active on the screen, so the palette lists all actions."""
-        yield from super().get_system_commands(screen)
+        """Every action of the screen (by its binding), help and quit: none of Textual's generic entries."""
         seen: set[str] = set()
         for key, active in screen.active_bindings.items():
             binding = active.binding
             if not active.enabled or binding.action in seen or binding.action in ("quit", "command_palette"):
                 continue
+            if binding.action not in {b.action for b in type(active.node).__dict__.get("BINDINGS", ())}:
+                continue  # Textual's own (focus next, copy selected text ...): not this app's actions
             seen.add(binding.action)
-            title = binding.description or binding.action
-            yield SystemCommand(title, binding.tooltip or f"key: {self.get_key_display(binding)}",
+            yield SystemCommand(label_of(binding), f"key: {self.get_key_display(binding)}",
                                 functools.partial(self.run_action, binding.action, active.node))
         if "help" not in seen:
             yield SystemCommand("Help", "List every key binding", self.action_help)
+        yield SystemCommand("Quit", "key: q", self.action_quit)
 
 
-def make_app(path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0) -> InspectApp:
-    """The app for a run directory or a folder of runs (shared by the CLI and the tests)."""
-    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s)
+def make_app(path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0,
+             clock: Callable[[], float] = time.monotonic) -> InspectApp:
+    """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock)."""
+    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -12,11 +13,9 @@ from pathlib import Path
 
 
 from ..analysis.configs import flatten_config
-from ..analysis.summary import policy_note, summary_of  # noqa: F401 - policy_note: the Curves note
+from ..analysis.summary import summary_of
 from ..model import Run, Severity
 
-SORT_COLUMNS = ("name", "kind", "status", "attempts", "last step", "best", "last log", "findings")
-"""Columns ``s`` cycles through on the Runs screen."""
 
 
 def relative_name(root: Path, base: Path) -> str:
@@ -26,6 +25,17 @@ def relative_name(root: Path, base: Path) -> str:
     except ValueError:
         return Path(root).name
     return Path(root).name if rel == "." else rel
+
+
+def filter_error(text: str) -> str | None:
+    """Why a filter cannot be used as typed (an invalid ``/regex/``), or None when it is fine."""
+    body = text.strip().removeprefix("!").strip()
+    if len(body) >= 2 and body.startswith("/") and body.endswith("/"):
+        try:
+            re.compile(body[1:-1])
+        except re.error as exc:
+            return f"invalid regex /{body[1:-1]}/: {exc}"
+    return None
 
 
 def compile_filter(text: str) -> Callable[[str], bool]:
@@ -177,16 +187,16 @@ class Span:
     first: int
     last: int
     what: str
-    """replayed, lost (work redone after a rollback), gap (nothing logged)."""
+    """replayed (written again by a later attempt) or gap (nothing logged); lost steps come from Attempt.lost_steps."""
 
 
 def marked_spans(run: Run) -> list[Span]:
-    """Replayed, rolled-back and unlogged step ranges from the analysis findings."""
+    """Replayed and unlogged step ranges from the analysis findings."""
     spans: list[Span] = []
     for f in run.findings:
         if f.steps is None:
             continue
-        what = {"steps.replayed": "replayed", "resume.rollback": "lost", "steps.gap": "gap"}.get(f.code)
+        what = {"steps.replayed": "replayed", "steps.gap": "gap"}.get(f.code)
         if what:
             spans.append(Span(int(f.steps[0]), int(f.steps[1]), what))
     return spans
@@ -208,8 +218,29 @@ def fmt_step(step: int | None) -> str:
 
 
 def wandb_target(run: Run) -> tuple[str | None, str | None]:
-    """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL."""
+    """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL.
+
+    The command names every local W&B folder by absolute path (a resumed offline run has several, and a
+    relative path only works from the run directory).
+    """
     url = run.wandb.url
     if url:
         return url, None
+    if run.wandb.sync_command and run.wandb.local_dirs:
+        return None, "wandb sync " + " ".join(shlex.quote((Path(run.root) / d).as_posix()) for d in run.wandb.local_dirs)
     return None, run.wandb.sync_command
+
+
+def no_link_reason(run: Run) -> str:
+    """Why ``o`` cannot open a W&B page, and what ``pimm-inspect url`` prints for this run."""
+    info = run.wandb
+    if info.url:
+        return ""
+    if info.sync_command:
+        return "never synced: no W&B page exists yet; `pimm-inspect url` prints the sync command (y copies it)"
+    if info.run_ids:
+        project = info.project or "<project>"
+        return (f"W&B run id {', '.join(info.run_ids)} but no entity recorded, so no link can be formed: "
+                f"https://wandb.ai/<entity>/{project}/runs/{info.run_ids[0]}; `pimm-inspect url` prints nothing")
+    return "no W&B link: this run did not log to W&B (TensorBoard mode or W&B disabled); `pimm-inspect url` " \
+           "prints nothing and exits 1"

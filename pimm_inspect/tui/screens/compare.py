@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,10 +16,11 @@ from textual.widgets.option_list import Option
 
 from ...analysis.curves import POLICIES
 from ...model import Run
+from ...report.safe_text import clean, data_text
 from ...report.plot import lines_for
 from ..facts import compile_filter, main_config, relative_name
 from ..widgets.curves import X_LABELS, default_tag
-from ..widgets.plot import PALETTE, CurvePlot, PlotLine, PlotSpec
+from ..widgets.plot import CurvePlot, PlotLine, PlotSpec
 
 
 class CompareScreen(Screen):
@@ -62,7 +64,9 @@ class CompareScreen(Screen):
                 yield OptionList(id="compare-tags")
             with Vertical(id="plot-column"):
                 yield Static("", id="compare-status", markup=False)
-                yield Static("  ".join(f"{PALETTE[i % len(PALETTE)]}: {n}" for i, n in enumerate(names)),
+                # Runs are told apart by marker as well as colour (NO_COLOR, 16 colours): the legend shows the marker.
+                yield Static(clean("   ".join(f"{PlotLine(n, np.zeros(0), np.zeros(0), i).glyph} {n}"
+                                              for i, n in enumerate(names))),
                              id="compare-legend", markup=False)
                 yield CurvePlot(id="compare-plot")
         yield Footer()
@@ -77,14 +81,14 @@ class CompareScreen(Screen):
         shown = [t for t in self.tags if keep(t)]
         option_list = self.query_one("#compare-tags", OptionList)
         option_list.clear_options()
-        option_list.add_options([Option(t, id=t) for t in shown])
+        option_list.add_options([Option(data_text(t, newlines=False), id=t) for t in shown])
         if self.tag in shown:
             option_list.highlighted = shown.index(self.tag)
 
     def _draw(self) -> None:
-        self.query_one("#compare-status", Static).update(
+        self.query_one("#compare-status", Static).update(clean(
             f"{self.tag or '(no tags)'}  policy {self.policy} · x {self.x_axis}"
-            + (" · log y" if self.log_y else ""))
+            + (" · log y" if self.log_y else ""), newlines=False))
         plot = self.query_one(CurvePlot)
         if self.tag is None:
             plot.show(PlotSpec(empty_text="these runs have no scalar curves"))
@@ -96,11 +100,11 @@ class CompareScreen(Screen):
             try:
                 for line in lines_for(run, self.tag, self.policy, 0.0, self.x_axis, max_points=max(200, 2 * width)):
                     suffix = f" #{line.attempt}" if self.policy == "all" and line.attempt else ""
-                    lines.append(PlotLine(f"{name}{suffix}", line.x, line.y, index))
+                    lines.append(PlotLine(clean(f"{name}{suffix}", newlines=False), line.x, line.y, index))
             except Exception as exc:  # one bad run must not hide the others
                 self.notify(f"{name}: cannot draw {self.tag}: {exc}", severity="warning")
-        plot.show(PlotSpec(tuple(lines), (), X_LABELS[self.x_axis], f"{self.tag}  policy={self.policy}",
-                           self.log_y, empty_text=f"no run has points for {self.tag}"))
+        plot.show(PlotSpec(tuple(lines), (), X_LABELS[self.x_axis], clean(f"{self.tag}  policy={self.policy}", newlines=False),
+                           self.log_y, empty_text=clean(f"no run has points for {self.tag}")))
 
     @on(Input.Changed, "#compare-filter")
     def _filter_changed(self) -> None:

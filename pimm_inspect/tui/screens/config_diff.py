@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from ...analysis.secrets import mask_value
+from ...report.safe_text import clean, data_text
 from ..facts import flat_config
 
 ABSENT = "—"
@@ -31,6 +32,7 @@ def config_differences(columns: list[tuple[str, dict[str, Any]]]) -> list[tuple[
 
 def _cell(value: Any) -> str:
     text = ABSENT if value is ABSENT else ("null" if value is None else str(value))
+    text = clean(text, newlines=False)
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
 
 
@@ -48,9 +50,10 @@ class ConfigDiffScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="diff-dialog"):
-            yield Static(f"{self.title_text}: {len(self.rows)} differing key(s)", id="diff-title", markup=False)
+            yield Static(clean(f"{self.title_text}: {len(self.rows)} differing key(s)", newlines=False), id="diff-title",
+                         markup=False)
             if self.legend:
-                yield Static(self.legend, id="diff-legend", markup=False)
+                yield Static(clean(self.legend), id="diff-legend", markup=False)
             yield DataTable(id="diff-table", cursor_type="row", zebra_stripes=True)
             yield Static("escape close   (secrets masked; — means absent)", id="diff-keys")
 
@@ -58,9 +61,9 @@ class ConfigDiffScreen(ModalScreen[None]):
         table = self.query_one(DataTable)
         table.add_column("key")
         for label, _data in self.columns:
-            table.add_column(label)
+            table.add_column(data_text(label, newlines=False))
         for key, values in self.rows:
-            table.add_row(key, *values)
+            table.add_row(data_text(key, newlines=False), *(data_text(v) for v in values))
         if not self.rows:
             table.add_row("(no differences)", *[""] * len(self.columns))
         table.focus()

@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from ...analysis.secrets import mask_text
 from ...model import Finding
+from ...report.safe_text import clean
 
 
 class FindingScreen(ModalScreen[str | None]):
@@ -32,15 +33,15 @@ class FindingScreen(ModalScreen[str | None]):
         with Vertical(id="finding-dialog"):
             yield Static(id="finding-head")
             with VerticalScroll(id="finding-body"):
-                yield Static(mask_text(f.message), id="finding-message", markup=False)
+                yield Static(clean(mask_text(f.message)), id="finding-message", markup=False)
                 evidence = []
                 if f.steps:
                     evidence.append(f"steps   {f.steps[0]}-{f.steps[1]}")
                 for path in f.paths:
                     evidence.append(f"file    {path}")
-                yield Static("\n".join(evidence) or "no files or steps attached", id="finding-evidence",
+                yield Static(clean("\n".join(evidence)) or "no files or steps attached", id="finding-evidence",
                              markup=False)
-                yield Static(mask_text(f.explanation) or "(no further explanation)", id="finding-explanation",
+                yield Static(clean(mask_text(f.explanation)) or "(no further explanation)", id="finding-explanation",
                              markup=False)
             keys = "escape close   y copy explanation"
             if f.steps:
@@ -51,7 +52,7 @@ class FindingScreen(ModalScreen[str | None]):
         f = self.finding
         head = Text()
         head.append(f" {f.severity.label.upper()} ", self.get_component_rich_style(f"finding--{f.severity.label}"))
-        head.append(f"  {f.code}")
+        head.append(clean(f"  {f.code}", newlines=False))
         self.query_one("#finding-head", Static).update(head)
 
     def action_jump(self, target: str) -> None:
@@ -63,5 +64,5 @@ class FindingScreen(ModalScreen[str | None]):
 
     def action_copy(self) -> None:
         """Copy message and explanation (OSC 52)."""
-        self.app.copy_to_clipboard(mask_text(f"{self.finding.code}: {self.finding.message}\n{self.finding.explanation}"))
+        self.app.copy_to_clipboard(clean(mask_text(f"{self.finding.code}: {self.finding.message}\n{self.finding.explanation}")))
         self.notify("copied the finding")

@@ -12,14 +12,47 @@ from textual.widgets import Static
 FILTER_SYNTAX = "Filters: text = substring (case-insensitive), !text = does not contain, /regex/ = regular expression."
 
 
+TAB_TITLES = {"overview": "Overview tab", "curves": "Curves tab", "config": "Config tab",
+              "checkpoints": "Checkpoints tab", "findings": "Findings tab", "log": "Log tab"}
+
+
+def label_of(binding: Binding) -> str:
+    """One label per action: the tooltip when it already says what the description says, else both."""
+    label = binding.description or binding.action
+    tip = binding.tooltip
+    if not tip:
+        return label
+    if label.lower().rstrip("+-←→ ") in tip.lower():
+        return tip[0].upper() + tip[1:]
+    return f"{label}: {tip}"
+
+
 def _rows(bindings: list[Binding], key_display) -> list[tuple[str, str]]:
     seen: dict[str, list[str]] = {}
     for b in bindings:
-        label = b.description or b.action
-        if b.tooltip:
-            label = f"{label}: {b.tooltip}"
-        seen.setdefault(label, []).append(key_display(b))
+        seen.setdefault(label_of(b), []).append(key_display(b))
     return [(" ".join(dict.fromkeys(keys)), label) for label, keys in seen.items()]
+
+
+def run_screen_sections(bindings: list[Binding], tab_actions: dict[str, tuple[str, ...]],
+                        current: str) -> list[tuple[str, list[Binding]]]:
+    """The Run screen's keys grouped by tab, the current tab first, then the keys every tab has."""
+    def action_name(binding: Binding) -> str:
+        return binding.action.split("(")[0]
+
+    by_tab: dict[str, list[Binding]] = {}
+    general: list[Binding] = []
+    for binding in bindings:
+        tabs = tab_actions.get(action_name(binding))
+        if tabs is None:
+            general.append(binding)
+        for tab in tabs or ():
+            by_tab.setdefault(tab, []).append(binding)
+    order = [current] + [t for t in TAB_TITLES if t != current]
+    sections = [(TAB_TITLES[t] + (" (this tab)" if t == current else ""), by_tab[t]) for t in order if t in by_tab]
+    if current not in by_tab:  # a tab without keys of its own: the keys that work on it come first
+        return [(f"{TAB_TITLES.get(current, current)} (this tab): every tab's keys", general)] + sections
+    return sections + [("Every tab", general)]
 
 
 class HelpScreen(ModalScreen[None]):

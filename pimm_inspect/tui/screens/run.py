@@ -12,11 +12,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
+from ...report.safe_text import data_text
 from .. import links
-from ..facts import kind_label, relative_name, wandb_target
-from ..messages import LogIndexProgress
+from ..facts import kind_label, no_link_reason, relative_name, wandb_target
 from ..widgets.config_tree import ConfigPane
+from ..widgets.curve_spec import replayed_ranges, stale_sources
 from ..widgets.curves import CurvesPane
+from ..widgets.log_pane import LogPane
 from ..widgets.log_view import LogView
 from ..widgets.overview import Overview
 from ..widgets.tables import CheckpointTable, FindingsTable
@@ -27,8 +29,9 @@ TABS = ("overview", "curves", "config", "checkpoints", "findings", "log")
 TAB_ACTIONS = {
     "policy": ("curves",), "smooth": ("curves",), "x_axis": ("curves",), "log_y": ("curves",),
     "search": ("curves", "config", "log"), "log_top": ("log",), "log_end": ("log",), "log_next": ("log",),
-    "log_prev": ("log",), "next_attempt": ("log",), "open_finding": ("findings",), "zoom": ("curves",),
-    "cursor": ("curves",), "cursor_log": ("curves",), "config_diff": ("config",),
+    "log_prev": ("log",), "attempt": ("log",), "wrap": ("log",), "open_finding": ("findings",), "zoom": ("curves",),
+    "cursor": ("curves",), "cursor_log": ("curves",),
+    "cursor_end": ("curves",), "cursor_replay": ("curves",), "stale": ("curves",), "config_diff": ("config",),
 }
 """Actions that only make sense on some tabs (hidden from the footer elsewhere)."""
 
@@ -46,14 +49,20 @@ class RunScreen(Screen):
         Binding("escape", "back", "Back"),
         Binding("down", "nav(1)", "Down", show=False),
         Binding("up", "nav(-1)", "Up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("p", "policy", "Policy", tooltip="Overlap policy: all attempts / newest / oldest per step"),
         Binding("plus,equals_sign", "smooth(1)", "Smooth+", key_display="+"),
         Binding("minus", "smooth(-1)", "Smooth-", key_display="-"),
-        Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative hours / wall time"),
+        Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative time / wall time"),
         Binding("g", "log_y", "Log y"),
         Binding("z", "zoom", "Zoom", tooltip="zoom to the replayed/lost step range, or back out"),
         Binding("comma", "cursor(-1)", "Cursor ←", key_display=",", show=False),
         Binding("full_stop", "cursor(1)", "Cursor →", key_display="."),
+        Binding("home", "cursor_end(0)", "Cursor first", show=False),
+        Binding("end", "cursor_end(1)", "Cursor last", show=False),
+        Binding("j", "cursor_replay", "Jump to replay", tooltip="cursor to the start of the next replayed range"),
+        Binding("s", "stale", "Stale files", tooltip="show/hide curves from stale event files (an earlier run's)"),
         Binding("l", "cursor_log", "Log line", tooltip="the train.log line of the step under the cursor"),
         Binding("d", "config_diff", "Diff", tooltip="keys that differ between this run's config documents"),
         Binding("slash", "search", "Search", key_display="/"),
@@ -61,7 +70,9 @@ class RunScreen(Screen):
         Binding("G", "log_end", "End"),
         Binding("n", "log_next", "Next match"),
         Binding("N", "log_prev", "Prev match", show=False),
-        Binding("right_square_bracket", "next_attempt", "Next attempt", key_display="]"),
+        Binding("right_square_bracket", "attempt(1)", "Next attempt", key_display="]"),
+        Binding("left_square_bracket", "attempt(0)", "Prev attempt", key_display="[", show=False),
+        Binding("w", "wrap", "Wrap", tooltip="wrap long log lines, or cut them (left/right pan)"),
         Binding("enter", "open_finding", "Detail"),
         Binding("o", "open_wandb", "Open W&B"),
         Binding("y", "copy_wandb", "Copy W&B"),
@@ -86,13 +97,10 @@ class RunScreen(Screen):
         self._pending = run
         self._follow_interval_s = follow_interval_s
         self._follow_timer = None
-        self._log_opened = False
         self._ready = False
-        self._pending_log_step: tuple[int, int | None] | None = None
-        """A log line to show once train.log is indexed (from a finding or the curve cursor)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{relative_name(self.path, self.base)}  loading…", id="run-title")
+        yield Static(data_text(f"{relative_name(self.path, self.base)}  loading…", newlines=False), id="run-title")
         with TabbedContent(initial="overview", id="run-tabs"):
             with TabPane("1 Overview", id="overview"):
                 yield Overview(self.base)
@@ -105,9 +113,7 @@ class RunScreen(Screen):
             with TabPane("5 Findings", id="findings"):
                 yield FindingsTable(id="findings-table")
             with TabPane("6 Log", id="log"):
-                yield Static("", id="log-status")
-                yield Input(placeholder="/ search the log (enter: find next, escape: back to the log)", id="log-search")
-                yield LogView(id="log-view")
+                yield LogPane(id="log-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -129,14 +135,15 @@ class RunScreen(Screen):
         self.run = run
         title = f"{relative_name(run.root, self.base)}  {kind_label(run)}  {run.status}  " \
                 f"{len(run.attempts)} attempt(s)"
-        self.query_one("#run-title", Static).update(title)
+        self.query_one("#run-title", Static).update(data_text(title, newlines=False))
         self.query_one(Overview).set_run(run)
         self.query_one(CurvesPane).set_run(run)
         self.query_one(ConfigPane).set_run(run)
         self.query_one(CheckpointTable).set_run(run)
         self.query_one(FindingsTable).set_run(run)
-        if self._log_opened or self.active_tab == "log":
-            self._open_log()
+        self.query_one(LogPane).set_run(run)
+        if self.active_tab == "log" and not self.query_one(LogPane).opened:
+            self.query_one(LogPane).open()
         if run.status == "running" and self._follow_timer is None and self._follow_interval_s > 0:
             # Live follow: reload a running run periodically (the readers are fast enough to re-read).
             self._follow_timer = self.set_interval(self._follow_interval_s, self.action_reload)
@@ -145,35 +152,23 @@ class RunScreen(Screen):
             self._follow_timer = None
         self.refresh_bindings()
 
-    def _open_log(self) -> None:
-        """Index train.log on first view of the Log tab (not before: it can be huge)."""
-        if self.run is None:
-            return
-        self._log_opened = True
-        log_files = [s.path for s in self.run.sources if s.kind == "train_log"]
-        status = self.query_one("#log-status", Static)
-        if not log_files:
-            status.update("this run has no train.log")
-            return
-        status.update(f"{log_files[0]}  indexing…")
-        self.query_one(LogView).open(self.run.root / log_files[0], log_files[0], self.run.root)
-
     @on(TabbedContent.TabActivated, "#run-tabs")
     def _tab_changed(self) -> None:
-        if self.active_tab == "log" and not self._log_opened:
-            self._open_log()
+        if self.active_tab == "log" and not self.query_one(LogPane).opened:
+            self.query_one(LogPane).open()
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide tab-specific actions on other tabs; W&B actions need a link or sync command."""
+        if action in TAB_ACTIONS and self.active_tab not in TAB_ACTIONS[action]:
+            return False
+        if action == "stale":
+            return self.run is not None and bool(stale_sources(self.run))
+        if action == "cursor_replay":
+            return self.run is not None and bool(replayed_ranges(self.run))
         if action in TAB_ACTIONS:
-            return self.active_tab in TAB_ACTIONS[action]
-        if action in ("open_wandb", "copy_wandb"):
-            if self.run is None:
-                return False
-            url, command = wandb_target(self.run)
-            return bool(url) if action == "open_wandb" else bool(url or command)
-        return True
+            return True
+        return True  # o/y stay enabled without a link: pressing them says why there is none
 
     # -- actions -----------------------------------------------------------------------------------------
 
@@ -187,7 +182,7 @@ class RunScreen(Screen):
 
     def _main_widget(self):
         """The widget arrow keys drive on the current tab."""
-        selector = {"curves": "#tag-list", "config": "#config-tree", "checkpoints": "#checkpoint-table",
+        selector = {"overview": "Overview", "curves": "#tag-list", "config": "#config-tree", "checkpoints": "#checkpoint-table",
                     "findings": "#findings-table", "log": "#log-view"}.get(self.active_tab)
         return self.query_one(selector) if selector and self.query(selector) else None
 
@@ -200,6 +195,18 @@ class RunScreen(Screen):
         action = getattr(widget, "action_cursor_down" if delta > 0 else "action_cursor_up", None)
         if action is not None:
             action()
+        else:  # the Overview has no cursor: arrows scroll it at once, no Tab needed
+            widget.scroll_relative(y=delta, animate=False)
+
+    def action_page(self, delta: int) -> None:
+        """Page up/down in the tab's main widget (the Overview scrolls without being focused first)."""
+        widget = self._main_widget()
+        if widget is None:
+            return
+        widget.focus()
+        page = getattr(widget, "action_page_down" if delta > 0 else "action_page_up", None)
+        if page is not None:
+            page()
 
     def action_back(self) -> None:
         """Leave a search box, else go back to the runs table."""
@@ -237,8 +244,11 @@ class RunScreen(Screen):
         docs = [(label, dict(d.data)) for label, d in zip(labels, chosen)]
         legend = "   ".join(f"{label} = {d.path}" for label, d in zip(labels, chosen))
         if len(docs) < 2:
-            self.notify("this run has one config document: mark runs on the runs table and press c, then d, "
-                        "to compare runs", severity="warning", timeout=6)
+            shown = len(self.run.configs)
+            comparable = f": {chosen[0].path}" if chosen else ""
+            self.notify(f"the Config tab shows {shown} document(s); d compares run settings documents (resolved "
+                        f"config, W&B config, Trainer args) and this run has {len(chosen)}{comparable}. To compare "
+                        "runs: mark them on the runs table, press c, then d", severity="warning", timeout=10)
             return
         self.app.push_screen(ConfigDiffScreen(f"{self.run.name}: config documents", docs, legend))
 
@@ -249,6 +259,18 @@ class RunScreen(Screen):
     def action_cursor(self, delta: int) -> None:
         """Move the curve cursor and show the values under it."""
         self.query_one(CurvesPane).move_cursor(delta)
+
+    def action_cursor_end(self, last: int) -> None:
+        """Cursor to the first (Home) or last (End) drawn point."""
+        self.query_one(CurvesPane).cursor_to_end(bool(last))
+
+    def action_cursor_replay(self) -> None:
+        """Cursor to the start of the next replayed step range."""
+        self.query_one(CurvesPane).cursor_to_replay()
+
+    def action_stale(self) -> None:
+        """Show or hide curves from stale event files."""
+        self.query_one(CurvesPane).toggle_stale()
 
     def action_cursor_log(self) -> None:
         """Open the log at the Train: line of the step (and attempt) under the curve cursor."""
@@ -261,21 +283,10 @@ class RunScreen(Screen):
     def show_log_step(self, step: int, attempt: int | None = None) -> None:
         """Switch to the Log tab at the first Train: line at or after ``step`` (in ``attempt``)."""
         self.action_tab("log")
-        if not self._log_opened:
-            self._open_log()
-        self._pending_log_step = (step, attempt)
-        self._try_log_step()
-
-    def _try_log_step(self) -> None:
-        view = self.query_one(LogView)
-        pending = self._pending_log_step
-        if pending is None or view.path is None or not view.offsets[-1]:
-            return  # the index is not ready yet: on_log_view_indexed calls again
-        self._pending_log_step = None
-        step, attempt = pending
-        if not view.find_step(step, attempt):
-            self.notify(f"no Train: line for step {step} in the log", severity="warning")
-        view.focus()
+        pane = self.query_one(LogPane)
+        if not pane.opened:
+            pane.open()
+        pane.show_step(step, attempt)
 
     def show_curve_steps(self, first: int, last: int) -> None:
         """Switch to the Curves tab zoomed on a step range."""
@@ -308,45 +319,17 @@ class RunScreen(Screen):
         """Previous search match."""
         self._search(False)
 
-    def action_next_attempt(self) -> None:
-        """Jump to the next attempt start (``=> Loading config ...``)."""
-        view = self.query_one(LogView)
-        if not view.next_attempt() and not view.next_attempt(False):
-            self.notify("no attempt start in this log", severity="warning")
+    def action_attempt(self, forward: int) -> None:
+        """Jump to the next (``]``) or previous (``[``) attempt start: the attempts the Overview lists."""
+        self.query_one(LogPane).step_attempt(bool(forward))
+
+    def action_wrap(self) -> None:
+        """Wrap long log lines, or cut them and pan with left/right."""
+        self.query_one(LogPane).toggle_wrap()
 
     def _search(self, forward: bool) -> None:
-        view = self.query_one(LogView)
-        text = self.query_one("#log-search", Input).value
-        if not text:
+        if self.query_one(LogPane).search(forward) is None:
             self.action_search()
-            return
-        if not view.search(text, forward):
-            self.notify(f"not found: {text}", severity="warning")
-
-    @on(Input.Submitted, "#log-search")
-    def _log_search_submitted(self, event: Input.Submitted) -> None:
-        self._search(True)
-        self.query_one(LogView).focus()
-
-    def on_log_index_progress(self, message: LogIndexProgress) -> None:
-        """Show indexing progress of a big log."""
-        percent = 100 * message.done_bytes / max(message.total_bytes, 1)
-        self.query_one("#log-status", Static).update(f"indexing… {percent:.0f}%")
-
-    def on_log_view_indexed(self, message: LogView.Indexed) -> None:
-        """Say how big the log is and where attempts start."""
-        view = self.query_one(LogView)
-        lines = message.offsets.shape[0] - 1
-        starts = ", ".join(str(int(i) + 1) for i in message.attempt_lines[:8])
-        name = next((s.path for s in self.run.sources if s.kind == "train_log"), "train.log") if self.run else ""
-        self.query_one("#log-status", Static).update(
-            f"{name}  {lines} lines  attempts start at line {starts or '-'}  (/ search, n next, ] next attempt, g/G ends)")
-        view.refresh()
-        self.call_after_refresh(self._try_log_step)
-
-    def on_log_view_failed(self, message: LogView.Failed) -> None:
-        """A log that cannot be read is a message, not a traceback."""
-        self.query_one("#log-status", Static).update(message.reason)
 
     @on(DataTable.RowSelected, "#findings-table")
     def _finding_selected(self, event: DataTable.RowSelected) -> None:
@@ -375,10 +358,9 @@ class RunScreen(Screen):
         """Open the W&B run in a browser when one is available, else say how to get there."""
         if self.run is None:
             return
-        url, command = wandb_target(self.run)
+        url, _command = wandb_target(self.run)
         if url is None:
-            self.notify(f"never synced: run `{command}` first (y copies it)" if command else "no W&B link",
-                        severity="warning")
+            self.notify(no_link_reason(self.run), severity="warning", timeout=10)
         elif links.open_in_browser(url):
             self.notify(f"opened {url}")
         else:
@@ -391,7 +373,7 @@ class RunScreen(Screen):
         url, command = wandb_target(self.run)
         text = url or command
         if not text:
-            self.notify("this run has no W&B link", severity="warning")
+            self.notify(f"nothing to copy: {no_link_reason(self.run)}", severity="warning", timeout=10)
             return
         self.app.copy_to_clipboard(text)
         self.notify(f"copied: {text}")

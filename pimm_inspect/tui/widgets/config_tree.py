@@ -12,6 +12,7 @@ from textual.widgets.tree import TreeNode
 
 from ...analysis.secrets import mask_text, mask_value
 from ...model import ConfigDoc, Run
+from ...report.safe_text import data_text
 from ..facts import compile_filter
 
 MAX_NODES = 20000
@@ -77,10 +78,11 @@ class ConfigPane(Vertical):
         tree.show_root = False
         if not self.docs:
             tree.root.add_leaf("this run has no config documents")
+            tree.root.add_leaf("(none of resolved_config.json, config.py, a W&B config, Trainer args)")
             return
         budget = [MAX_NODES]
         for doc, data in self.docs:
-            node = tree.root.add(f"{doc.kind}  ({doc.path})", expand=True)
+            node = tree.root.add(data_text(f"{doc.kind}  ({doc.path})", newlines=False), expand=True)
             if data is not None:
                 leaves = [(p, v) for p, v in flatten(data) if not query or keep(_leaf_text(p, v))]
                 self._add_nested(node, leaves, budget)
@@ -91,7 +93,7 @@ class ConfigPane(Vertical):
                     if budget[0] <= 0:
                         break
                     budget[0] -= 1
-                    node.add_leaf(f"{number:>4}  {line}")
+                    node.add_leaf(data_text(f"{number:>4}  {line}", newlines=False))
             if not node.children:
                 node.add_leaf("(nothing matches)" if query else "(empty)")
             if query:
@@ -109,8 +111,8 @@ class ConfigPane(Vertical):
             for depth in range(len(parts) - 1):
                 key = ".".join(parts[:depth + 1])
                 if key not in nodes:
-                    nodes[key] = node.add(parts[depth], expand=depth < 1)
+                    nodes[key] = node.add(data_text(parts[depth], newlines=False), expand=depth < 1)
                     budget[0] -= 1
                 node = nodes[key]
-            node.add_leaf(_leaf_text(parts[-1], value))
+            node.add_leaf(data_text(_leaf_text(parts[-1], value), newlines=False))
             budget[0] -= 1

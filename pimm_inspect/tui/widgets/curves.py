@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -15,42 +15,18 @@ from textual.widgets.option_list import Option
 
 from ...analysis.curves import POLICIES
 from ...model import Run
-from ...report.plot import lines_for, preferred_series
-from ..facts import compile_filter, fmt_time, policy_note
-from .plot import CurvePlot, PlotLine, PlotSpec
+from ...report.plot import preferred_series
+from ...report.safe_text import clean, data_text
+from ...analysis.summary import policy_note
+from ..facts import compile_filter
+from .curve_spec import (SMOOTHING_STEPS, CurveOptions, build_spec, points_at, readout_fields, replayed_ranges,
+                         stale_sources, wrap_fields)
+from .plot import CurvePlot, PlotSpec
 
-@dataclass(frozen=True, slots=True)
-class _Point:
-    """One logged point under the cursor."""
-
-    step: int
-    value: float
-    wall_time_s: float
-    attempt: int | None
-    source: str
-
-
-SMOOTHING_STEPS = (0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99)
-"""EMA weights ``+``/``-`` step through (TensorBoard's slider range)."""
-
-X_LABELS = {"step": "global step", "relative": "hours since start", "wall": "unix time (s)"}
-
-
-@dataclass(frozen=True, slots=True)
-class CurveOptions:
-    """How the current tag is drawn."""
-
-    policy: str = "all"
-    smooth_index: int = 0
-    x_axis: str = "step"
-    log_y: bool = False
-    x_range: tuple[float, float] | None = None
-    """Zoomed step window (step axis only); None shows everything."""
-
-    @property
-    def smooth(self) -> float:
-        """EMA weight."""
-        return SMOOTHING_STEPS[self.smooth_index]
+SHORT_SCREEN = 30
+"""Below this many rows the policy note is cut to its first sentence (at a sentence end, never mid-word)."""
+X_LABELS = {"step": "global step", "relative": "time since start", "wall": "wall time"}
+__all__ = ["CurveOptions", "CurvesPane", "SMOOTHING_STEPS", "X_LABELS", "build_spec", "default_tag"]
 
 
 def default_tag(tags: list[str]) -> str | None:
@@ -60,33 +36,6 @@ def default_tag(tags: list[str]) -> str | None:
         if wanted in tags:
             return wanted
     return next((t for t in tags if "loss" in t), tags[0] if tags else None)
-
-
-def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpec:
-    """Lines, seams and labels for one tag (called in a worker; downsampling happens in the core)."""
-    x_range = options.x_range if options.x_axis == "step" else None
-    lines = lines_for(run, tag, options.policy, options.smooth, options.x_axis, max_points=max(200, 2 * width),
-                      x_range=x_range)
-    plot_lines = tuple(
-        PlotLine(line.label, line.x, line.y, (line.attempt - 1) if line.attempt else 0) for line in lines)
-    seams: tuple[float, ...] = ()
-    if options.x_axis == "step" and options.policy == "all":
-        seams = tuple(float(a.first_step) for a in run.attempts[1:] if a.first_step is not None)
-    replays: tuple[tuple[float, float], ...] = ()
-    if options.x_axis == "step":
-        replays = tuple((float(f.steps[0]), float(f.steps[1])) for f in run.findings
-                        if f.code == "steps.replayed" and f.steps)
-    if x_range is not None:
-        seams = tuple(x for x in seams if x_range[0] <= x <= x_range[1])
-        replays = tuple((max(a, x_range[0]), min(b, x_range[1]))
-                        for a, b in replays if b >= x_range[0] and a <= x_range[1])
-    title = f"{tag}  policy={options.policy}" + (f"  smooth={options.smooth:g}" if options.smooth else "")
-    if x_range is not None:
-        title += f"  zoom {int(x_range[0])}-{int(x_range[1])}"
-    if replays:
-        title += "  replayed " + ", ".join(f"{int(a)}-{int(b)}" for a, b in replays)
-    return PlotSpec(plot_lines, seams, X_LABELS[options.x_axis], title, options.log_y,
-                    empty_text=f"no finite points for {tag}", replays=replays)
 
 
 class CurvesPane(Vertical):
@@ -107,7 +56,7 @@ class CurvesPane(Vertical):
         self.tag: str | None = None
         self._generation = 0
         self.cursor_x: float | None = None
-        """Step (or x) under the cursor, moved with , and . along the drawn points."""
+        """Step (or x) under the cursor, moved with , and . by one plot column."""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -117,6 +66,7 @@ class CurvesPane(Vertical):
             with Vertical(id="plot-column"):
                 yield Static("", id="curve-status", markup=False)
                 yield Static("", id="policy-note", markup=False)
+                yield Static("", id="curve-legend", markup=False)
                 yield CurvePlot(id="curve-plot")
                 yield Static("", id="curve-cursor", markup=False)
 
@@ -146,6 +96,13 @@ class CurvesPane(Vertical):
             return
         self.focus_steps(*spans[0])
 
+    def toggle_stale(self) -> None:
+        """Show or hide the series of stale event files (an earlier run's leftovers in this folder)."""
+        if self.run is None or not stale_sources(self.run):
+            self.app.notify("no stale event file in this run", severity="information")
+            return
+        self.set_options(replace(self.options, show_stale=not self.options.show_stale))
+
     def focus_steps(self, first: int, last: int) -> None:
         """Show a step range with some context on both sides (used by findings too)."""
         margin = max((last - first) // 2, 5)
@@ -153,20 +110,59 @@ class CurvesPane(Vertical):
                                                                          float(last + margin))))
         self.cursor_x = float(first)
 
-    def move_cursor(self, delta: int) -> None:
-        """Move the cursor to the next/previous drawn x position and describe the points there."""
+    def _xs(self) -> np.ndarray:
         spec = self.query_one(CurvePlot).spec
-        xs = np.unique(np.concatenate([line.x for line in spec.lines])) if spec.lines else np.zeros(0)
+        return np.unique(np.concatenate([line.x for line in spec.lines])) if spec.lines else np.zeros(0)
+
+    def move_cursor(self, delta: int) -> None:
+        """Move the cursor by one plot column (not one point: a long run has hundreds per column)."""
+        xs = self._xs()
         if not xs.size:
             return
         if self.cursor_x is None:
-            index = 0 if delta > 0 else xs.size - 1
-        elif delta > 0:
-            index = int(np.searchsorted(xs, self.cursor_x, side="right"))  # first x after the cursor
+            self.cursor_x = float(xs[0] if delta > 0 else xs[-1])
+            self._show_cursor()
+            return
+        columns = max(self.query_one(CurvePlot).size.width - 10, 10)  # minus the y tick labels
+        column = (float(xs[-1]) - float(xs[0])) / columns
+        target = self.cursor_x + delta * column
+        if delta > 0:
+            index = int(np.searchsorted(xs, target, side="left"))
+            index = max(index, int(np.searchsorted(xs, self.cursor_x, side="right")))  # at least the next point
         else:
-            index = int(np.searchsorted(xs, self.cursor_x, side="left")) - 1  # last x before it
-        index = min(max(index, 0), xs.size - 1)
-        self.cursor_x = float(xs[index])
+            index = int(np.searchsorted(xs, target, side="right")) - 1
+            index = min(index, int(np.searchsorted(xs, self.cursor_x, side="left")) - 1)
+        self.cursor_x = float(xs[min(max(index, 0), xs.size - 1)])
+        self._show_cursor()
+
+    def cursor_to_end(self, last: bool) -> None:
+        """Home/End: the first or last drawn point."""
+        xs = self._xs()
+        if not xs.size:
+            return
+        self.cursor_x = float(xs[-1] if last else xs[0])
+        if self.options.x_axis == "step" and self.run is not None and self.tag is not None:
+            # The drawn points are downsampled: Home/End go to the first/last step really logged (in the zoom).
+            lo, hi = self.options.x_range or (-np.inf, np.inf)
+            steps = [s.steps[(s.steps >= lo) & (s.steps <= hi)] for s in preferred_series(self.run, self.tag)]
+            steps = [x for x in steps if x.size]
+            if steps:
+                self.cursor_x = float(max(x.max() for x in steps) if last else min(x.min() for x in steps))
+        self._show_cursor()
+
+    def cursor_to_replay(self) -> None:
+        """Jump the cursor to the start of the next replayed range (wrapping), zooming out if it is off screen."""
+        ranges = replayed_ranges(self.run) if self.run is not None else []
+        if not ranges:
+            self.app.notify("no replayed steps in this run", severity="information")
+            return
+        starts = [float(a) for a, _b in ranges]
+        after = [x for x in starts if self.cursor_x is None or x > self.cursor_x]
+        target = after[0] if after else starts[0]
+        if self.options.x_axis != "step" or (self.options.x_range is not None
+                                             and not self.options.x_range[0] <= target <= self.options.x_range[1]):
+            self.set_options(replace(self.options, x_axis="step", x_range=None))
+        self.cursor_x = target
         self._show_cursor()
 
     def cursor_point(self) -> tuple[int, int | None] | None:
@@ -177,16 +173,10 @@ class CurvesPane(Vertical):
         return int(self.cursor_x), (attempts[-1] if attempts else None)
 
     def _points_at(self, step: float):
-        """Raw points of the tag at a step, from its preferred source (every attempt's copy)."""
+        """Raw points of the tag at exactly this step (every attempt's copy; none from a neighbouring step)."""
         if self.run is None or self.tag is None or self.options.x_axis != "step":
             return []
-        found = []
-        for series in preferred_series(self.run, self.tag):
-            hits = np.flatnonzero(series.steps == int(step))
-            for i in hits:
-                found.append(_Point(int(series.steps[i]), float(series.values[i]), float(series.wall_times_s[i]),
-                                    series.attempt, series.source))
-        return found
+        return points_at(self.run, self.tag, int(step), self.options.show_stale)
 
     def _show_cursor(self) -> None:
         plot = self.query_one(CurvePlot)
@@ -195,20 +185,33 @@ class CurvesPane(Vertical):
         if self.cursor_x is None:
             readout.update("")
             return
-        parts = [f"x {self.cursor_x:g}"]
-        for line in plot.spec.lines:
-            if line.x.size:
-                j = int(np.argmin(np.abs(line.x - self.cursor_x)))
-                parts.append(f"{line.label}: {line.y[j]:.6g}" + (" (smoothed)" if self.options.smooth else ""))
-        for p in self._points_at(self.cursor_x):
-            when = fmt_time(p.wall_time_s) if np.isfinite(p.wall_time_s) else "-"
-            who = f"attempt {p.attempt}" if p.attempt is not None else "-"
-            parts.append(f"raw {p.value:.6g} @ {when} {who} [{p.source}]")
-        readout.update("  ".join(parts) + "   (l: log line)")
+        width = max(self.query_one("#plot-column").size.width - 2, 20)
+        fields = readout_fields(plot.spec, self.cursor_x, self.options.x_axis, self.options.smooth,
+                                self._points_at(self.cursor_x), wide=width >= 140)
+        if self.options.x_axis == "step":
+            fields.append("l: log line")
+        readout.update(clean(wrap_fields(fields, width)))
 
     def _update_note(self) -> None:
         if self.run is not None:
-            self.query_one("#policy-note", Static).update(policy_note(self.run, self.options.policy))
+            note = policy_note(self.run, self.options.policy)
+            if self.app.size.height < SHORT_SCREEN:
+                # A short terminal keeps its rows for the plot: the note's first sentence, whole, and where the rest is.
+                first, _, rest = note.partition(". ")
+                note = first.rstrip(".") + "." + (" (what TensorBoard/W&B show: Findings tab)" if rest else "")
+            stale = stale_sources(self.run)
+            if stale:
+                shown = "drawn apart as 'stale file'" if self.options.show_stale else "hidden"
+                note += f" {len(stale)} stale event file(s) from an earlier run: {shown} (s toggles)."
+            self.query_one("#policy-note", Static).update(clean(note))
+
+    def _update_legend(self, spec: PlotSpec) -> None:
+        parts = [f"{line.glyph} {line.label}" for line in spec.lines if line.x.size]
+        if spec.seams:
+            parts.append("│ resume (" + ", ".join(spec.seam_labels) + ")")
+        if spec.replays:
+            parts.append("┆ replayed " + ", ".join(f"{int(a)}-{int(b)}" for a, b in spec.replays))
+        self.query_one("#curve-legend", Static).update(clean("   ".join(parts)))
 
     def cycle_policy(self) -> None:
         """all -> newest -> oldest -> all."""
@@ -239,7 +242,7 @@ class CurvesPane(Vertical):
         shown = [t for t in tags if keep(t)]
         option_list = self.query_one("#tag-list", OptionList)
         option_list.clear_options()
-        option_list.add_options([Option(t, id=t) for t in shown])
+        option_list.add_options([Option(data_text(t, newlines=False), id=t) for t in shown])
         if self.tag in shown:
             option_list.highlighted = shown.index(self.tag)
 
@@ -264,12 +267,14 @@ class CurvesPane(Vertical):
         self._generation += 1
         status = self.query_one("#curve-status", Static)
         opts = self.options
-        status.update(
-            f"{self.tag or '(no scalar tags)'}  policy {opts.policy} · smooth {opts.smooth:g} · x {opts.x_axis}"
-            + (" · log y" if opts.log_y else ""))
+        zoom = f" · zoom {int(opts.x_range[0])}-{int(opts.x_range[1])}" if opts.x_range is not None else ""
+        status.update(clean(
+            f"{self.tag or '(no scalar tags)'}  {opts.policy} · smooth {opts.smooth:g} · x {opts.x_axis}"
+            + (" · log y" if opts.log_y else "") + zoom, newlines=False))
         self._update_note()
         if self.run is None or self.tag is None:
             self.query_one(CurvePlot).show(PlotSpec(empty_text="this run has no scalar curves"))
+            self.query_one("#curve-legend", Static).update("")
             return
         width = self.query_one(CurvePlot).size.width or 100
         self._compute(self.run, self.tag, opts, width, self._generation)
@@ -279,7 +284,7 @@ class CurvesPane(Vertical):
         try:
             spec = build_spec(run, tag, options, width)
         except Exception as exc:  # a bad series must show as a message, not a traceback
-            spec = PlotSpec(empty_text=f"cannot draw {tag}: {type(exc).__name__}: {exc}")
+            spec = PlotSpec(empty_text=clean(f"cannot draw {tag}: {type(exc).__name__}: {exc}"))
         self.post_message(self.Drawn(spec, generation))
 
     def on_curves_pane_drawn(self, message: Drawn) -> None:
@@ -287,5 +292,6 @@ class CurvesPane(Vertical):
         message.stop()
         if message.generation == self._generation:
             self.query_one(CurvePlot).show(message.spec)
+            self._update_legend(message.spec)
             if self.cursor_x is not None:
                 self._show_cursor()

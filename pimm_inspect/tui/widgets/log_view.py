@@ -16,14 +16,19 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.secrets import mask_text
+from ...report.safe_text import clean
 from ...sources import UnreadableFile, open_regular
 from ..messages import LogIndexProgress
 
 TRAIN_LINE = re.compile(rb"Train: \[(\d+)/\d+\]\[(\d+)/(\d+)\]")
 """A Train: record's epoch, iter and iters per epoch: g = (epoch - 1) * iters + iter (spec 3.4 D)."""
-ATTEMPT_MARK = b"=> Loading config ..."
-"""Each process start writes this first (spec 3.3), so it opens a new attempt segment."""
-LEVEL = re.compile(r"^\[\S+ \S+ (WARNING|ERROR|CRITICAL) ")
+SEPARATOR_WIDTH = 20
+"""Cells an attempt separator adds in front of an attempt's first line."""
+LEVEL = re.compile(r"^\[\S+ \S+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+LEVEL_CLASS = {"DEBUG": "logview--debug", "INFO": "logview--info", "WARNING": "logview--warning",
+               "ERROR": "logview--error", "CRITICAL": "logview--error"}
+MAX_MATCH_LINES = 100_000
+"""Search remembers at most this many matching lines (the count then says "100000+")."""
 CHUNK_BYTES = 8 << 20
 MAX_LINE_CHARS = 2000
 """Very long lines are cut when shown (the file is never changed)."""
@@ -64,17 +69,19 @@ def scan(path: Path, pattern: re.Pattern[bytes], start: int, end: int):
 class LogView(ScrollView, can_focus=True):
     """Shows a window of a possibly multi-GB text file, with attempt starts and warnings highlighted."""
 
-    BINDINGS = [Binding("down", "cursor_down", "Down", show=False), Binding("up", "cursor_up", "Up", show=False)]
-    COMPONENT_CLASSES = {"logview--lineno", "logview--warning", "logview--error", "logview--attempt",
-                         "logview--match", "logview--cursor"}
+    BINDINGS = [Binding("down", "cursor_down", "Down", show=False), Binding("up", "cursor_up", "Up", show=False),
+                Binding("right", "pan(1)", "Right", show=False), Binding("left", "pan(-1)", "Left", show=False),
+                Binding("pagedown", "page(1)", "Page down", show=False),
+                Binding("pageup", "page(-1)", "Page up", show=False)]
+    COMPONENT_CLASSES = {"logview--lineno", "logview--debug", "logview--info", "logview--warning", "logview--error",
+                         "logview--attempt", "logview--separator", "logview--match", "logview--cursor"}
 
     class Indexed(Message):
         """The line index of the file is ready."""
 
-        def __init__(self, offsets: np.ndarray, attempt_lines: np.ndarray, widest: int) -> None:
+        def __init__(self, offsets: np.ndarray, widest: int) -> None:
             super().__init__()
             self.offsets = offsets
-            self.attempt_lines = attempt_lines
             self.widest = widest
 
     class Failed(Message):
@@ -90,11 +97,18 @@ class LogView(ScrollView, can_focus=True):
         self.offsets = np.zeros(1, dtype=np.int64)
         """Start offset of each line plus the end of the file (len = lines + 1)."""
         self.attempt_lines = np.zeros(0, dtype=np.int64)
+        """0-based line of each attempt start, from the run's own ``start`` events (the Overview's attempts)."""
+        self.attempt_numbers: list[int] = []
         self.cursor_line = 0
         self.search_text = ""
+        self.wrap = False
+        self.match_lines = np.zeros(0, dtype=np.int64)
+        """0-based lines holding ``search_text`` (at most MAX_MATCH_LINES)."""
+        self.match_capped = False
         self._cache: dict[int, str] = {}
-        self._attempt_line_set: set[int] = set()
+        self._attempt_of_line: dict[int, int] = {}
         self._gutter = 6
+        self._widest = 0
 
     @property
     def line_count(self) -> int:
@@ -124,11 +138,8 @@ class LogView(ScrollView, can_focus=True):
                 offsets = np.concatenate(parts)
                 if offsets[-1] != position:
                     offsets = np.append(offsets, position)  # last line has no newline (still being written)
-            found = [offset for offset, _m in scan(path, re.compile(re.escape(ATTEMPT_MARK)), 0, position)]
-            attempt_offsets = np.asarray(found, dtype=np.int64)
-            lines = np.searchsorted(offsets, attempt_offsets, side="right") - 1
             widest = int(np.diff(offsets).max()) if offsets.shape[0] > 1 else 0
-            self.post_message(self.Indexed(offsets, lines.astype(np.int64), min(widest, MAX_LINE_CHARS)))
+            self.post_message(self.Indexed(offsets, min(widest, MAX_LINE_CHARS)))
         except UnreadableFile as exc:
             self.post_message(self.Failed(exc.finding.message))
         except (OSError, ValueError) as exc:
@@ -137,12 +148,31 @@ class LogView(ScrollView, can_focus=True):
     def on_log_view_indexed(self, message: Indexed) -> None:
         """Adopt the index and size the scroll area to it."""
         self.offsets = message.offsets
-        self.attempt_lines = message.attempt_lines
-        self._attempt_line_set = set(message.attempt_lines.tolist())
         self._cache.clear()
         self._gutter = len(str(max(self.line_count, 1))) + 2
-        self.virtual_size = Size(message.widest + self._gutter, self.line_count)
+        self._widest = message.widest
+        self._size_area()
+
+    def set_attempts(self, starts: list[tuple[int, int]]) -> None:
+        """(attempt number, 1-based line) of each attempt start, as the run's reader found them."""
+        ordered = sorted(starts, key=lambda s: s[1])
+        self.attempt_lines = np.asarray([line - 1 for _n, line in ordered], dtype=np.int64)
+        self.attempt_numbers = [n for n, _line in ordered]
+        self._attempt_of_line = {line - 1: n for n, line in ordered}
         self.refresh()
+
+    def _size_area(self) -> None:
+        # Wrapped, every line is at least one row and no row is wider than the view: scroll by lines.
+        width = 0 if self.wrap else self._widest + self._gutter + SEPARATOR_WIDTH
+        self.virtual_size = Size(width, self.line_count)
+        self.refresh()
+
+    def toggle_wrap(self) -> bool:
+        """Wrap long lines (or cut them and pan with left/right); returns the new state."""
+        self.wrap = not self.wrap
+        self.scroll_to(x=0, animate=False)
+        self._size_area()
+        return self.wrap
 
     def _read_lines(self, first: int, count: int) -> None:
         """Read a block of lines into the cache with one seek."""
@@ -161,7 +191,8 @@ class LogView(ScrollView, can_focus=True):
         for i in range(first, last):
             a, b = int(self.offsets[i]) - start, int(self.offsets[i + 1]) - start
             raw = data[a:b].rstrip(b"\r\n")[:MAX_LINE_CHARS * 4]
-            self._cache[i] = mask_text(raw.decode("utf-8", errors="replace")).expandtabs(4)[:MAX_LINE_CHARS]
+            # Masked, then every control character shown as an escape: a log line is data, never a terminal sequence.
+            self._cache[i] = clean(mask_text(raw.decode("utf-8", errors="replace")).expandtabs(4))[:MAX_LINE_CHARS]
 
     def line_text(self, index: int) -> str:
         """Text of one line (masked), read on demand."""
@@ -169,26 +200,65 @@ class LogView(ScrollView, can_focus=True):
             self._read_lines(index, max(self.size.height, 64))
         return self._cache.get(index, "")
 
-    def render_line(self, y: int) -> Strip:
-        """One visible row: gutter with the line number, then the styled text."""
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self.scrollable_content_region.width
+    def _line_style(self, index: int, text: str) -> Style:
         base = self.rich_style
-        if index >= self.line_count:
-            return Strip.blank(width, base)
-        text = self.line_text(index)
         style = base
         level = LEVEL.match(text)
-        if index in self._attempt_line_set:
+        if index in self._attempt_of_line:
             style = base + self.get_component_rich_style("logview--attempt")
         elif level:
-            name = "logview--warning" if level.group(1) == "WARNING" else "logview--error"
-            style = base + self.get_component_rich_style(name)
+            style = base + self.get_component_rich_style(LEVEL_CLASS[level.group(1)])
         if index == self.cursor_line:
             style = style + self.get_component_rich_style("logview--cursor")
-        gutter = Segment(f"{index + 1:>{self._gutter - 1}} ", base + self.get_component_rich_style("logview--lineno"))
-        body = Strip(self._highlight(text, style)).crop(scroll_x, scroll_x + width - self._gutter)
+        return style
+
+    def _body(self, index: int) -> tuple[list[Segment], Style]:
+        """Segments of one whole line: an attempt separator before an attempt's first line, then the text."""
+        text = self.line_text(index)
+        style = self._line_style(index, text)
+        segments: list[Segment] = []
+        if index in self._attempt_of_line:
+            label = f"━━ attempt {self._attempt_of_line[index]} ━━ "
+            segments.append(Segment(label, self.rich_style + self.get_component_rich_style("logview--separator")))
+        return segments + self._highlight(text, style), style
+
+    def _wrapped_rows(self) -> list[tuple[int, int]]:
+        """(line, row within the line) for each visible row when wrapping, from the top line down."""
+        width = max(self.scrollable_content_region.width - self._gutter, 10)
+        key = (self.scroll_offset.y, width, self.size.height, self.cursor_line, self.search_text)
+        if getattr(self, "_rows_key", None) == key:
+            return self._rows
+        rows: list[tuple[int, int]] = []
+        index = self.scroll_offset.y
+        while len(rows) < self.size.height and index < self.line_count:
+            segments, _style = self._body(index)
+            length = sum(len(seg.text) for seg in segments)
+            for part in range(max((length + width - 1) // width, 1)):
+                rows.append((index, part))
+            index += 1
+        self._rows_key, self._rows = key, rows
+        return rows
+
+    def render_line(self, y: int) -> Strip:
+        """One visible row: gutter with the line number (blank on a wrapped continuation), then the styled text."""
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        body_width = max(width - self._gutter, 1)
+        if self.wrap:
+            rows = self._wrapped_rows()
+            if y >= len(rows):
+                return Strip.blank(width, base)
+            index, part = rows[y]
+            start = part * body_width
+        else:
+            index, part, start = scroll_y + y, 0, scroll_x
+            if index >= self.line_count:
+                return Strip.blank(width, base)
+        segments, style = self._body(index)
+        number = f"{index + 1:>{self._gutter - 1}} " if part == 0 else " " * self._gutter
+        gutter = Segment(number, base + self.get_component_rich_style("logview--lineno"))
+        body = Strip(segments).crop(start, start + body_width)
         return Strip([gutter, *body]).extend_cell_length(width, style).crop(0, width)
 
     def _highlight(self, text: str, style: Style) -> list[Segment]:
@@ -222,36 +292,58 @@ class LogView(ScrollView, can_focus=True):
         """Last line."""
         self.go_to(self.line_count - 1)
 
-    def next_attempt(self, forward: bool = True) -> bool:
-        """Jump to the next (or previous) attempt start; False when there is none."""
+    def step_attempt(self, forward: bool = True) -> str:
+        """Go to the next (``]``) or previous (``[``) attempt start, wrapping; says where it went."""
         lines = self.attempt_lines
-        candidates = lines[lines > self.cursor_line] if forward else lines[lines < self.cursor_line][::-1]
-        if not candidates.size:
-            return False
-        self.go_to(int(candidates[0]))
-        return True
+        if not lines.size:
+            return "no attempt start in this log"
+        later, earlier = lines[lines > self.cursor_line], lines[lines < self.cursor_line]
+        wrapped = not (later.size if forward else earlier.size)
+        target = int((later[0] if later.size else lines[0]) if forward else
+                     (earlier[-1] if earlier.size else lines[-1]))
+        self.go_to(target)
+        number = self._attempt_of_line[target]
+        where = f"attempt {number} of {len(self.attempt_numbers)} (line {target + 1})"
+        if wrapped and lines.size > 1:
+            return where + (": wrapped to the first" if forward else ": wrapped to the last")
+        return where
 
-    def search(self, text: str, forward: bool = True) -> bool:
-        """Find ``text`` (case-insensitive) from the cursor on, scanning the file with mmap, not line objects."""
-        self.search_text = text
+    def search(self, text: str, forward: bool = True) -> str:
+        """Go to the next/previous line holding ``text`` (case-insensitive, wrapping); says "match 2/4" or why not."""
+        if text != self.search_text or not self.match_lines.size:
+            self._find_all(text)
         self.refresh()
+        lines = self.match_lines
+        if not lines.size:
+            return f"not found: {text}"
+        later, earlier = lines[lines > self.cursor_line], lines[lines < self.cursor_line]
+        wrapped = not (later.size if forward else earlier.size)
+        target = int((later[0] if later.size else lines[0]) if forward else
+                     (earlier[-1] if earlier.size else lines[-1]))
+        self.go_to(target)
+        ordinal = int(np.searchsorted(lines, target)) + 1
+        total = f"{lines.size}+" if self.match_capped else str(lines.size)
+        note = f"match {ordinal}/{total} (line {target + 1})"
+        if wrapped:
+            note += ": wrapped to the top" if forward else ": wrapped to the bottom"
+        return note
+
+    def _find_all(self, text: str) -> None:
+        """Every line holding ``text``, by scanning the file in chunks (never the whole file in line objects)."""
+        self.search_text = text
+        self.match_lines = np.zeros(0, dtype=np.int64)
+        self.match_capped = False
         if not text or self.path is None or not self.line_count:
-            return False
+            return
         needle = re.compile(re.escape(text.encode("utf-8", errors="replace")), re.IGNORECASE)
-        end_of_file = int(self.offsets[-1])
-        offset = None
-        if forward:
-            start = int(self.offsets[min(self.cursor_line + 1, self.line_count)])
-            offset = next((o for o, _m in scan(self.path, needle, start, end_of_file)), None)
-            if offset is None:
-                offset = next((o for o, _m in scan(self.path, needle, 0, start)), None)
-        else:
-            for found, _m in scan(self.path, needle, 0, int(self.offsets[self.cursor_line])):
-                offset = found
-        if offset is None:
-            return False
-        self.go_to(int(np.searchsorted(self.offsets, offset, side="right") - 1))
-        return True
+        offsets: list[int] = []
+        for offset, _m in scan(self.path, needle, 0, int(self.offsets[-1])):
+            offsets.append(offset)
+            if len(offsets) >= MAX_MATCH_LINES * 4:
+                break
+        lines = np.unique(np.searchsorted(self.offsets, np.asarray(offsets, dtype=np.int64), side="right") - 1)
+        self.match_capped = lines.size > MAX_MATCH_LINES or len(offsets) >= MAX_MATCH_LINES * 4
+        self.match_lines = lines[:MAX_MATCH_LINES].astype(np.int64)
 
     def find_step(self, step: int, attempt: int | None = None) -> bool:
         """Go to the first ``Train:`` line at or after global ``step`` (within ``attempt`` when given)."""
@@ -259,8 +351,9 @@ class LogView(ScrollView, can_focus=True):
             return False
         bounds = np.append(self.attempt_lines, self.line_count)
         first_line, last_line = 0, self.line_count
-        if attempt is not None and self.attempt_lines.size >= attempt >= 1:
-            first_line, last_line = int(bounds[attempt - 1]), int(bounds[attempt])
+        if attempt is not None and attempt in self.attempt_numbers:
+            i = self.attempt_numbers.index(attempt)
+            first_line, last_line = int(bounds[i]), int(bounds[i + 1])
         best = None
         for offset, match in scan(self.path, TRAIN_LINE, int(self.offsets[first_line]), int(self.offsets[last_line])):
             g = (int(match[1]) - 1) * int(match[3]) + int(match[2])
@@ -279,3 +372,12 @@ class LogView(ScrollView, can_focus=True):
     def action_cursor_up(self) -> None:
         """Move the highlighted line up."""
         self.go_to(self.cursor_line - 1)
+
+    def action_pan(self, direction: int) -> None:
+        """Left/right scroll a quarter of the view (long lines, not wrapped)."""
+        if not self.wrap:
+            self.scroll_relative(x=direction * max(self.scrollable_content_region.width // 4, 8), animate=False)
+
+    def action_page(self, direction: int) -> None:
+        """Page up/down, moving the highlighted line with the page."""
+        self.go_to(self.cursor_line + direction * max(self.scrollable_content_region.height - 1, 1))

@@ -13,12 +13,14 @@ from textual.widgets import Static
 
 from ...analysis.secrets import mask_text
 from ...model import Attempt, Run, Severity
+from ...report.safe_text import clean, data_text
 from ..facts import Span, fmt_step, kind_label, marked_spans, relative_name
 
 SEVERITY_CLASS = {Severity.ERROR: "overview--error", Severity.WARNING: "overview--warning",
                   Severity.INFO: "overview--info"}
 BAR_CHARS = {"logged": "█", "replayed": "▓", "lost": "░", "gap": "·"}
 """Each mark has its own character so the strip reads without colour (NO_COLOR)."""
+LEGEND = {"logged": "logged", "replayed": "replayed", "lost": "lost: no checkpoint kept it", "gap": "not logged"}
 
 
 class TimelineStrip(Widget):
@@ -51,43 +53,46 @@ class TimelineStrip(Widget):
         bar_width = max(self.size.width - label_width - 22, 10)
         scale = (hi - lo + 1) / bar_width
         out = Text(no_wrap=True, overflow="ellipsis")
-        last_index = len(self.attempts) - 1
-        for row, attempt in enumerate(self.attempts):
-            out.append(f"#{attempt.index} {attempt.origin}"[:label_width - 1].ljust(label_width),
+        drawn: set[str] = set()
+        for attempt in self.attempts:
+            out.append(clean(f"#{attempt.index} {attempt.origin}", newlines=False)[:label_width - 1].ljust(label_width),
                        self.get_component_rich_style("timeline--label"))
             for cell in range(bar_width):
                 a, b = lo + int(cell * scale), lo + int((cell + 1) * scale) - 1
-                out.append(*self._cell(attempt, a, max(a, b), row == last_index))
-            out.append(f" {fmt_step(attempt.first_step)}-{fmt_step(attempt.last_step)} {attempt.ended}")
+                char, style, what = self._cell(attempt, a, max(a, b))
+                drawn.add(what)
+                out.append(char, style)
+            out.append(clean(f" {fmt_step(attempt.first_step)}-{fmt_step(attempt.last_step)} {attempt.ended}", newlines=False))
             out.append("\n")
         out.append(" " * label_width + f"{lo}".ljust(bar_width - len(str(hi))) + f"{hi}",
                    self.get_component_rich_style("timeline--dim"))
         out.append("\n")
-        legend = "  ".join(f"{BAR_CHARS[k]} {k}" for k in ("logged", "replayed", "lost", "gap"))
+        # The legend names only what is drawn: "lost" appears only where checkpoint evidence put it.
+        legend = "  ".join(f"{BAR_CHARS[k]} {LEGEND[k]}" for k in ("logged", "replayed", "lost", "gap") if k in drawn)
         out.append(" " * label_width + legend, self.get_component_rich_style("timeline--dim"))
         return out
 
-    def _cell(self, attempt: Attempt, a: int, b: int, is_last: bool) -> tuple[str, object]:
-        """Character and style for the step range [a, b] of one attempt's row."""
+    def _cell(self, attempt: Attempt, a: int, b: int) -> tuple[str, object, str]:
+        """Character, style and mark for the step range [a, b] of one attempt's row."""
         first, last = attempt.first_step, attempt.last_step
         inside = first is not None and last is not None and a <= last and b >= first
         lost = attempt.lost_steps
         if inside and lost is not None and lost[0] <= b and lost[1] >= a:
-            # Trained by this attempt but kept by no checkpoint (redone after a rollback, or gone for good).
-            return BAR_CHARS["lost"], self.get_component_rich_style("timeline--lost")
+            # Only the model's lost_steps (checkpoint evidence: trained, kept by no checkpoint) is drawn as lost.
+            return self._mark("lost")
         for span in self.spans:
             if span.first <= b and span.last >= a:
                 if span.what == "gap" and not inside:
-                    return BAR_CHARS["gap"], self.get_component_rich_style("timeline--gap")
-                if inside and span.what == "lost" and not is_last and attempt.first_step is not None \
-                        and attempt.first_step < span.first:
-                    return BAR_CHARS["lost"], self.get_component_rich_style("timeline--lost")
+                    return self._mark("gap")
                 if inside and span.what == "replayed" and attempt.first_step is not None \
                         and attempt.first_step >= span.first - 1 and attempt.index > 1:
-                    return BAR_CHARS["replayed"], self.get_component_rich_style("timeline--replayed")
+                    return self._mark("replayed")
         if inside:
-            return BAR_CHARS["logged"], self.get_component_rich_style("timeline--logged")
-        return " ", self.get_component_rich_style("timeline--dim")
+            return self._mark("logged")
+        return " ", self.get_component_rich_style("timeline--dim"), "none"
+
+    def _mark(self, what: str) -> tuple[str, object, str]:
+        return BAR_CHARS[what], self.get_component_rich_style(f"timeline--{what}"), what
 
 
 class Overview(VerticalScroll):
@@ -118,7 +123,7 @@ class Overview(VerticalScroll):
         grid.add_column(width=12, no_wrap=True, style=self.get_component_rich_style("overview--key"))
         grid.add_column(ratio=1)
         for key, value in rows:
-            grid.add_row(key, value if isinstance(value, Text) else Text(mask_text(value)))
+            grid.add_row(key, value if isinstance(value, Text) else data_text(mask_text(value)))
         return grid
 
     def set_run(self, run: Run) -> None:
@@ -183,8 +188,8 @@ class Overview(VerticalScroll):
             if i:
                 out.append("\n")
             out.append(f"{f.severity.label:<8}", self.get_component_rich_style(SEVERITY_CLASS[f.severity]))
-            out.append(f"{f.code:<24} ", self.get_component_rich_style("overview--key"))
-            out.append(mask_text(f.message))
+            out.append(clean(f"{f.code:<24} ", newlines=False), self.get_component_rich_style("overview--key"))
+            out.append(clean(mask_text(f.message), newlines=False))
         if len(run.findings) > 6:
             out.append(f"\n… {len(run.findings) - 6} more in the Findings tab (5)")
         return out

@@ -9,8 +9,14 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
+from ...report.safe_text import clean
+
 PALETTE = ("cyan", "orange", "green", "magenta", "blue", "red", "yellow", "white")
 """Line colours by index (plotext names, mapped to the terminal's palette), stable across redraws."""
+MARKERS = ("braille", "•", "x", "+", "o", "*")
+"""Line markers by index: each attempt (or run) also differs in shape, so lines stay apart without colour."""
+MARKER_GLYPHS = {"braille": "⣿"}
+"""How a marker looks in the legend line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +27,19 @@ class PlotLine:
     x: np.ndarray
     y: np.ndarray
     color_index: int
+    marker_index: int = -1
+    """Index into MARKERS; -1 uses color_index."""
+
+    @property
+    def marker(self) -> str:
+        """The plotext marker of this line."""
+        index = self.color_index if self.marker_index < 0 else self.marker_index
+        return MARKERS[index % len(MARKERS)]
+
+    @property
+    def glyph(self) -> str:
+        """The character the legend shows for this line."""
+        return MARKER_GLYPHS.get(self.marker, self.marker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +57,10 @@ class PlotSpec:
     """Inclusive x ranges written by more than one attempt, marked by a pair of vertical lines."""
     cursor: float | None = None
     """x of the cursor line (None: no cursor)."""
+    x_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None = None
+    """Tick positions and labels for the x axis (None: plotext's own)."""
+    seam_labels: tuple[str, ...] = ()
+    """A label per seam (``#2``), written at the top of its line."""
 
 
 class CurvePlot(PlotextPlot):
@@ -66,22 +89,27 @@ class CurvePlot(PlotextPlot):
                     x, y = x[keep], y[keep]
                 if not x.size:
                     continue
-                plt.plot(x.tolist(), y.tolist(), label=line.label, marker="braille",
-                         color=PALETTE[line.color_index % len(PALETTE)])
+                # No plotext legend: it covers data; the pane prints its own legend line above the plot.
+                plt.plot(x.tolist(), y.tolist(), marker=line.marker, color=PALETTE[line.color_index % len(PALETTE)])
                 drawn += 1
             if not drawn:
-                return Text(spec.empty_text, justify="center")
+                return Text(clean(spec.empty_text), justify="center")
             for first, last in spec.replays:
                 plt.vline(first, "yellow")
                 plt.vline(last, "yellow")
-            for seam in spec.seams:
+            top = max(float(np.nanmax(line.y)) for line in spec.lines if line.y.size)
+            for i, seam in enumerate(spec.seams):
                 plt.vline(seam, "red")
+                if i < len(spec.seam_labels):
+                    plt.text(clean(spec.seam_labels[i], newlines=False), x=seam, y=top, color="red")
+            if spec.x_ticks is not None and spec.x_ticks[0]:
+                plt.xticks(list(spec.x_ticks[0]), list(spec.x_ticks[1]))
             if spec.cursor is not None:
                 plt.vline(spec.cursor, "white")
             if spec.log_y:
                 plt.yscale("log")
             plt.xlabel(spec.x_label)
-            plt.title(spec.title)
+            plt.title(clean(spec.title, newlines=False))
             return super().render()
         except Exception as exc:  # plotext edge cases (e.g. one point, constant log axis) must not crash the UI
-            return Text(f"cannot draw this plot: {type(exc).__name__}: {exc}", justify="center")
+            return Text(clean(f"cannot draw this plot: {type(exc).__name__}: {exc}"), justify="center")

@@ -1,0 +1,134 @@
+"""The Log tab: a status line, a search box and the train.log viewer, with attempts from the run itself."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from ...model import Run
+from ...report.safe_text import data_text
+from ..messages import LogIndexProgress
+from .log_view import LogView
+
+KEYS = "/ search  n/N next/prev  [/] attempts  w wrap  g/G ends"
+
+
+def attempt_starts(run: Run, log_path: str) -> list[tuple[int, int]]:
+    """(attempt, 1-based line) of each attempt start in ``log_path``: the reader's ``start`` events, the Overview's attempts."""
+    starts = {}
+    for event in run.events:
+        if event.kind == "start" and event.source == log_path and event.attempt is not None:
+            starts.setdefault(event.attempt, event.line_no)
+    return sorted(starts.items())
+
+
+class LogPane(Vertical):
+    """The train.log of a run, indexed on first view; the screen forwards keys to it."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.run: Run | None = None
+        self.log_path: str | None = None
+        self.opened = False
+        self.pending_step: tuple[int, int | None] | None = None
+        """A log line to show once train.log is indexed (from a finding or the curve cursor)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="log-status")
+        yield Input(placeholder="/ search the log (enter: find next, escape: back to the log)", id="log-search")
+        yield LogView(id="log-view")
+
+    @property
+    def view(self) -> LogView:
+        """The viewer widget."""
+        return self.query_one(LogView)
+
+    def set_run(self, run: Run) -> None:
+        """Keep the run; the log is opened (again) only once the tab has been shown."""
+        self.run = run
+        if self.opened:
+            self.open()
+
+    def open(self) -> None:
+        """Index train.log (not before the tab is first shown: it can be huge)."""
+        if self.run is None:
+            return
+        self.opened = True
+        log_files = [s.path for s in self.run.sources if s.kind == "train_log"]
+        status = self.query_one("#log-status", Static)
+        if not log_files:
+            status.update("this run has no train.log")
+            return
+        self.log_path = log_files[0]
+        status.update(data_text(f"{self.log_path}  indexing…", newlines=False))
+        self.view.set_attempts(attempt_starts(self.run, self.log_path))
+        self.view.open(self.run.root / self.log_path, self.log_path, self.run.root)  # no link out of the run
+
+    def say(self, text: str) -> None:
+        """Put a short result (match 2/4, attempt 2 of 2 ...) first in the status line, then the file facts."""
+        self.query_one("#log-status", Static).update(data_text(f"{text}   {self._facts()}", newlines=False))
+
+    def _facts(self) -> str:
+        view = self.view
+        starts = ", ".join(str(int(i) + 1) for i in view.attempt_lines[:8]) or "-"
+        wrap = "wrap on" if view.wrap else "wrap off"
+        return f"{self.log_path or 'train.log'}  {view.line_count} lines  attempts start at line {starts}  {wrap}"
+
+    def search(self, forward: bool) -> str | None:
+        """n/N: the next/previous match of the search box's text (None: nothing typed yet)."""
+        text = self.query_one("#log-search", Input).value
+        if not text:
+            return None
+        result = self.view.search(text, forward)
+        self.say(result)
+        return result
+
+    def step_attempt(self, forward: bool) -> str:
+        """]/[: the next/previous attempt start (the same attempts as the Overview)."""
+        result = self.view.step_attempt(forward)
+        self.say(result)
+        return result
+
+    def toggle_wrap(self) -> bool:
+        """w: wrap long lines or cut them (left/right pan)."""
+        wrapped = self.view.toggle_wrap()
+        self.say("long lines wrapped" if wrapped else "long lines cut: left/right pan")
+        return wrapped
+
+    def show_step(self, step: int, attempt: int | None) -> None:
+        """Go to the first Train: line at or after ``step`` once the index is ready."""
+        self.pending_step = (step, attempt)
+        self.try_pending_step()
+
+    def try_pending_step(self) -> None:
+        view = self.view
+        if self.pending_step is None or view.path is None or not view.offsets[-1]:
+            return  # the index is not ready yet: on_log_view_indexed calls again
+        step, attempt = self.pending_step
+        self.pending_step = None
+        if not view.find_step(step, attempt):
+            self.app.notify(f"no Train: line for step {step} in the log", severity="warning")
+        view.focus()
+
+    @on(Input.Submitted, "#log-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.search(True) is not None:
+            self.view.focus()
+
+    def on_log_index_progress(self, message: LogIndexProgress) -> None:
+        """Show indexing progress of a big log."""
+        percent = 100 * message.done_bytes / max(message.total_bytes, 1)
+        self.query_one("#log-status", Static).update(f"indexing… {percent:.0f}%")
+
+    def on_log_view_indexed(self, message: LogView.Indexed) -> None:
+        """Say how big the log is, where attempts start, and the keys."""
+        self.query_one("#log-status", Static).update(data_text(f"{self._facts()}   ({KEYS})", newlines=False))
+        self.view.refresh()
+        self.call_after_refresh(self.try_pending_step)
+
+    def on_log_view_failed(self, message: LogView.Failed) -> None:
+        """A log that cannot be read is a message, not a traceback."""
+        self.query_one("#log-status", Static).update(data_text(message.reason))
