@@ -213,7 +213,7 @@ def _merge_events(old, new):
 
 def _merge_log(old, new, last_index: int):
     """Earlier segments from ``old``; the last segment (and what follows) from ``new``."""
-    from ..sources.train_log import merge_refresh_extras
+    from ..sources.train_log import merge_refresh_fields
 
     keep = [s for s in old.segments if s.index < last_index]
     cut = next(s.start_offset for s in old.segments if s.index == last_index)
@@ -228,7 +228,7 @@ def _merge_log(old, new, last_index: int):
         best=best,
         era_hint=old.era_hint or new.era_hint,
         pids=tuple(dict.fromkeys(old.pids + new.pids)),
-        **merge_refresh_extras(old, new, cut, _log_findings(old, new, series)),
+        **merge_refresh_fields(old, new, cut, _log_findings(old, new, series)),
     )
 
 

@@ -48,7 +48,7 @@ def masked(crc: int | np.ndarray):
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-try:  # optional C implementation (the test and bench extras install it): long records at memory speed
+try:  # optional C implementation (installed by the test and bench optional dependencies): long records at memory speed
     from crc32c import crc32c as _native_crc32c
 except ImportError:  # numpy rows below, about 0.3 ms per 10 KB record
     _native_crc32c = None

@@ -11,7 +11,7 @@ from ._train_log_index import merge_index
 from ._train_log_types import TrainLogResult
 
 
-def merge_refresh_extras(old: TrainLogResult, new: TrainLogResult, cut_offset: int,
+def merge_refresh_fields(old: TrainLogResult, new: TrainLogResult, cut_offset: int,
                          findings: tuple[Finding, ...]) -> dict:
     """Index, long lines and findings of a refresh that re-read from ``cut_offset`` (for ``dataclasses.replace``).
 

@@ -24,7 +24,7 @@ from . import _train_log_patterns as P
 from ._common import UnreadableFile, file_finding, open_regular
 from ._train_log_blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._train_log_fast import FastRows
-from ._train_log_findings import long_lines_finding, merge_refresh_extras, non_finite_findings
+from ._train_log_findings import long_lines_finding, merge_refresh_fields, non_finite_findings
 from ._train_log_index import BlockContext, IndexBuilder
 from ._train_log_segments import SegmentState, finalize_segment
 from ._train_log_tail import TrainLogTail, read_train_log_tail
@@ -413,5 +413,5 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
 
 
 __all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogTail", "ValTable", "ValTableRow",
-           "long_lines_finding", "merge_refresh_extras", "non_finite_findings", "read_train_log",
+           "long_lines_finding", "merge_refresh_fields", "non_finite_findings", "read_train_log",
            "read_train_log_tail"]
