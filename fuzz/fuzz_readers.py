@@ -14,7 +14,8 @@ by the bounded reader), ``dcp`` (a DCP ``.metadata`` inside a ``model/`` folder 
 always be listed), ``trainlog-long-lines``
 (the train.log reader on a log whose lines are the input repeated up to 2 MiB, so every line regex meets long runs
 of non-space characters; it fails if reading takes longer than a linear budget). The pickle and checkpoint
-targets also check that no stand-in shared by later files was changed. A target must never raise, never run code named by its input, and stay within the RSS limit; libFuzzer saves any input that
+targets also check that no stand-in shared by later files was changed. ``terminal`` puts the input, as text,
+into every printed field of a run and fails if any control character but Rich's own styling reaches the output. A target must never raise, never run code named by its input, and stay within the RSS limit; libFuzzer saves any input that
 breaks this as ``crash-*`` / ``oom-*`` / ``timeout-*`` for a regression test in ``tests/``.
 """
 
@@ -177,9 +178,21 @@ def fuzz_trainlog_long_lines(data: bytes) -> None:
                              f"(budget {budget:.1f} s): a line regex is super-linear")
 
 
+def fuzz_terminal(data: bytes) -> None:
+    """Any string from a run file, in every printed field of a run, reaches the terminal inert (no control
+    character but Rich's own SGR styling), in colour and without."""
+    from tests.terminal_oracle import foreign_controls, render_all, run_with
+
+    text = data.decode("utf-8", "replace")
+    for color_system in (None, "truecolor"):
+        bad = foreign_controls(render_all(run_with(text), color_system), coloured=color_system is not None)
+        if bad:
+            raise AssertionError(f"control characters from data reached the terminal: {bad[:3]}")
+
+
 TARGETS = {"tfrecord": fuzz_tfrecord, "wandb": fuzz_wandb, "wandb-records": fuzz_wandb, "pickle": fuzz_pickle,
            "checkpoint": fuzz_checkpoint, "zip-member": fuzz_zip_member, "dcp": fuzz_dcp,
-           "trainlog-long-lines": fuzz_trainlog_long_lines}
+           "trainlog-long-lines": fuzz_trainlog_long_lines, "terminal": fuzz_terminal}
 MUTATORS = {"wandb-records": mutate_wandb_records}
 
 

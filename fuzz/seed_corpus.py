@@ -62,7 +62,12 @@ def main() -> None:
     shapes = [b"a" * 64, b"x:" * 32, b"loss: 1.0 " * 8, b"k" * 40 + b": ", b"[bold]" + b"/" * 50]
     for i, filler in enumerate(lines + shapes):
         (folder / f"{i:03d}").write_bytes(bytes([i % 6, 0xFF, 0xFF, 1]) + filler)
-    for target in seeds | {"pickle": None, "dcp": None, "zip-member": None, "trainlog-long-lines": None}:
+    terminal = OUT / "terminal"
+    terminal.mkdir(parents=True, exist_ok=True)
+    for i, text in enumerate(["loss\x1b]52;c;aGVsbG8=\x1b\\", "[/x]", "\x9b31m", "train_batch/loss"]):
+        (terminal / f"{i:03d}").write_text(text, encoding="utf-8")
+    for target in seeds | {"pickle": None, "dcp": None, "zip-member": None, "trainlog-long-lines": None,
+                           "terminal": None}:
         print(target, len(list((OUT / target).iterdir())))
 
 
