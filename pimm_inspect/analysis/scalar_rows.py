@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model import Run, ScalarSeries
 from ._facts import SOURCE_PRIORITY, source_kind
 from .curves import POLICIES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NO_ATTEMPT = -1
 """``attempts`` value of a row whose source does not say which attempt wrote it."""
@@ -112,7 +116,7 @@ def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] = (), policy: str = 
 COLUMNS = ("tag", "step", "value", "wall_time", "attempt", "source")
 
 
-def to_frame(rows: list[TagRows]):  # -> pandas.DataFrame
+def to_frame(rows: list[TagRows]) -> pd.DataFrame:
     """The tidy DataFrame of ``Run.scalars()`` and ``export``: tag, step, value, wall_time, attempt, source."""
     import pandas as pd  # heavy (~0.5 s): only the Python API and export build DataFrames
 
