@@ -93,7 +93,7 @@ def tag_matches(tag: str, patterns: tuple[str, ...] | list[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(tag, p) for p in patterns)
 
 
-def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] = (), policy: str = "all",
+def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
                 all_sources: bool = False) -> list[TagRows]:
     """The scalar table of a run, tag by tag (sorted), preferred source kind only unless ``all_sources``."""
     if isinstance(tags, str):
