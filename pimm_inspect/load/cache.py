@@ -19,9 +19,9 @@ from ..model import Finding, ScalarSeries, make_series
 from .disk_cache import DiskCache
 
 if TYPE_CHECKING:
-    from ..sources._train_log_types import TrainLogResult
     from ..sources.checkpoint import ModelDirResult
     from ..sources.tb_events import EventFileResult
+    from ..sources.train_log import TrainLogResult
     from ..sources.wandb_local import WandbRunResult
 
 _R = TypeVar("_R")
