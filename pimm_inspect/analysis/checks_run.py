@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from ..evidence import RankLogFacts
 from ..model import Finding, Run, Severity
 from . import _facts
 
@@ -108,9 +109,9 @@ def check_stale(run: Run) -> list[Finding]:
     return findings
 
 
-def _latest_rank_logs(run: Run) -> list:
+def _latest_rank_logs(run: Run) -> list[RankLogFacts]:
     """Per rank, the structured log of the newest process start."""
-    latest: dict[int, object] = {}
+    latest: dict[int, RankLogFacts] = {}
     for log in run.rank_logs:
         if log.rank is None:
             continue
@@ -118,6 +119,12 @@ def _latest_rank_logs(run: Run) -> list:
         if old is None or (log.started or "") >= (old.started or ""):
             latest[log.rank] = log
     return [latest[r] for r in sorted(latest)]
+
+
+def _step_of(log: RankLogFacts) -> int:
+    """``last_step`` of a log kept by ``check_ranks_diverged`` (which drops the logs without one)."""
+    assert log.last_step is not None
+    return log.last_step
 
 
 def check_ranks_diverged(run: Run) -> list[Finding]:
@@ -133,8 +140,8 @@ def check_ranks_diverged(run: Run) -> list[Finding]:
         return []
     detail = "; ".join(f"rank {log.rank}: step {log.last_step}, last event {log.last_event}"
                        + (f", open {', '.join(log.open_spans)}" if log.open_spans else "") for log in logs)
-    behind = min(logs, key=lambda log: log.last_step)
-    ahead = max(logs, key=lambda log: log.last_step)
+    behind = min(logs, key=_step_of)
+    ahead = max(logs, key=_step_of)
     if steps_differ:
         message = f"rank {behind.rank} stopped at step {behind.last_step} while rank {ahead.rank} reached {ahead.last_step}"
     else:
@@ -142,7 +149,7 @@ def check_ranks_diverged(run: Run) -> list[Finding]:
         message = f"the ranks ended inside step {behind.last_step} in different phases: {where}"
     return [Finding(
         "run.ranks-diverged", Severity.WARNING, message,
-        tuple(log.path for log in logs), (behind.last_step, ahead.last_step),
+        tuple(log.path for log in logs), (_step_of(behind), _step_of(ahead)),
         f"Structured logs of the newest attempt: {detail}. Ranks of a data-parallel job move in lock step; a rank "
         "that falls behind, or sits in another phase when the job ends, is stuck (data loading, a collective "
         "waiting on a dead peer) or died, and the others wait for it. Its open spans say in which phase.")]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..load.attempts import restore_point
-from ..model import Finding, Run, ScalarSeries, Severity
+from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
 from .curves import overlaps, within_duplicates
 
@@ -70,8 +70,10 @@ def check_replayed(run: Run) -> list[Finding]:
                 rep.max_diff, rep.max_diff_tag = ov.max_abs_diff, tag
             for member in group:
                 if member.source in (ov.older, ov.newer) and len(member):
-                    lo, hi = rep.spans.get(member.source, (member.first_step, member.last_step))
-                    rep.spans[member.source] = (min(lo, member.first_step), max(hi, member.last_step))
+                    first_step, last_step = member.first_step, member.last_step
+                    assert first_step is not None and last_step is not None  # the series is not empty
+                    lo, hi = rep.spans.get(member.source, (first_step, last_step))
+                    rep.spans[member.source] = (min(lo, first_step), max(hi, last_step))
     repeats: list[Finding] = []
     for (tag, kind), group in by_tag.items():
         for s in group:
@@ -170,7 +172,7 @@ def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
                    attempts=attempts, views=tuple(views))
 
 
-def _attempt_of(run: Run, label: str):
+def _attempt_of(run: Run, label: str) -> Attempt | None:
     """The Attempt named ``attempt N`` in a replay key, or None."""
     if not label.startswith("attempt "):
         return None
@@ -182,7 +184,7 @@ def _trained_twice(run: Run, key: tuple[str, str], rep: _Replay) -> tuple[int, i
     """What was trained twice: from the newer attempt's restore point + 1 to where both attempts got."""
     older, newer = _attempt_of(run, key[0]), _attempt_of(run, key[1])
     restored = restore_point(newer) if newer is not None else None
-    if older is None or restored is None or older.last_step is None:
+    if older is None or newer is None or restored is None or older.last_step is None:
         return None
     last = min(older.last_step, newer.last_step if newer.last_step is not None else older.last_step)
     first = restored + 1
@@ -242,19 +244,24 @@ def check_gaps(run: Run) -> list[Finding]:
         interval = int(np.median(diffs)) if diffs.size else 1
         far = max(2 * interval, interval + 1)
         ordered = sorted(by_attempt)
+        # _densest_by_kind keeps non-empty series only: every first_step/last_step here is an int.
+        firsts = {i: s.first_step for i, s in by_attempt.items() if s.first_step is not None}
+        lasts = {i: s.last_step for i, s in by_attempt.items() if s.last_step is not None}
         for a, b in zip(ordered, ordered[1:]):
-            jump = by_attempt[b].first_step - by_attempt[a].last_step
+            jump = firsts[b] - lasts[a]
             verdicts[(a, b)].append(jump > far)
         for b in ordered:
             restored = restore_point(by_index[b]) if b in by_index else None
             if restored is not None and by_index[b].resume_step is not None:
-                skipped[b].append(by_attempt[b].first_step - restored > far)
+                skipped[b].append(firsts[b] - restored > far)
     findings = []
+    nxt: Attempt | None  # by_index[b] here, by_index.get(b) in the loop over verdicts
     for b, flags in sorted(skipped.items()):
         nxt = by_index[b]
         if not flags or not all(flags) or nxt.first_step is None:
             continue
         restored = restore_point(nxt)
+        assert restored is not None  # skipped[] holds only attempts with a restore point
         first, last = restored + 1, nxt.first_step - 1
         findings.append(Finding(
             "steps.gap", Severity.WARNING,
@@ -321,7 +328,7 @@ _INEXACT = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataload
 
 def check_inexact(run: Run) -> list[Finding]:
     """``resume.inexact``: pimm's own non-exact-resume warnings, one finding per attempt."""
-    per_attempt: dict[int | None, list] = defaultdict(list)
+    per_attempt: dict[int | None, list[LogEvent]] = defaultdict(list)
     for event in run.events:
         if event.level in ("WARNING", "ERROR") and any(marker in event.message for marker in _INEXACT):
             per_attempt[event.attempt].append(event)

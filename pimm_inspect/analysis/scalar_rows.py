@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model import Run, ScalarSeries
 from ._facts import SOURCE_PRIORITY, source_kind
 from .curves import POLICIES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NO_ATTEMPT = -1
 """``attempts`` value of a row whose source does not say which attempt wrote it."""
@@ -89,7 +93,7 @@ def tag_matches(tag: str, patterns: tuple[str, ...] | list[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(tag, p) for p in patterns)
 
 
-def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] = (), policy: str = "all",
+def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
                 all_sources: bool = False) -> list[TagRows]:
     """The scalar table of a run, tag by tag (sorted), preferred source kind only unless ``all_sources``."""
     if isinstance(tags, str):
@@ -112,7 +116,7 @@ def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] = (), policy: str = 
 COLUMNS = ("tag", "step", "value", "wall_time", "attempt", "source")
 
 
-def to_frame(rows: list[TagRows]):  # -> pandas.DataFrame
+def to_frame(rows: list[TagRows]) -> pd.DataFrame:
     """The tidy DataFrame of ``Run.scalars()`` and ``export``: tag, step, value, wall_time, attempt, source."""
     import pandas as pd  # heavy (~0.5 s): only the Python API and export build DataFrames
 

@@ -247,7 +247,7 @@ def _context(parent: str, key: str) -> str:
 def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
     """A masked copy of ``data`` built without recursion; records where masking changed something in ``hits``."""
     holder: list[Any] = [None]
-    tuples: list[tuple[Any, Any, list]] = []
+    tuples: list[tuple[Any, Any, list[Any]]] = []
     # (node, container to write into, slot in it, key-name context, path for hits, previous list element)
     stack: list[tuple[Any, Any, Any, str, str, Any]] = [(data, holder, 0, name, "", None)]
     while stack:
@@ -256,7 +256,7 @@ def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
             out: dict[Any, Any] = {}
             into[slot] = out
             key_name = ctx.rsplit(".", 1)[-1] if ctx else ""
-            pending = []
+            pending: list[tuple[Any, Any, Any, str, str, Any]] = []
             for key, value in node.items():
                 shown = key
                 if isinstance(key, str):

@@ -122,6 +122,8 @@ class _Decoder:
             if not issubclass(cls, enum.Enum):
                 raise BadEntry("not an enum")
             return cls(self.dec(node["v"]))
+        tag: str
+        body: Any  # a JSON value; each tag checks the kind it stores
         (tag, body), = node.items() if len(node) == 1 else [("np", node)]
         if tag == "a":
             if type(body) is not int or not 0 <= body < len(self.arrays):
@@ -144,16 +146,22 @@ class _Decoder:
         if tag == "l":
             return [self.dec(v) for v in body]
         if tag == "d":
+            if not isinstance(body, list):
+                raise BadEntry("bad dict")
             return {self.dec(k): self.dec(v) for k, v in body}
         if tag == "s":
             return {self.dec(v) for v in body}
         if tag == "fs":
             return frozenset(self.dec(v) for v in body)
         if tag == "b":
+            if not isinstance(body, str):
+                raise BadEntry("bad bytes")
             return bytes.fromhex(body)
         if tag == "p":
             from pathlib import Path
 
+            if not isinstance(body, str):
+                raise BadEntry("bad path")
             return Path(body)
         raise BadEntry(f"unknown tag {tag!r}")
 

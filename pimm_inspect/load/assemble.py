@@ -60,7 +60,7 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> R
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
-    seen: set[tuple] = set()
+    seen: set[tuple[str, str, tuple[str, ...]]] = set()
     out = []
     for f in findings:
         key = (f.code, f.message, f.paths)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Set
 from datetime import datetime, timezone
 from typing import Any
 
@@ -106,7 +107,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
 
 
 def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
-                     epoch_tags: set[str] = frozenset()) -> list[Attempt]:
+                     epoch_tags: Set[str] = frozenset()) -> list[Attempt]:
     """Widen each attempt's step span to every source attributed to it.
 
     train.log prints every log_frequency steps while TensorBoard and W&B record every step,
@@ -119,6 +120,7 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
         if s.attempt is None or not len(s) or s.tag in epoch_tags:
             continue
         lo, hi = s.first_step, s.last_step
+        assert lo is not None and hi is not None  # the series is not empty
         old = spans.get(s.attempt)
         spans[s.attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
         walls = s.wall_times_s[np.isfinite(s.wall_times_s)]
@@ -271,9 +273,9 @@ def restore_point(att: Attempt) -> int | None:
 
 def _has_checkpoint_evidence(c: Collected) -> bool:
     """True when the run has checkpoints or a log of saves and restores: only then can work be lost."""
-    if c.model_dir is not None and getattr(c.model_dir, "checkpoints", ()):
+    if c.model_dir is not None and getattr(c.model_dir, "checkpoints", None):
         return True
-    if c.hf is not None and (getattr(c.hf, "checkpoints", ()) or getattr(c.hf, "attempts", ())):
+    if c.hf is not None and (getattr(c.hf, "checkpoints", None) or getattr(c.hf, "attempts", None)):
         return True
     if c.model_dir is not None or (c.train_log is not None and c.train_log.segments):
         return True  # pimm saves into model/ (a missing or empty one is itself evidence of what was lost)

@@ -11,12 +11,20 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
-from ..model import make_series
+from ..model import Finding, ScalarSeries, make_series
 from .disk_cache import DiskCache
+
+if TYPE_CHECKING:
+    from ..sources.checkpoint import ModelDirResult
+    from ..sources.tb_events import EventFileResult
+    from ..sources.train_log import TrainLogResult
+    from ..sources.wandb_local import WandbRunResult
+
+_R = TypeVar("_R")
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
@@ -85,7 +93,8 @@ class ReadCache:
     keep_in_memory: bool = True
     """False for one-shot commands over many runs: results then live only on disk."""
 
-    def _cached(self, path: Path, full_read, extend, kind: str = "", rel_path: str = "", run_root: Path | None = None):
+    def _cached(self, path: Path, full_read: Callable[[], _R], extend: Callable[[_R], _R | None], kind: str = "",
+                rel_path: str = "", run_root: Path | None = None) -> _R:
         """The cached result when unchanged; ``extend(old)`` when the same file grew; else a full read."""
         sig = _signature(path)
         key = str(path)
@@ -100,7 +109,8 @@ class ReadCache:
             if entry.signature == sig:
                 if self.keep_in_memory:
                     self.entries[key] = entry
-                return entry.result
+                cached: _R = entry.result
+                return cached
             same_file = sig[0] == entry.signature[0] and sig[1] >= entry.result.end_offset
             merged = extend(entry.result) if same_file else None
             if merged is not None:
@@ -112,17 +122,18 @@ class ReadCache:
             self._store(key, sig, result, disk, kind, path, rel_path)
         return result
 
-    def _store(self, key, sig, result, disk, kind, path, rel_path) -> None:
+    def _store(self, key: str, sig: tuple[int, int, int], result: Any, disk: DiskCache | None, kind: str,
+               path: Path, rel_path: str) -> None:
         if self.keep_in_memory:
             self.entries[key] = _Entry(sig, result)
         if disk is not None:
             disk.put(kind, path, rel_path, sig, result)
 
-    def event_file(self, path: Path, rel_path: str):
+    def event_file(self, path: Path, rel_path: str) -> EventFileResult:
         """``read_event_file`` that reuses and extends the previous result of a growing file."""
         from ..sources.tb_events import read_event_file
 
-        def extend(old):
+        def extend(old: EventFileResult) -> EventFileResult | None:
             if old.end_offset <= 0 or any(f.code == "file.corrupt" for f in old.findings):
                 return None  # nothing valid to extend from: read it whole
             return _merge_events(old, read_event_file(path, rel_path, start_offset=old.end_offset))
@@ -130,7 +141,7 @@ class ReadCache:
         return self._cached(path, lambda: read_event_file(path, rel_path), extend, "tb_events", rel_path,
                             _run_root(path, rel_path))
 
-    def wandb_run(self, folder: Path, rel_path: str):
+    def wandb_run(self, folder: Path, rel_path: str) -> WandbRunResult:
         """``read_wandb_run`` that decodes only the records appended to a growing transaction log."""
         from ..sources.wandb_local import read_wandb_run
 
@@ -138,7 +149,7 @@ class ReadCache:
         if not logs:
             return read_wandb_run(folder, rel_path)
 
-        def extend(old):
+        def extend(old: WandbRunResult) -> WandbRunResult | None:
             if old.log_state is None or not old.log_state.resumable:
                 return None  # finished (exit record written) or damaged: nothing to continue
             return read_wandb_run(folder, rel_path, previous=old)
@@ -146,7 +157,7 @@ class ReadCache:
         root = folder if rel_path in ("", ".") else _run_root(folder, rel_path)
         return self._cached(logs[0], lambda: read_wandb_run(folder, rel_path), extend, "wandb", rel_path, root)
 
-    def model_dir(self, model: Path, run_root: Path):
+    def model_dir(self, model: Path, run_root: Path) -> ModelDirResult:
         """``read_model_dir``, reused while no file in the folder (two levels deep) changed."""
         from ..sources.checkpoint import read_model_dir
 
@@ -158,7 +169,8 @@ class ReadCache:
             stored = disk.get("model_dir", model, str(run_root))
             entry = _Entry(stored[0], stored[1]) if stored is not None else None
         if entry is not None and entry.signature == sig:
-            return entry.result
+            result: ModelDirResult = entry.result
+            return result
         result = read_model_dir(model, run_root)
         if self.keep_in_memory:
             self.entries[key] = _Entry(sig, result)
@@ -166,11 +178,11 @@ class ReadCache:
             disk.put("model_dir", model, str(run_root), sig, result)
         return result
 
-    def train_log(self, path: Path, rel_path: str):
+    def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
         """``read_train_log`` that re-reads only the last attempt segment of a growing log."""
         from ..sources.train_log import read_train_log
 
-        def extend(old):
+        def extend(old: TrainLogResult) -> TrainLogResult | None:
             if not old.segments:
                 return None
             last = old.segments[-1]
@@ -188,7 +200,7 @@ def transient_cache() -> ReadCache | None:
     return ReadCache(disk=disk, keep_in_memory=False) if disk is not None else None
 
 
-def _merge_events(old, new):
+def _merge_events(old: EventFileResult, new: EventFileResult) -> EventFileResult:
     """An event-file result extended by the records read after ``old.end_offset``."""
     series = dict(old.series)
     for tag, s in new.series.items():
@@ -211,7 +223,7 @@ def _merge_events(old, new):
         other_count=old.other_count + new.other_count, end_offset=new.end_offset, findings=findings)
 
 
-def _merge_log(old, new, last_index: int):
+def _merge_log(old: TrainLogResult, new: TrainLogResult, last_index: int) -> TrainLogResult:
     """Earlier segments from ``old``; the last segment (and what follows) from ``new``."""
     from ..sources.train_log import merge_refresh_fields
 
@@ -232,7 +244,8 @@ def _merge_log(old, new, last_index: int):
     )
 
 
-def _log_findings(old, new, series):
+def _log_findings(old: TrainLogResult, new: TrainLogResult,
+                  series: tuple[ScalarSeries, ...]) -> tuple[Finding, ...]:
     """Damage findings of both reads (a completed tail drops 'truncated'); non-finite recomputed on all points."""
     from ..sources.train_log import non_finite_findings
 

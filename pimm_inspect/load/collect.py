@@ -9,7 +9,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from ..model import ConfigDoc, Finding, Provenance, Severity, SourceFile
 from ..sources import rel
@@ -17,6 +17,8 @@ from .discover import EVENT_FILE, WANDB_RUN_DIR
 from ..sources.confine import also_allowed, confined_to, layout_links
 
 SLURM_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.out$")
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -54,7 +56,7 @@ def _source(root: Path, path: Path, kind: str, bytes_read: int = 0) -> SourceFil
 
 
 @contextmanager
-def _reading(c: Collected, rel_path: str):
+def _reading(c: Collected, rel_path: str) -> Iterator[None]:
     """Run one reader; a bug it trips over becomes a finding naming the file, and the run loads on."""
     try:
         yield
@@ -67,7 +69,9 @@ def _reading(c: Collected, rel_path: str):
             f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."))
 
 
-def _read_one(c: Collected, path: Path, source_kind: str, reader, into: list | None = None) -> Any:
+def _read_one(c: Collected, path: Path, source_kind: str,
+              reader: Callable[[Path, str], tuple[_T | None, Iterable[Finding]]],
+              into: list[_T] | None = None) -> _T | None:
     """A ``(value, findings)`` reader on one file, guarded: keep its findings (and value in ``into``), note the source."""
     rel_path = rel(path, c.root)
     value = None

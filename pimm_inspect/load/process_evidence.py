@@ -110,5 +110,7 @@ def epoch_axis_tags(train_log: Any, series: list[ScalarSeries]) -> set[str]:
     for s in series:
         if not s.tag.startswith("train/") or not len(s) or s.source == "train.log":
             continue
-        tags[s.tag] = tags.get(s.tag, True) and s.last_step <= epochs
+        last = s.last_step
+        assert last is not None  # the series is not empty
+        tags[s.tag] = tags.get(s.tag, True) and last <= epochs
     return {tag for tag, on_epochs in tags.items() if on_epochs}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
+from typing import Any
 
 from ..model import Finding, Run, Severity
 from .assemble import load_run
@@ -11,7 +12,7 @@ from .cache import ReadCache
 from .discover import discover
 
 
-def discover_with_errors(root: Path, **options) -> tuple[list[Path], list[tuple[Path, str]]]:
+def discover_with_errors(root: Path, **options: Any) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Run directories under ``root`` plus the folders that were not searched (``options``: max_depth, follow_links)."""
     errors: list[tuple[Path, str]] = []
     runs = discover(root, on_error=lambda path, reason: errors.append((path, reason)), **options)

@@ -48,7 +48,7 @@ def _expand(pattern: str, job: str, job_name: str | None) -> str:
     """The file name Slurm made from ``pattern`` for ``job``; ``*`` stands for tokens the run cannot tell
     (node, array index, user, ...), to be globbed."""
 
-    def one(match: re.Match) -> str:
+    def one(match: re.Match[str]) -> str:
         code = match[2]
         if code in ("j", "A"):
             return job
@@ -79,7 +79,7 @@ def pimm_layout_log(path: Path, jobs: list[str]) -> bool:
     return any(path.name.startswith((f"slurm-{job}.", f"slurm-{job}_", f"{job}_", f"{job}.")) for job in jobs)
 
 
-def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict | None, rank_logs: list[Any]) -> OutsideLogs:
+def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict[str, Any] | None, rank_logs: list[Any]) -> OutsideLogs:
     """Slurm log files of this run's jobs outside ``root``, by the paths pimm's launch wrote (see the module doc)."""
     out = OutsideLogs()
     jobs = job_ids(root, rank_logs)

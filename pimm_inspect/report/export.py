@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import json
-from typing import IO, Iterator
+from typing import IO, TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
 from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows, scalar_rows, to_frame
 from ..model import Run
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 """JSON has no NaN/inf: a non-finite ``value`` is written as one of these strings (what ``float()`` reads back)."""
 
 
-def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all", all_sources: bool = False):
+def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all", all_sources: bool = False) -> pd.DataFrame:
     """Columns tag, step, value, wall_time, attempt, source: one row per (tag, step, attempt) after ``policy``."""
     return to_frame(scalar_rows(run, tags, policy, all_sources))
 
 
-def _floats(array, non_finite) -> list[str]:
+def _floats(array: np.ndarray, non_finite: Callable[[str], str]) -> list[str]:
     """Each float as ``repr`` text (the shortest that reads back to the same double); non-finite via ``non_finite``."""
     texts = list(map(float.__repr__, array.tolist()))
     for i in np.flatnonzero(~np.isfinite(array)).tolist():
