@@ -261,9 +261,9 @@ RESULT_TAGS = {"mIoU": "mIoU", "mAcc": "mAcc", "allAcc": "allAcc", "mPrec": "mPr
 """Console metric names of ``Val result:`` -> the SemSegEvaluator's writer tag suffixes."""
 
 
-def find_markers(block: bytes) -> dict[int, re.Match]:
-    """Line starts of interesting records mapped to their prefix match."""
-    markers: dict[int, re.Match] = {}
+def find_markers(block: bytes) -> dict[int, re.Match[bytes] | int]:
+    """Line starts of interesting records mapped to their prefix match (the reader adds PID changes as ints)."""
+    markers: dict[int, re.Match[bytes] | int] = {}
     for pattern, offset in ((KEYWORDS, None), (LEVEL_HIT, 20)):
         line_end = -1
         for m in pattern.finditer(block):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Literal
 
 import numpy as np
@@ -46,7 +47,7 @@ class SegmentState:
         self.parallel: str | None = None
         self.num_params: int | None = None
         self.warnings = 0
-        self.template = None
+        self.template: tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None = None
         self.template_tries = 0
         self.pending: list[tuple[bytes, ...]] = []
         self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
