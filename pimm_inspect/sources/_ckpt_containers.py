@@ -242,7 +242,8 @@ def _check_legacy_storages(out: Container, path: Path, rel_path: str, offset: in
 # ---------------------------------------------------------------- DCP
 
 def _is_dcp_metadata(value: Any) -> bool:
-    return isinstance(value, PickledObject) and cast(PickledGlobal, type(value)).dotted.endswith("checkpoint.metadata.Metadata")
+    return (isinstance(value, PickledObject)
+            and cast(PickledGlobal, type(value)).dotted.endswith("checkpoint.metadata.Metadata"))
 
 
 def _state(obj: Any) -> dict:
