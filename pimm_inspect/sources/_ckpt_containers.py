@@ -12,14 +12,14 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ..model import Finding, Severity
 from ._common import UnreadableFile, file_finding, open_regular
 from ._zip_member import MemberError, read_member, small_text
 from ._pickle_budget import Budget, BudgetExceeded
 from ._dcp_tree import extent, insert, listify
-from ._placeholders import checked_shape
+from ._placeholders import PickledGlobal, checked_shape
 from .safe_pickle import (MAX_PICKLE_BYTES, PickledObject, SafeUnpickler, StoragePlaceholder,
                           TensorPlaceholder, TorchDtype, safe_loads)
 
@@ -242,7 +242,8 @@ def _check_legacy_storages(out: Container, path: Path, rel_path: str, offset: in
 # ---------------------------------------------------------------- DCP
 
 def _is_dcp_metadata(value: Any) -> bool:
-    return isinstance(value, PickledObject) and type(value).dotted.endswith("checkpoint.metadata.Metadata")
+    return (isinstance(value, PickledObject)
+            and cast(PickledGlobal, type(value)).dotted.endswith("checkpoint.metadata.Metadata"))
 
 
 def _state(obj: Any) -> dict:
@@ -258,7 +259,8 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
     if not isinstance(entries, dict):
         out.findings.append(_corrupt(rel_path, "DCP metadata has no state_dict_metadata"))
         return
-    planner = meta.get("planner_data") if isinstance(meta.get("planner_data"), dict) else {}
+    planner_data = meta.get("planner_data")
+    planner: dict = planner_data if isinstance(planner_data, dict) else {}
     locations: dict[str, dict] = {}
     storage_data = meta.get("storage_data")
     for index, info in (storage_data.items() if isinstance(storage_data, dict) else ()):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Collection
 from typing import Any
 
 MAX_NESTING_DEPTH = 50
@@ -95,6 +96,7 @@ def _deeper_than(value: Any, limit: int) -> bool:
     stack = [(value, 0)]
     while stack:
         node, depth = stack.pop()
+        children: Collection[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, (list, tuple)):

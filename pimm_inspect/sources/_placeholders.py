@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,7 +111,7 @@ class NumpyDtype(metaclass=Sealed):
         digits = "".join(ch for ch in self.spec if ch.isdigit())
         return int(digits) if digits and len(digits) < 6 else 0
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:
         return f"NumpyDtype({self.str!r})"
 
 
@@ -143,6 +144,9 @@ class PickledObject(metaclass=Sealed):
     """An instance of a non-stand-in global: records args and state, runs nothing."""
 
     __slots__ = ("args", "kwargs", "state")
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    state: Any
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "PickledObject":
         charge_items(1 + len(args) + len(kwargs))

@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import struct
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ._pickle_budget import charge, charge_items
-from ._placeholders import (ArrayPlaceholder, Inert, NumpyDtype, PickledGlobal, RecordGlobal, Sealed,
+from ._placeholders import (ArrayPlaceholder, Inert, NumpyDtype, PickledGlobal, PickledObject, RecordGlobal, Sealed,
                             ShapeOutOfRange, StoragePlaceholder, StorageType, TensorPlaceholder, TorchDtype,
                             _shape, checked_shape, in_extent)
 
@@ -233,7 +233,8 @@ BUILDABLE_TYPES: frozenset[type] = frozenset({OrderedDictStandIn, DefaultDictSta
 def _reconstructor(cls: Any, base: Any = None, state: Any = None) -> Any:
     """``copyreg._reconstructor`` building only our own placeholder classes."""
     if isinstance(cls, PickledGlobal):
-        return cls.__new__(cls, state) if state is not None else cls.__new__(cls)
+        obj_cls = cast("type[PickledObject]", cls)  # a PickledGlobal is a PickledObject subclass
+        return obj_cls.__new__(obj_cls, state) if state is not None else obj_cls.__new__(obj_cls)
     if isinstance(cls, type) and issubclass(cls, _OUR_CLASSES):
         return cls()
     return Inert()
@@ -242,7 +243,8 @@ def _reconstructor(cls: Any, base: Any = None, state: Any = None) -> Any:
 def _newobj(cls: Any, *args: Any) -> Any:
     """``copyreg.__newobj__`` building only our own placeholder classes."""
     if isinstance(cls, PickledGlobal):
-        return cls.__new__(cls, *args)
+        obj_cls = cast("type[PickledObject]", cls)  # a PickledGlobal is a PickledObject subclass
+        return obj_cls.__new__(obj_cls, *args)
     if isinstance(cls, type) and issubclass(cls, _OUR_CLASSES):
         return cls.__new__(cls)
     return Inert()

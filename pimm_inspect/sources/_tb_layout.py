@@ -120,7 +120,7 @@ class _Parser:
         """Parse the top level; returns (wall column, step column, step bytes)."""
         row, end = self.row, len(self.row)
         wall_col, step_col, step_bytes, whats = -1, 0, 0, 0
-        pos, seen = 0, set()
+        pos, seen = 0, set[int]()
         while pos < end:
             field, wire, pos = self.key(pos, end, seen)
             if field == 1 and wire == 1:
@@ -166,7 +166,7 @@ class _Parser:
         row = self.row
         tag = (0, 0)
         kind, value_col, is_tensor, plugin, which = None, 0, False, "", 0
-        pos, seen = start, set()
+        pos, seen = start, set[int]()
         while pos < end:
             field, wire, pos = self.key(pos, end, seen)
             if field == 1 and wire == 2:
@@ -203,7 +203,7 @@ class _Parser:
         row = self.row
         dtype, scalar_shape = 0, True
         contents: list[tuple[int, int, int]] = []  # (field, start, end)
-        pos, seen = start, set()
+        pos, seen = start, set[int]()
         while pos < end:
             field, wire, pos = self.key(pos, end, seen)
             if field == 1 and wire == 0:

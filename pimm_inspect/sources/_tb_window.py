@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -151,7 +152,9 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
     for record, wall in slow.walls:
         acc.see_wall(base + record, wall)
     points_per_record = np.zeros(count, dtype=np.int64)
-    blocks: list[tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, int]] = []
+    # rank, is_tensor and position are one value per slot (fast path) or a column per point (slow path)
+    blocks: list[tuple[np.ndarray, int | np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                       bool | np.ndarray, int | np.ndarray]] = []
     window_sightings: list[tuple[int, str, str]] = [(((base + r) * _KEY) + min(p, _KEY - 1), t, plugin)
                                                     for r, p, t, plugin in slow.sightings]
     for bucket_records, piece in found:
@@ -203,12 +206,13 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
     value_col = np.empty(total, dtype=np.float64)
     wall_col = np.empty(total, dtype=np.float64)
     tensor_keys: list[tuple[np.ndarray, np.ndarray]] = []  # (output positions, order keys) of tensor points
-    for records, rank, ids, steps, values, walls, is_tensor, position in blocks:
-        at = starts[records] + rank
+    for records, block_rank, ids, steps, values, walls, is_tensor, position in blocks:
+        at = starts[records] + block_rank
         tag_col[at], step_col[at], value_col[at], wall_col[at] = ids, steps, values, walls
-        if isinstance(is_tensor, np.ndarray):
+        if isinstance(is_tensor, np.ndarray):  # a slow-path block: position is a column too
             if is_tensor.any():
-                tensor_keys.append((at[is_tensor], (base + records[is_tensor]) * _KEY + position[is_tensor]))
+                tensor_keys.append((at[is_tensor], (base + records[is_tensor]) * _KEY
+                                    + cast(np.ndarray, position)[is_tensor]))
         elif is_tensor:
             tensor_keys.append((at, (base + records) * _KEY + position))
     keep = _plugin_filter(tensor_keys, tag_col, total, acc)

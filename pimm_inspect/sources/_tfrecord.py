@@ -6,6 +6,7 @@ import math
 import struct
 from array import array
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -48,6 +49,7 @@ def masked(crc: int | np.ndarray):
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+_native_crc32c: Callable[..., int] | None
 try:  # optional C implementation (installed by the test and bench optional dependencies): long records at memory speed
     from crc32c import crc32c as _native_crc32c
 except ImportError:  # numpy rows below, about 0.3 ms per 10 KB record

@@ -215,5 +215,6 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
     if ref_prefix is None:
         return None
     keep = np.flatnonzero(out.ok)
-    fields = [f[keep] for f in out.fields]
-    return FastRows(hits, starts[keep], *fields, out.walls[keep], [v[keep] for v in out.values])
+    epochs, max_epochs, iters, ipes = [f[keep] for f in out.fields]
+    return FastRows(hits, starts[keep], epochs, max_epochs, iters, ipes, out.walls[keep],
+                    [v[keep] for v in out.values])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import cast
 
 import numpy as np
 
@@ -110,7 +111,7 @@ def parse_tail(tail: bytes) -> list[tuple[bytes, bytes]]:
     while True:
         key = _KEY_RUN.match(tail, pos) if glued else None
         value = _KEY_VALUE.match(tail, key.end()) if key is not None else None
-        if value is not None:
+        if key is not None and value is not None:  # value is only matched after a key
             pairs.append((key.group(), value.group(1)))
             glued, pos = False, value.end()
             continue
@@ -250,7 +251,8 @@ def table_row(text: str) -> tuple[str, str, str | None, str, str, str, str, str]
         return None
     name = text[head.end():tail.start()].rstrip()  # str.rstrip strips exactly what \s matches
     star = name.endswith("*")
-    return (head.group(1), name[:-1] if star else name, "*" if star else None) + tail.groups()
+    columns = cast("tuple[str, str, str, str, str]", tail.groups())  # five non-optional groups
+    return (head.group(1), name[:-1] if star else name, "*" if star else None) + columns
 
 
 CLASSIC_ROW = re.compile(r"Class_(\d{1,9})-(.+?) Result: iou/accuracy ([\w.+-]+)/([\w.+-]+)")
@@ -259,9 +261,9 @@ RESULT_TAGS = {"mIoU": "mIoU", "mAcc": "mAcc", "allAcc": "allAcc", "mPrec": "mPr
 """Console metric names of ``Val result:`` -> the SemSegEvaluator's writer tag suffixes."""
 
 
-def find_markers(block: bytes) -> dict[int, re.Match]:
-    """Line starts of interesting records mapped to their prefix match."""
-    markers: dict[int, re.Match] = {}
+def find_markers(block: bytes) -> dict[int, re.Match[bytes] | int]:
+    """Line starts of interesting records mapped to their prefix match (the reader adds PID changes as ints)."""
+    markers: dict[int, re.Match[bytes] | int] = {}
     for pattern, offset in ((KEYWORDS, None), (LEVEL_HIT, 20)):
         line_end = -1
         for m in pattern.finditer(block):

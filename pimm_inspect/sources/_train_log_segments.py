@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -45,7 +47,7 @@ class SegmentState:
         self.parallel: str | None = None
         self.num_params: int | None = None
         self.warnings = 0
-        self.template = None
+        self.template: tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None = None
         self.template_tries = 0
         self.pending: list[tuple[bytes, ...]] = []
         self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
@@ -99,7 +101,7 @@ class SegmentState:
                 self.world_size = int(m.group(2) or m.group(3))
         if text.startswith("Train result: "):
             reader.table = None
-            if self.last_epoch is not None:
+            if self.last_epoch is not None and self.last_ipe is not None:  # set together
                 for key, value in P.parse_tail(raw[len("Train result: "):]):
                     self.add_point("train/" + key.decode("utf-8", "replace"), self.last_epoch * self.last_ipe,
                                    P.to_float(value), ts)
@@ -112,14 +114,14 @@ class SegmentState:
         if text.startswith("Val Result: "):
             m = P.MAE_RESULT.match(text)
             if m:
-                for tag, value in zip(("loss", "coord_loss", "feat_loss", "mask_ratio"), m.groups()):
-                    self.add_point("val/" + tag, self.eval_step(), P.to_float(value), ts)
+                for tag, number in zip(("loss", "coord_loss", "feat_loss", "mask_ratio"), m.groups()):
+                    self.add_point("val/" + tag, self.eval_step(), P.to_float(number), ts)
             return "eval"
         if text.startswith("["):
             m = P.DETECTION.match(text)
             if m:
-                for tag, value in zip(("precision", "recall", "f1", "iou"), m.groups()[1:]):
-                    self.add_point(f"val/{m.group(1)}/ins_det_{tag}", self.eval_step(), P.to_float(value), ts)
+                for tag, number in zip(("precision", "recall", "f1", "iou"), m.groups()[1:]):
+                    self.add_point(f"val/{m.group(1)}/ins_det_{tag}", self.eval_step(), P.to_float(number), ts)
             return None
         if text.startswith((">", "<")):
             reader.table = None
@@ -140,7 +142,9 @@ class SegmentState:
             if m and m.group(1).replace(",", ""):
                 self.num_params = int(m.group(1).replace(",", ""))
         elif text.startswith("Parallel strategy: "):
-            self.parallel = P.PARALLEL.match(text).group(1).strip()
+            m = P.PARALLEL.match(text)
+            if m:  # always: the pattern matches any text with this prefix
+                self.parallel = m.group(1).strip()
         elif text.startswith("Iterable train loader: "):
             m = P.ITERABLE_IPE.search(text)
             self.iterable_ipe = int(m.group(1)) if m else None
@@ -269,7 +273,7 @@ def _resume_step(seg: SegmentState, ipe: int | None) -> int | None:
 
 _TRIM_POINTS = 2_000_000
 """Above this many points a segment's chunks are worth returning to the OS as they are joined."""
-_malloc_trim = None
+_malloc_trim: Callable[[int], Any] | Literal[False] | None = None  # False: not available
 
 
 def release_freed_memory() -> None:

@@ -208,6 +208,7 @@ def token_scan(block: bytes, buf: np.ndarray, spaces: np.ndarray, ref_prefix: by
     rows = sel[keep]
     out.ok[rows] = True
     out.walls[rows] = P.timestamps_matrix(_gather(buf, starts[keep] + 1, 23))
+    assert epoch is not None  # every template has an epoch token (right after "Train:")
     for f in range(4):
         out.fields[f][rows] = epoch[f + 1][keep]
     for v, col in enumerate(cols):

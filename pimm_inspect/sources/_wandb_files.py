@@ -243,9 +243,9 @@ def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
         error = str(entry.get("error", ""))
         if message.startswith("runupserter: failed to init run") or "upsertBucket" in error:
             found = _UNKNOWN_ENTITY.search(error)
-            status = re.search(r"returned error (\d{3})", error)
+            http = re.search(r"returned error (\d{3})", error)
             reason = found.group(0) if found else error[:200]
-            out.server_rejection = f"{reason}" + (f" (HTTP {status.group(1)})" if status else "")
+            out.server_rejection = f"{reason}" + (f" (HTTP {http.group(1)})" if http else "")
 
 
 def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFiles) -> None:

@@ -103,7 +103,8 @@ def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
         cols = [c[order] for c in cols]
     else:
         cols = [np.zeros(0, dtype=np.int64) for _ in range(6)]
-    return Fields(*cols, bad=bad)
+    parent, number, wire, start, end, tag_start = cols
+    return Fields(parent, number, wire, start, end, tag_start, bad=bad)
 
 
 def count_per(parent: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:

@@ -88,7 +88,7 @@ def _float(value: Any) -> float | OutOfRange | None:
     try:
         return float(value)
     except OverflowError:  # an int beyond 1.8e308
-        return OutOfRange(f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits")
+        return OutOfRange(f"an integer of about {int(int(value).bit_length() * 0.30103) + 1} digits")
 
 
 def _str(value: Any) -> str | None:

@@ -33,7 +33,7 @@ def _literal(node: ast.AST, text: str, depth: int = 0) -> Any:
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return [_literal(e, text, depth + 1) for e in node.elts]
     if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        keys = [_literal(k, text, depth + 1) for k in node.keys]
+        keys = [_literal(k, text, depth + 1) for k in node.keys if k is not None]  # none is None (checked above)
         if all(isinstance(k, (str, int, float, bool)) for k in keys):
             return {k: _literal(v, text, depth + 1) for k, v in zip(keys, node.values)}
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args

@@ -64,6 +64,7 @@ def outside_run(path: Path, root: Path | str | None = None) -> str | None:
     ``root`` defaults to the run being read (``confined_to``); with neither, nothing is outside.
     """
     confined = _CONFINED.get()
+    allowed: tuple[str, ...]
     if root is not None:
         base, allowed = os.path.realpath(root), ()
     elif confined is not None:

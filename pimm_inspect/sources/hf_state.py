@@ -171,8 +171,9 @@ def history_conflicts(primary: StateDoc, others: list[StateDoc]) -> list[tuple[i
     for row in primary.history:
         step = as_int(row.get("step"))
         for key in ("loss", "eval_loss", "grad_norm"):
-            if step is not None and as_float(row.get(key)) is not None:
-                reference.setdefault((step, key), as_float(row.get(key)))
+            value = as_float(row.get(key))
+            if step is not None and value is not None:
+                reference.setdefault((step, key), value)
     ranges = []
     for state in others:
         bad = [step for row in state.history for key in ("loss", "eval_loss", "grad_norm")

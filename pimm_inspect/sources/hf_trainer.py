@@ -146,8 +146,10 @@ def _tb_dirs(run_dir: Path, run_root: Path, tb_reader: Callable[[Path, str], Any
             for series in found.values() if isinstance(found, Mapping) else found:
                 if isinstance(series, ScalarSeries) and len(series):
                     all_series.append(replace(series, attempt=index))
-                    first = series.first_step if first is None else min(first, series.first_step)
-                    last = series.last_step if last is None else max(last, series.last_step)
+                    series_first, series_last = series.first_step, series.last_step
+                    if series_first is not None and series_last is not None:  # always, as the series is not empty
+                        first = series_first if first is None else min(first, series_first)
+                        last = series_last if last is None else max(last, series_last)
         dirs.append(HfTbDir(rel(folder, run_root), tuple(rel(folder / n, run_root) for n in events), first, last))
     return dirs, all_series, findings, sources
 
@@ -192,16 +194,18 @@ def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
 def _attempts(tb_dirs: list[HfTbDir], segments: list[tuple[int, int]], log_every: int | None,
               save_every: int | None, checkpoint_steps: list[int]) -> tuple[list[HfAttempt], list[tuple[int, int]]]:
     """One attempt per TB folder (else per log_history segment) and the step ranges logged twice."""
+    spans: list[tuple[str | None, int | None, int | None]]
     if tb_dirs:
         spans = [(d.path, d.first_step, d.last_step) for d in tb_dirs]
     else:
         spans = [(None, lo, hi) for lo, hi in segments]
     attempts = [HfAttempt(i, path, lo, hi, _resume_point(lo, log_every, save_every, checkpoint_steps))
                 for i, (path, lo, hi) in enumerate(spans, start=1)]
-    replayed = []
+    replayed: list[tuple[int, int]] = []
     for j, later in enumerate(attempts):
         for earlier in attempts[:j]:
-            if None in (later.first_step, later.last_step, earlier.first_step, earlier.last_step):
+            if (later.first_step is None or later.last_step is None or earlier.first_step is None
+                    or earlier.last_step is None):
                 continue
             lo = later.first_step if later.resumed_from_checkpoint is None else later.resumed_from_checkpoint + 1
             lo = max(lo, earlier.first_step)
@@ -228,6 +232,8 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     """
     findings: list[Finding] = []
     sources: list[SourceFile] = []
+    top: StateDoc | None
+    more: list[Finding]
     top, more = (None, [])
     if (run_dir / STATE_NAME).exists():
         top, more = read_state(run_dir / STATE_NAME, rel(run_dir / STATE_NAME, run_root))

@@ -12,7 +12,7 @@ import io
 import pickle
 import struct
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable, ClassVar
 
 
 from . import _stand_ins as si
@@ -199,6 +199,12 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
     input_size = 0
     """Bytes in the whole input: no counted item can be longer (the BYTEARRAY8 guard)."""
 
+    # Set up by ``pickle._Unpickler``, which typeshed does not describe (annotations only, no values).
+    read: Callable[[int], bytes]
+    readinto: Callable[[bytearray], int]
+    append: Callable[[Any], None]
+    stack: list[Any]
+
     def load_bytearray8(self) -> None:
         """BYTEARRAY8, refusing a claimed length longer than the input before allocating.
 
@@ -238,7 +244,7 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
                     if type(key) is str and not key.startswith("__"):
                         inst.__dict__[key] = value
 
-    dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: ClassVar[dict[int, Callable[..., Any]]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
     dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
     dispatch[pickle.BUILD[0]] = load_build
     dispatch = {code: _metered(code, op) for code, op in dispatch.items()}
@@ -295,6 +301,8 @@ class SafeUnpickler:
         unpickler.input_size = self._size
         unpickler.budget = self.budget
         token = activate(self.budget)
+        error: Exception
+        partial: Any
         try:
             value = unpickler.load()
             return SafeLoad(value, True, end_offset=self._stream.tell())

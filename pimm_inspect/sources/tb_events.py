@@ -136,7 +136,7 @@ def _read_buffer(buf, size: int, start: int, rel_path: str, check_crc: bool) -> 
     return _read_windows(lambda offset, count: view[offset : offset + count], size, start, rel_path, check_crc)
 
 
-def _read_windows(read_at: Callable[[int, int], bytes], size: int, start: int, rel_path: str,
+def _read_windows(read_at: Callable[[int, int], bytes | memoryview], size: int, start: int, rel_path: str,
                   check_crc: bool) -> EventFileResult:
     """Frame, check and decode ``[start, size)`` window by window; the first damage ends the read."""
     acc = Accumulator()

@@ -61,17 +61,18 @@ class _Reader:
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
         """The current segment, creating the headless one for text before any header."""
         if self.cur is None:
-            self.open_segment(start_line, start_offset, None, header=False)
+            return self.open_segment(start_line, start_offset, None, header=False)
         return self.cur
 
-    def open_segment(self, start_line: int, start_offset: int, ts: str | None, header: bool) -> None:
-        """Close the current segment and start the next attempt."""
+    def open_segment(self, start_line: int, start_offset: int, ts: str | None, header: bool) -> SegmentState:
+        """Close the current segment and start the next attempt (returned)."""
         if self.cur is not None:
             self.close_segment(start_line - 1, start_offset)
         self.table = None
         self.cur = SegmentState(self.next_index, start_line, start_offset, header, ts)
         self.next_index += 1
         self.segments.append(self.cur)
+        return self.cur
 
     def boundary(self, block: bytes, ls: int, delta: int, line_no: int, ts: str, header: bool) -> None:
         """A new attempt starts at ``block[ls]``; the current one ends at its last record before it."""
@@ -83,15 +84,18 @@ class _Reader:
 
     def close_segment(self, end_line: int, end_offset: int) -> None:
         """Flush a segment's pending rows and fix its end."""
-        self.flush(self.cur)
-        self.cur.end_line = end_line
-        self.cur.end_offset = end_offset
+        cur = self.cur
+        assert cur is not None  # callers close only an open segment
+        self.flush(cur)
+        cur.end_line = end_line
+        cur.end_offset = end_offset
 
     # -- Train: lines -----------------------------------------------------
     def flush(self, seg: SegmentState) -> None:
         """Convert the segment's pending template rows into numpy chunks."""
         if not seg.pending:
             return
+        assert seg.template is not None  # pending rows are only queued through the template
         rows, seg.pending = seg.pending, []
         cols = list(zip(*rows))
         walls = P.timestamps(cols[0])
@@ -103,7 +107,9 @@ class _Reader:
 
     def train_range(self, block: bytes, lo: int, hi: int, delta: int) -> None:
         """Parse the Train: records between two interesting records of a block."""
-        count = self.ctx.count_hits(lo, hi)
+        ctx = self.ctx
+        assert ctx is not None  # set while block() reads a block
+        count = ctx.count_hits(lo, hi)
         if count == 0:
             return
         seg = self.seg(self.line_no, delta + lo + 1)
@@ -113,7 +119,7 @@ class _Reader:
             if m is not None and not m.group(2):
                 seg.template = P.build_template(m.group(7))
         if seg.template is not None:
-            fast = self.ctx.fast_rows(seg.template)
+            fast = ctx.fast_rows(seg.template)
             if fast is not None:
                 i, j, hits = fast.span(lo, hi)
                 if j - i == count == hits:
@@ -127,7 +133,7 @@ class _Reader:
                 last = rows[-1]
                 seg.set_last(int(last[1]), int(last[3]), int(last[4]))
                 self.index.add_rows(seg.index, [((int(r[1]) - 1) * int(r[4]) + int(r[3])) for r in rows],
-                                    [m.start() + 1 for m in matches], self.ctx, delta)
+                                    [m.start() + 1 for m in matches], ctx, delta)
                 if len(seg.pending) >= _FLUSH_ROWS:
                     self.flush(seg)
                 return
@@ -136,6 +142,7 @@ class _Reader:
 
     def add_fast(self, seg: SegmentState, fast: FastRows, i: int, j: int, delta: int) -> None:
         """Rows ``i:j`` of the block's template lines, as numpy chunks of the segment's series."""
+        assert seg.template is not None and self.ctx is not None  # only called from train_range, which checked
         steps, walls = fast.steps[i:j], fast.walls[i:j]
         for key, col in zip(seg.template[1], fast.values):
             seg.add_chunk(_tag(key), steps, col[i:j], walls)
@@ -166,6 +173,7 @@ class _Reader:
             last = (int(ep), int(it), int(ipe), int(max_ep))
         if last is None:
             return
+        assert self.ctx is not None  # set while block() reads a block
         walls = P.timestamps(tuple(stamps))
         for tag, (s, v, rows) in points.items():
             seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[np.asarray(rows, np.int64)])
@@ -190,7 +198,7 @@ class _Reader:
         first_pm = P.PREFIX.match(block, first.end()) if first else None
         if self.era is None and first_pm is not None:
             self.era = "E0" if first_pm.group(3) else "E1+"
-        if self.cur is None and not (first_pm is not None and first.start() == 0
+        if self.cur is None and not (first is not None and first_pm is not None and first.start() == 0
                                      and block.startswith(b"=> Loading config", first_pm.end())):
             self.seg(self.line_no, offset)
         if self.cur is not None and self.cur.started_at is None and first_pm is not None:
@@ -207,6 +215,7 @@ class _Reader:
             mark = markers[ls]
             if isinstance(mark, int):
                 pm = P.PREFIX.match(block, ls)
+                assert pm is not None  # a PID-change marker is put only on a prefixed line
                 self.boundary(block, ls, delta, line_no, pm.group(1).decode(), header=False)
                 cursor = ls - 1  # the new process's first line may itself be a Train: line
             else:
@@ -223,7 +232,7 @@ class _Reader:
         self.ctx = None
         return newline_count
 
-    def pid_markers(self, block: bytes, markers: dict[int, object]) -> None:
+    def pid_markers(self, block: bytes, markers: dict[int, re.Match[bytes] | int]) -> None:
         """E0: a PID change without a ``=> Loading config`` line right after it starts a segment."""
         headers = sorted(ls for ls, pm in markers.items()
                          if not isinstance(pm, int) and block.startswith(b"=> Loading config", pm.end()))

@@ -120,7 +120,8 @@ def metadata_provenance(metadata: Mapping[str, Any] | None, rel_path: str) -> Pr
     """Launch facts from files/wandb-metadata.json (host, git, program and args, Python, GPU, start time)."""
     if not isinstance(metadata, Mapping):
         return None
-    git = metadata.get("git") if isinstance(metadata.get("git"), Mapping) else {}
+    git_meta = metadata.get("git")
+    git: Mapping[str, Any] = git_meta if isinstance(git_meta, Mapping) else {}
     program = _text(metadata.get("program")) or _text(metadata.get("codePath"))
     args = [str(a) for a in metadata.get("args") or () if isinstance(a, (str, int, float))] \
         if isinstance(metadata.get("args"), list) else []

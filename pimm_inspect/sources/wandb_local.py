@@ -329,7 +329,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     state = previous.log_state if previous is not None and previous.wandb_file == log_rel else None
     if state is None or not state.resumable:
         state = _LogState(log_rel or prefix + "output")
-    if log_paths:
+    if log_rel is not None:  # set exactly when there is a log
         _read_log(log_paths[0], log_rel, state)
     run = state.run
     run_id = run.get("run_id") or (log_paths[0].name[4:-6] if log_paths else None) or (
