@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 from pathlib import Path
 
 import click
 
 from ..model import Run
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -116,7 +119,7 @@ def color_wanted(stream=None) -> bool:
     return (stream or sys.stdout).isatty()
 
 
-def console(no_color: bool = False):
+def console(no_color: bool = False) -> Console:
     """A Rich console writing to stdout (colour off when not a terminal or NO_COLOR is set).
 
     Markup and emoji codes are off: run files provide the strings printed, and they are data.

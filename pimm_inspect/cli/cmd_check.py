@@ -40,7 +40,7 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
         flagged += any(f.severity >= Severity.WARNING for f in run.findings)
         for f in run.findings:
             counts[f.severity] += 1
-        if as_json:
+        if out is None:  # --json
             documents.append({"path": run_path(run, base), "findings": [finding_json(f) for f in run.findings]})
         elif brief:
             from ..report.text import findings_brief
@@ -53,7 +53,7 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
             if total > 1:
                 out.print()
             out.print(findings_view(run, base, Severity.parse(min_severity)))
-    if as_json:
+    if out is None:  # --json
         click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": documents}))
     elif total > 1:
         summary = (f"{total} runs, {flagged} with warnings or errors: {counts[Severity.ERROR]} error(s), "

@@ -21,7 +21,7 @@ from .loader import CachingLoader, Loader, guarded
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound,
                        RunLoaded)
 from .screens.compare import CompareScreen
-from .screens.help import HelpScreen, label_of, run_screen_sections
+from .screens.help import HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.run import TAB_ACTIONS, RunScreen
 from .screens.runs import RunsScreen
 
@@ -195,14 +195,16 @@ class InspectApp(App):
         """Show the keys: the current screen's (and tab's) first."""
         if isinstance(self.screen, HelpScreen):
             return
-        everywhere = ("Everywhere", list(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")])
+        everywhere = ("Everywhere",
+                      as_bindings(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")])
+        runs_table = ("Runs table", as_bindings(RunsScreen.BINDINGS))
         if isinstance(self.screen, RunScreen):
-            sections = run_screen_sections(RunScreen.BINDINGS, TAB_ACTIONS, self.screen.active_tab)
-            sections += [everywhere, ("Runs table", RunsScreen.BINDINGS)]
+            sections = run_screen_sections(as_bindings(RunScreen.BINDINGS), TAB_ACTIONS, self.screen.active_tab)
+            sections += [everywhere, runs_table]
         elif isinstance(self.screen, CompareScreen):
-            sections = [("Compare", CompareScreen.BINDINGS), everywhere, ("Runs table", RunsScreen.BINDINGS)]
+            sections = [("Compare", as_bindings(CompareScreen.BINDINGS)), everywhere, runs_table]
         else:
-            sections = [("Runs table", RunsScreen.BINDINGS), everywhere]
+            sections = [runs_table, everywhere]
         self.push_screen(HelpScreen(sections))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

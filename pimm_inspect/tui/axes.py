@@ -78,7 +78,7 @@ def wall_ticks(lo: float, hi: float, target: int = 5) -> tuple[list[float], list
     shift = offset.total_seconds() if offset is not None else 0.0
     # Align to the local clock (a 1 h tick on the hour in the viewer's zone, not in UTC).
     first = math.ceil((lo + shift) / interval) * interval - shift
-    ticks = []
+    ticks: list[float] = []
     t = first
     while t <= hi and len(ticks) < 50:
         ticks.append(t)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 
 from ..analysis.configs import flatten_config
@@ -80,13 +81,21 @@ def run_config(run: Run) -> dict:
     return flatten_config(main_config(run))
 
 
+_Comparable = TypeVar("_Comparable", float, str)
+
+
 def _compare(left, op: str, right: str) -> bool:
     try:
         a, b = float(left), float(right)
     except (TypeError, ValueError):
-        a, b = str(left).lower(), right.strip().strip("'\"").lower()
+        sa, sb = str(left).lower(), right.strip().strip("'\"").lower()
         if isinstance(left, bool):
-            a = str(left).lower()
+            sa = str(left).lower()
+        return _apply(sa, op, sb)
+    return _apply(a, op, b)
+
+
+def _apply(a: _Comparable, op: str, b: _Comparable) -> bool:
     if op == "~":
         return str(b) in str(a)
     if op in ("=", "=="):

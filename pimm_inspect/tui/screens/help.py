@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -14,6 +16,11 @@ FILTER_SYNTAX = "Filters: text = substring (case-insensitive), !text = does not 
 
 TAB_TITLES = {"overview": "Overview tab", "curves": "Curves tab", "config": "Config tab",
               "checkpoints": "Checkpoints tab", "findings": "Findings tab", "log": "Log tab"}
+
+
+def as_bindings(bindings: Iterable[BindingType]) -> list[Binding]:
+    """A BINDINGS list as Binding objects (a ``(key, action[, description])`` tuple becomes its Binding)."""
+    return [b if isinstance(b, Binding) else Binding(*b) for b in bindings]
 
 
 def label_of(binding: Binding) -> str:

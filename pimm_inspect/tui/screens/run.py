@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
@@ -96,7 +97,7 @@ class RunScreen(Screen):
         self.run: Run | None = None
         self._pending = run
         self._follow_interval_s = follow_interval_s
-        self._follow_timer = None
+        self._follow_timer: Timer | None = None
         self._ready = False
 
     def compose(self) -> ComposeResult:
@@ -241,7 +242,7 @@ class RunScreen(Screen):
         chosen = [d for d in self.run.configs if isinstance(d.data, dict) and d.kind != "model_config"]
         kinds = [d.kind.replace("_config", "") for d in chosen]
         labels = [f"{k} #{kinds[:i + 1].count(k)}" if kinds.count(k) > 1 else k for i, k in enumerate(kinds)]
-        docs = [(label, dict(d.data)) for label, d in zip(labels, chosen)]
+        docs = [(label, dict(d.data or {})) for label, d in zip(labels, chosen)]  # chosen: data is a dict
         legend = "   ".join(f"{label} = {d.path}" for label, d in zip(labels, chosen))
         if len(docs) < 2:
             shown = len(self.run.configs)

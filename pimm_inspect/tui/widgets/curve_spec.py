@@ -90,9 +90,9 @@ def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpe
     seams: tuple[float, ...] = ()
     seam_labels: tuple[str, ...] = ()
     if options.x_axis == "step" and options.policy == "all":
-        later = [a for a in run.attempts[1:] if a.first_step is not None]
-        seams = tuple(float(a.first_step) for a in later)
-        seam_labels = tuple(f"#{a.index}" for a in later)
+        later = [(a.first_step, a.index) for a in run.attempts[1:] if a.first_step is not None]
+        seams = tuple(float(step) for step, _ in later)
+        seam_labels = tuple(f"#{index}" for _, index in later)
     replays: tuple[tuple[float, float], ...] = ()
     if options.x_axis == "step":
         replays = tuple((float(a), float(b)) for a, b in replayed_ranges(run))
@@ -112,7 +112,8 @@ def _attempt_label(label: str, attempt: int | None) -> str:
     return f"attempt {attempt}" if attempt is not None and "(attempt" in label else label
 
 
-def _axis(x_axis: str, lines: list[PlotLine], width: int):
+def _axis(x_axis: str, lines: list[PlotLine],
+          width: int) -> tuple[str, tuple[tuple[float, ...], tuple[str, ...]] | None, list[PlotLine]]:
     """(x label, ticks, lines) for the axis: integer steps, relative time in a readable unit, local clock."""
     xs = [line.x for line in lines if line.x.size]
     if not xs:
@@ -120,7 +121,8 @@ def _axis(x_axis: str, lines: list[PlotLine], width: int):
     lo, hi = min(float(x.min()) for x in xs), max(float(x.max()) for x in xs)
     target = max(3, min(8, width // 14))
     if x_axis == "step":
-        return "global step", tuple(map(tuple, step_ticks(lo, hi, target))), lines
+        ticks, labels = step_ticks(lo, hi, target)
+        return "global step", (tuple(ticks), tuple(labels)), lines
     if x_axis == "wall":
         ticks, labels, label = wall_ticks(lo, hi, target)
         return label, (tuple(ticks), tuple(labels)), lines

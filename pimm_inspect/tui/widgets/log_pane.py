@@ -17,7 +17,7 @@ KEYS = "/ search  n/N next/prev  [/] attempts  w wrap  g/G ends"
 
 def attempt_starts(run: Run, log_path: str) -> list[tuple[int, int]]:
     """(attempt, 1-based line) of each attempt start in ``log_path``: the reader's ``start`` events, the Overview's attempts."""
-    starts = {}
+    starts: dict[int, int] = {}
     for event in run.events:
         if event.kind == "start" and event.source == log_path and event.attempt is not None:
             starts.setdefault(event.attempt, event.line_no)

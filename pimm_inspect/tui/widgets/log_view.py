@@ -75,6 +75,8 @@ class LogView(ScrollView, can_focus=True):
                 Binding("pageup", "page(-1)", "Page up", show=False)]
     COMPONENT_CLASSES = {"logview--lineno", "logview--debug", "logview--info", "logview--warning", "logview--error",
                          "logview--attempt", "logview--separator", "logview--match", "logview--cursor"}
+    _rows: list[tuple[int, int]]
+    """The wrapped rows last computed by ``_wrapped_rows`` (set there with ``_rows_key``)."""
 
     class Indexed(Message):
         """The line index of the file is ready."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
@@ -72,7 +74,7 @@ class TimelineStrip(Widget):
         out.append(" " * label_width + legend, self.get_component_rich_style("timeline--dim"))
         return out
 
-    def _cell(self, attempt: Attempt, a: int, b: int) -> tuple[str, object, str]:
+    def _cell(self, attempt: Attempt, a: int, b: int) -> tuple[str, Style, str]:
         """Character, style and mark for the step range [a, b] of one attempt's row."""
         first, last = attempt.first_step, attempt.last_step
         inside = first is not None and last is not None and a <= last and b >= first
@@ -91,7 +93,7 @@ class TimelineStrip(Widget):
             return self._mark("logged")
         return " ", self.get_component_rich_style("timeline--dim"), "none"
 
-    def _mark(self, what: str) -> tuple[str, object, str]:
+    def _mark(self, what: str) -> tuple[str, Style, str]:
         return BAR_CHARS[what], self.get_component_rich_style(f"timeline--{what}"), what
 
 
@@ -117,7 +119,7 @@ class Overview(VerticalScroll):
         yield Static("Top findings", classes="heading")
         yield Static("", id="ov-findings")
 
-    def _rows(self, rows: list[tuple[str, str | Text]]) -> Table:
+    def _rows(self, rows: Sequence[tuple[str, str | Text]]) -> Table:
         """Key/value rows; long values wrap under their value column, not under the key."""
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=12, no_wrap=True, style=self.get_component_rich_style("overview--key"))
