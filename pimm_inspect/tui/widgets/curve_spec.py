@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model import Run
-from ...report.plot import lines_for, preferred_series
+from ...analysis.curves import preferred_series
+from ...report.plot import lines_for
 from ...report.safe_text import clean
 from ..axes import fmt_wall, relative_unit, step_ticks, value_ticks, wall_ticks
 from .plot import PlotLine, PlotSpec

@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 
 from ...analysis.curves import POLICIES
 from ...model import Run
-from ...report.plot import preferred_series
+from ...analysis.curves import preferred_series
 from ...report.safe_text import clean, data_text
 from ...analysis.summary import policy_note
 from ..facts import compile_filter

@@ -177,7 +177,9 @@ class Overview(VerticalScroll):
         if info.url:
             rows.append(("link", f"{info.url}   (o open, y copy)"))
         elif info.sync_command:
-            rows.append(("never synced", f"{info.sync_command}   (y copy)"))
+            # Shown relative to the run (readable, and the same on every machine); y copies the absolute command.
+            shown = info.sync_command.replace(run.root.as_posix() + "/", "./")
+            rows.append(("never synced", f"{shown}   (y copies it with absolute paths)"))
         if info.local_dirs:
             rows.append(("local", ", ".join(info.local_dirs)))
         return self._rows(rows)
