@@ -183,12 +183,16 @@ def test_a_pseudo_metric_repeated_inside_one_file_is_no_replay():
 
 
 def test_a_real_metric_repeated_inside_one_file_is_classified_not_a_replay(tmp_path):
-    from torch.utils.tensorboard import SummaryWriter  # noqa: F401  (skips cleanly where torch is absent)
+    # TensorBoard's own event writer (a dependency, so no torch is needed), with the records a
+    # SummaryWriter.add_scalar call writes: one simple_value per event.
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    writer = SummaryWriter(str(tmp_path))
-    for step in range(5):
-        writer.add_scalar("loss", 1.0 / (step + 1), step)
-    writer.add_scalar("loss", 9.0, 4)
+    writer = EventFileWriter(str(tmp_path))
+    for step, value in [(s, 1.0 / (s + 1)) for s in range(5)] + [(4, 9.0)]:
+        summary = Summary(value=[Summary.Value(tag="loss", simple_value=value)])
+        writer.add_event(Event(wall_time=1_700_000_000.0 + step, step=step, summary=summary))
     writer.close()
     run = pimm_inspect.load_run(tmp_path)
     assert "steps.replayed" not in _codes(run)
