@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.test_refresh import _grow_copy
 from click.testing import CliRunner
 
 import pimm_inspect
@@ -209,15 +211,10 @@ def test_grown_files_decode_only_the_appended_bytes(tmp_path, monkeypatch):
     """A later process finds the stored prefix and reads train.log and the event file from where it ended."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
-    run = tmp_path / "live"
-    shutil.copytree(RUNS / "e2_rollback", run, symlinks=True)
-    log = run / "train.log"
-    data = log.read_bytes()
-    cut = data.index(b"\n", len(data) * 2 // 3) + 1
-    log.write_bytes(data[:cut])
-    events = sorted(run.glob("events.out.tfevents.*"))[-1]
-    ev = events.read_bytes()
-    events.write_bytes(ev[: len(ev) // 2 + 7])
+    log, log_tail, _event_tail, events, ev = _grow_copy(tmp_path)  # the refresh tests' half-written copy
+    run = log.parent
+    cut = log.stat().st_size
+    data = log.read_bytes() + log_tail
     first = load_run(run)  # no ReadCache passed: the disk cache only, as in a new process
     ends = {s.path: s.bytes_read for s in first.sources}
     log.write_bytes(data)
