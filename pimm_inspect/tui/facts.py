@@ -245,6 +245,9 @@ def no_link_reason(run: Run) -> str:
     info = run.wandb
     if info.url:
         return ""
+    if info.link_note:  # the loader's own account (online without entity, server rejection, never synced)
+        return f"{info.link_note}; `pimm-inspect url` prints " + (
+            "the sync command (y copies it)" if info.sync_command else "nothing and exits 1")
     if info.sync_command:
         return "never synced: no W&B page exists yet; `pimm-inspect url` prints the sync command (y copies it)"
     if info.run_ids:
