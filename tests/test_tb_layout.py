@@ -31,13 +31,15 @@ def _protobuf_oracle(data: bytes):
             continue
         for value in event.summary.value:
             which = value.WhichOneof("value")
+            # EventAccumulator's rule: a tensor without a tag is named by its node_name.
+            tag = value.tag or (value.node_name if which == "tensor" else "")
             if which != "simple_value" and value.metadata.plugin_data.plugin_name:
-                plugins.setdefault(value.tag, value.metadata.plugin_data.plugin_name)  # the first one counts
+                plugins.setdefault(tag, value.metadata.plugin_data.plugin_name)  # the first one counts
             scalar = float(value.simple_value) if which == "simple_value" else (
-                tensor_scalar(value.tensor) if which == "tensor" and plugins.get(value.tag, "scalars") == "scalars"
+                tensor_scalar(value.tensor) if which == "tensor" and plugins.get(tag, "scalars") == "scalars"
                 else None)
             if scalar is not None:
-                out.setdefault(value.tag, []).append((event.step, struct.unpack("<q", struct.pack("<d", scalar))[0],
+                out.setdefault(tag, []).append((event.step, struct.unpack("<q", struct.pack("<d", scalar))[0],
                                                        struct.unpack("<q", struct.pack("<d", event.wall_time))[0]))
     return out, undecodable
 
@@ -112,3 +114,28 @@ def test_layouts_of_real_writer_records() -> None:
     assert parse_layout(event_pb2.Event(wall_time=1.0, file_version="brain.Event:2").SerializeToString()) is None
     assert parse_layout(event_pb2.Event(session_log=event_pb2.SessionLog(status=1)).SerializeToString()) is None
     assert parse_layout(simple + simple[:9]) is None  # wall_time twice: the last wins in protobuf
+
+
+def test_tagless_tensor_is_named_by_node_name_as_event_accumulator(tmp_path: Path) -> None:
+    """A tag key byte flipped into node_name's (what hypothesis once found): named as EventAccumulator names it."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tensor = tensor_pb2.TensorProto(dtype=2, tensor_shape=tensor_shape_pb2.TensorShapeProto(),
+                                    tensor_content=np.float64(0.75).tobytes())
+    payloads = []
+    for step in (1, 2):
+        value = summary_pb2.Summary.Value(tag="tf2/x", tensor=tensor)
+        value.metadata.plugin_data.plugin_name = "scalars"
+        payload = bytearray(event_pb2.Event(wall_time=1.7e9 + step, step=step,
+                                            summary=summary_pb2.Summary(value=[value])).SerializeToString())
+        if step == 2:
+            at = payload.index(b"\x0a\x05tf2/x")
+            payload[at] = (7 << 3) | 2  # Summary.Value.node_name, same length
+        payloads.append(bytes(payload))
+    path = tmp_path / "events.out.tfevents.1700000000.h"
+    path.write_bytes(b"".join(frame(p) for p in payloads))
+    ours = read_event_file(path, REL).series
+    acc = EventAccumulator(str(path), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert sorted(ours) == sorted(acc.Tags()["tensors"]) == ["tf2/x"]
+    assert ours["tf2/x"].steps.tolist() == [e.step for e in acc.Tensors("tf2/x")] == [1, 2]
