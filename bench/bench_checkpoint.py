@@ -27,7 +27,7 @@ SIZES_MB = {"100MB": 100, "1GB": 1100}
 OURS = """
 import json, sys, time
 from pathlib import Path
-from pimm_inspect.sources.checkpoint import read_checkpoint_file
+from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file
 times = []
 for _ in range({repeat}):
     t = time.perf_counter(); read = read_checkpoint_file(Path({path!r}), "model/model_last.pth")

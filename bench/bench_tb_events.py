@@ -112,7 +112,7 @@ def cpu():
     return usage.ru_utime + usage.ru_stime
 started, cpu_started = time.perf_counter(), cpu()
 if reader == "ours":
-    from pimm_inspect.sources.tb_events import read_event_file
+    from pimm_inspect.sources.tensorboard.reader import read_event_file
     result = read_event_file(path, path.rsplit("/", 1)[-1])
     columns = {tag: (s.steps, s.values) for tag, s in result.series.items()}
     findings = [f.code for f in result.findings]

@@ -37,14 +37,14 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 OURS = """
-    from pimm_inspect.sources.train_log import read_train_log
+    from pimm_inspect.sources.train_log.reader import read_train_log
     t = time.perf_counter()
     r = read_train_log(PATH, "train.log")
     work = time.perf_counter() - t
     out = {"work": work, "lines": sum(s.train_lines for s in r.segments), "findings": [f.code for f in r.findings]}
 """
 TAIL = """
-    from pimm_inspect.sources.train_log import read_train_log_tail
+    from pimm_inspect.sources.train_log.reader import read_train_log_tail
     t = time.perf_counter()
     r = read_train_log_tail(PATH)
     work = time.perf_counter() - t

@@ -83,7 +83,7 @@ def run_folder(directory: Path) -> Path:
 _OURS = """
 import sys
 from pathlib import Path
-from pimm_inspect.sources.wandb_local import read_wandb_run
+from pimm_inspect.sources.wandb.reader import read_wandb_run
 r = read_wandb_run(Path(sys.argv[1]), ".")
 print(len(r.history_steps))
 """
@@ -91,8 +91,8 @@ print(len(r.history_steps))
 _PER_RECORD = """
 import json, sys
 from pathlib import Path
-from pimm_inspect.sources._wandb_framing import FramingState, iter_records
-from pimm_inspect.sources._wandb_proto import record_class
+from pimm_inspect.sources.wandb._framing import FramingState, iter_records
+from pimm_inspect.sources.wandb._proto import record_class
 cls, _ = record_class()
 rows = 0
 with open(next(Path(sys.argv[1]).glob("run-*.wandb")), "rb") as fh:
@@ -109,7 +109,7 @@ import json, sys
 from pathlib import Path
 import wandb
 from wandb.proto import wandb_internal_pb2
-from pimm_inspect.sources._wandb_framing import FramingState, iter_records
+from pimm_inspect.sources.wandb._framing import FramingState, iter_records
 rows = 0
 with open(next(Path(sys.argv[1]).glob("run-*.wandb")), "rb") as fh:
     for _offset, payload in iter_records(fh, FramingState("bench")):

@@ -39,14 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 from tests.wandb_support import frame_records  # noqa: E402  (the test-side .wandb writer)
 
 with atheris.instrument_imports():
-    from pimm_inspect.sources import _stand_ins
-    from pimm_inspect.sources._zip_member import MemberError, read_member
-    from pimm_inspect.sources.checkpoint import read_checkpoint_file, read_model_dir
-    from pimm_inspect.sources.train_log import read_train_log
-    from pimm_inspect.sources.safe_pickle import safe_loads, to_plain
-    from pimm_inspect.sources.tb_events import _read_buffer
-    from pimm_inspect.sources._wandb_framing import FramingState, iter_records
-    from pimm_inspect.sources.wandb_local import read_wandb_run
+    from pimm_inspect.sources.checkpoint import _stand_ins
+    from pimm_inspect.sources.checkpoint._zip_member import MemberError, read_member
+    from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file, read_model_dir
+    from pimm_inspect.sources.train_log.reader import read_train_log
+    from pimm_inspect.sources.checkpoint.safe_pickle import safe_loads, to_plain
+    from pimm_inspect.sources.tensorboard.reader import _read_buffer
+    from pimm_inspect.sources.wandb._framing import FramingState, iter_records
+    from pimm_inspect.sources.wandb.reader import read_wandb_run
 
 SCRATCH = Path(tempfile.mkdtemp(prefix="pimm-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
 WANDB_DIR = SCRATCH / "run-20260101_000000-fuzz0001"

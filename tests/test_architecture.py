@@ -15,7 +15,7 @@ HEAVY = ("wandb", "torch", "pandas", "textual")
 def test_core_layers_import_no_ui_library():
     code = ("import pimm_inspect, pimm_inspect.model, pimm_inspect.load, pimm_inspect.analysis\n"
             "import pkgutil, importlib, pimm_inspect.sources as s\n"
-            "for m in pkgutil.iter_modules(s.__path__): importlib.import_module('pimm_inspect.sources.' + m.name)\n"
+            "for m in pkgutil.walk_packages(s.__path__, 'pimm_inspect.sources.'): importlib.import_module(m.name)\n"
             "import pimm_inspect.analysis.curves, pimm_inspect.analysis.secrets\n")
     loaded = modules_after(code)
     assert not loaded & set(UI_LIBS), loaded & set(UI_LIBS)
@@ -23,7 +23,7 @@ def test_core_layers_import_no_ui_library():
 
 
 def test_core_source_never_names_ui_libraries():
-    core = [ROOT / "pimm_inspect" / "model.py", *sorted((ROOT / "pimm_inspect").glob("sources/*.py")),
+    core = [ROOT / "pimm_inspect" / "model.py", *sorted((ROOT / "pimm_inspect").rglob("sources/**/*.py")),
             *sorted((ROOT / "pimm_inspect").glob("load/*.py")), *sorted((ROOT / "pimm_inspect").glob("analysis/*.py"))]
     for path in core:
         for line in path.read_text().splitlines():

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pimm_inspect.sources.checkpoint import read_checkpoint_file, read_model_dir
-from pimm_inspect.sources.safe_pickle import to_plain
+from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file, read_model_dir
+from pimm_inspect.sources.checkpoint.safe_pickle import to_plain
 from tests.import_probe import modules_after
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoints"
@@ -250,7 +250,7 @@ def test_permission_denied(tmp_path: Path) -> None:
 
 
 def test_reader_never_imports_torch() -> None:
-    code = ("from pathlib import Path; from pimm_inspect.sources.checkpoint import read_model_dir;"
+    code = ("from pathlib import Path; from pimm_inspect.sources.checkpoint.reader import read_model_dir;"
             f"r = read_model_dir(Path({str(FIXTURES / 'standard/model')!r}), Path({str(FIXTURES / 'standard')!r}));"
             "assert r.checkpoints[0].global_step == 120")
     assert not modules_after(code) & {"torch", "pandas"}

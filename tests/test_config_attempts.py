@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import pimm_inspect
 from pimm_inspect.analysis.configs import flatten_config
 from pimm_inspect.cli.main import cli
-from pimm_inspect.sources.config_dump import parse_dump
+from pimm_inspect.sources.train_log.config_dump import parse_dump
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 FAKE_HUB_TOKEN = "hf_" + "FixtureFakeToken" * 2 + "xy"  # fixtures/gen_hf.py

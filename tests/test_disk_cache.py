@@ -105,15 +105,15 @@ def test_show_check_and_series_identical_with_and_without_cache(path, tmp_path, 
 def test_warm_read_comes_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     cold = _cli("show", RUNS / "e2_rollback", "--json")
-    import pimm_inspect.sources.tb_events as tb
-    import pimm_inspect.sources.train_log as tl
+    import pimm_inspect.sources.tensorboard.reader as tb
+    import pimm_inspect.sources.train_log.reader as tl
 
     def fail(*args, **kwargs):
         raise AssertionError("decoded again although cached")
 
     monkeypatch.setattr(tb, "read_event_file", fail)
     monkeypatch.setattr(tl, "read_train_log", fail)
-    import pimm_inspect.sources.checkpoint as ck
+    import pimm_inspect.sources.checkpoint.reader as ck
 
     monkeypatch.setattr(ck, "read_model_dir", fail)
     assert _cli("show", RUNS / "e2_rollback", "--json") == cold
@@ -219,8 +219,8 @@ def test_grown_files_decode_only_the_appended_bytes(tmp_path, monkeypatch):
     ends = {s.path: s.bytes_read for s in first.sources}
     log.write_bytes(data)
     events.write_bytes(ev)
-    import pimm_inspect.sources.tb_events as tb
-    import pimm_inspect.sources.train_log as tl
+    import pimm_inspect.sources.tensorboard.reader as tb
+    import pimm_inspect.sources.train_log.reader as tl
 
     calls = []
     real_tb, real_tl = tb.read_event_file, tl.read_train_log

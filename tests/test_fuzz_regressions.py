@@ -20,20 +20,20 @@ from pathlib import Path
 target, path = sys.argv[1], Path(sys.argv[2])
 data = path.read_bytes()
 if target == "pickle":
-    from pimm_inspect.sources.safe_pickle import safe_loads, to_plain
+    from pimm_inspect.sources.checkpoint.safe_pickle import safe_loads, to_plain
     result, _ = safe_loads(data)
     to_plain(result.value)
     outcome = {"ok": result.ok, "error": result.error}
 elif target == "checkpoint":
-    from pimm_inspect.sources.checkpoint import read_checkpoint_file
+    from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file
     read = read_checkpoint_file(path, "model/model_last.pth")
     outcome = {"codes": [f.code for f in read.findings]}
 elif target == "tfrecord":
-    from pimm_inspect.sources.tb_events import read_event_file
+    from pimm_inspect.sources.tensorboard.reader import read_event_file
     result = read_event_file(path, "events.out.tfevents.1.host")
     outcome = {"codes": [f.code for f in result.findings]}
 elif target == "wandb":
-    from pimm_inspect.sources.wandb_local import read_wandb_run
+    from pimm_inspect.sources.wandb.reader import read_wandb_run
     folder = Path(tempfile.mkdtemp()) / "run-20260101_000000-fuzz0001"
     folder.mkdir()
     (folder / "run-fuzz0001.wandb").write_bytes(data)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pimm_inspect.model import Severity, make_series
-from pimm_inspect.sources.hf_trainer import hf_tag, is_hf_trainer_dir, read_hf_trainer_dir
+from pimm_inspect.sources.hf.reader import hf_tag, is_hf_trainer_dir, read_hf_trainer_dir
 from tests.import_probe import modules_after
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
@@ -207,7 +207,7 @@ def test_resumed_without_tb_reader_counts_folders_only() -> None:
 
 
 def test_resumed_with_shared_tb_reader() -> None:
-    pytest.importorskip("pimm_inspect.sources.tb_events")
+    pytest.importorskip("pimm_inspect.sources.tensorboard.reader")
     result = read_hf_trainer_dir(RESUMED, RESUMED)
     assert [(a.first_step, a.last_step, a.resumed_from_checkpoint) for a in result.attempts] == [
         (5, 20, None), (15, 20, 10)]
@@ -385,7 +385,7 @@ def test_fixtures_hold_no_machine_paths() -> None:
 
 
 def test_reader_imports_no_heavy_modules() -> None:
-    code = ("from pathlib import Path; from pimm_inspect.sources.hf_trainer import read_hf_trainer_dir; "
+    code = ("from pathlib import Path; from pimm_inspect.sources.hf.reader import read_hf_trainer_dir; "
             f"read_hf_trainer_dir(Path({str(CLEAN)!r}), Path({str(CLEAN)!r}), tb_reader=None)")
     heavy = {"torch", "transformers", "wandb", "pandas", "textual", "rich", "safetensors"}
     assert not modules_after(code) & heavy

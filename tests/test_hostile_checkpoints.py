@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from pimm_inspect.sources import _stand_ins as si
-from pimm_inspect.sources._zip_member import MemberError, read_member
-from pimm_inspect.sources.checkpoint import read_checkpoint_file
-from pimm_inspect.sources.safe_pickle import safe_loads
+from pimm_inspect.sources.checkpoint import _stand_ins as si
+from pimm_inspect.sources.checkpoint._zip_member import MemberError, read_member
+from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file
+from pimm_inspect.sources.checkpoint.safe_pickle import safe_loads
 from tests import hostile_checkpoint_inputs as hostile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ _CHILD = r"""
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
 from pathlib import Path
-from pimm_inspect.sources.checkpoint import read_checkpoint_file, read_model_dir
+from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file, read_model_dir
 
 def summary(path, rel_path):
     try:
@@ -148,7 +148,7 @@ def test_bytearray_calls_share_one_budget(tmp_path: Path) -> None:
 
 
 def test_bytearray_bomb_as_a_bare_pickle() -> None:
-    body = ("from pimm_inspect.sources.safe_pickle import safe_loads\n"
+    body = ("from pimm_inspect.sources.checkpoint.safe_pickle import safe_loads\n"
             "result, _ = safe_loads(Path(args[0]).read_bytes())\n"
             "outcome.update(ok=result.ok, error=result.error)")
     outcome = run_limited(body, str(HOSTILE / "pickle-bytearray-3000x1MiB.pkl"))
@@ -186,7 +186,7 @@ def test_out_of_range_numbers_are_findings_on_their_fields() -> None:
                       "wandb_step_offset", "wandb_checkpoint_global_step", "world_size", "num_workers"]
     assert "about 5001 digits" in read["messages"][0] and "about 401 digits" in read["messages"][3]
     assert read["complete"] and read["epoch"] is None and read["global_step"] is None
-    body = ("from pimm_inspect.sources.safe_pickle import to_plain\n"
+    body = ("from pimm_inspect.sources.checkpoint.safe_pickle import to_plain\n"
             "info = read_checkpoint_file(Path(args[0]), 'model/model_last.pth').info\n"
             "outcome.update(keys=list(info.top_level_keys), run_id=info.wandb_run_id, schema=info.schema,\n"
             "               version=info.version, state=info.wandb_state)")
@@ -242,7 +242,7 @@ def test_dcp_planner_path_with_a_list_hides_no_sibling(tmp_path: Path) -> None:
 
 
 def test_a_crash_inside_a_last_folder_costs_only_that_folder(tmp_path: Path, monkeypatch) -> None:
-    from pimm_inspect.sources import checkpoint
+    from pimm_inspect.sources.checkpoint import reader as checkpoint
 
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "standard", run)
@@ -296,7 +296,7 @@ def test_a_member_longer_shorter_or_other_than_declared_is_refused(method: int) 
 def test_dcp_items_share_one_budget(tmp_path: Path) -> None:
     """1,000 DCP byte items all pointing at one 1 MB archive: 1 GB of payload from a 290 KB .metadata (992 MiB RSS before the shared budget)."""
     hostile.dcp_many_items(tmp_path / "trainer.dcp")
-    body = ("from pimm_inspect.sources._ckpt_containers import read_dcp_directory, DcpUnread\n"
+    body = ("from pimm_inspect.sources.checkpoint._containers import read_dcp_directory, DcpUnread\n"
             "out = read_dcp_directory(Path(args[0]), 'model/last/trainer.dcp')\n"
             "items = out.payload['extra']\n"
             "outcome.update(read=sum(isinstance(v, dict) for v in items.values()),\n"
@@ -318,7 +318,7 @@ def test_safetensors_header_of_many_tiny_values_is_not_parsed(tmp_path: Path) ->
         for _ in range(30):
             out.write(chunk)
         out.write(b"[]]}")
-    body = ("from pimm_inspect.sources.hf_checkpoints import safetensors_meta\n"
+    body = ("from pimm_inspect.sources.hf.checkpoints import safetensors_meta\n"
             "count, total, dtypes, findings = safetensors_meta(Path(args[0]), 'checkpoint-5/model.safetensors')\n"
             "outcome.update(count=count, findings=[[f.code, f.message] for f in findings])")
     outcome = run_limited(body, str(path))

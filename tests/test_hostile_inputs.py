@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pimm_inspect.load import discover, load_run
-from pimm_inspect.sources.checkpoint import read_checkpoint_file
-from pimm_inspect.sources.hf_trainer import read_hf_trainer_dir
-from pimm_inspect.sources.safe_pickle import safe_loads
+from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file
+from pimm_inspect.sources.hf.reader import read_hf_trainer_dir
+from pimm_inspect.sources.checkpoint.safe_pickle import safe_loads
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = sorted((ROOT / "fixtures" / "checkpoints").glob("*.pth"))
@@ -87,7 +87,8 @@ def test_permission_denied_file_and_folder(tmp_path, monkeypatch):
 
 def test_a_reader_bug_costs_only_its_file(monkeypatch):
     """A reader that raises on one file: that file is named in internal.reader-failed, the rest loads."""
-    from pimm_inspect.sources import checkpoint, sbatch
+    from pimm_inspect.sources.checkpoint import reader as checkpoint
+    from pimm_inspect.sources.slurm import sbatch
 
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")  # the patched readers must run, not the cache
 

@@ -147,7 +147,7 @@ def test_huge_sparse_slurm_log_is_streamed(tmp_path):
 
 def test_slurm_reader_is_the_same_in_any_chunking(tmp_path, monkeypatch):
     """Markers, requeues and problem lines are found the same whether a chunk ends mid-file or not at all."""
-    from pimm_inspect.sources import slurm
+    from pimm_inspect.sources.slurm import slurm_log as slurm
 
     text = ("srun: setup\npimm submitit attempt 1/3: x\nCUDA out of memory here\n"
             "Requeueing pimm submitit attempt 2/3\n*** JOB 7 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***\n"

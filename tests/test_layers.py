@@ -85,3 +85,26 @@ def test_the_checker_sees_imports() -> None:
     targets = {t for t, _ in _imports(collect)}
     assert ("model",) in targets or any(t[:1] == ("model",) for t in targets)
     assert any(t[:1] == ("sources",) for t in targets)
+
+
+def test_reader_families_use_only_each_others_public_modules() -> None:
+    """``sources/<family>/_x`` is private to its family: a sibling family goes through a public module."""
+    wrong, seen = [], 0
+    for path in sorted((PACKAGE / "sources").rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        family = parts[1] if len(parts) > 2 else None
+        for target, line in _imports(path):
+            if target[:1] != ("sources",) or len(target) < 3:
+                continue
+            seen += 1
+            if target[1] != family and any(p.startswith("_") for p in target[2:]):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line} imports {'.'.join(target)}")
+    assert seen > 20 and not wrong, "\n".join(wrong)
+
+
+def test_every_reader_family_says_what_it_reads() -> None:
+    families = sorted(p.parent for p in (PACKAGE / "sources").glob("*/__init__.py"))
+    assert {f.name for f in families} >= {"tensorboard", "train_log", "checkpoint", "wandb", "hf", "slurm"}
+    for family in families:
+        doc = ast.get_docstring(ast.parse((family / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and len(doc.split()) >= 40, f"{family.name}/__init__.py needs a paragraph on what it reads"

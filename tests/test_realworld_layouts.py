@@ -74,7 +74,7 @@ def test_lightning_hparams_yaml_is_the_config():
 
 
 def test_hparams_yaml_python_tags_and_aliases_are_never_built(tmp_path):
-    from pimm_inspect.sources.hparams_yaml import read_hparams_yaml
+    from pimm_inspect.sources.config.hparams_yaml import read_hparams_yaml
 
     path = tmp_path / "hparams.yaml"
     path.write_text("loss_fn: !!python/name:os.system ''\nlr: 0.1\n")

@@ -49,7 +49,7 @@ def test_incremental_refresh_equals_full_read(tmp_path):
 def test_unchanged_files_are_not_read_again(tmp_path, monkeypatch):
     cache = ReadCache()
     load_run(RUNS / "e2_clean", cache=cache)
-    import pimm_inspect.sources.tb_events as tb
+    import pimm_inspect.sources.tensorboard.reader as tb
 
     def fail(*args, **kwargs):
         raise AssertionError("re-read an unchanged file")
@@ -68,9 +68,9 @@ def _wandb_view(result):
 
 def test_growing_wandb_log_is_decoded_from_where_it_stopped(tmp_path, monkeypatch):
     """A live run's .wandb grows in three steps; each refresh decodes only the appended records."""
-    import pimm_inspect.sources._wandb_batches as batches
-    import pimm_inspect.sources._wandb_bulk as bulk
-    from pimm_inspect.sources.wandb_local import read_wandb_run
+    import pimm_inspect.sources.wandb._batches as batches
+    import pimm_inspect.sources.wandb._bulk as bulk
+    from pimm_inspect.sources.wandb.reader import read_wandb_run
 
     source = next((RUNS / "wandb_clean" / "wandb").glob("offline-run-*"))
     folder = tmp_path / source.name

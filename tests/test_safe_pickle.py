@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pimm_inspect.sources.safe_pickle import (ArrayPlaceholder, PickledObject, SafeUnpickler, TensorPlaceholder,
+from pimm_inspect.sources.checkpoint.safe_pickle import (ArrayPlaceholder, PickledObject, SafeUnpickler, TensorPlaceholder,
                                               UnsafeGlobal, safe_loads, to_plain)
 
 
@@ -149,7 +149,7 @@ def test_counted_length_beyond_the_input_is_refused_before_allocating() -> None:
 
     script = (
         "import resource, struct\n"
-        "from pimm_inspect.sources.safe_pickle import safe_loads\n"
+        "from pimm_inspect.sources.checkpoint.safe_pickle import safe_loads\n"
         "r, _ = safe_loads(b'\\x80\\x05\\x96' + struct.pack('<Q', 4 << 30) + b'xyz.')\n"
         "peak = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
         "print(r.ok, r.truncated, peak)  # VmHWM: ru_maxrss of a forked child counts the parent's pages\n"
@@ -197,7 +197,7 @@ def test_tensor_placeholder_fields_from_rebuild() -> None:
 
 def _load_with(data: bytes, **limits: int):
     """Unpickle with a smaller budget, so each amplification is shown without allocating much."""
-    from pimm_inspect.sources._pickle_budget import Budget
+    from pimm_inspect.sources.checkpoint._pickle_budget import Budget
 
     unpickler = SafeUnpickler(data)
     unpickler.budget = Budget(**limits)
@@ -230,7 +230,7 @@ def test_every_amplification_is_charged_to_one_budget(case: str) -> None:
 
 
 def test_the_budget_spans_every_pickle_of_one_file() -> None:
-    from pimm_inspect.sources._pickle_budget import Budget
+    from pimm_inspect.sources.checkpoint._pickle_budget import Budget
 
     one = pickle.dumps(list(range(1000)), protocol=2)
     unpickler = SafeUnpickler(one * 3)

@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from pimm_inspect.sources.json_docs import read_config_json, read_run_metadata, read_text_doc
-from pimm_inspect.sources.sbatch import read_sbatch
-from pimm_inspect.sources.slurm import read_slurm_log
-from pimm_inspect.sources.structured_logs import read_rank_log
+from pimm_inspect.sources.config.json_docs import read_config_json, read_run_metadata, read_text_doc
+from pimm_inspect.sources.slurm.sbatch import read_sbatch
+from pimm_inspect.sources.slurm.slurm_log import read_slurm_log
+from pimm_inspect.sources.slurm.rank_logs import read_rank_log
 
 META = {
     "created_at": "2026-07-14T21:30:00+00:00", "launch_command": "pimm submit --train.config x",

@@ -18,8 +18,9 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from pimm_inspect.model import Severity
-from pimm_inspect.sources import _tb_window, _tfrecord
-from pimm_inspect.sources.tb_events import parse_event_file_name, read_event_file
+from pimm_inspect.sources.tensorboard import _window as _tb_window
+from pimm_inspect.sources.tensorboard import _tfrecord
+from pimm_inspect.sources.tensorboard.reader import parse_event_file_name, read_event_file
 
 REL = "tb/events.out.tfevents.1700000000.host.1.0"
 
@@ -408,7 +409,7 @@ def test_file_shrinking_between_reads_is_not_fatal(tmp_path):
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    from pimm_inspect.sources.tb_events import read_event_file
+    from pimm_inspect.sources.tensorboard.reader import read_event_file
 
     writer = EventFileWriter(str(tmp_path))
     for step in range(50):

@@ -15,8 +15,10 @@ import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from pimm_inspect.sources import _tb_window, _tfrecord, tb_events
-from pimm_inspect.sources.tb_events import read_event_file
+from pimm_inspect.sources.tensorboard import _window as _tb_window
+from pimm_inspect.sources.tensorboard import _tfrecord
+from pimm_inspect.sources.tensorboard import reader as tb_events
+from pimm_inspect.sources.tensorboard.reader import read_event_file
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_EVENT_FILES = sorted((ROOT / "fixtures").glob("**/events.out.tfevents.*"))
@@ -224,7 +226,7 @@ def test_huge_sparse_file_is_read_in_bounded_memory_and_time(tmp_path: Path) -> 
         "import json, resource, sys, time\n"
         "resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))\n"
         "started = time.perf_counter()\n"
-        "from pimm_inspect.sources.tb_events import read_event_file\n"
+        "from pimm_inspect.sources.tensorboard.reader import read_event_file\n"
         "result = read_event_file(sys.argv[1], 'tb/' + sys.argv[1].rsplit('/', 1)[-1])\n"
         "print(json.dumps({'seconds': time.perf_counter() - started,\n"
         "                  'rss_mib': int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]) / 1024,\n"

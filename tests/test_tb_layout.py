@@ -11,14 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 
-from pimm_inspect.sources._tb_layout import parse_layout
-from pimm_inspect.sources.tb_events import read_event_file
+from pimm_inspect.sources.tensorboard._layout import parse_layout
+from pimm_inspect.sources.tensorboard.reader import read_event_file
 from tests.test_tb_events import REL, frame, record_bounds
 
 
 def _protobuf_oracle(data: bytes):
     """Per tag (step, value bits, wall bits) decoded record by record by protobuf, plus undecodable count."""
-    from pimm_inspect.sources._tb_slow import tensor_scalar
+    from pimm_inspect.sources.tensorboard._slow import tensor_scalar
 
     out: dict[str, list[tuple[int, int, int]]] = {}
     plugins: dict[str, str] = {}  # tag -> plugin of its first value with plugin metadata (a tensor counts under "scalars")

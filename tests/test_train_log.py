@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimm_inspect.sources.train_log import read_train_log
+from pimm_inspect.sources.train_log.reader import read_train_log
 
 E1_FORMAT = "[%(asctime)s %(levelname)s %(filename)s line %(lineno)d] %(message)s"
 E0_FORMAT = "[%(asctime)s %(levelname)s %(filename)s line %(lineno)d %(process)d] %(message)s"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pimm_inspect.sources.train_log import BLOCK_BYTES, read_train_log
+from pimm_inspect.sources.train_log.reader import BLOCK_BYTES, read_train_log
 from tests import test_train_log as T
 from tests.train_log_reference import train_log as reference
 from tests.train_log_support import write_big_log
@@ -108,7 +108,7 @@ def test_generated_big_logs_read_the_same(tmp_path: Path, seed: int, monkeypatch
     assert_same(new, old)
     assert sum(s.train_lines for s in new.segments) > 10_000
     # small blocks: many block boundaries, ranges split differently
-    import pimm_inspect.sources.train_log as live
+    import pimm_inspect.sources.train_log.reader as live
 
     monkeypatch.setattr(live, "BLOCK_BYTES", 65536 + seed * 4093)
     monkeypatch.setattr(reference, "BLOCK_BYTES", 65536 + seed * 4093)
@@ -119,7 +119,7 @@ def test_generated_big_logs_read_the_same(tmp_path: Path, seed: int, monkeypatch
 
 
 def test_plain_generated_log_is_all_fast_and_the_same(tmp_path: Path, monkeypatch) -> None:
-    from pimm_inspect.sources import _train_log_fast as F
+    from pimm_inspect.sources.train_log import _fast as F
 
     path = tmp_path / "train.log"
     facts = write_big_log(path, 2 * BLOCK_BYTES + BLOCK_BYTES // 2, iters_per_epoch=20000)

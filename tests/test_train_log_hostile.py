@@ -69,7 +69,7 @@ def test_two_gigabyte_line_is_capped_and_counted(tmp_path: Path) -> None:
     result = run_limited(f"""
         import json
         from pathlib import Path
-        from pimm_inspect.sources.train_log import read_train_log
+        from pimm_inspect.sources.train_log.reader import read_train_log
         r = read_train_log(Path({str(path)!r}), "train.log")
         (f,) = [f for f in r.findings if f.code == "file.long-lines"]
         print(json.dumps({{"message": f.message, "paths": f.paths, "long": r.long_lines,
@@ -96,7 +96,7 @@ def test_long_lines_inside_a_block_and_a_long_half_written_last_line(tmp_path: P
     result = run_limited(f"""
         import json
         from pathlib import Path
-        from pimm_inspect.sources.train_log import read_train_log
+        from pimm_inspect.sources.train_log.reader import read_train_log
         r = read_train_log(Path({str(path)!r}), "train.log")
         print(json.dumps({{"codes": [f.code for f in r.findings], "msgs": [f.message for f in r.findings],
                            "steps": r.index.step_steps.tolist(), "offsets": r.index.step_offsets.tolist(),
@@ -152,8 +152,11 @@ def test_adversarial_lines_cost_linear_time(tmp_path: Path) -> None:
     result = run_limited(f"""
         import json, re, time
         from pathlib import Path
-        from pimm_inspect.sources import _train_log_fast, _train_log_index, _train_log_patterns, train_log
-        from pimm_inspect.sources.train_log import read_train_log
+        from pimm_inspect.sources.train_log import _fast as _train_log_fast
+        from pimm_inspect.sources.train_log import _index as _train_log_index
+        from pimm_inspect.sources.train_log import _patterns as _train_log_patterns
+        from pimm_inspect.sources.train_log import reader as train_log
+        from pimm_inspect.sources.train_log.reader import read_train_log
         t = time.perf_counter()
         r = read_train_log(Path({str(path)!r}), "train.log")
         took = time.perf_counter() - t

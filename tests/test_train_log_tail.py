@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pimm_inspect.sources.train_log import read_train_log, read_train_log_tail
+from pimm_inspect.sources.train_log.reader import read_train_log, read_train_log_tail
 from tests.test_train_log import write_requeued_run
 from tests.train_log_support import write_big_log
 

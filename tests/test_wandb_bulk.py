@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pimm_inspect.sources._wandb_proto import record_class
-from pimm_inspect.sources.wandb_local import read_wandb_run
+from pimm_inspect.sources.wandb._proto import record_class
+from pimm_inspect.sources.wandb.reader import read_wandb_run
 from tests.wandb_support import frame_records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,7 +140,7 @@ def test_bulk_decode_equals_per_record_decode_on_100k_rows(tmp_path):
 
 def test_bulk_decode_across_batches_and_a_damaged_block(tmp_path, monkeypatch):
     """Small segments force records across segment ends; a flipped byte hands the rest to the exact loop."""
-    import pimm_inspect.sources._wandb_batches as batches
+    import pimm_inspect.sources.wandb._batches as batches
 
     default = batches.SEGMENT_BLOCKS
     monkeypatch.setattr(batches, "SEGMENT_BLOCKS", 2)
@@ -162,7 +162,7 @@ def test_real_wandb_100k_log_matches_per_record_decode():
     logs = sorted(BENCH_RUNS.glob("wandb_*/wandb/offline-run-*/run-*.wandb"))
     if not logs:
         pytest.skip("run bench/bench_wandb.py once to generate the wandb-written log")
-    from pimm_inspect.sources._wandb_framing import FramingState, iter_records
+    from pimm_inspect.sources.wandb._framing import FramingState, iter_records
 
     with open(logs[0], "rb") as fh:
         payloads = [p for _o, p in iter_records(fh, FramingState("x"))]

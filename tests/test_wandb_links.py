@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import pimm_inspect
 from pimm_inspect.cli.main import cli
-from pimm_inspect.sources.wandb_local import find_wandb_dirs, read_wandb_run
+from pimm_inspect.sources.wandb.reader import find_wandb_dirs, read_wandb_run
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 FAKE_KEY = "0123456789abcdef" * 2 + "01234567"  # fixtures/gen_wandb.py FAKE_API_KEY

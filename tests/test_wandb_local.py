@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pimm_inspect.sources import _wandb_framing
-from pimm_inspect.sources._wandb_framing import BLOCK_LEN, FILE_HEADER
-from pimm_inspect.sources._wandb_proto import extract_serialized_descriptor, record_class
-from pimm_inspect.sources.wandb_local import find_wandb_dirs, group_by_run_id, read_wandb_run
+from pimm_inspect.sources.wandb import _framing as _wandb_framing
+from pimm_inspect.sources.wandb._framing import BLOCK_LEN, FILE_HEADER
+from pimm_inspect.sources.wandb._proto import extract_serialized_descriptor, record_class
+from pimm_inspect.sources.wandb.reader import find_wandb_dirs, group_by_run_id, read_wandb_run
 from tests.import_probe import modules_after
 from tests.wandb_support import frame_records as _frame
 
@@ -329,7 +329,7 @@ def test_reading_a_run_does_not_import_wandb():
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from pimm_inspect.sources.wandb_local import find_wandb_dirs, read_wandb_run\n"
+        "from pimm_inspect.sources.wandb.reader import find_wandb_dirs, read_wandb_run\n"
         f"root = Path({str(RUNS / 'wandb_step_metric')!r})\n"
         "results = [read_wandb_run(d, d.name) for d in find_wandb_dirs(root)]\n"
         "assert all(r.series for r in results)\n"

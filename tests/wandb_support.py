@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from pimm_inspect.sources._wandb_framing import BLOCK_LEN, FILE_HEADER
+from pimm_inspect.sources.wandb._framing import BLOCK_LEN, FILE_HEADER
 
 
 def frame_records(records: list[bytes]) -> bytes:

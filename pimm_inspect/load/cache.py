@@ -19,10 +19,10 @@ from ..model import Finding, ScalarSeries, make_series
 from .disk_cache import DiskCache
 
 if TYPE_CHECKING:
-    from ..sources.checkpoint import ModelDirResult
-    from ..sources.tb_events import EventFileResult
-    from ..sources.train_log import TrainLogResult
-    from ..sources.wandb_local import WandbRunResult
+    from ..sources.checkpoint.reader import ModelDirResult
+    from ..sources.tensorboard.reader import EventFileResult
+    from ..sources.train_log.reader import TrainLogResult
+    from ..sources.wandb.reader import WandbRunResult
 
 _R = TypeVar("_R")
 
@@ -131,7 +131,7 @@ class ReadCache:
 
     def event_file(self, path: Path, rel_path: str) -> EventFileResult:
         """``read_event_file`` that reuses and extends the previous result of a growing file."""
-        from ..sources.tb_events import read_event_file
+        from ..sources.tensorboard.reader import read_event_file
 
         def extend(old: EventFileResult) -> EventFileResult | None:
             if old.end_offset <= 0 or any(f.code == "file.corrupt" for f in old.findings):
@@ -143,7 +143,7 @@ class ReadCache:
 
     def wandb_run(self, folder: Path, rel_path: str) -> WandbRunResult:
         """``read_wandb_run`` that decodes only the records appended to a growing transaction log."""
-        from ..sources.wandb_local import read_wandb_run
+        from ..sources.wandb.reader import read_wandb_run
 
         logs = sorted(folder.glob("run-*.wandb"))
         if not logs:
@@ -159,7 +159,7 @@ class ReadCache:
 
     def model_dir(self, model: Path, run_root: Path) -> ModelDirResult:
         """``read_model_dir``, reused while no file in the folder (two levels deep) changed."""
-        from ..sources.checkpoint import read_model_dir
+        from ..sources.checkpoint.reader import read_model_dir
 
         sig = _tree_signature(model)
         key = f"model_dir:{model}"
@@ -180,7 +180,7 @@ class ReadCache:
 
     def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
         """``read_train_log`` that re-reads only the last attempt segment of a growing log."""
-        from ..sources.train_log import read_train_log
+        from ..sources.train_log.reader import read_train_log
 
         def extend(old: TrainLogResult) -> TrainLogResult | None:
             if not old.segments:
@@ -225,7 +225,7 @@ def _merge_events(old: EventFileResult, new: EventFileResult) -> EventFileResult
 
 def _merge_log(old: TrainLogResult, new: TrainLogResult, last_index: int) -> TrainLogResult:
     """Earlier segments from ``old``; the last segment (and what follows) from ``new``."""
-    from ..sources.train_log import merge_refresh_fields
+    from ..sources.train_log.reader import merge_refresh_fields
 
     keep = [s for s in old.segments if s.index < last_index]
     cut = next(s.start_offset for s in old.segments if s.index == last_index)
@@ -247,7 +247,7 @@ def _merge_log(old: TrainLogResult, new: TrainLogResult, last_index: int) -> Tra
 def _log_findings(old: TrainLogResult, new: TrainLogResult,
                   series: tuple[ScalarSeries, ...]) -> tuple[Finding, ...]:
     """Damage findings of both reads (a completed tail drops 'truncated'); non-finite recomputed on all points."""
-    from ..sources.train_log import non_finite_findings
+    from ..sources.train_log.reader import non_finite_findings
 
     kept = [f for f in old.findings if f.code not in ("file.truncated", "metrics.non-finite")]
     fresh = [f for f in new.findings if f.code != "metrics.non-finite"]

@@ -129,7 +129,7 @@ def _collect_confined(root: Path, kind: str, cache: Any = None) -> Collected:
 
 
 def _read_docs(c: Collected, names: list[str]) -> None:
-    from ..sources import json_docs
+    from ..sources.config import json_docs
 
     root = c.root
     if "run_metadata.json" in names:
@@ -141,13 +141,13 @@ def _read_docs(c: Collected, names: list[str]) -> None:
     if "config.py" in names:
         _read_one(c, root / "config.py", "config_py", partial(json_docs.read_text_doc, kind="config_py"), c.configs)
     if "hparams.yaml" in names:  # PyTorch Lightning's logger version folder
-        from ..sources.hparams_yaml import read_hparams_yaml
+        from ..sources.config.hparams_yaml import read_hparams_yaml
 
         _read_one(c, root / "hparams.yaml", "config_yaml", read_hparams_yaml, c.configs)
 
 
 def _read_metadata(c: Collected) -> None:
-    from ..sources import json_docs
+    from ..sources.config import json_docs
 
     meta = json_docs.read_run_metadata(c.root / "run_metadata.json", "run_metadata.json")
     c.provenance, c.metadata_raw = meta.provenance, meta.raw
@@ -159,13 +159,13 @@ def _read_train_log(c: Collected) -> None:
     path = c.root / "train.log"
     if not (path.exists() or path.is_symlink()):
         return
-    from ..sources.train_log import read_train_log
+    from ..sources.train_log.reader import read_train_log
 
     result = c.cache.train_log(path, "train.log") if c.cache is not None else read_train_log(path, "train.log")
     c.train_log = result
     c.findings += result.findings
     c.sources.append(_source(c.root, path, "train_log", result.end_offset))
-    from ..sources.config_dump import read_config_dumps  # each attempt's Config: dump (issue 12)
+    from ..sources.train_log.config_dump import read_config_dumps  # each attempt's Config: dump (issue 12)
 
     dumps, findings = read_config_dumps(path, "train.log", result.segments)
     c.configs += dumps
@@ -181,7 +181,7 @@ def _event_file_order(item: tuple[str, Any, Any]) -> tuple[float, float, str]:
 
 
 def _read_event_files(c: Collected, folder: Path, names: list[str]) -> None:
-    from ..sources.tb_events import parse_event_file_name, read_event_file
+    from ..sources.tensorboard.reader import parse_event_file_name, read_event_file
 
     found = []
     for name in names:
@@ -203,7 +203,7 @@ def _read_model_dir(c: Collected) -> None:
     model = c.root / "model"
     if not (os.path.lexists(model)):
         return
-    from ..sources.checkpoint import read_model_dir
+    from ..sources.checkpoint.reader import read_model_dir
 
     result = c.cache.model_dir(model, c.root) if c.cache is not None else read_model_dir(model, c.root)
     c.model_dir = result
@@ -215,18 +215,18 @@ def _read_model_dir(c: Collected) -> None:
 def _read_side_files(c: Collected, names: list[str]) -> None:
     root = c.root
     if "launch.sbatch" in names:
-        from ..sources.sbatch import read_sbatch
+        from ..sources.slurm.sbatch import read_sbatch
 
         c.sbatch = _read_one(c, root / "launch.sbatch", "sbatch", read_sbatch)
     if "eval" in names:
-        from ..sources.json_docs import read_eval_metrics
+        from ..sources.config.json_docs import read_eval_metrics
 
         for stamp in _listdir(root / "eval"):
             path = root / "eval" / stamp / "test_metrics.json"
             if path.exists():
                 _read_one(c, path, "eval", read_eval_metrics, c.eval_metrics)
     if "structured_logs" in names:
-        from ..sources.structured_logs import read_rank_log
+        from ..sources.slurm.rank_logs import read_rank_log
 
         for name in _listdir(root / "structured_logs"):
             if ".jsonl" not in name:
@@ -234,14 +234,14 @@ def _read_side_files(c: Collected, names: list[str]) -> None:
             _read_one(c, root / "structured_logs" / name, "structured_log", read_rank_log, c.rank_logs)
     for name in names:
         if SLURM_LOG.match(name):
-            from ..sources.slurm import read_slurm_log
+            from ..sources.slurm.slurm_log import read_slurm_log
 
             _read_one(c, root / name, "slurm", read_slurm_log, c.slurm_logs)
 
 
 def _read_outside_slurm(c: Collected) -> None:
     """The job's Slurm log where pimm's launch put it (``<repo>/slurm_logs/``), named by its absolute path."""
-    from ..sources.slurm import read_slurm_log
+    from ..sources.slurm.slurm_log import read_slurm_log
     from .slurm_paths import outside_slurm_logs
 
     beside = {log.job_id for log in c.slurm_logs}
@@ -271,7 +271,7 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
         folders += _launch_dir_wandb(c)
     if not folders:
         return
-    from ..sources.wandb_local import read_wandb_run  # only now: it loads W&B's record protos
+    from ..sources.wandb.reader import read_wandb_run  # only now: it loads W&B's record protos
 
     for folder in folders:
         # Folders outside the run (pimm's <launch cwd>/wandb/) are named by their absolute path.
@@ -298,7 +298,7 @@ def _launch_dir_wandb(c: Collected) -> list[Path]:
 
 
 def _read_hf(c: Collected) -> None:
-    from ..sources.hf_trainer import read_hf_trainer_dir
+    from ..sources.hf.reader import read_hf_trainer_dir
 
     result = read_hf_trainer_dir(c.root, c.root)
     c.hf = result

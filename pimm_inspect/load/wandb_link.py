@@ -14,7 +14,7 @@ def _str(value: Any) -> str | None:
 
 def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
     """Ids, project, entity, link and one sync command covering every never-synced folder of the run."""
-    from ..sources.wandb_links import run_url, sync_command  # W&B link rules, no wandb import
+    from ..sources.wandb.links import run_url, sync_command  # W&B link rules, no wandb import
 
     runs = list(c.wandb_runs)
     ids: list[str] = []

@@ -1,0 +1,88 @@
+"""The configs of an HF Trainer output dir: ``config.json`` (the model) and ``training_args.bin`` (TrainingArguments).
+
+``training_args.bin`` is a torch pickle of a ``TrainingArguments`` dataclass. It is read with the
+allow-listing unpickler (``safe_pickle``): the class and its enums become inert placeholders, nothing is
+imported or called, and the object's BUILD state (its ``__dict__``) is taken as the arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...model import ConfigDoc, Finding
+from .._common import file_finding, read_json, rel
+
+
+def _training_args(path: Path, rel_path: str) -> tuple[ConfigDoc | None, list[Finding]]:
+    """TrainingArguments as a plain dict, from the pickle's BUILD state (never executed)."""
+    from ..checkpoint.reader import read_checkpoint_file  # torch zip/pickle containers, read without torch
+    from ..checkpoint.safe_pickle import PickledObject, to_plain
+
+    read = read_checkpoint_file(path, rel_path)
+    findings = list(read.findings)
+    payload = read.payload
+    state = payload.state if isinstance(payload, PickledObject) else None
+    if not isinstance(state, dict):
+        if not findings:
+            findings.append(file_finding("file.corrupt", rel_path, f"{rel_path}: no TrainingArguments state in the pickle",
+                                         "The file does not hold a pickled TrainingArguments object."))
+        return None, findings
+    data = to_plain(state)
+    return (ConfigDoc(rel_path, "hf_training_args", data) if isinstance(data, dict) else None), findings
+
+
+def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path]) -> tuple[list[ConfigDoc], list[Finding]]:
+    """config.json and training_args.bin from the top level, else from the newest checkpoint that has them.
+
+    ``checkpoint_dirs`` are the checkpoint-N folders in step order.
+    """
+    docs: list[ConfigDoc] = []
+    findings: list[Finding] = []
+    folders = [run_dir] + list(checkpoint_dirs)[::-1]
+    model = next((d / "config.json" for d in folders if (d / "config.json").is_file()), None)
+    if model is not None:
+        result = read_json(model, rel(model, run_root))
+        findings += [f for f in result.findings if f.code != "file.empty"]
+        if isinstance(result.data, dict):
+            docs.append(ConfigDoc(rel(model, run_root), "model_config", result.data))
+    args = next((d / "training_args.bin" for d in folders if (d / "training_args.bin").is_file()), None)
+    if args is not None:
+        doc, more = _training_args(args, rel(args, run_root))
+        findings += more
+        if doc is not None:
+            docs.append(doc)
+    return docs, findings
+
+
+def attempt_training_args(run_dir: Path, run_root: Path, attempts: list, checkpoint_steps: list[int],
+                          docs: list[ConfigDoc]) -> tuple[list[ConfigDoc], list[Finding]]:
+    """Each attempt's TrainingArguments: the training_args.bin of the newest checkpoint that attempt saved.
+
+    A checkpoint at step s was saved by the last attempt that trained s (it started fresh or resumed
+    from a checkpoint below s, and reached s). A document already in ``docs`` gets the attempt set
+    instead of being read twice.
+    """
+    owner: dict[int, int] = {}
+    for step in checkpoint_steps:
+        for att in attempts:
+            start = att.resumed_from_checkpoint if att.resumed_from_checkpoint is not None else 0
+            if att.last_step is not None and start < step <= att.last_step:
+                owner[step] = att.index
+    out, findings = list(docs), []
+    for att in attempts:
+        owned = [s for s, index in owner.items() if index == att.index]
+        if not owned:
+            continue
+        path = run_dir / f"checkpoint-{max(owned)}" / "training_args.bin"
+        rel_path = rel(path, run_root)
+        if not path.is_file():
+            continue
+        known = next((i for i, d in enumerate(out) if d.path == rel_path), None)
+        if known is not None:
+            out[known] = ConfigDoc(out[known].path, out[known].kind, out[known].data, out[known].text, att.index)
+            continue
+        doc, more = _training_args(path, rel_path)
+        findings += more
+        if doc is not None:
+            out.append(ConfigDoc(doc.path, doc.kind, doc.data, None, att.index))
+    return out, findings

@@ -1,0 +1,333 @@
+"""Reader for Hugging Face Trainer output directories (trainer_state.json, checkpoint-N/, runs/)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ...model import CheckpointInfo, ConfigDoc, Finding, ScalarSeries, SourceFile
+from .._common import file_finding, rel
+from .configs import attempt_training_args, read_hf_configs
+from .notes import schedule_notes
+from .checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, read_checkpoint_dir, weights_meta
+from .state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
+                       history_series, read_state)
+
+__all__ = ["HfAttempt", "HfCheckpoint", "HfTbDir", "HfTrainerResult", "hf_tag", "is_hf_trainer_dir",
+           "read_hf_trainer_dir"]
+
+_EVENT_TIME_RE = re.compile(r"tfevents\.(\d+)(?:\.[^.]*)?(?:\.(\d+))?(?:\.(\d+))?")
+
+
+@dataclass(frozen=True, slots=True)
+class HfTbDir:
+    """One TensorBoard folder under runs/ (HF opens one per process start)."""
+
+    path: str
+    event_files: tuple[str, ...]
+    first_step: int | None = None
+    last_step: int | None = None
+    """Step range of its scalars; None when the event files were not read."""
+
+
+@dataclass(frozen=True, slots=True)
+class HfAttempt:
+    """One process start (one ``trainer.train()``), from a TB folder or a log_history segment."""
+
+    index: int
+    """1-based, in start order."""
+    tb_dir: str | None
+    first_step: int | None
+    last_step: int | None
+    resumed_from_checkpoint: int | None = None
+    """N of the checkpoint-N the attempt resumed from, when inferable; None for a fresh start or unknown."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class HfTrainerResult:
+    """Everything read from one HF Trainer output directory."""
+
+    state_path: str | None
+    """The trainer_state.json the series and fields come from (top level, else the newest checkpoint)."""
+    series: tuple[ScalarSeries, ...]
+    summary: Mapping[str, float]
+    """The final train_* summary row (train_runtime, train_loss, total_flos, step, ...); empty if none."""
+    best_metric: float | None
+    best_global_step: int | None
+    best_model_checkpoint: str | None
+    """Run-relative path of the best checkpoint as recorded (made relative), or None."""
+    logging_steps: int | None
+    eval_steps: int | None
+    save_steps: int | None
+    global_step: int | None
+    max_steps: int | None
+    num_train_epochs: float | None
+    train_batch_size: int | None
+    checkpoints: tuple[HfCheckpoint, ...]
+    final_model: CheckpointInfo | None
+    """The weights saved at the top level by ``trainer.save_model()``, if any."""
+    tb_dirs: tuple[HfTbDir, ...]
+    tb_series: tuple[ScalarSeries, ...]
+    """Series read from runs/*/ event files (attempt set to the folder's index); empty without a TB reader."""
+    attempts: tuple[HfAttempt, ...]
+    replayed: tuple[tuple[int, int], ...]
+    """Inclusive step ranges logged by two attempts."""
+    inferred_intervals: Mapping[str, int | None]
+    """logging/eval/save intervals measured from the data (None when too few points)."""
+    schedule_notes: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    sources: tuple[SourceFile, ...]
+    configs: tuple[ConfigDoc, ...] = ()
+    """config.json (``model_config``) and training_args.bin (``hf_training_args``), top level else newest checkpoint."""
+
+
+def is_hf_trainer_dir(path: Path) -> bool:
+    """True when trainer_state.json sits at the top level or in any checkpoint-N/."""
+    try:
+        if (path / STATE_NAME).is_file():
+            return True
+        return any(CHECKPOINT_RE.match(c.name) and (c / STATE_NAME).is_file() for c in path.iterdir())
+    except OSError:
+        return False
+
+
+def _event_order(name: str) -> tuple[int, int, int]:
+    """Sort key from an event file name: creation second, then pid/counter (torch adds both)."""
+    match = _EVENT_TIME_RE.search(name)
+    if not match:
+        return (1 << 62, 0, 0)
+    return tuple(int(g) if g else 0 for g in match.groups())  # type: ignore[return-value]
+
+
+def _default_tb_reader() -> Callable[[Path, str], Any] | None:
+    """The shared event-file reader, or None while it does not exist yet."""
+    try:
+        from ..tensorboard.reader import read_event_file  # lazy: protobuf decoding only when runs/ exists
+    except ImportError:
+        return None
+    return read_event_file
+
+
+def _tb_dirs(run_dir: Path, run_root: Path, tb_reader: Callable[[Path, str], Any] | None
+             ) -> tuple[list[HfTbDir], list[ScalarSeries], list[Finding], list[SourceFile]]:
+    """List runs/*/ folders in start order and read their event files when a reader is available."""
+    folders = []
+    try:
+        folders = [d for d in (run_dir / "runs").iterdir() if d.is_dir()]
+    except OSError:
+        pass
+    listed = []
+    for folder in folders:
+        events = sorted((n for n in list_files(folder)[0] if "tfevents" in n), key=_event_order)
+        if events:
+            listed.append((min(_event_order(n) for n in events), folder.name, folder, events))
+    dirs, all_series, findings, sources = [], [], [], []
+    for index, (_, _, folder, events) in enumerate(sorted(listed), start=1):
+        first = last = None
+        for name in events:
+            path, rel_path = folder / name, rel(folder / name, run_root)
+            try:
+                st = path.stat()
+                sources.append(SourceFile(rel_path, "tb_events", st.st_size, st.st_mtime))
+            except OSError:
+                pass
+            if tb_reader is None:
+                continue
+            try:
+                result = tb_reader(path, rel_path)
+            except Exception as exc:  # the reader is another module: never let it take this one down
+                findings.append(file_finding("file.unreadable", rel_path, f"{rel_path}: event reader failed ({exc})"))
+                continue
+            findings += list(getattr(result, "findings", ()))
+            found = getattr(result, "series", result if isinstance(result, (list, tuple)) else ())
+            for series in found.values() if isinstance(found, Mapping) else found:
+                if isinstance(series, ScalarSeries) and len(series):
+                    all_series.append(replace(series, attempt=index))
+                    series_first, series_last = series.first_step, series.last_step
+                    if series_first is not None and series_last is not None:  # always, as the series is not empty
+                        first = series_first if first is None else min(first, series_first)
+                        last = series_last if last is None else max(last, series_last)
+        dirs.append(HfTbDir(rel(folder, run_root), tuple(rel(folder / n, run_root) for n in events), first, last))
+    return dirs, all_series, findings, sources
+
+
+def _mode_gap(steps: list[int]) -> int | None:
+    """The most common positive difference between sorted unique steps (ties: the smallest)."""
+    unique = sorted(set(steps))
+    gaps = Counter(b - a for a, b in zip(unique, unique[1:]) if b > a)
+    if not gaps:
+        return None
+    best = max(gaps.values())
+    return min(g for g, n in gaps.items() if n == best)
+
+
+def _resume_point(first_step: int | None, log_every: int | None, save_every: int | None,
+                  checkpoint_steps: list[int]) -> int | None:
+    """The checkpoint an attempt whose first logged step is ``first_step`` most likely resumed from."""
+    if first_step is None or not log_every or first_step <= log_every:
+        return None  # a fresh start logs first at step 1 or logging_steps
+    lowest = first_step - log_every
+    on_disk = [n for n in checkpoint_steps if lowest <= n < first_step]
+    if on_disk:
+        return max(on_disk)
+    if save_every:
+        # The checkpoint may since have been rotated away (save_total_limit): use the save grid.
+        grid = (first_step - 1) // save_every * save_every
+        return grid if grid >= lowest and grid > 0 else None
+    return None
+
+
+def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Merge overlapping or touching inclusive ranges."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def _attempts(tb_dirs: list[HfTbDir], segments: list[tuple[int, int]], log_every: int | None,
+              save_every: int | None, checkpoint_steps: list[int]) -> tuple[list[HfAttempt], list[tuple[int, int]]]:
+    """One attempt per TB folder (else per log_history segment) and the step ranges logged twice."""
+    spans: list[tuple[str | None, int | None, int | None]]
+    if tb_dirs:
+        spans = [(d.path, d.first_step, d.last_step) for d in tb_dirs]
+    else:
+        spans = [(None, lo, hi) for lo, hi in segments]
+    attempts = [HfAttempt(i, path, lo, hi, _resume_point(lo, log_every, save_every, checkpoint_steps))
+                for i, (path, lo, hi) in enumerate(spans, start=1)]
+    replayed: list[tuple[int, int]] = []
+    for j, later in enumerate(attempts):
+        for earlier in attempts[:j]:
+            if (later.first_step is None or later.last_step is None or earlier.first_step is None
+                    or earlier.last_step is None):
+                continue
+            lo = later.first_step if later.resumed_from_checkpoint is None else later.resumed_from_checkpoint + 1
+            lo = max(lo, earlier.first_step)
+            hi = min(earlier.last_step, later.last_step)
+            if lo <= hi:
+                replayed.append((lo, hi))
+    return attempts, replayed
+
+
+def _relative_checkpoint(recorded: Any, run_dir: Path, run_root: Path) -> str | None:
+    """best_model_checkpoint as a run-relative path (HF stores it relative to the training cwd, or absolute)."""
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    name = recorded.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return rel(run_dir / name, run_root)
+
+
+def read_hf_trainer_dir(run_dir: Path, run_root: Path,
+                        tb_reader: Callable[[Path, str], Any] | None | bool = True) -> HfTrainerResult:
+    """Read an HF Trainer output directory; damage becomes findings, never exceptions.
+
+    ``tb_reader`` is ``True`` for the shared event reader when present, ``None``/``False`` to skip
+    TensorBoard, or a callable ``(path, rel_path)`` returning an object with ``series``/``findings``.
+    """
+    findings: list[Finding] = []
+    sources: list[SourceFile] = []
+    top: StateDoc | None
+    more: list[Finding]
+    top, more = (None, [])
+    if (run_dir / STATE_NAME).exists():
+        top, more = read_state(run_dir / STATE_NAME, rel(run_dir / STATE_NAME, run_root))
+    findings += more
+    checkpoints: list[HfCheckpoint] = []
+    states: list[StateDoc] = []
+    found = []
+    try:
+        found = [(int(m.group(2)), bool(m.group(1)), d) for d in run_dir.iterdir()
+                 if d.is_dir() and (m := CHECKPOINT_RE.match(d.name))]
+    except OSError as exc:
+        findings.append(file_finding("file.unreadable", rel(run_dir, run_root), f"cannot list {run_dir.name} ({exc})"))
+    for step, tmp, folder in sorted(found, key=lambda t: (t[0], t[1])):
+        checkpoint, state, more = read_checkpoint_dir(folder, step, tmp, run_root)
+        checkpoints.append(checkpoint)
+        findings += more
+        if state is not None and not tmp:
+            states.append(state)
+    for path in [run_dir / STATE_NAME] + [run_dir / c.info.path.rsplit("/", 1)[-1] / STATE_NAME for c in checkpoints]:
+        try:
+            st = path.stat()
+            sources.append(SourceFile(rel(path, run_root), "hf_trainer", st.st_size, st.st_mtime, st.st_size))
+        except OSError:
+            pass
+    # The newest history wins: normally the top level, unless a later attempt died before writing it.
+    candidates = ([top] if top else []) + states[::-1]
+    primary = max(candidates, key=lambda s: (as_int(s.fields.get("global_step")) or -1, not s.damaged), default=None)
+    series, summary = history_series(primary) if primary else ([], {})
+    fields = primary.fields if primary else {}
+    declared = {k: as_int(fields.get(k)) for k in ("logging_steps", "eval_steps", "save_steps", "global_step")}
+    configs, more = read_hf_configs(run_dir, run_root, [folder for _step, tmp, folder in sorted(found, key=lambda t: t[0])
+                                                        if not tmp])
+    findings += more
+    training_args = next((c.data for c in configs if c.kind == "hf_training_args"), None) or {}
+    declared_in: dict[str, str | None] = {}
+    for key in ("logging_steps", "eval_steps", "save_steps"):
+        # Older transformers did not write these into trainer_state.json; training_args.bin has them.
+        declared_in[key] = primary.rel_path if primary and declared[key] is not None else None
+        if declared[key] is None and as_int(training_args.get(key)) is not None:
+            declared[key] = as_int(training_args.get(key))
+            declared_in[key] = next(c.path for c in configs if c.kind == "hf_training_args")
+    train_steps = [int(s) for t in ("train/loss",) for x in series if x.tag == t for s in x.steps]
+    eval_steps = [int(s) for x in series if x.tag.startswith("eval/") for s in x.steps]
+    checkpoint_steps = [c.dir_step for c in checkpoints if c.info.role == "checkpoint"]
+    intervals = {"logging": _mode_gap(train_steps), "eval": _mode_gap(eval_steps), "save": _mode_gap(checkpoint_steps)}
+    if tb_reader is True:
+        tb_reader = _default_tb_reader()
+    dirs, tb_series, more, tb_sources = _tb_dirs(run_dir, run_root, tb_reader or None)
+    findings += more
+    sources += tb_sources
+    log_every = declared["logging_steps"] or intervals["logging"]
+    save_every = declared["save_steps"] or intervals["save"]
+    attempts, replayed = _attempts(dirs, history_segments(primary), log_every, save_every, checkpoint_steps)
+    if primary:
+        replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary])
+    merged = _merge(replayed)
+    configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
+    findings += more
+    notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, merged,
+                            tb_series, declared_in)
+    final_model = None
+    top_names = list_files(run_dir)[0]
+    top_weights = [n for n in top_names if is_weight_file(n)]
+    if top_weights:
+        count, total, _, more = weights_meta(run_dir, top_weights, run_root)
+        findings += more
+        sizes = {}
+        for name in top_weights:
+            try:
+                sizes[name] = (run_dir / name).lstat()
+            except OSError:  # vanished since the listing
+                pass
+        final_model = CheckpointInfo(path=rel(run_dir / top_weights[0], run_root), format="hf", role="other",
+                                     complete=not more,
+                                     global_step=as_int(top.fields.get("global_step")) if top else None,
+                                     tensor_count=count, tensor_bytes=total,
+                                     size_bytes=sum(st.st_size for st in sizes.values()),
+                                     mtime_s=max((st.st_mtime for st in sizes.values()), default=0.0))
+    if checkpoints:
+        last = max((c for c in checkpoints if c.info.role == "checkpoint"), key=lambda c: c.dir_step, default=None)
+        if last is not None:
+            # HF's get_last_checkpoint picks the highest N whether or not the folder is complete.
+            checkpoints = [replace(c, info=replace(c.info, resume_candidate=True)) if c is last else c
+                           for c in checkpoints]
+    epochs = as_float(fields.get("num_train_epochs"))
+    return HfTrainerResult(
+        state_path=primary.rel_path if primary else None, series=tuple(series), summary=summary,
+        best_metric=as_float(fields.get("best_metric")), best_global_step=as_int(fields.get("best_global_step")),
+        best_model_checkpoint=_relative_checkpoint(fields.get("best_model_checkpoint"), run_dir, run_root),
+        logging_steps=declared["logging_steps"], eval_steps=declared["eval_steps"],
+        save_steps=declared["save_steps"], global_step=declared["global_step"],
+        max_steps=as_int(fields.get("max_steps")),
+        num_train_epochs=epochs, train_batch_size=as_int(fields.get("train_batch_size")),
+        checkpoints=tuple(checkpoints), final_model=final_model, tb_dirs=tuple(dirs), tb_series=tuple(tb_series),
+        attempts=tuple(attempts), replayed=merged, inferred_intervals=intervals, schedule_notes=tuple(notes),
+        findings=tuple(findings), sources=tuple(sources),
+        configs=tuple(configs))

@@ -1,0 +1,258 @@
+"""Decode one window of framed event records: bucket by length, check CRCs, decode, restore file order.
+
+Records of equal length are gathered into one (N, L + 16) block per length across the whole
+window (not only runs of neighbours), their CRC-32C checked for the block at once, and the
+block decoded by layout (``_tb_fast``); the rest goes to protobuf (``_tb_slow``). Points are
+put back in file order by scattering each record's points to its place (no sort), then grouped
+per tag and appended to an ``Accumulator`` that spans all windows of a file.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ._fast import Piece, decode_bucket
+from ._slow import SlowResult, decode_slow
+from ._tfrecord import crc32c, group_crc32c, masked, varying_columns
+
+MIN_BUCKET_ROWS = 4
+"""Smaller buckets go straight to protobuf (parsing a layout costs more than it saves)."""
+MAX_FAST_LENGTH = 4096
+"""Longer records (images, big histograms) are checked one by one and decoded by protobuf."""
+_KEY = 4096  # point order key: record index * _KEY + value position (layouts keep positions below it)
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A file_version or session_log record (global record index)."""
+
+    kind: str
+    step: int
+    wall_time_s: float
+    detail: str
+    record_index: int
+
+
+@dataclass(slots=True)
+class Accumulator:
+    """Everything decoded so far from one file, window after window (file order)."""
+
+    tag_ids: dict[str, int] = field(default_factory=dict)
+    parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = field(default_factory=list)
+    """Per tag id: (steps, values, wall times) per window, in file order."""
+    first_seen: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Tag id -> (window number, position of its first point in the window) for tag order."""
+    sightings: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Tag -> (order key, plugin name) of its first value carrying plugin metadata."""
+    markers: list[Marker] = field(default_factory=list)
+    first_wall: tuple[int, float] | None = None
+    last_wall: tuple[int, float] | None = None
+    record_count: int = 0
+    other_count: int = 0
+    undecodable: int = 0
+    windows: int = 0
+
+    def tag_id(self, tag: str) -> int:
+        """The id of a tag, assigned on first use."""
+        found = self.tag_ids.get(tag)
+        if found is None:
+            found = self.tag_ids[tag] = len(self.tag_ids)
+            self.parts.append([])
+        return found
+
+    def see_wall(self, record: int, wall: float) -> None:
+        """Track the wall times of the first and last decodable records."""
+        if self.first_wall is None or record < self.first_wall[0]:
+            self.first_wall = (record, wall)
+        if self.last_wall is None or record > self.last_wall[0]:
+            self.last_wall = (record, wall)
+
+
+def _buckets(lengths: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(length, record indices ascending) for every distinct record length."""
+    if lengths.shape[0] == 0:
+        return []
+    keys = lengths.astype(np.uint16) if int(lengths.max()) < 65536 else lengths
+    order = np.argsort(keys, kind="stable")  # a radix sort on 16-bit keys
+    sorted_lengths = lengths[order]
+    bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
+    return [(int(lengths[chunk[0]]), chunk) for chunk in np.split(order, bounds)]
+
+
+def _bad_rows(block: np.ndarray, length: int, varying: np.ndarray, check_crc: bool) -> np.ndarray:
+    """bool per row of an (N, L + 16) record block: header CRC (always) or payload CRC (if asked) wrong."""
+    if varying[8:12].any():
+        header = np.ascontiguousarray(block[:, 8:12]).view("<u4").ravel()
+        bad = header != masked(crc32c(struct.pack("<Q", length)))
+    else:  # the same four bytes in every row: one comparison
+        bad = np.full(block.shape[0], block[0, 8:12].view("<u4")[0] != masked(crc32c(struct.pack("<Q", length))))
+    if check_crc:
+        stored = np.ascontiguousarray(block[:, 12 + length : 16 + length]).view("<u4").ravel()
+        bad |= stored != masked(group_crc32c(block[:, 12 : 12 + length], varying[12 : 12 + length]))
+    return bad
+
+
+def _bad_long(buf, offset: int, length: int, check_crc: bool) -> bool:
+    """Whether one long record's header or payload CRC is wrong."""
+    header, = struct.unpack_from("<I", buf, offset + 8)
+    if header != masked(crc32c(struct.pack("<Q", length))):
+        return True
+    if not check_crc:
+        return False
+    stored, = struct.unpack_from("<I", buf, offset + 12 + length)
+    return stored != masked(crc32c(memoryview(buf)[offset + 12 : offset + 12 + length]))
+
+
+def decode_window(buf, offsets: np.ndarray, lengths: np.ndarray, base: int, check_crc: bool,
+                  acc: Accumulator) -> int | None:
+    """Decode the framed records of one window into ``acc``; returns the first bad record (local) or None."""
+    flat = np.frombuffer(buf, dtype=np.uint8)
+    first_bad: int | None = None
+    found: list[tuple[np.ndarray, Piece]] = []  # (record indices of the bucket, piece)
+    slow_parts: list[np.ndarray] = []
+    for length, records in _buckets(lengths):
+        if length > MAX_FAST_LENGTH:
+            bad = np.array([_bad_long(buf, o, length, check_crc) for o in offsets[records].tolist()], dtype=bool)
+            slow_parts.append(records)
+        else:
+            block = sliding_window_view(flat, length + 16)[offsets[records]]
+            varying = varying_columns(block)
+            bad = _bad_rows(block, length, varying, check_crc)
+            if records.shape[0] < MIN_BUCKET_ROWS:
+                slow_parts.append(records)
+            else:
+                pieces, slow_rows = decode_bucket(block[:, 12 : 12 + length], varying[12 : 12 + length])
+                found += [(records, piece) for piece in pieces]
+                slow_parts.append(records[slow_rows])
+        if bad.any():
+            candidate = int(records[bad].min())
+            first_bad = candidate if first_bad is None else min(first_bad, candidate)
+    count = lengths.shape[0] if first_bad is None else first_bad
+    slow_records = np.sort(np.concatenate(slow_parts)) if slow_parts else np.zeros(0, dtype=np.int64)
+    slow_records = slow_records[slow_records < count]
+    slow = decode_slow(buf, offsets[slow_records], lengths[slow_records], slow_records)
+    _assemble(found, slow, count, base, acc)
+    return first_bad
+
+
+def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: int, base: int,
+              acc: Accumulator) -> None:
+    """Put the window's points in file order, apply plugin sightings, group per tag into ``acc``."""
+    window = acc.windows
+    acc.windows += 1
+    acc.record_count += count
+    acc.undecodable += slow.undecodable
+    for kind, step, wall, detail, record in slow.markers:
+        acc.markers.append(Marker(kind, step, wall, detail, base + record))
+    for record, wall in slow.walls:
+        acc.see_wall(base + record, wall)
+    points_per_record = np.zeros(count, dtype=np.int64)
+    # rank, is_tensor and position are one value per slot (fast path) or a column per point (slow path)
+    blocks: list[tuple[np.ndarray, int | np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                       bool | np.ndarray, int | np.ndarray]] = []
+    window_sightings: list[tuple[int, str, str]] = [(((base + r) * _KEY) + min(p, _KEY - 1), t, plugin)
+                                                    for r, p, t, plugin in slow.sightings]
+    for bucket_records, piece in found:
+        records = bucket_records[piece.rows]
+        keep = records < count
+        if not keep.any():
+            continue
+        rows = np.flatnonzero(keep) if not keep.all() else None
+        if rows is not None:
+            records = records[rows]
+        walls = piece.wall_times_s if rows is None else piece.wall_times_s[rows]
+        steps = piece.steps if rows is None else piece.steps[rows]
+        acc.see_wall(base + int(records[0]), float(walls[0]))
+        acc.see_wall(base + int(records[-1]), float(walls[-1]))
+        points_per_record[records] = piece.scalar_count
+        rank = 0
+        for slot in piece.slots:
+            tag_index = slot.tag_index if rows is None else slot.tag_index[rows]
+            if slot.plugin and (slot.is_tensor or slot.values is None):  # simple_value metadata never counts
+                all_records = bucket_records[piece.rows]
+                for name, first in zip(slot.tag_names, slot.first_rows.tolist()):
+                    if all_records[first] < count:
+                        window_sightings.append(((base + int(all_records[first])) * _KEY + slot.position,
+                                                 name, slot.plugin))
+            if slot.values is None:
+                continue
+            ids = np.array([acc.tag_id(name) for name in slot.tag_names], dtype=np.int64)[tag_index]
+            values = slot.values if rows is None else slot.values[rows]
+            blocks.append((records, rank, ids, steps, values, walls, slot.is_tensor, slot.position))
+            rank += 1
+    if slow.points:
+        records = np.array([p[0] for p in slow.points], dtype=np.int64)
+        np.add.at(points_per_record, records, 1)
+        run_start = np.flatnonzero(np.diff(records, prepend=-1))
+        ranks = np.arange(records.shape[0]) - np.repeat(run_start, np.diff(np.append(run_start, records.shape[0])))
+        ids = np.array([acc.tag_id(p[2]) for p in slow.points], dtype=np.int64)
+        blocks.append((records, ranks, ids, np.array([p[3] for p in slow.points], dtype=np.int64),
+                       np.array([p[4] for p in slow.points], dtype=np.float64),
+                       np.array([p[5] for p in slow.points], dtype=np.float64),
+                       np.array([p[6] for p in slow.points], dtype=bool),
+                       np.array([min(p[1], _KEY - 1) for p in slow.points], dtype=np.int64)))
+    for key, tag, plugin in sorted(window_sightings):
+        acc.sightings.setdefault(tag, (key, plugin))
+    marker_records = len(slow.markers)
+    total = int(points_per_record.sum())
+    starts = np.cumsum(points_per_record) - points_per_record
+    tag_col = np.empty(total, dtype=np.int64)
+    step_col = np.empty(total, dtype=np.int64)
+    value_col = np.empty(total, dtype=np.float64)
+    wall_col = np.empty(total, dtype=np.float64)
+    tensor_keys: list[tuple[np.ndarray, np.ndarray]] = []  # (output positions, order keys) of tensor points
+    for records, block_rank, ids, steps, values, walls, is_tensor, position in blocks:
+        at = starts[records] + block_rank
+        tag_col[at], step_col[at], value_col[at], wall_col[at] = ids, steps, values, walls
+        if isinstance(is_tensor, np.ndarray):  # a slow-path block: position is a column too
+            if is_tensor.any():
+                tensor_keys.append((at[is_tensor], (base + records[is_tensor]) * _KEY
+                                    + cast(np.ndarray, position)[is_tensor]))
+        elif is_tensor:
+            tensor_keys.append((at, (base + records) * _KEY + position))
+    keep = _plugin_filter(tensor_keys, tag_col, total, acc)
+    with_points = int(np.count_nonzero(points_per_record))
+    if keep is not None:
+        owner = np.repeat(np.arange(count, dtype=np.int64), points_per_record)
+        with_points = int(np.unique(owner[keep]).shape[0])
+        tag_col, step_col, value_col, wall_col = tag_col[keep], step_col[keep], value_col[keep], wall_col[keep]
+    acc.other_count += count - marker_records - with_points
+    _group(tag_col, step_col, value_col, wall_col, window, acc)
+
+
+def _plugin_filter(tensor_keys, tag_col: np.ndarray, total: int, acc: Accumulator) -> np.ndarray | None:
+    """Mask of points to keep: tensors count only before their tag's first non-scalars plugin metadata."""
+    if not tensor_keys or not any(plugin != "scalars" for _, plugin in acc.sightings.values()):
+        return None
+    names = {tag_id: tag for tag, tag_id in acc.tag_ids.items()}
+    limit = np.full(len(acc.tag_ids), np.iinfo(np.int64).max, dtype=np.int64)
+    for tag_id, tag in names.items():
+        sighting = acc.sightings.get(tag)
+        if sighting is not None and sighting[1] != "scalars":
+            limit[tag_id] = sighting[0]
+    keep = np.ones(total, dtype=bool)
+    for at, keys in tensor_keys:
+        keep[at] = keys < limit[tag_col[at]]
+    return None if keep.all() else keep
+
+
+def _group(tag_col, step_col, value_col, wall_col, window: int, acc: Accumulator) -> None:
+    """Split the window's points (file order) per tag and append them to ``acc``."""
+    if tag_col.shape[0] == 0:
+        return
+    tag_count = len(acc.tag_ids)
+    small = tag_col.astype(np.uint16) if tag_count < 65536 else tag_col
+    order = np.argsort(small, kind="stable")  # radix sort; stable keeps file order within a tag
+    bounds = np.cumsum(np.bincount(tag_col, minlength=tag_count)).tolist()
+    steps, values, walls = step_col[order], value_col[order], wall_col[order]
+    start = 0
+    for tag_id, stop in enumerate(bounds):
+        if stop > start:
+            acc.parts[tag_id].append((steps[start:stop], values[start:stop], walls[start:stop]))
+            acc.first_seen.setdefault(tag_id, (window, int(order[start])))
+        start = stop

@@ -1,0 +1,53 @@
+"""Findings and refresh merging of the train.log reader (re-exported by ``train_log``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...model import Finding, ScalarSeries, Severity
+from .._common import file_finding
+from ._blocks import MAX_LINE_BYTES
+from ._index import merge_index
+from ._types import TrainLogResult
+
+
+def merge_refresh_fields(old: TrainLogResult, new: TrainLogResult, cut_offset: int,
+                         findings: tuple[Finding, ...]) -> dict:
+    """Index, long lines and findings of a refresh that re-read from ``cut_offset`` (for ``dataclasses.replace``).
+
+    The ``file.long-lines`` finding is recomputed from the merged list, so a line is not counted twice.
+    """
+    long_lines = tuple(x for x in old.long_lines if x[0] < cut_offset) + new.long_lines
+    findings = tuple(f for f in findings if f.code != "file.long-lines")
+    if long_lines:
+        rel_path = next(f.paths[0] for f in old.findings + new.findings if f.code == "file.long-lines")
+        findings += (long_lines_finding(rel_path, len(long_lines), sum(x[1] for x in long_lines)),)
+    return {"index": merge_index(old.index, new.index, cut_offset), "long_lines": long_lines,
+            "findings": findings}
+
+
+def long_lines_finding(rel_path: str, count: int, skipped: int) -> Finding:
+    """``file.long-lines``: lines past ``MAX_LINE_BYTES`` were cut (pimm never writes such lines)."""
+    return file_finding(
+        "file.long-lines", rel_path,
+        f"{rel_path}: {count} line(s) longer than {MAX_LINE_BYTES} bytes; {skipped} bytes past the first "
+        f"{MAX_LINE_BYTES} of each were skipped, not read",
+        explanation="pimm writes lines of a few hundred bytes; a longer line is damage or something else "
+                    "writing into the log. Only the first MiB of each is parsed, so memory and time stay bounded.")
+
+
+def non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
+    """One ``metrics.non-finite`` finding per tag whose logged values hit NaN or inf."""
+    ranges: dict[str, list[int]] = {}
+    for s in series:
+        bad = s.steps[~np.isfinite(s.values)]
+        if bad.size:
+            lo, hi, n = int(bad.min()), int(bad.max()), int(bad.size)
+            cur = ranges.setdefault(s.tag, [lo, hi, 0])
+            cur[0], cur[1], cur[2] = min(cur[0], lo), max(cur[1], hi), cur[2] + n
+    return [Finding("metrics.non-finite", Severity.WARNING,
+                    f"{tag} is nan/inf at {n} logged step(s) in {rel_path}, steps {lo}-{hi}",
+                    paths=(rel_path,), steps=(lo, hi),
+                    explanation="The model produced non-finite values; check the learning rate, AMP "
+                                "loss scaling and the input data around these steps.")
+            for tag, (lo, hi, n) in ranges.items()]

@@ -1,0 +1,398 @@
+"""Reader for local W&B run folders (``wandb/run-*``, ``wandb/offline-run-*``) without importing wandb."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...model import ConfigDoc, Finding, Provenance, ScalarSeries, Severity, SourceFile
+from .._common import LIMIT_EXPLANATION, UnreadableFile, file_finding, open_regular
+from .._limits import cap_depth, depth_reason
+from ._files import ConsoleCollector, ConsoleLine, DroppedStep, RunFiles, read_run_files
+from ._bulk import decode_log
+from ._framing import FramingState
+from ._history import History, MetricDefinition, build_series, loads
+from .links import FolderLink, folder_link, metadata_provenance, without_userinfo
+from ._proto import WandbProtoUnavailable, record_class
+
+__all__ = ["ConsoleLine", "DroppedStep", "MetricDefinition", "WandbRunResult", "find_wandb_dirs",
+           "group_by_run_id", "read_wandb_run"]
+
+FEW_ROWS = 3
+"""At most this many history rows counts as "few" for the only-one-point confusion."""
+RUN_DIR_PATTERN = re.compile(r"^(offline-)?run-(\d{8}_\d{6})-(.+)$")
+_STDOUT = 1  # OutputRecord/OutputRawRecord.OutputType: STDERR = 0, STDOUT = 1
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WandbRunResult:
+    """Everything read from one local W&B run folder."""
+
+    rel_path: str
+    """Run folder, relative to the run root."""
+    wandb_file: str | None
+    """The ``run-<id>.wandb`` transaction log (None when the folder has none)."""
+    run_id: str | None
+    project: str | None
+    entity: str | None
+    display_name: str | None
+    group: str | None
+    job_type: str | None
+    notes: str | None
+    tags: tuple[str, ...]
+    resumed: bool
+    """True when ``wandb.init`` asked to resume (``resume=...``)."""
+    offline: bool
+    synced: bool
+    """A ``wandb sync`` marker is present."""
+    start_time_s: float | None
+    base_url: str | None
+    """As recorded (``settings`` file next to the folders) or passed by the caller; None if unknown."""
+    url: str | None
+    sync_command: str | None
+    """``wandb sync <absolute folder>`` for a never-synced offline folder; else None."""
+    config: Mapping[str, Any]
+    """User config (values JSON-decoded, nested keys as dicts; wandb's own ``_wandb`` key removed)."""
+    summary: Mapping[str, Any]
+    series: tuple[ScalarSeries, ...]
+    x_axis: Mapping[str, str]
+    """Tag -> key whose values are the series steps (a step metric or ``_step``)."""
+    history_steps: np.ndarray
+    """int64 ``_step`` of every history row, in file order."""
+    history_timestamps_s: np.ndarray
+    """float64 ``_timestamp`` per row (NaN when absent)."""
+    history_runtimes_s: np.ndarray
+    """float64 ``_runtime`` per row (NaN when absent)."""
+    metrics: tuple[MetricDefinition, ...]
+    hidden_keys: tuple[str, ...]
+    non_scalar_keys: tuple[str, ...]
+    """Keys with media, tables, histograms, strings: not turned into series."""
+    console: tuple[ConsoleLine, ...]
+    """The last console lines (from output records, else files/output.log)."""
+    console_line_count: int
+    exit_code: int | None
+    runtime_s: int | None
+    status: str
+    """finished (exit 0), crashed (non-zero exit), unknown (no exit record: running or killed)."""
+    preempted: bool
+    explicit_step_logging: bool
+    """wandb's telemetry says ``run.log(..., step=...)`` was used."""
+    first_step: int | None
+    few_rows_late_start: bool
+    """Explicit steps, few rows and a first ``_step`` above 0: the "only one point" confusion."""
+    dropped_steps: tuple[int, ...]
+    """Steps of ``run.log`` calls W&B ignored because the step went backwards."""
+    dropped_step_details: tuple[DroppedStep, ...]
+    dropped_step_warning: str | None
+    """The first such warning as W&B wrote it."""
+    step_regressions: int
+    """History rows whose ``_step`` is not above the previous row's (only after a rewind/fork)."""
+    unknown_record_count: int
+    metadata: Mapping[str, Any] | None
+    configs: tuple[ConfigDoc, ...]
+    file_roles: Mapping[str, str]
+    """Run-relative path -> what the file is."""
+    sources: tuple[SourceFile, ...]
+    findings: tuple[Finding, ...]
+    end_offset: int = 0
+    """Offset just past the last whole record of the transaction log (where a refresh continues)."""
+    log_state: Any = field(default=None, repr=False)
+    """The reading state to continue from when the log grows (None when it cannot be continued)."""
+    link: FolderLink | None = None
+    """Mode, entity (and where it came from), link, sync command, server rejection of this folder."""
+    provenance: Provenance | None = None
+    """Launch facts from files/wandb-metadata.json; None when the folder has none."""
+    tracebacks: tuple[tuple[str, int, str], ...] = ()
+    """(run-relative file, 1-based line of ``Traceback (most recent call last):``, the exception line) per traceback."""
+
+
+def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
+    """W&B run folders under ``root`` (``wandb/run-*``, ``wandb/offline-run-*``), symlinks ignored."""
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            # `latest-run` and the top-level debug logs are symlinks to real folders/files.
+            if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                continue
+            path = Path(entry.path)
+            if RUN_DIR_PATTERN.match(entry.name) and (folder.name in ("wandb", ".wandb") or depth == 0):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    found.append(path)
+            elif depth < max_depth and (not entry.name.startswith(".") or entry.name == ".wandb"):
+                stack.append((path, depth + 1))
+    if RUN_DIR_PATTERN.match(root.name) and not found:
+        found.append(root)
+    return sorted(found)
+
+
+def group_by_run_id(results: list[WandbRunResult]) -> dict[str, list[WandbRunResult]]:
+    """Run folders keyed by run id (several folders with one id: a resumed or replayed run)."""
+    groups: dict[str, list[WandbRunResult]] = {}
+    for result in results:
+        if result.run_id:
+            groups.setdefault(result.run_id, []).append(result)
+    return groups
+
+
+def _path_key(item: Any) -> tuple[str, ...]:
+    """The key path of a History/Config/Summary item (``key`` or ``nested_key``)."""
+    return (item.key,) if item.key else tuple(item.nested_key)
+
+
+def _set_path(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Set ``target[a][b]... = value``, replacing non-dict intermediates."""
+    for part in path[:-1]:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            child = target[part] = {}
+        target = child
+    target[path[-1]] = value
+
+
+def _nested(values: Mapping[tuple[str, ...], str]) -> dict[str, Any]:
+    """Build a nested dict from path -> value_json."""
+    out: dict[str, Any] = {}
+    for path, text in values.items():
+        if path:
+            _set_path(out, path, loads(text))
+    return out
+
+
+
+class _LogState:
+    """What the transaction log contributed (mutable while reading)."""
+
+    def __init__(self, console_source: str) -> None:
+        self.history = History()
+        self.metrics: list[MetricDefinition] = []
+        self.config: dict[tuple[str, ...], str] = {}
+        self.summary: dict[tuple[str, ...], str] = {}
+        self.run: dict[str, Any] = {}
+        self.console = ConsoleCollector(console_source)
+        self.has_console = False
+        self.explicit_step = False
+        self.offline = False
+        self.exit_code: int | None = None
+        self.runtime_s: int | None = None
+        self.preempted = False
+        self.unknown = 0
+        self.undecodable = 0
+        self.findings: list[Finding] = []
+        self.source: SourceFile | None = None
+        self.end_offset = 0
+        """Where the next read of a grown log starts (just past the last whole record)."""
+        self.resumable = False
+        """True when the read ended cleanly enough to be continued from ``end_offset``."""
+
+
+def _apply_items(target: dict[tuple[str, ...], str], record: Any) -> None:
+    """Apply a Config/Summary record's updates and removals to path -> value_json."""
+    for item in record.update:
+        target[_path_key(item)] = item.value_json
+    for item in record.remove:
+        target.pop(_path_key(item), None)
+
+
+def _take_run(state: _LogState, run: Any) -> None:
+    """Identity from a RunRecord (first non-empty value of each field wins)."""
+    fields = {"run_id": run.run_id, "entity": run.entity, "project": run.project,
+              "display_name": run.display_name, "group": run.run_group, "job_type": run.job_type,
+              "notes": run.notes, "tags": tuple(run.tags) or None,
+              "start_time_s": (run.start_time.seconds + run.start_time.nanos / 1e9) or None}
+    for name, value in fields.items():
+        if value and not state.run.get(name):
+            state.run[name] = value
+    state.run["resumed"] = state.run.get("resumed", False) or run.resume or run.resumed
+    _apply_items(state.config, run.config)
+    _take_telemetry(state, run.telemetry)
+
+
+def _take_telemetry(state: _LogState, telemetry: Any) -> None:
+    """Feature flags: explicit ``step=`` logging and offline mode."""
+    state.explicit_step = state.explicit_step or telemetry.feature.set_step_log
+    state.offline = state.offline or telemetry.feature.offline
+
+
+def _take_record(state: _LogState, rec: Any) -> None:
+    """Dispatch one decoded Record."""
+    kind = rec.WhichOneof("record_type")
+    if kind == "history":
+        state.history.add(rec.history)
+    elif kind == "summary":
+        _apply_items(state.summary, rec.summary)
+    elif kind == "config":
+        _apply_items(state.config, rec.config)
+    elif kind == "run":
+        _take_run(state, rec.run)
+    elif kind == "metric":
+        m = rec.metric
+        state.metrics.append(MetricDefinition(m.name or None, m.glob_name or None, m.step_metric or None,
+                                              m.options.hidden, m.options.step_sync))
+    elif kind in ("output", "output_raw"):
+        out = getattr(rec, kind)
+        ts = (out.timestamp.seconds + out.timestamp.nanos / 1e9) or None
+        text = out.line if kind == "output_raw" or out.line.endswith("\n") else out.line + "\n"
+        state.console.feed("stdout" if out.output_type == _STDOUT else "stderr", text, ts)
+        state.has_console = True
+    elif kind == "telemetry":
+        _take_telemetry(state, rec.telemetry)
+    elif kind == "exit":
+        state.exit_code, state.runtime_s = rec.exit.exit_code, rec.exit.runtime
+    elif kind == "preempting":
+        state.preempted = True
+    elif kind is None:
+        state.unknown += 1  # a record type newer than the installed wandb's protos
+
+
+def _read_log(path: Path, rel: str, state: _LogState) -> None:
+    """Frame and decode the transaction log into ``state``; damage becomes findings."""
+    try:
+        record_cls, _ = record_class()
+    except WandbProtoUnavailable as exc:
+        state.findings.append(file_finding("file.unreadable", rel, f"{rel}: cannot decode W&B records ({exc})"))
+        return
+    framing = FramingState(rel)
+    state.findings = []  # this read's findings; the undecodable count below is cumulative
+    state.resumable = False
+    try:
+        fh = open_regular(path, rel)
+    except UnreadableFile as exc:
+        state.findings.append(exc.finding)
+        return
+    with fh:
+        try:
+            st = os.fstat(fh.fileno())
+            state.undecodable += decode_log(fh, framing, state.end_offset, record_cls, state.history,
+                                            state.summary, lambda rec: _take_record(state, rec))
+        except OSError as exc:
+            state.findings.append(file_finding("file.unreadable", rel, f"{rel}: read failed ({exc.strerror})"))
+            st = None
+    state.findings += framing.findings
+    if state.undecodable:
+        state.findings.append(file_finding(
+            "file.corrupt", rel, f"{rel}: {state.undecodable} record(s) could not be decoded and were skipped",
+            severity=Severity.WARNING))
+    if st is not None:
+        state.source = SourceFile(rel, "wandb", st.st_size, st.st_mtime, framing.bytes_read)
+        state.end_offset = framing.bytes_read
+        state.resumable = framing.header_ok and not framing.corrupt_regions
+
+
+def _tracebacks(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: str | None
+                ) -> tuple[tuple[str, int, str], ...]:
+    """Where each Python traceback in the console output starts, and the exception it ends with.
+
+    files/output.log is named when present (it is what a user opens); else the transaction log's output records.
+    """
+    if files.output_log is not None:
+        lines, total, source = list(files.output_log.lines), files.output_log.total, files.output_log.source
+    else:
+        source = log_rel or ""
+    first_no = total - len(lines) + 1
+    found: list[tuple[str, int, str]] = []
+    for i, line in enumerate(lines):
+        if line.text.startswith("Traceback (most recent call last):"):
+            end = next((j for j in range(i + 1, min(len(lines), i + 500))
+                        if lines[j].text and not lines[j].text.startswith((" ", "\t"))), None)
+            found.append((source, first_no + i, lines[end].text[:300] if end is not None else "a traceback"))
+    return tuple(found[-20:])
+
+
+def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
+                   previous: WandbRunResult | None = None) -> WandbRunResult:
+    """Read one W&B run folder (transaction log, files/, logs/); never raises on damaged input.
+
+    With ``previous`` (an earlier result for the same folder whose log has since grown), only the
+    log's appended bytes are read: decoding continues from ``previous.end_offset`` with its state.
+    """
+    prefix = f"{rel_path}/" if rel_path not in ("", ".") else ""
+    name_match = RUN_DIR_PATTERN.match(run_dir.name)
+    log_paths = sorted(run_dir.glob("run-*.wandb"))  # open_regular names anything that is not a regular file
+    log_rel = prefix + log_paths[0].name if log_paths else None
+    state = previous.log_state if previous is not None and previous.wandb_file == log_rel else None
+    if state is None or not state.resumable:
+        state = _LogState(log_rel or prefix + "output")
+    if log_rel is not None:  # set exactly when there is a log
+        _read_log(log_paths[0], log_rel, state)
+    run = state.run
+    run_id = run.get("run_id") or (log_paths[0].name[4:-6] if log_paths else None) or (
+        name_match.group(3) if name_match else None)
+    files: RunFiles = read_run_files(run_dir, rel_path, run_id)
+    series, x_axis, non_scalar = build_series(state.history, state.metrics, log_rel or "")
+
+    console_lines, console_total, log_dropped = state.console.view()
+    if not state.has_console and files.output_log is not None:
+        console_lines, console_total = list(files.output_log.lines), files.output_log.total
+    dropped = log_dropped or (files.output_log.dropped if files.output_log else []) or files.core_dropped
+    steps = np.asarray(state.history.steps, dtype=np.int64)
+    first_step = int(steps[0]) if len(steps) else None
+
+    offline = state.offline or bool(name_match and name_match.group(1))
+    link = folder_link(run_dir, prefix, run, files, run_id, offline, log_rel, base_url)
+    entity = link.entity
+    project = run.get("project") or files.settings.get("project") or (
+        files.finished_entity[1] if files.finished_entity else None)
+    recorded_base = base_url or files.settings.get("base_url") or link.base_url
+    recorded_base = without_userinfo(recorded_base) if recorded_base else recorded_base
+    url = link.url or (files.logged_urls[-1] if files.logged_urls and not link.server_rejection
+                       and not link.sync_command else None)
+    url = without_userinfo(url) if url else url  # a run link never needs the settings' user:password
+    sync_command = link.sync_command
+
+    config = _nested(state.config)
+    config.pop("_wandb", None)  # wandb's own bookkeeping, not the user's config
+    config, cut = cap_depth(config)  # the one depth cap every nested value from a run file has
+    limit_findings = [file_finding("file.over-limit", log_rel or prefix, f"{log_rel or prefix}: config value "
+                                   f"{depth_reason(cut)}", LIMIT_EXPLANATION)] if cut else []
+    configs = list(files.configs)
+    if state.config:
+        configs.insert(0, ConfigDoc(log_rel or prefix, "wandb_config", config, None))
+    roles = dict(files.roles)
+    if log_rel:
+        roles[log_rel] = ("W&B transaction log (binary, LevelDB-log framing of protobuf records): history rows, "
+                          "config, summary, define_metric, console output, exit code")
+    sources = ([state.source] if state.source else []) + files.sources
+    exit_code = state.exit_code
+    return WandbRunResult(
+        rel_path=rel_path, wandb_file=log_rel, run_id=run_id, project=project, entity=entity,
+        display_name=run.get("display_name"), group=run.get("group"), job_type=run.get("job_type"),
+        notes=run.get("notes"), tags=run.get("tags") or (), resumed=bool(run.get("resumed")),
+        offline=offline, synced=files.synced, start_time_s=run.get("start_time_s"),
+        base_url=recorded_base, url=url, sync_command=sync_command,
+        config=config, summary=cap_depth(_nested(state.summary))[0] if state.summary else (files.summary_json or {}),
+        series=tuple(series), x_axis=x_axis, history_steps=steps,
+        history_timestamps_s=np.asarray(state.history.timestamps, dtype=np.float64),
+        history_runtimes_s=np.asarray(state.history.runtimes, dtype=np.float64),
+        metrics=tuple(state.metrics), hidden_keys=tuple(m.name for m in state.metrics if m.hidden and m.name),
+        non_scalar_keys=tuple(non_scalar), console=tuple(console_lines), console_line_count=console_total,
+        exit_code=exit_code, runtime_s=state.runtime_s,
+        status="unknown" if exit_code is None else ("finished" if exit_code == 0 else "crashed"),
+        preempted=state.preempted, explicit_step_logging=state.explicit_step, first_step=first_step,
+        few_rows_late_start=bool(state.explicit_step and first_step and first_step > 0 and len(steps) <= FEW_ROWS),
+        dropped_steps=tuple(d.step for d in dropped), dropped_step_details=tuple(dropped),
+        dropped_step_warning=dropped[0].message if dropped else None,
+        step_regressions=int(np.count_nonzero(np.diff(steps) <= 0)) if len(steps) > 1 else 0,
+        unknown_record_count=state.unknown, metadata=files.metadata, configs=tuple(configs),
+        file_roles=roles, sources=tuple(sources), findings=tuple(state.findings + files.findings + limit_findings),
+        # Only a log without its exit record can still grow: keep the state to continue from.
+        end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
+        link=link, provenance=metadata_provenance(files.metadata, prefix + "files/wandb-metadata.json"),
+        tracebacks=_tracebacks(files, console_lines, console_total, log_rel),
+    )
