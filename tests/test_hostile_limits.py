@@ -157,7 +157,8 @@ def test_slurm_reader_is_the_same_in_any_chunking(tmp_path, monkeypatch):
     results = []
     for chunk in (4 * 1024 * 1024, 16, 5):
         monkeypatch.setattr(slurm, "CHUNK_BYTES", chunk)
-        log, findings = slurm.read_slurm_log(path, "slurm-7.out")
+        got = slurm.read_slurm_log(path, "slurm-7.out")
+        log, findings = got.value, got.findings
         assert findings == ()
         results.append(log)
     assert results[0] == results[1] == results[2]

@@ -78,10 +78,11 @@ def test_hparams_yaml_python_tags_and_aliases_are_never_built(tmp_path):
 
     path = tmp_path / "hparams.yaml"
     path.write_text("loss_fn: !!python/name:os.system ''\nlr: 0.1\n")
-    doc, _ = read_hparams_yaml(path, "hparams.yaml")
+    doc = read_hparams_yaml(path, "hparams.yaml").value
     assert doc.data == {"loss_fn": "<!!python/name:os.system >", "lr": 0.1}
     path.write_text("a: &x [1, 2]\nb: [*x, *x, *x]\n")
-    doc, findings = read_hparams_yaml(path, "hparams.yaml")
+    got = read_hparams_yaml(path, "hparams.yaml")
+    doc, findings = got.value, got.findings
     assert doc.data is None and doc.text.startswith("a: &x") and [f.code for f in findings] == ["file.unsupported"]
 
 
@@ -252,3 +253,14 @@ def test_cli_max_depth_and_follow_links(tmp_path):
     assert [r["path"] for r in json.loads(default.stdout)["runs"]] == ["b/run"]
     followed = runner.invoke(cli, ["check", str(root), "--follow-links", "--json", "--fail-on", "never"])
     assert followed.exit_code == 0 and "link/runs/baseline" in followed.stdout
+
+
+def test_hparams_yaml_with_a_nul_character_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    """PyYAML refuses control characters when the loader is built; that is a corrupt file, named."""
+    from pimm_inspect.sources.config.hparams_yaml import read_hparams_yaml
+
+    path = tmp_path / "hparams.yaml"
+    path.write_bytes(b"lr: 0.1\x00\nbatch_size: 8\n")
+    got = read_hparams_yaml(path, "hparams.yaml")
+    assert [f.code for f in got.findings] == ["file.corrupt"] and got.findings[0].paths == ("hparams.yaml",)
+    assert got.value is not None and got.value.data is None and "batch_size" in (got.value.text or "")

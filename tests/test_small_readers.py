@@ -22,7 +22,7 @@ def test_run_metadata_to_provenance(tmp_path):
     path = tmp_path / "run_metadata.json"
     path.write_text(json.dumps(META))
     result = read_run_metadata(path, "run_metadata.json")
-    prov = result.provenance
+    prov = result.value.provenance
     assert (prov.git_commit, prov.git_branch, prov.git_dirty, prov.host) == ("abc123", "main", True, "sdfampere012")
     assert prov.command == "python pimm/train.py --config-file configs/x.py"
     assert prov.created_at == "2026-07-14T21:30:00+00:00" and prov.source == "run_metadata.json"
@@ -35,7 +35,8 @@ def test_run_metadata_to_provenance(tmp_path):
 def test_damaged_json_gives_findings(tmp_path, content, code):
     path = tmp_path / "resolved_config.json"
     path.write_bytes(content)
-    doc, findings = read_config_json(path, "resolved_config.json", "resolved_config")
+    got = read_config_json(path, "resolved_config.json", "resolved_config")
+    doc, findings = got.value, got.findings
     assert doc is None
     assert code in {f.code for f in findings}
     assert all(f.paths == ("resolved_config.json",) for f in findings)
@@ -44,7 +45,8 @@ def test_damaged_json_gives_findings(tmp_path, content, code):
 def test_json_with_nan_is_read(tmp_path):
     path = tmp_path / "resolved_config.json"
     path.write_text('{"lr": NaN, "epoch": 3}')
-    doc, findings = read_config_json(path, "resolved_config.json", "resolved_config")
+    got = read_config_json(path, "resolved_config.json", "resolved_config")
+    doc, findings = got.value, got.findings
     assert doc.data["epoch"] == 3 and findings == ()
 
 
@@ -52,14 +54,15 @@ def test_fifo_never_blocks(tmp_path):
     fifo = tmp_path / "run_metadata.json"
     os.mkfifo(fifo)
     result = read_run_metadata(fifo, "run_metadata.json")
-    assert result.raw is None
+    assert result.value.raw is None
     assert [f.code for f in result.findings] == ["file.unreadable"]
 
 
 def test_config_py_kept_as_text(tmp_path):
     path = tmp_path / "config.py"
     path.write_text("import os\nos.system('echo never run')\nepoch = 3\n")
-    doc, findings = read_text_doc(path, "config.py", "config_py")
+    got = read_text_doc(path, "config.py", "config_py")
+    doc, findings = got.value, got.findings
     assert doc.text.startswith("import os") and doc.data is None and findings == ()
 
 
@@ -67,7 +70,8 @@ def test_sbatch_directives(tmp_path):
     path = tmp_path / "launch.sbatch"
     path.write_text("#!/bin/bash\n#SBATCH --job-name=semseg-fft\n#SBATCH --nodes=2\n#SBATCH -t 04:00:00\n"
                     "#SBATCH --gres=gpu:4\n#SBATCH --requeue\necho hi\n#SBATCH --partition ampere\n")
-    info, findings = read_sbatch(path, "launch.sbatch")
+    got = read_sbatch(path, "launch.sbatch")
+    info, findings = got.value, got.findings
     assert info.job_name == "semseg-fft" and info.requeue
     assert info.directives["nodes"] == "2" and info.directives["time"] == "04:00:00"
     assert info.directives["gres"] == "gpu:4" and info.directives["partition"] == "ampere"
@@ -88,7 +92,8 @@ def test_structured_log_summary_and_truncated_tail(tmp_path):
              _record(log_type_name="data_fetch_end", step=7, value=3.5),
              _record(log_type_name="forward_start", step=7, time=101.5)]
     path.write_text("\n".join(lines) + '\n{"schema_version":1,"rank"')
-    summary, findings = read_rank_log(path, "structured_logs/" + path.name)
+    got = read_rank_log(path, "structured_logs/" + path.name)
+    summary, findings = got.value, got.findings
     assert summary.rank == 1 and summary.source == "training" and summary.started == "20260714-143000-123456"
     assert summary.records == 4 and summary.truncated_last_line and summary.malformed == 1
     assert summary.attempts == (2,) and summary.job_ids == ("123",) and summary.world_size == 2
@@ -102,7 +107,8 @@ def test_slurm_log_markers(tmp_path):
     path.write_text("Experiment dir: exp/run\npimm submitit attempt 1/3: run\nRequeueing pimm submitit attempt 2/3\n"
                     "slurmstepd: error: *** JOB 4242 ON n1 CANCELLED AT 2026-07-14T18:00:00 DUE TO TIME LIMIT ***\n"
                     "pimm submitit attempt 2/3: run\n[rank0]: torch.OutOfMemoryError: CUDA out of memory.\n")
-    log, findings = read_slurm_log(path, "slurm-4242.out")
+    got = read_slurm_log(path, "slurm-4242.out")
+    log, findings = got.value, got.findings
     assert log.job_id == "4242"
     assert log.attempts == ((1, 3, False), (2, 3, True), (2, 3, False))
     assert dict(log.problems)["time-limit"].startswith("slurmstepd")

@@ -75,7 +75,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
                                     sources=(wrun.rel_path,)))
             if len(c.wandb_runs) > 1:
                 wandb_attempt[wrun.rel_path] = index
-    elif c.hf is not None and getattr(c.hf, "attempts", None):
+    elif c.hf is not None and c.hf.attempts:
         for att in c.hf.attempts:
             done = (att is c.hf.attempts[-1] and c.hf.max_steps is not None and c.hf.global_step is not None
                     and c.hf.global_step >= c.hf.max_steps)
@@ -168,7 +168,7 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
     for rel_path, _n, result in c.tb_files:
         if created is not None and result.first_wall_time_s is not None and result.first_wall_time_s < created - 300:
             continue
-        firsts = [s.first_step for s in result.series.values() if len(s)]
+        firsts = [s.first_step for s in result.series.values() if s.first_step is not None]
         if not firsts:
             continue
         first = min(firsts)
@@ -273,9 +273,9 @@ def restore_point(att: Attempt) -> int | None:
 
 def _has_checkpoint_evidence(c: Collected) -> bool:
     """True when the run has checkpoints or a log of saves and restores: only then can work be lost."""
-    if c.model_dir is not None and getattr(c.model_dir, "checkpoints", None):
+    if c.model_dir is not None and c.model_dir.checkpoints:
         return True
-    if c.hf is not None and (getattr(c.hf, "checkpoints", None) or getattr(c.hf, "attempts", None)):
+    if c.hf is not None and (c.hf.checkpoints or c.hf.attempts):
         return True
     if c.model_dir is not None or (c.train_log is not None and c.train_log.segments):
         return True  # pimm saves into model/ (a missing or empty one is itself evidence of what was lost)

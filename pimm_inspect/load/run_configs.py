@@ -22,7 +22,7 @@ def extra_configs(c: Collected) -> tuple[ConfigDoc, ...]:
     """Each W&B folder's config (``wandb_config``, attempt set when known), then the HF Trainer documents."""
     attempts = folder_attempts(c)
     docs = [ConfigDoc(path=run.rel_path, kind="wandb_config", data=dict(run.config), attempt=attempts.get(run.rel_path))
-            for run in c.wandb_runs if getattr(run, "config", None)]
+            for run in c.wandb_runs if run.config]
     if c.hf is not None:
-        docs += list(getattr(c.hf, "configs", ()))
+        docs += list(c.hf.configs)
     return tuple(docs)

@@ -18,7 +18,11 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..sources.slurm.rank_logs import RankLog
+    from ..sources.slurm.sbatch import SbatchInfo
 
 _MARKER = re.compile(r"^\.pimm_snapshot_complete_(\d+)$")
 _TOKEN = re.compile(r"%(\d*)([A-Za-z%])")
@@ -26,7 +30,7 @@ MAX_CANDIDATES = 8
 """At most this many Slurm logs are read from outside the run directory."""
 
 
-def job_ids(root: Path, rank_logs: list[Any]) -> list[str]:
+def job_ids(root: Path, rank_logs: list[RankLog]) -> list[str]:
     """Slurm job ids the run's own files name: the code-snapshot markers, then the structured logs."""
     found: list[str] = []
     try:
@@ -38,7 +42,7 @@ def job_ids(root: Path, rank_logs: list[Any]) -> list[str]:
         if match and match[1] not in found:
             found.append(match[1])
     for log in rank_logs:
-        for job in getattr(log, "job_ids", ()):
+        for job in log.job_ids:
             if job.isdigit() and job not in found:
                 found.append(job)
     return found
@@ -79,7 +83,8 @@ def pimm_layout_log(path: Path, jobs: list[str]) -> bool:
     return any(path.name.startswith((f"slurm-{job}.", f"slurm-{job}_", f"{job}_", f"{job}.")) for job in jobs)
 
 
-def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict[str, Any] | None, rank_logs: list[Any]) -> OutsideLogs:
+def outside_slurm_logs(root: Path, sbatch: SbatchInfo | None, metadata: dict[str, Any] | None,
+                       rank_logs: list[RankLog]) -> OutsideLogs:
     """Slurm log files of this run's jobs outside ``root``, by the paths pimm's launch wrote (see the module doc)."""
     out = OutsideLogs()
     jobs = job_ids(root, rank_logs)
@@ -87,7 +92,7 @@ def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict[str, Any] | None,
         return out
     cwd = metadata.get("cwd") if isinstance(metadata, dict) and isinstance(metadata.get("cwd"), str) else None
     patterns = []
-    directives = getattr(sbatch, "directives", None) or {}
+    directives = sbatch.directives if sbatch is not None else {}
     for key in ("output", "error"):
         if directives.get(key):
             patterns.append(directives[key])
@@ -96,7 +101,7 @@ def outside_slurm_logs(root: Path, sbatch: Any, metadata: dict[str, Any] | None,
     inside = Path(os.path.realpath(root))
     for job in jobs:
         for pattern in patterns:
-            path = Path(_expand(pattern, job, getattr(sbatch, "job_name", None)))
+            path = Path(_expand(pattern, job, sbatch.job_name if sbatch is not None else None))
             if not path.is_absolute():
                 if not cwd:
                     continue

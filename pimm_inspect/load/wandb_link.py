@@ -25,7 +25,7 @@ def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
         if ck.wandb_run_id and ck.wandb_run_id not in ids:
             ids.append(ck.wandb_run_id)
     resolved = next((d.data for d in c.configs if d.kind == "resolved_config"), None) or {}
-    links = [r.link for r in runs if getattr(r, "link", None) is not None]
+    links = [r.link for r in runs if r.link is not None]
     project = next((r.project for r in runs if r.project), None) or _str(resolved.get("wandb_project"))
     if project is None and resolved.get("use_wandb") and ids:
         project = "pimm"  # pimm's default W&B project (spec 4.4)
@@ -33,13 +33,13 @@ def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
     entity_source = next((link.entity_source for link in links if link.entity), None)
     if entity is None and _str(resolved.get("wandb_entity")):
         entity, entity_source = _str(resolved.get("wandb_entity")), "resolved_config.json (wandb_entity)"
-    base = next((r.base_url for r in runs if getattr(r, "base_url", None)), None) or "https://wandb.ai"
+    base = next((r.base_url for r in runs if r.base_url), None) or "https://wandb.ai"
     name = next((r.display_name for r in runs if r.display_name), None) or _str(resolved.get("wandb_run_name"))
     local_dirs = tuple(r.rel_path for r in runs)
     modes = {link.mode for link in links}
     mode = None if not links else ("online" if "online" in modes else "offline" if "offline" in modes else "unknown")
     rejection = next((link.server_rejection for link in links if link.server_rejection), None)
-    unsynced = [r for r in runs if getattr(r, "link", None) is not None and r.link.sync_command]
+    unsynced = [r for r in runs if r.link is not None and r.link.sync_command]
     sync = sync_command([c.root / r.rel_path for r in unsynced]) if unsynced else None
     url = after = note = None
     if rejection:
@@ -67,7 +67,7 @@ def run_provenance(c: Collected) -> Provenance:
     if c.provenance.source:
         return c.provenance
     ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
-    return next((r.provenance for r in ordered if getattr(r, "provenance", None) is not None), c.provenance)
+    return next((r.provenance for r in ordered if r.provenance is not None), c.provenance)
 
 
 def wandb_events(c: Collected) -> list[LogEvent]:
@@ -79,4 +79,4 @@ def wandb_events(c: Collected) -> list[LogEvent]:
 
     attempts = folder_attempts(c)
     return [LogEvent("traceback", text, where, line_no, "ERROR", attempt=attempts.get(run.rel_path))
-            for run in c.wandb_runs for where, line_no, text in getattr(run, "tracebacks", ())]
+            for run in c.wandb_runs for where, line_no, text in run.tracebacks]

@@ -3,6 +3,27 @@
 Pickles are read by an allow-listing unpickler (``safe_pickle``) that builds inert placeholders and never calls
 a global from the file; one budget bounds each unpickle (opcodes, objects, bytes) and zip members are inflated
 with their output bounded by what they produce. Gives per checkpoint the step, epoch, W&B run id and history
-cursor and the payload's shape, plus which file a resume would take. Entry: ``reader.read`` on a ``model/``
+cursor and the payload's shape, plus which file a resume would take. Entry: ``read`` below on a ``model/``
 folder (the reader protocol), ``reader.read_checkpoint_file`` on one file.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..protocol import Read, read_of, run_root
+
+if TYPE_CHECKING:
+    from .reader import ModelDirResult
+
+
+def read(path: Path, rel_path: str) -> Read[ModelDirResult]:
+    """A pimm ``model/`` folder: every checkpoint's metadata and the resume candidate.
+
+    The reader protocol (``sources.protocol``); the reader module is imported only when called.
+    """
+    from .reader import read_model_dir
+
+    result = read_model_dir(path, run_root(path, rel_path))
+    return read_of(result, 0)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ...model import ConfigDoc, Finding, Severity
 from .._common import decode_text, file_finding, read_bytes_capped
+from ..protocol import Read
 
 MAX_HPARAMS_BYTES = 4 * 1024 * 1024
 MAX_NODES = 100_000
@@ -71,34 +72,38 @@ def _loader(text: str):
     return Loader(text)
 
 
-def read_hparams_yaml(path: Path, rel_path: str) -> tuple[ConfigDoc | None, tuple[Finding, ...]]:
+def read_hparams_yaml(path: Path, rel_path: str) -> Read[ConfigDoc]:
     """Parse ``hparams.yaml`` safely (no objects built, no aliases, bounded); the text is kept when it cannot be."""
     data, findings = read_bytes_capped(path, rel_path, MAX_HPARAMS_BYTES)
     if not data:
-        return None, tuple(f for f in findings if f.code != "file.empty")
+        return Read(None, tuple(f for f in findings if f.code != "file.empty"))
     text, more = decode_text(data, rel_path)
     findings += more
     try:
         import yaml  # see _check_tree
     except ImportError:
-        return ConfigDoc(path=rel_path, kind="lightning_hparams", text=text), tuple(findings)
-    loader = _loader(text)
+        return Read(ConfigDoc(path=rel_path, kind="lightning_hparams", text=text), tuple(findings))
+    try:
+        loader = _loader(text)  # PyYAML checks the characters here: a NUL or other control character is refused
+    except yaml.YAMLError as exc:
+        findings.append(file_finding("file.corrupt", rel_path, f"{rel_path}: not valid YAML ({str(exc)[:200]})"))
+        return Read(ConfigDoc(path=rel_path, kind="lightning_hparams", text=text), tuple(findings))
     try:
         node = loader.get_single_node()
         if node is None:
-            return ConfigDoc(path=rel_path, kind="lightning_hparams", data={}), tuple(findings)
+            return Read(ConfigDoc(path=rel_path, kind="lightning_hparams", data={}), tuple(findings))
         _check_tree(node)
         value = loader.construct_document(node)
     except _Refused as exc:
         findings.append(file_finding("file.unsupported", rel_path, f"{rel_path}: not parsed ({exc}); shown as text",
                                      severity=Severity.INFO))
-        return ConfigDoc(path=rel_path, kind="lightning_hparams", text=text), tuple(findings)
+        return Read(ConfigDoc(path=rel_path, kind="lightning_hparams", text=text), tuple(findings))
     except yaml.YAMLError as exc:
         findings.append(file_finding("file.corrupt", rel_path, f"{rel_path}: not valid YAML ({str(exc)[:200]})"))
-        return ConfigDoc(path=rel_path, kind="lightning_hparams", text=text), tuple(findings)
+        return Read(ConfigDoc(path=rel_path, kind="lightning_hparams", text=text), tuple(findings))
     finally:
         loader.dispose()
     value = _plain(value)
     if not isinstance(value, dict):
         value = {"hparams": value}
-    return ConfigDoc(path=rel_path, kind="lightning_hparams", data=value), tuple(findings)
+    return Read(ConfigDoc(path=rel_path, kind="lightning_hparams", data=value), tuple(findings))

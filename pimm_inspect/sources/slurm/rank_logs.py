@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ...model import Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular
+from ..protocol import Read
 
 MAX_LINE_BYTES = 1024 * 1024
 """Longer JSONL lines are counted as malformed without being parsed."""
@@ -40,7 +41,7 @@ class RankLog:
     """``<phase>_error`` event names seen."""
 
 
-def read_rank_log(path: Path, rel_path: str) -> tuple[RankLog | None, tuple[Finding, ...]]:
+def read_rank_log(path: Path, rel_path: str) -> Read[RankLog]:
     """Stream one JSONL file, keeping only the summary facts a hang diagnosis needs."""
     name_match = _NAME.match(path.name)
     findings: list[Finding] = []
@@ -56,7 +57,7 @@ def read_rank_log(path: Path, rel_path: str) -> tuple[RankLog | None, tuple[Find
     try:
         fh = open_regular(path, rel_path)
     except UnreadableFile as exc:
-        return None, (exc.finding,)
+        return Read(None, (exc.finding,))
     with fh:
         for raw in fh:
             if not raw.endswith(b"\n"):
@@ -120,4 +121,4 @@ def read_rank_log(path: Path, rel_path: str) -> tuple[RankLog | None, tuple[Find
         last_step=last_step, last_event=last_event, last_time_s=last_time,
         open_spans=tuple(open_stack), errors=tuple(errors),
     )
-    return summary, tuple(findings)
+    return Read(summary, tuple(findings))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ...model import Finding
 from .._common import MAX_SHOWN_TEXT_BYTES, decode_text, read_bytes_capped
+from ..protocol import Read
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +49,11 @@ def parse_directive(line: str) -> tuple[str, str] | None:
     return _SHORT.get(letter, letter), value
 
 
-def read_sbatch(path: Path, rel_path: str) -> tuple[SbatchInfo | None, tuple[Finding, ...]]:
+def read_sbatch(path: Path, rel_path: str) -> Read[SbatchInfo]:
     """Read a batch script's #SBATCH directives (the script is never run)."""
     data, findings = read_bytes_capped(path, rel_path, MAX_SHOWN_TEXT_BYTES)
     if not data:
-        return None, tuple(findings)
+        return Read(None, tuple(findings))
     text, more = decode_text(data, rel_path)
     directives: dict[str, str] = {}
     for line in text.splitlines():
@@ -60,4 +61,4 @@ def read_sbatch(path: Path, rel_path: str) -> tuple[SbatchInfo | None, tuple[Fin
             parsed = parse_directive(line)
             if parsed:
                 directives[parsed[0]] = parsed[1]
-    return SbatchInfo(rel_path, directives, text), tuple(findings + more)
+    return Read(SbatchInfo(rel_path, directives, text), tuple(findings + more))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ...model import Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular
+from ..protocol import Read
 
 MAX_SLURM_BYTES = 256 * 1024 * 1024
 """At most this much of a Slurm log is scanned (streamed: memory stays at one chunk)."""
@@ -115,7 +116,7 @@ class _Scan:
                         tuple(self.segments))
 
 
-def read_slurm_log(path: Path, rel_path: str) -> tuple[SlurmLog | None, tuple[Finding, ...]]:
+def read_slurm_log(path: Path, rel_path: str) -> Read[SlurmLog]:
     """Scan a Slurm log for submitit attempt markers and cancellation/error lines, streaming (bounded memory)."""
     findings: list[Finding] = []
     scan = _Scan()
@@ -154,11 +155,11 @@ def read_slurm_log(path: Path, rel_path: str) -> tuple[SlurmLog | None, tuple[Fi
             if carry:
                 scan.feed(carry.decode("utf-8", errors="replace"))
     except UnreadableFile as exc:
-        return None, (exc.finding,)
+        return Read(None, (exc.finding,))
     except OSError as exc:
-        return None, (file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"),)
+        return Read(None, (file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"),))
     if not read:
-        return None, (file_finding("file.empty", rel_path, f"{rel_path} is empty", severity=Severity.INFO),)
+        return Read(None, (file_finding("file.empty", rel_path, f"{rel_path} is empty", severity=Severity.INFO),))
     if more:
         findings.append(file_finding("file.truncated", rel_path, f"{rel_path} is larger than "
                                      f"{MAX_SLURM_BYTES // (1024 * 1024)} MiB; only the start was read"))
@@ -169,4 +170,4 @@ def read_slurm_log(path: Path, rel_path: str) -> tuple[SlurmLog | None, tuple[Fi
         findings.append(file_finding("file.truncated", rel_path, f"{rel_path}: {long_lines} line(s) longer than "
                                      f"{MAX_LINE_BYTES // 1024} KiB cut there", severity=Severity.INFO))
     job = re.search(r"slurm-(\d+)", path.name)
-    return scan.result(rel_path, job[1] if job else None), tuple(findings)
+    return Read(scan.result(rel_path, job[1] if job else None), tuple(findings))

@@ -1,0 +1,57 @@
+"""What ``collect`` gathers from one run directory: each reader's value, by file kind, before any analysis."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..model import ConfigDoc, Finding, Provenance, SourceFile
+from ..sources import rel
+
+if TYPE_CHECKING:
+    from ..sources.checkpoint.reader import ModelDirResult
+    from ..sources.config.json_docs import EvalMetrics
+    from ..sources.hf.reader import HfTrainerResult
+    from ..sources.slurm.rank_logs import RankLog
+    from ..sources.slurm.sbatch import SbatchInfo
+    from ..sources.slurm.slurm_log import SlurmLog
+    from ..sources.tensorboard.reader import EventFileName, EventFileResult
+    from ..sources.train_log.reader import TrainLogResult
+    from ..sources.wandb.reader import WandbRunResult
+    from .cache import ReadCache
+
+
+@dataclass
+class Collected:
+    """Reader results for one run, before attempts and status are worked out."""
+
+    root: Path
+    kind: str
+    sources: list[SourceFile] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    configs: list[ConfigDoc] = field(default_factory=list)
+    provenance: Provenance = field(default_factory=Provenance)
+    metadata_raw: dict[str, Any] | None = None
+    train_log: TrainLogResult | None = None
+    tb_files: list[tuple[str, EventFileName | None, EventFileResult]] = field(default_factory=list)
+    """(rel path, parsed name or None, result) ordered by name timestamp then first wall time."""
+    model_dir: ModelDirResult | None = None
+    sbatch: SbatchInfo | None = None
+    eval_metrics: list[EvalMetrics] = field(default_factory=list)
+    rank_logs: list[RankLog] = field(default_factory=list)
+    slurm_logs: list[SlurmLog] = field(default_factory=list)
+    wandb_runs: list[WandbRunResult] = field(default_factory=list)
+    hf: HfTrainerResult | None = None
+    cache: ReadCache | None = None
+    """Growing train.log, event files and W&B logs are read from where the last read stopped."""
+
+    def note(self, path: Path, kind: str, bytes_read: int = 0, name: str | None = None) -> None:
+        """Record ``path`` as a source of the run (named relative to the run unless ``name`` is given)."""
+        try:
+            st = os.stat(path)
+            size, mtime = st.st_size, st.st_mtime
+        except OSError:
+            size, mtime = 0, 0.0
+        self.sources.append(SourceFile(name or rel(path, self.root), kind, size, mtime, bytes_read))

@@ -1,0 +1,314 @@
+"""The file kinds of a run, in reading order: where each is found, its reader, where its value goes.
+
+Every reader follows ``sources.protocol`` (``read(path, rel_path) -> Read[T]``) and is imported only when a
+file of its kind exists, so a run without W&B folders never loads W&B's record protos. A later kind's finder
+sees what earlier kinds stored (the Slurm log outside the run needs ``launch.sbatch``; pimm's launch-directory
+W&B folders need the checkpoints' run ids).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..model import Finding, Severity
+from ..sources import rel
+from ..sources.protocol import Read, Reader, read_of, run_root
+from .collected import Collected
+from .discover import EVENT_FILE, WANDB_RUN_DIR
+
+SLURM_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.out$")
+
+Found = tuple[Path, str]
+"""A file of the kind and the name findings give it (relative to the run, absolute outside it)."""
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """One kind of file a run may hold."""
+
+    source_kind: str
+    """``SourceFile.kind`` of its files."""
+    find: Callable[[Collected, list[str]], list[Found]]
+    """Its files in this run (given the run directory's names)."""
+    reader: Callable[[], Reader[Any]]
+    """The reader, imported when first needed."""
+    store: Callable[[Collected, Path, str, Read[Any]], None]
+    """Put the value into ``Collected`` and note the run's sources."""
+    cached: Callable[[Any, Path, str], Read[Any]] | None = None
+    """The ``ReadCache`` call for files that grow (a refresh reads only their appended bytes)."""
+    label: str | None = None
+    """How a reader failure names the file, when not by its own name."""
+
+
+def listdir(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def _named(*names: str) -> Callable[[Collected, list[str]], list[Found]]:
+    return lambda c, present: [(c.root / n, n) for n in names if n in present]
+
+
+def _store_to(attr: str, source_kind: str, append: bool = False) -> Callable[[Collected, Path, str, Read[Any]], None]:
+    """Keep the value in ``Collected.<attr>`` (appended to a list when ``append``) and note the file."""
+    def store(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+        if r.value is not None:
+            if append:
+                getattr(c, attr).append(r.value)
+            else:
+                setattr(c, attr, r.value)
+        c.note(path, source_kind, r.bytes_read)
+    return store
+
+
+
+# -- provenance documents ------------------------------------------------------------------------------------
+
+def _store_metadata(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    if r.value is not None:
+        c.provenance, c.metadata_raw = r.value.provenance, r.value.raw
+    c.note(path, "json", r.bytes_read)
+
+
+def _config_reader(name: str) -> Callable[[], Reader[Any]]:
+    def reader() -> Reader[Any]:
+        if name == "hparams_yaml":
+            from ..sources.config.hparams_yaml import read_hparams_yaml
+
+            return read_hparams_yaml
+        from ..sources.config import json_docs
+
+        return getattr(json_docs, name)  # type: ignore[no-any-return]
+    return reader
+
+
+# -- train.log -----------------------------------------------------------------------------------------------
+
+def _find_train_log(c: Collected, names: list[str]) -> list[Found]:
+    path = c.root / "train.log"
+    return [(path, "train.log")] if "train.log" in names or path.is_symlink() else []
+
+
+def _train_log_reader() -> Reader[Any]:
+    from ..sources import train_log
+
+    return train_log.read
+
+
+def _store_train_log(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    c.train_log = r.value
+    c.note(path, "train_log", r.bytes_read)
+    from ..sources.train_log.config_dump import read_config_dumps  # each attempt's Config: dump (issue 12)
+
+    if r.value is None:
+        return
+    dumps, findings = read_config_dumps(path, rel_path, r.value.segments)
+    c.configs += dumps
+    c.findings += findings
+
+
+# -- TensorBoard event files ---------------------------------------------------------------------------------
+
+def _event_files_in(c: Collected, folder: Path, names: list[str]) -> list[Found]:
+    return [(folder / n, rel(folder / n, c.root)) for n in names if EVENT_FILE.match(n)]
+
+
+def _find_event_files(c: Collected, names: list[str]) -> list[Found]:
+    return _event_files_in(c, c.root, names)
+
+
+def _find_nested_event_files(c: Collected, names: list[str]) -> list[Found]:
+    """A plain TensorBoard run may keep its event files one level down (``runs/<name>/``)."""
+    if c.kind != "tensorboard" or c.tb_files:
+        return []
+    return [f for n in names if (c.root / n).is_dir() for f in _event_files_in(c, c.root / n, listdir(c.root / n))]
+
+
+def _tb_reader() -> Reader[Any]:
+    from ..sources import tensorboard
+
+    return tensorboard.read
+
+
+def _event_file_order(item: tuple[str, Any, Any]) -> tuple[float, float, str]:
+    """Process-start order: the timestamp in the name, then the first wall time, then the name."""
+    parsed, result = item[1], item[2]
+    stamp = parsed.timestamp_s if parsed else float("inf")
+    first = result.first_wall_time_s if result.first_wall_time_s is not None else float("inf")
+    return (stamp, first, item[0])
+
+
+def _store_event_file(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    from ..sources.tensorboard.reader import parse_event_file_name
+
+    c.note(path, "tb_events", r.bytes_read)
+    if r.value is None:
+        return
+    c.tb_files.append((rel_path, parse_event_file_name(path.name), r.value))
+    c.tb_files.sort(key=_event_file_order)
+
+
+# -- checkpoints ---------------------------------------------------------------------------------------------
+
+def _find_model_dir(c: Collected, names: list[str]) -> list[Found]:
+    return [(c.root / "model", "model")] if os.path.lexists(c.root / "model") else []
+
+
+def _checkpoint_reader() -> Reader[Any]:
+    from ..sources import checkpoint
+
+    return checkpoint.read
+
+
+def _store_model_dir(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    c.model_dir = r.value
+    if r.value is None:
+        return
+    for info in r.value.checkpoints:
+        c.note(c.root / info.path, "checkpoint")
+
+
+# -- the Slurm job -------------------------------------------------------------------------------------------
+
+def _find_eval(c: Collected, names: list[str]) -> list[Found]:
+    if "eval" not in names:
+        return []
+    paths = [c.root / "eval" / stamp / "test_metrics.json" for stamp in listdir(c.root / "eval")]
+    return [(p, rel(p, c.root)) for p in paths if p.exists()]
+
+
+def _find_rank_logs(c: Collected, names: list[str]) -> list[Found]:
+    if "structured_logs" not in names:
+        return []
+    folder = c.root / "structured_logs"
+    return [(folder / n, rel(folder / n, c.root)) for n in listdir(folder) if ".jsonl" in n]
+
+
+def _find_slurm_logs(c: Collected, names: list[str]) -> list[Found]:
+    return [(c.root / n, n) for n in names if SLURM_LOG.match(n)]
+
+
+def _find_outside_slurm(c: Collected, names: list[str]) -> list[Found]:
+    """The job's Slurm log where pimm's launch put it (``<repo>/slurm_logs/``), named by its absolute path."""
+    from .slurm_paths import outside_slurm_logs
+
+    outside = outside_slurm_logs(c.root, c.sbatch, c.metadata_raw, c.rank_logs)
+    for path, why in outside.named:
+        c.findings.append(Finding("file.outside-run", Severity.INFO, f"launch.sbatch points at the Slurm log "
+                                  f"{path.as_posix()}: {why}", ("launch.sbatch",)))
+    return [(path, path.absolute().as_posix()) for path in outside.read]
+
+
+def _store_outside_slurm(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    log = r.value
+    if log is not None and (log.job_id is None or log.job_id not in {s.job_id for s in c.slurm_logs}):
+        c.slurm_logs.append(log)
+        c.note(path, "slurm", path.stat().st_size, name=rel_path)
+
+
+def _slurm_reader(module: str, name: str) -> Callable[[], Reader[Any]]:
+    def reader() -> Reader[Any]:
+        import importlib
+
+        return getattr(importlib.import_module(f"..sources.{module}", __package__), name)  # type: ignore[no-any-return]
+    return reader
+
+
+# -- W&B -----------------------------------------------------------------------------------------------------
+
+def _find_wandb(c: Collected, names: list[str]) -> list[Found]:
+    folders: list[Path] = []
+    if WANDB_RUN_DIR.match(c.root.name):
+        folders.append(c.root)
+    if "wandb" in names:
+        folders += [c.root / "wandb" / n for n in listdir(c.root / "wandb") if WANDB_RUN_DIR.match(n)]
+    if not folders and c.kind == "pimm":
+        folders += _launch_dir_wandb(c)
+    # Folders outside the run (pimm's <launch cwd>/wandb/) are named by their absolute path.
+    return [(f, "." if f == c.root else rel(f, c.root) if f.is_relative_to(c.root) else f.absolute().as_posix())
+            for f in folders]
+
+
+def _launch_dir_wandb(c: Collected) -> list[Path]:
+    """pimm's W&B folders of this run under ``<launch cwd>/wandb/`` (found by run id), with a finding saying so."""
+    from .wandb_paths import outside_wandb_folders, run_ids
+
+    checkpoints = list(c.model_dir.checkpoints) if c.model_dir is not None else []
+    save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
+    folders, findings = outside_wandb_folders(c.root, c.metadata_raw, save_paths, run_ids(checkpoints, c.configs))
+    c.findings += findings
+    return folders
+
+
+def _wandb_reader() -> Reader[Any]:
+    from ..sources import wandb  # only now: it loads W&B's record protos
+
+    return wandb.read
+
+
+# -- HF Trainer ----------------------------------------------------------------------------------------------
+
+def _find_hf(c: Collected, names: list[str]) -> list[Found]:
+    return [(c.root, ".")] if c.kind == "hf-trainer" else []
+
+
+def _hf_reader() -> Reader[Any]:
+    from ..sources import hf
+
+    return hf.read
+
+
+def _store_hf(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    c.hf = r.value
+    if r.value is None:
+        return
+    known = {s.path for s in c.sources}
+    # Its state files (checkpoint-N/trainer_state.json too) and runs/* event files: series name these sources.
+    c.sources += [s for s in r.value.sources if s.path not in known and s.path != "trainer_state.json"]
+    if (c.root / "trainer_state.json").exists():
+        c.note(c.root / "trainer_state.json", "hf_trainer")
+
+
+def _via_cache(method: str) -> Callable[[Any, Path, str], Read[Any]]:
+    def cached(cache: Any, path: Path, rel_path: str) -> Read[Any]:
+        if method == "model_dir":
+            result = cache.model_dir(path, run_root(path, rel_path))
+        else:
+            result = getattr(cache, method)(path, rel_path)
+        return read_of(result, getattr(result, "end_offset", 0))
+    return cached
+
+
+KINDS: tuple[FileKind, ...] = (
+    FileKind("json", _named("run_metadata.json"), _config_reader("read_run_metadata"), _store_metadata),
+    FileKind("json", _named("resolved_config.json"), _config_reader("read_resolved_config"),
+             _store_to("configs", "json", append=True)),
+    FileKind("json", _named("model_config.json"), _config_reader("read_model_config"),
+             _store_to("configs", "json", append=True)),
+    FileKind("config_py", _named("config.py"), _config_reader("read_config_py"),
+             _store_to("configs", "config_py", append=True)),
+    FileKind("config_yaml", _named("hparams.yaml"), _config_reader("hparams_yaml"),  # Lightning's version folder
+             _store_to("configs", "config_yaml", append=True)),
+    FileKind("train_log", _find_train_log, _train_log_reader, _store_train_log, _via_cache("train_log")),
+    FileKind("tb_events", _find_event_files, _tb_reader, _store_event_file, _via_cache("event_file")),
+    FileKind("tb_events", _find_nested_event_files, _tb_reader, _store_event_file, _via_cache("event_file")),
+    FileKind("checkpoint", _find_model_dir, _checkpoint_reader, _store_model_dir, _via_cache("model_dir")),
+    FileKind("sbatch", _named("launch.sbatch"), _slurm_reader("slurm.sbatch", "read_sbatch"),
+             _store_to("sbatch", "sbatch")),
+    FileKind("eval", _find_eval, _config_reader("read_eval_metrics"), _store_to("eval_metrics", "eval", append=True)),
+    FileKind("structured_log", _find_rank_logs, _slurm_reader("slurm.rank_logs", "read_rank_log"),
+             _store_to("rank_logs", "structured_log", append=True)),
+    FileKind("slurm", _find_slurm_logs, _slurm_reader("slurm.slurm_log", "read_slurm_log"),
+             _store_to("slurm_logs", "slurm", append=True)),
+    FileKind("slurm", _find_outside_slurm, _slurm_reader("slurm.slurm_log", "read_slurm_log"), _store_outside_slurm,
+             label="slurm_logs"),
+    FileKind("wandb", _find_wandb, _wandb_reader, _store_to("wandb_runs", "wandb", append=True),
+             _via_cache("wandb_run")),
+    FileKind("hf_trainer", _find_hf, _hf_reader, _store_hf, label="trainer_state.json"),
+)
