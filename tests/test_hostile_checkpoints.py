@@ -324,3 +324,26 @@ def test_safetensors_header_of_many_tiny_values_is_not_parsed(tmp_path: Path) ->
     outcome = run_limited(body, str(path))
     assert outcome["findings"] == [["file.corrupt", "checkpoint-5/model.safetensors: safetensors header holds "
                                     "over 2000000 JSON values; not parsed"]]
+
+
+def test_wandb_state_deeper_than_the_cap_is_cut_with_a_finding() -> None:
+    """A pickled W&B state nested 200 levels deep: cut at the one depth cap, and a finding says so."""
+    from pimm_inspect.sources._limits import DEPTH_CUT
+    from pimm_inspect.sources.checkpoint.reader import checkpoint_fields
+
+    deep: dict = {"leaf": 1}
+    for _ in range(200):
+        deep = {"d": deep}
+    payload = {"trainer": {"global_step": 10}, "logger": {"wandb": {"run_id": "abc", "next_step": 11, "x": deep}}}
+    findings: list = []
+    fields = checkpoint_fields(payload, "model/last.pth", findings)
+    assert fields["wandb_run_id"] == "abc" and fields["wandb_cursor"] == 11 and fields["global_step"] == 10
+    assert [(f.code, f.paths) for f in findings] == [("file.over-limit", ("model/last.pth",))]
+    assert "nested deeper than 50 levels" in findings[0].message
+    node = fields["wandb_state"]["x"]
+    while isinstance(node, dict):
+        node = node["d"]
+    assert node == DEPTH_CUT
+    findings.clear()
+    checkpoint_fields({"logger": {"wandb": {"run_id": "abc", "next_step": 11}}}, "model/last.pth", findings)
+    assert findings == []  # a real-sized state: no finding

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._limits import DEPTH_CUT, MAX_NESTING_DEPTH
 from ._placeholders import ArrayPlaceholder, PickledObject, StorageType, TensorPlaceholder, TorchDtype
 
 MAX_PLAIN_INT_BITS = 64
@@ -35,18 +36,24 @@ def _plain_key(key: Any) -> bool:
     return key is None or isinstance(key, (str, float, bool))
 
 
-def to_plain(value: Any, max_nodes: int = 20_000) -> Any:
+def to_plain(value: Any, max_nodes: int = 20_000, cut: list[str] | None = None) -> Any:
     """A JSON-like copy of an unpickled tree: placeholders become small dicts or scalars.
 
     Depth- and node-capped, so shared or cyclic references in a hostile pickle
-    cannot blow up time or recursion; enum-like objects become their value.
+    cannot blow up time or recursion; enum-like objects become their value. When ``cut`` is given, the caps
+    that were hit are added to it (for the caller's ``file.over-limit`` finding).
     """
     budget = [max_nodes]
+    hit: set[str] = set()
 
     def convert(node: Any, depth: int) -> Any:
         budget[0] -= 1
-        if budget[0] < 0 or depth > 50:
+        if budget[0] < 0:
+            hit.add(f"more than {max_nodes} values")
             return "<...>"
+        if depth > MAX_NESTING_DEPTH:
+            hit.add(f"nested deeper than {MAX_NESTING_DEPTH} levels")
+            return DEPTH_CUT
         if isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > MAX_PLAIN_INT_BITS:
             return _big_int(node)
         if node is None or isinstance(node, (bool, int, float, str)):
@@ -74,6 +81,10 @@ def to_plain(value: Any, max_nodes: int = 20_000) -> Any:
         return f"<{type(node).__name__}>"
 
     try:
-        return convert(value, 0)
+        out = convert(value, 0)
     except RecursionError:
-        return None
+        hit.add("nested too deep to copy")
+        out = None
+    if cut is not None:
+        cut += sorted(hit)
+    return out

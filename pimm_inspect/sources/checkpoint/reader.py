@@ -105,7 +105,13 @@ def checkpoint_fields(payload: Any, rel_path: str = "", findings: list[Finding] 
     A number out of range leaves its field None and, when ``findings`` is given, adds a ``file.corrupt``
     finding naming the field; every other field is still read.
     """
-    out = _raw_fields(payload)
+    cut: list[str] = []
+    out = _raw_fields(payload, cut)
+    if cut and findings is not None:
+        findings.append(file_finding(
+            "file.over-limit", rel_path, f"{rel_path}: the W&B state is {', '.join(cut)}; the rest is not shown",
+            "A real checkpoint's W&B state is a few keys; this one was cut where it passed the limit. The other "
+            "fields of the checkpoint were read."))
     for name, value in list(out.items()):
         if isinstance(value, OutOfRange):
             out[name] = None
@@ -117,7 +123,7 @@ def checkpoint_fields(payload: Any, rel_path: str = "", findings: list[Finding] 
     return out
 
 
-def _raw_fields(payload: Any) -> dict[str, Any]:
+def _raw_fields(payload: Any, cut: list[str] | None = None) -> dict[str, Any]:
     p = _dict(payload)
     if p is None:
         return {}
@@ -136,7 +142,7 @@ def _raw_fields(payload: Any) -> dict[str, Any]:
         out["iter_in_epoch"] = _int(p.get("iter"))
         out["global_step"] = _int(p.get("global_step"))
         out["best_metric_value"] = _float(p.get("best_metric_value"))
-    out.update(_wandb_fields(p))
+    out.update(_wandb_fields(p, cut))
     distributed, loader, rng = _dict(p.get("distributed")), _dict(p.get("dataloader")), _dict(p.get("rng"))
     for source in (distributed, loader, rng, train_state):
         if source is not None and _int(source.get("world_size")) is not None:
@@ -152,7 +158,7 @@ def _raw_fields(payload: Any) -> dict[str, Any]:
     return out
 
 
-def _wandb_fields(p: Mapping[str, Any]) -> dict[str, Any]:
+def _wandb_fields(p: Mapping[str, Any], cut: list[str] | None = None) -> dict[str, Any]:
     """W&B identity and history cursor: ``logger.wandb`` first, then flat legacy keys (5.3)."""
     logger = _dict(p.get("logger"))
     wandb = _dict(logger.get("wandb")) if logger is not None else None
@@ -160,7 +166,7 @@ def _wandb_fields(p: Mapping[str, Any]) -> dict[str, Any]:
     if wandb is None and not flat:
         return {}
     state = dict(wandb) if wandb is not None else {}
-    out: dict[str, Any] = {"wandb_state": to_plain(state if wandb is not None else flat)}
+    out: dict[str, Any] = {"wandb_state": to_plain(state if wandb is not None else flat, cut=cut)}
     out["wandb_run_id"] = _str(state.get("run_id")) or _str(flat.get("wandb_run_id"))
     # The key's presence is the era fingerprint (E3b next_step vs E2 resume_step), even when null.
     for key, value in (("next_step", state.get("next_step")), ("resume_step", state.get("resume_step")),

@@ -27,7 +27,12 @@ def _training_args(path: Path, rel_path: str) -> tuple[ConfigDoc | None, list[Fi
             findings.append(file_finding("file.corrupt", rel_path, f"{rel_path}: no TrainingArguments state in the pickle",
                                          "The file does not hold a pickled TrainingArguments object."))
         return None, findings
-    data = to_plain(state)
+    cut: list[str] = []
+    data = to_plain(state, cut=cut)
+    if cut:
+        findings.append(file_finding("file.over-limit", rel_path, f"{rel_path}: TrainingArguments are {', '.join(cut)}; "
+                                     "the rest is not shown", "Real TrainingArguments are a flat set of a few hundred "
+                                     "values; this pickle was cut where it passed the limit."))
     return (ConfigDoc(rel_path, "hf_training_args", data) if isinstance(data, dict) else None), findings
 
 

@@ -13,6 +13,8 @@ from ..protocol import Read
 
 MAX_LINE_BYTES = 1024 * 1024
 """Longer JSONL lines are counted as malformed without being parsed."""
+MAX_NAME_CHARS = 256
+"""Job ids, host and event names longer than this are not pimm's (kept out of the summary; hosts cut)."""
 
 _NAME = re.compile(r"^(?P<source>[^.]+)\.global_rank_(?P<rank>\d+)\.(?P<stamp>\d{8}-\d{6}-\d{6})-(?P<tag>[A-Z0-9]{6})\.jsonl(?:\.(?P<seg>\d+))?$")
 
@@ -59,15 +61,17 @@ def read_rank_log(path: Path, rel_path: str) -> Read[RankLog]:
     except UnreadableFile as exc:
         return Read(None, (exc.finding,))
     with fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                truncated = True
-            if len(raw) > MAX_LINE_BYTES:
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
+            if len(raw) > MAX_LINE_BYTES:  # an over-long line is skipped without ever being held whole
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(MAX_LINE_BYTES)
                 malformed += 1
                 continue
+            if not raw.endswith(b"\n"):
+                truncated = True
             try:
                 rec = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser's stack
                 malformed += 1
                 continue
             if not isinstance(rec, dict):
@@ -78,18 +82,19 @@ def read_rank_log(path: Path, rel_path: str) -> Read[RankLog]:
             if isinstance(attempt, int) and attempt not in attempts:
                 attempts.append(attempt)
             job = rec.get("job_id")
-            if job is not None and str(job) not in job_ids:
-                job_ids.append(str(job))
+            job = str(job) if isinstance(job, (int, str)) and not isinstance(job, bool) else None
+            if job is not None and len(job) <= MAX_NAME_CHARS and job not in job_ids:
+                job_ids.append(job)
             if isinstance(rec.get("world_size"), int):
                 world_size = rec["world_size"]
             if isinstance(rec.get("host_name"), str):
-                host = rec["host_name"]
+                host = rec["host_name"][:MAX_NAME_CHARS]
             if isinstance(rec.get("step"), int):
                 last_step = rec["step"]
             if isinstance(rec.get("time"), (int, float)):
                 last_time = float(rec["time"])
             event = rec.get("log_type_name")
-            if isinstance(event, str):
+            if isinstance(event, str) and len(event) <= MAX_NAME_CHARS:
                 last_event = event
                 if rec.get("log_type") == "event":
                     if event.endswith("_start"):
