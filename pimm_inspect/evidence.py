@@ -103,6 +103,10 @@ class WandbRunFacts:
     dropped_step_warning: str | None
     file_roles: Mapping[str, str] = field(default_factory=dict)
     """Run-relative path -> what the auxiliary file is."""
+    command: str | None = None
+    """The launch command W&B recorded (program and args, from ``wandb-metadata.json``)."""
+    command_source: str | None = None
+    """The file that command was read from."""
 
 
 @dataclass(frozen=True, slots=True)

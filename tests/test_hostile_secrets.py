@@ -10,6 +10,7 @@ text in a train.log line. None of those strings may reach stdout or stderr; harm
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,14 @@ def test_wandb_link_drops_the_settings_password(run):
     assert outcome.stdout.strip().startswith("wandb sync "), outcome
     doc = json.loads(run_cli("url", "--json", str(run)).stdout)
     assert doc["url_after_sync"] == "https://wandb.corp.example.org/team/hostile/runs/leak0001", doc
+
+
+def test_a_key_in_the_args_wandb_recorded_is_a_finding_naming_that_file() -> None:
+    """wandb-metadata.json keeps the launch command: a key passed on the command line is uploaded with it."""
+    import pimm_inspect
+
+    run = pimm_inspect.load_run(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "wandb_online")
+    (secret,) = [f for f in run.findings if f.code == "provenance.secret"]
+    assert secret.paths == ("wandb/run-20261201_080216-online01/files/wandb-metadata.json",)
+    assert "program args" in secret.explanation
+    assert "0123456789abcdef" not in secret.message + secret.explanation  # named, never quoted

@@ -38,7 +38,7 @@ EXPECTED = {
     "wandb_clean": set(),
     "wandb_crashed": {"run.crashed"},
     "wandb_offline_entity": set(),
-    "wandb_online": set(),
+    "wandb_online": {"provenance.secret"},  # the fake key W&B recorded in the launch args
     "wandb_online_killed": set(),
     "wandb_rejected": set(),
     "wandb_repeated_step": {"wandb.few-rows"},

@@ -88,6 +88,9 @@ def check_secrets(run: Run) -> list[Finding]:
     meta = run.run_metadata
     if isinstance(meta, dict):
         places += [(run.provenance.source or "run_metadata.json", h.where) for h in find_in_mapping(meta)]
+    for w in run.wandb_runs:  # W&B records the launch command (program and args) of each process it saw
+        if w.command:
+            places += [(w.command_source or w.path, "program args") for _ in find_in_text(w.command)]
     sbatch = run.sbatch
     if sbatch is not None and sbatch.text:
         places += [(sbatch.path, h.where) for h in find_in_text(sbatch.text)]
@@ -99,6 +102,7 @@ def check_secrets(run: Run) -> list[Finding]:
         "provenance.secret", Severity.ERROR,
         f"{len(places)} value(s) that look like API keys or tokens in {', '.join(files)}",
         files, None,
-        f"Found at {where}. pimm sends the resolved config to W&B, so a secret there is uploaded too. pimm-inspect "
-        "masks these values everywhere it shows them. Rotate the key and pass it through the environment "
-        "(WANDB_API_KEY in .env) instead of the config.")]
+        f"Found at {where}. pimm sends the resolved config to W&B, and W&B uploads the launch command it records "
+        "(program args), so a secret in either is uploaded too. pimm-inspect masks these values everywhere it shows "
+        "them. Rotate the key and pass it through the environment (WANDB_API_KEY in .env) instead of the config or "
+        "the command line.")]

@@ -66,7 +66,9 @@ def wandb_runs(c: Collected) -> tuple[WandbRunFacts, ...]:
         offline=w.offline, synced=w.synced, url=w.url, sync_command=w.sync_command, start_time_s=w.start_time_s,
         step_metrics=dict(w.x_axis), history_rows=len(w.history_steps), first_step=w.first_step,
         few_rows_late_start=w.few_rows_late_start, dropped_steps=tuple(w.dropped_steps),
-        dropped_step_warning=w.dropped_step_warning, file_roles=dict(w.file_roles)) for w in c.wandb_runs)
+        dropped_step_warning=w.dropped_step_warning, file_roles=dict(w.file_roles),
+        command=w.provenance.command if w.provenance is not None else None,
+        command_source=w.provenance.source if w.provenance is not None else None) for w in c.wandb_runs)
 
 
 def model_dir(c: Collected) -> ModelDirFacts | None:
