@@ -51,6 +51,15 @@ def listdir(path: Path) -> list[str]:
         return []
 
 
+def _lazy(module: str, name: str = "read") -> Callable[[], Reader[Any]]:
+    """``sources.<module>.<name>``, imported when a file of the kind is first met (W&B's protos only then)."""
+    def reader() -> Reader[Any]:
+        import importlib
+
+        return getattr(importlib.import_module(f"..sources.{module}", __package__), name)  # type: ignore[no-any-return]
+    return reader
+
+
 def _named(*names: str) -> Callable[[Collected, list[str]], list[Found]]:
     return lambda c, present: [(c.root / n, n) for n in names if n in present]
 
@@ -76,16 +85,6 @@ def _store_metadata(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> No
     c.note(path, "json", r.bytes_read)
 
 
-def _config_reader(name: str) -> Callable[[], Reader[Any]]:
-    def reader() -> Reader[Any]:
-        if name == "hparams_yaml":
-            from ..sources.config.hparams_yaml import read_hparams_yaml
-
-            return read_hparams_yaml
-        from ..sources.config import json_docs
-
-        return getattr(json_docs, name)  # type: ignore[no-any-return]
-    return reader
 
 
 # -- train.log -----------------------------------------------------------------------------------------------
@@ -95,10 +94,6 @@ def _find_train_log(c: Collected, names: list[str]) -> list[Found]:
     return [(path, "train.log")] if "train.log" in names or path.is_symlink() else []
 
 
-def _train_log_reader() -> Reader[Any]:
-    from ..sources import train_log
-
-    return train_log.read
 
 
 def _store_train_log(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
@@ -130,10 +125,6 @@ def _find_nested_event_files(c: Collected, names: list[str]) -> list[Found]:
     return [f for n in names if (c.root / n).is_dir() for f in _event_files_in(c, c.root / n, listdir(c.root / n))]
 
 
-def _tb_reader() -> Reader[Any]:
-    from ..sources import tensorboard
-
-    return tensorboard.read
 
 
 def _event_file_order(item: tuple[str, Any, Any]) -> tuple[float, float, str]:
@@ -160,10 +151,6 @@ def _find_model_dir(c: Collected, names: list[str]) -> list[Found]:
     return [(c.root / "model", "model")] if os.path.lexists(c.root / "model") else []
 
 
-def _checkpoint_reader() -> Reader[Any]:
-    from ..sources import checkpoint
-
-    return checkpoint.read
 
 
 def _store_model_dir(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
@@ -212,12 +199,6 @@ def _store_outside_slurm(c: Collected, path: Path, rel_path: str, r: Read[Any]) 
         c.note(path, "slurm", path.stat().st_size, name=rel_path)
 
 
-def _slurm_reader(module: str, name: str) -> Callable[[], Reader[Any]]:
-    def reader() -> Reader[Any]:
-        import importlib
-
-        return getattr(importlib.import_module(f"..sources.{module}", __package__), name)  # type: ignore[no-any-return]
-    return reader
 
 
 # -- W&B -----------------------------------------------------------------------------------------------------
@@ -246,10 +227,6 @@ def _launch_dir_wandb(c: Collected) -> list[Path]:
     return folders
 
 
-def _wandb_reader() -> Reader[Any]:
-    from ..sources import wandb  # only now: it loads W&B's record protos
-
-    return wandb.read
 
 
 # -- HF Trainer ----------------------------------------------------------------------------------------------
@@ -258,10 +235,6 @@ def _find_hf(c: Collected, names: list[str]) -> list[Found]:
     return [(c.root, ".")] if c.kind == "hf-trainer" else []
 
 
-def _hf_reader() -> Reader[Any]:
-    from ..sources import hf
-
-    return hf.read
 
 
 def _store_hf(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
@@ -286,29 +259,30 @@ def _via_cache(method: str) -> Callable[[Any, Path, str], Read[Any]]:
 
 
 KINDS: tuple[FileKind, ...] = (
-    FileKind("json", _named("run_metadata.json"), _config_reader("read_run_metadata"), _store_metadata),
-    FileKind("json", _named("resolved_config.json"), _config_reader("read_resolved_config"),
+    FileKind("json", _named("run_metadata.json"), _lazy("config.json_docs", "read_run_metadata"), _store_metadata),
+    FileKind("json", _named("resolved_config.json"), _lazy("config.json_docs", "read_resolved_config"),
              _store_to("configs", "json", append=True)),
-    FileKind("json", _named("model_config.json"), _config_reader("read_model_config"),
+    FileKind("json", _named("model_config.json"), _lazy("config.json_docs", "read_model_config"),
              _store_to("configs", "json", append=True)),
-    FileKind("config_py", _named("config.py"), _config_reader("read_config_py"),
+    FileKind("config_py", _named("config.py"), _lazy("config.json_docs", "read_config_py"),
              _store_to("configs", "config_py", append=True)),
-    FileKind("config_yaml", _named("hparams.yaml"), _config_reader("hparams_yaml"),  # Lightning's version folder
-             _store_to("configs", "config_yaml", append=True)),
-    FileKind("train_log", _find_train_log, _train_log_reader, _store_train_log, _via_cache("train_log")),
-    FileKind("tb_events", _find_event_files, _tb_reader, _store_event_file, _via_cache("event_file")),
-    FileKind("tb_events", _find_nested_event_files, _tb_reader, _store_event_file, _via_cache("event_file")),
-    FileKind("checkpoint", _find_model_dir, _checkpoint_reader, _store_model_dir, _via_cache("model_dir")),
-    FileKind("sbatch", _named("launch.sbatch"), _slurm_reader("slurm.sbatch", "read_sbatch"),
-             _store_to("sbatch", "sbatch")),
-    FileKind("eval", _find_eval, _config_reader("read_eval_metrics"), _store_to("eval_metrics", "eval", append=True)),
-    FileKind("structured_log", _find_rank_logs, _slurm_reader("slurm.rank_logs", "read_rank_log"),
+    FileKind("config_yaml", _named("hparams.yaml"), _lazy("config.hparams_yaml", "read_hparams_yaml"),
+             _store_to("configs", "config_yaml", append=True)),  # PyTorch Lightning's logger version folder
+    FileKind("train_log", _find_train_log, _lazy("train_log"), _store_train_log, _via_cache("train_log")),
+    FileKind("tb_events", _find_event_files, _lazy("tensorboard"), _store_event_file, _via_cache("event_file")),
+    FileKind("tb_events", _find_nested_event_files, _lazy("tensorboard"), _store_event_file,
+             _via_cache("event_file")),
+    FileKind("checkpoint", _find_model_dir, _lazy("checkpoint"), _store_model_dir, _via_cache("model_dir")),
+    FileKind("sbatch", _named("launch.sbatch"), _lazy("slurm.sbatch", "read_sbatch"), _store_to("sbatch", "sbatch")),
+    FileKind("eval", _find_eval, _lazy("config.json_docs", "read_eval_metrics"),
+             _store_to("eval_metrics", "eval", append=True)),
+    FileKind("structured_log", _find_rank_logs, _lazy("slurm.rank_logs", "read_rank_log"),
              _store_to("rank_logs", "structured_log", append=True)),
-    FileKind("slurm", _find_slurm_logs, _slurm_reader("slurm.slurm_log", "read_slurm_log"),
+    FileKind("slurm", _find_slurm_logs, _lazy("slurm.slurm_log", "read_slurm_log"),
              _store_to("slurm_logs", "slurm", append=True)),
-    FileKind("slurm", _find_outside_slurm, _slurm_reader("slurm.slurm_log", "read_slurm_log"), _store_outside_slurm,
+    FileKind("slurm", _find_outside_slurm, _lazy("slurm.slurm_log", "read_slurm_log"), _store_outside_slurm,
              label="slurm_logs"),
-    FileKind("wandb", _find_wandb, _wandb_reader, _store_to("wandb_runs", "wandb", append=True),
+    FileKind("wandb", _find_wandb, _lazy("wandb"), _store_to("wandb_runs", "wandb", append=True),
              _via_cache("wandb_run")),
-    FileKind("hf_trainer", _find_hf, _hf_reader, _store_hf, label="trainer_state.json"),
+    FileKind("hf_trainer", _find_hf, _lazy("hf"), _store_hf, label="trainer_state.json"),
 )
