@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from _results import Figure, save
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 _spec = importlib.util.spec_from_file_location("gen_tb_shapes", ROOT / "fixtures" / "gen_tb_shapes.py")
@@ -186,6 +188,7 @@ def main() -> int:
               f"{'target':>22} | ok wall/CPU |")
     lines = [header, "|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|"]
     problems: list[str] = []
+    figures: list[Figure] = []
     for name in args.rows.split(","):
         row = ROWS[name]
         path = _input(row, args.events)
@@ -220,7 +223,13 @@ def main() -> int:
             f"{ratio or nan:6.1f} | {cpu_ratio or nan:6.1f} | {', '.join(targets):>22} | "
             f"{('yes' if ok else 'no') + ' / ' + ('yes' if ok_cpu else 'no'):>11} |")
         print(lines[-1], file=sys.stderr)
+        figures.append(Figure(
+            f"{row.label}, {ours['points']:,} points, {path.stat().st_size / 1e6:.0f} MB", ours["seconds"],
+            ours["cpu_seconds"], "EventAccumulator" if theirs else None, theirs["seconds"] if theirs else None,
+            theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu,
+            note=f"peak {ours['rss_mib']:.0f} MiB"))
     print("\n".join(lines))
+    save("tb_events", "TensorBoard event files", figures, "python bench/bench_tb_events.py " + " ".join(sys.argv[1:]))
     for problem in problems:
         print("PROBLEM:", problem)
     if not problems:
