@@ -24,6 +24,11 @@ ADDRESS_SPACE_LIMIT = 3 * 1024**3
 """Hard cap on virtual memory (imports alone reserve several hundred MB of address space)."""
 
 
+PEAK_KIB = "int(next(_l.split()[1] for _l in open('/proc/self/status') if _l.startswith('VmHWM:')))"
+"""A Python expression for a child script: that process's own peak resident memory in KiB (``VmHWM``; see the
+module doc for why not ``ru_maxrss``). Every fresh-process memory ceiling in the tests reads it."""
+
+
 @dataclass
 class Outcome:
     returncode: int

@@ -22,6 +22,7 @@ from pimm_inspect.sources.checkpoint._zip_member import MemberError, read_member
 from pimm_inspect.sources.checkpoint.reader import read_checkpoint_file
 from pimm_inspect.sources.checkpoint.safe_pickle import safe_loads
 from tests import hostile_checkpoint_inputs as hostile
+from tests.hostile_support import PEAK_KIB
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = hostile.HOSTILE
@@ -50,11 +51,7 @@ args = sys.argv[1:]
 outcome = {{}}
 {body}
 usage = resource.getrusage(resource.RUSAGE_SELF)
-try:  # this process's own peak: ru_maxrss also counts the parent's pages when spawned by vfork
-    with open("/proc/self/status") as status:
-        outcome["max_rss_mib"] = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) / 1024
-except (OSError, StopIteration):
-    outcome["max_rss_mib"] = usage.ru_maxrss / 1024
+outcome["max_rss_mib"] = {peak} / 1024  # this process's own peak (tests/hostile_support.PEAK_KIB)
 outcome["cpu_s"] = usage.ru_utime + usage.ru_stime
 print(json.dumps(outcome))
 """
@@ -62,7 +59,7 @@ print(json.dumps(outcome))
 
 def run_limited(body: str, *args: str, timeout: float = 180) -> dict:
     """Run ``body`` (which fills ``outcome``) in a fresh interpreter; check its memory and CPU ceilings."""
-    script = _CHILD.format(cap=ADDRESS_SPACE_CAP, body=body)
+    script = _CHILD.format(cap=ADDRESS_SPACE_CAP, body=body, peak=PEAK_KIB)
     try:
         run = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
                              timeout=timeout, cwd=ROOT)

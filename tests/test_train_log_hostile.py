@@ -14,13 +14,14 @@ import textwrap
 import threading
 from pathlib import Path
 
+from tests.hostile_support import PEAK_KIB
+
 REPO = Path(__file__).resolve().parent.parent
 PREFIX = b"[2026-07-14 14:30:05,101 INFO logging.py line 332] "
 
 
-_PEAK = """
-with open("/proc/self/status") as _status:  # VmHWM: ru_maxrss would include the forked parent's peak
-    print(json.dumps({"peak_kib": next(int(x.split()[1]) for x in _status if x.startswith("VmHWM:"))}))
+_PEAK = f"""
+print(json.dumps({{"peak_kib": {PEAK_KIB}}}))  # the child's own peak (tests/hostile_support.PEAK_KIB)
 """
 
 
