@@ -383,6 +383,10 @@ def test_refuses_to_write_inside_a_run_or_over_something_else(tmp_path):
     assert deeper.exit_code == 2 and "is inside the run" in deeper.stderr
     holder = export(root, root)
     assert holder.exit_code == 2 and "holds the run" in holder.stderr
+    link = tmp_path / "link"
+    link.symlink_to(root / "wandb_clean")
+    linked = export(root, link / "ds")  # a path that reaches the run through a link is inside it all the same
+    assert linked.exit_code == 2 and "is inside the run" in linked.stderr
     assert _listing(root) == before
     busy = tmp_path / "busy"
     busy.mkdir()

@@ -37,7 +37,6 @@ def _schemas() -> dict[str, pa.Schema]:
     import pyarrow as pa  # the Parquet writer: only `export --format parquet` needs it
 
     text, i64, i32, f64, flag = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_()
-    words = pa.dictionary(pa.int32(), pa.string())  # one tag or file name repeated over many scalar rows
     utc = pa.timestamp("us", tz="UTC")
     return {
         "runs": pa.schema([
@@ -65,8 +64,8 @@ def _schemas() -> dict[str, pa.Schema]:
             ("attempts", pa.list_(i32)), ("explanation", text), ("views", pa.map_(text, text)),
         ]),
         "scalars": pa.schema([
-            ("run_id", words), ("tag", words), ("step", i64), ("value", f64), ("wall_time", f64), ("attempt", i32),
-            ("source", words), ("source_kind", words),
+            ("run_id", text), ("tag", text), ("step", i64), ("value", f64), ("wall_time", f64), ("attempt", i32),
+            ("source", text), ("source_kind", text),
         ]),
     }
 
@@ -193,8 +192,10 @@ def findings_table(run: Run, run_id: str) -> pa.Table:
 
 
 def _words(pa: Any, indices: np.ndarray, words: list[str]) -> Any:
-    """A dictionary-encoded string column: ``words[indices]`` without a Python object per row."""
-    return pa.DictionaryArray.from_arrays(pa.array(indices, type=pa.int32()), pa.array(words, type=pa.string()))
+    """The string column ``words[indices]``, built by Arrow without a Python object per row (a plain string
+    column, dictionary-encoded in the file by the Parquet writer: every engine reads it as text)."""
+    return pa.DictionaryArray.from_arrays(pa.array(indices, type=pa.int32()),
+                                          pa.array(words, type=pa.string())).cast(pa.string())
 
 
 def scalars_table(run: Run, run_id: str, rows: list[TagRows]) -> pa.Table:

@@ -15,7 +15,6 @@ of the id's SHA-256, so it cannot be decoded; the ``run_id`` column always holds
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -243,6 +242,11 @@ def write_manifest(out: Path, manifest: Manifest) -> None:
 @contextmanager
 def locked(out: Path) -> Iterator[None]:
     """Hold ``DIR/.pimm-inspect.lock`` for the export: a second export into the same DIR fails at once."""
+    try:
+        import fcntl  # POSIX only: elsewhere the export runs without the lock
+    except ImportError:
+        yield
+        return
     out.mkdir(parents=True, exist_ok=True)
     handle: IO[str] = open(out / LOCK, "a", encoding="utf-8")
     try:
