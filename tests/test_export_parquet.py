@@ -334,7 +334,9 @@ def test_partition_encoding_roundtrips_any_bytes():
     def check(raw: bytes) -> None:
         name = os.fsdecode(raw)
         value = encode_partition(name)
-        assert re.fullmatch(r"[A-Za-z0-9._%~-]+", value) and value not in (".", "..")
+        assert re.fullmatch(r"[A-Za-z0-9._%~-]+", value)  # ASCII, no separator, no control character
+        component = f"run={value}"  # never "." or "..": the value always follows "run="
+        assert os.path.normpath(os.path.join("t", component)) == os.path.join("t", component)
         assert decode_partition(value) == name
         unquote_to_bytes(value).decode("utf-8")  # what Hive readers decode is always text (DuckDB requires it)
         assert (unquote_to_bytes(value).decode() == name) == (name == safe_str(name))
