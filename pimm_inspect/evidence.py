@@ -185,4 +185,8 @@ class RunSummary:
     """Unix time of the newest point any (non-stale) series logged, by the run's own clock."""
     best_metric: str
     """The best selection metric reached, e.g. ``mIoU 0.6123``; '-' when unknown."""
+    best_metric_name: str | None = None
+    """Name of that metric (train.log's ``Best validation <name>``); None when unknown or unnamed."""
+    best_metric_value: float | None = None
+    """Its value as a number; None when unknown."""
 

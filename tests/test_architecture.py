@@ -9,7 +9,7 @@ from tests.import_probe import modules_after
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "runs"
 UI_LIBS = ("textual", "rich", "plotext", "click", "textual_plotext")
-HEAVY = ("wandb", "torch", "pandas", "textual")
+HEAVY = ("wandb", "torch", "pandas", "textual", "pyarrow")
 
 
 def test_core_layers_import_no_ui_library():

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from ..model import ConfigDoc, Run
 
 
 def flatten_config(data: Any) -> dict[str, Any]:
@@ -21,3 +24,20 @@ def flatten_config(data: Any) -> dict[str, Any]:
         else:
             out[path] = node
     return out
+
+
+QUERY_CONFIG_KINDS = ("resolved_config", "hf_training_args", "wandb_config", "log_config", "lightning_hparams",
+                      "checkpoint_config", "model_config")
+"""Where a run's hyperparameters are looked for, in this order (the first kind with a parsed document wins)."""
+
+
+def query_config(run: Run) -> ConfigDoc | None:
+    """The one parsed config a query over many runs filters on (``lr > 1e-3``): pimm's resolved config, else HF's
+    training arguments, else the W&B config, train.log's ``Config:`` dump, Lightning's hparams, a checkpoint's or
+    the model's config. Within a kind the run-level document wins, else the newest attempt's (what the run
+    last ran with). None when the run has no parsed config (``config.py`` alone is text)."""
+    for kind in QUERY_CONFIG_KINDS:
+        docs = [doc for doc in run.configs if doc.kind == kind and isinstance(doc.data, Mapping)]
+        if docs:
+            return max(docs, key=lambda doc: (doc.attempt is None, doc.attempt or 0))
+    return None

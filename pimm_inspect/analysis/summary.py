@@ -37,21 +37,33 @@ def last_logged_s(run: Run) -> float | None:
     return latest
 
 
-def best_metric(run: Run) -> str:
-    """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
+def best_metric_fact(run: Run) -> tuple[str | None, float | None]:
+    """(name, value) of the best selection metric the run reached: train.log's last ``Best validation`` record,
+    else the Trainer state's ``best_metric``, else the highest finite one a checkpoint stores; (None, None) when
+    unknown."""
     if run.train_log is not None and run.train_log.best:
         best = run.train_log.best[-1]
-        return f"{best.name} {best.value:.4g}"
+        return best.name, best.value
     if run.hf is not None and run.hf.best_metric is not None:
-        return f"{run.hf.best_metric:.4g}"
+        return None, run.hf.best_metric
     values = [ck.best_metric_value for ck in run.checkpoints
               if ck.best_metric_value is not None and math.isfinite(ck.best_metric_value)]
-    return f"{max(values):.4g}" if values else "-"
+    return (None, max(values)) if values else (None, None)
+
+
+def best_metric(run: Run) -> str:
+    """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
+    name, value = best_metric_fact(run)
+    if value is None:
+        return "-"
+    return f"{name} {value:.4g}" if name is not None else f"{value:.4g}"
 
 
 def summarize(run: Run) -> RunSummary:
     """The run's derived row facts."""
-    return RunSummary(last_step=last_step(run), last_logged_s=last_logged_s(run), best_metric=best_metric(run))
+    name, value = best_metric_fact(run)
+    return RunSummary(last_step=last_step(run), last_logged_s=last_logged_s(run), best_metric=best_metric(run),
+                      best_metric_name=name, best_metric_value=value)
 
 
 def summary_of(run: Run) -> RunSummary:

@@ -1,36 +1,67 @@
-"""``pimm-inspect export RUN``: every scalar point as CSV, JSON or Parquet."""
+"""``pimm-inspect export RUN``: every scalar point as CSV, JSON or Parquet; ``export ROOT --format parquet -o DIR``:
+the Parquet dataset of a whole tree of runs (tables runs, attempts, findings, scalars), updated in place."""
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import click
 
-from ._common import EXIT_USAGE, load_runs, stderr
+from ._common import EXIT_USAGE, UsageProblem, discovery_options, find_runs, iter_loaded, stderr
+
+
+def _dataset_wanted(output: str) -> bool:
+    """Parquet to a directory (a name not ending in ``.parquet``, or an existing folder) is the dataset of a tree."""
+    return output != "-" and (os.path.isdir(output) or not output.lower().endswith(".parquet"))
 
 
 @click.command("export")
 @click.argument("run", type=click.Path(), default=".")
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True)
-@click.option("-o", "--output", required=True, help="Output file ('-' for stdout; not for parquet).")
+@click.option("-o", "--output", required=True,
+              help="Output file ('-' for stdout; not for parquet). Parquet: FILE.parquet for one run's scalars, "
+                   "or a directory DIR for the dataset of every run under RUN.")
 @click.option("--tag", "tags", multiple=True, help="Tag glob (repeatable).")
 @click.option("--policy", type=click.Choice(["all", "newest", "oldest"]), default="all", show_default=True,
               help="Replayed steps: one row per (step, attempt), or per step the newest/oldest writer's.")
 @click.option("--all-sources", is_flag=True,
               help="Keep every source's copy (TensorBoard, W&B, Trainer state, train.log), not only the preferred one.")
-def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str, all_sources: bool) -> None:
+@click.option("--prune", is_flag=True,
+              help="Dataset: delete the partitions of runs no longer under ROOT (kept by default).")
+@discovery_options
+def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str, all_sources: bool,
+            prune: bool) -> None:
     """Export scalars as a tidy table: tag, step, value, wall_time, attempt, source.
 
     One row per (tag, step, attempt) after --policy, from each tag's preferred source (the same points
     `show --json` counts). JSON floats read back exactly; NaN/inf values are the strings "NaN",
     "Infinity", "-Infinity"; a missing wall_time or attempt is null.
 
-    Example: pimm-inspect export exp/run --format parquet -o run.parquet
+    With --format parquet and -o DIR (not ending in .parquet), every run under RUN goes into a
+    Hive-partitioned dataset: DIR/<table>/run=<id>/part-0.parquet for the tables runs, attempts, findings
+    and scalars. Exporting again rewrites only the runs whose files changed and adds new ones; runs no
+    longer under RUN are kept unless --prune.
+
+    Example: pimm-inspect export exp/ --format parquet -o runs_dataset
     """
     from ..analysis.scalar_rows import scalar_rows, to_frame
     from ..report.export import write_json
 
-    target = load_runs(run, single=True)[0]
+    if fmt == "parquet" and _dataset_wanted(output):
+        _export_dataset(run, output, tags, policy, all_sources, prune)
+        return
+    if prune:
+        stderr("pimm-inspect: --prune is for the Parquet dataset (--format parquet -o DIR)")
+        sys.exit(EXIT_USAGE)
+    try:
+        target = next(iter_loaded(find_runs(run, single=True)))
+    except UsageProblem:
+        if fmt == "parquet":
+            stderr("pimm-inspect: (for the dataset of every run under a folder, give -o a directory: "
+                   "a name not ending in .parquet)")
+        sys.exit(EXIT_USAGE)
     rows = scalar_rows(target, tags, policy, all_sources)
     tag_count = len({block.tag for block in rows if len(block)})
     if fmt == "json":
@@ -67,3 +98,53 @@ def _write(output: str, text: str) -> None:
     else:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
+
+
+def _export_dataset(root: str, output: str, tags: tuple[str, ...], policy: str, all_sources: bool,
+                    prune: bool) -> None:
+    """``export ROOT --format parquet -o DIR``: write or update the dataset; exit 2 when DIR cannot be used."""
+    from ..report.safe_text import clean
+
+    try:
+        import pyarrow  # noqa: F401  (the Parquet writer; optional)
+    except ImportError:
+        stderr("pimm-inspect: the Parquet dataset needs pyarrow: pip install 'pimm-inspect[parquet]'")
+        sys.exit(EXIT_USAGE)
+    from ..report.dataset_store import DatasetProblem
+    from ..report.dataset_sync import DatasetOptions, export_dataset
+
+    try:
+        run_dirs = find_runs(root)
+    except UsageProblem:
+        sys.exit(EXIT_USAGE)
+    show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
+
+    def progress(i: int, total: int, run_id: str) -> None:
+        if show_progress:
+            click.echo(f"\rexporting {i}/{total} {clean(run_id, newlines=False)[:40]:<40}", err=True, nl=False)
+
+    options = DatasetOptions(tags=tags, policy=policy, all_sources=all_sources, prune=prune)
+    try:
+        report = export_dataset(Path(root), run_dirs, Path(output), options, progress)
+    except DatasetProblem as exc:
+        stderr(f"pimm-inspect: {clean(str(exc), newlines=False)}")
+        sys.exit(EXIT_USAGE)
+    finally:
+        if show_progress:
+            click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
+    if report.rewrite_all:
+        stderr(f"pimm-inspect: every run was rewritten: {clean(report.rewrite_all, newlines=False)}")
+    parts = [f"{len(report.added)} added", f"{len(report.rewritten)} rewritten", f"{len(report.unchanged)} unchanged"]
+    if report.pruned:
+        parts.append(f"{len(report.pruned)} pruned")
+    stderr(f"pimm-inspect: dataset {clean(output, newlines=False)}: " + ", ".join(parts))
+    if report.kept_missing:
+        shown = ", ".join(clean(r, newlines=False) for r in report.kept_missing[:5])
+        more = f" and {len(report.kept_missing) - 5} more" if len(report.kept_missing) > 5 else ""
+        stderr(f"pimm-inspect: kept {len(report.kept_missing)} run(s) no longer under {clean(root, newlines=False)} "
+               f"({shown}{more}); --prune removes them")
+    for folder in report.prune_left:
+        stderr(f"pimm-inspect: left {clean(folder, newlines=False)}: it holds files this export did not write")
+    for run_id in report.failed:
+        stderr(f"pimm-inspect: {clean(run_id, newlines=False)}: its tables could not be built "
+               "(internal.export-failed; please report)")

@@ -1,0 +1,259 @@
+"""The Parquet dataset on disk: partition names, atomic partition writes, the manifest, the lock.
+
+Layout: ``DIR/<table>/run=<value>/part-0.parquet`` for each of the four tables and each run, plus
+``DIR/_pimm_inspect_manifest.json`` (what each run was written from) and ``DIR/.pimm-inspect.lock``. Names that
+start with ``_`` or ``.`` are skipped by Hive-style readers (Spark, DuckDB's ``*/*.parquet`` glob never sees them).
+
+Partition values (``encode_partition``): the run id's UTF-8 bytes with every byte outside ``A-Z a-z 0-9 - _ .``
+written as ``%XX`` (upper-case hex), which is how Hive, Spark and DuckDB escape partition values, so they decode
+``run`` back to the run id; a byte of the folder name that is not UTF-8 is written ``~XX`` (a ``%XX`` of it would
+not decode to text, and DuckDB refuses the whole table then). The result is always one safe path component of
+ASCII letters, digits, ``-_.%~``: no ``/``, ``=``, control character or non-ASCII byte, never ``.`` or ``..``
+alone (it follows ``run=``). A value over 200 characters keeps its first part and ends in ``~~`` and 32 hex digits
+of the id's SHA-256, so it cannot be decoded; the ``run_id`` column always holds the id itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Iterator
+
+from .. import __version__
+from .dataset import DATASET_VERSION, TABLES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PARTITION_KEY = "run"
+PART_FILE = "part-0.parquet"
+MANIFEST = "_pimm_inspect_manifest.json"
+LOCK = ".pimm-inspect.lock"
+MANIFEST_FORMAT = "pimm-inspect parquet dataset"
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+MAX_VALUE_CHARS = 200
+"""Longest partition value kept whole (a path component holds 255 bytes, ``run=`` included)."""
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+"""The value Hive and Spark read as NULL: a run folder of that name gets its first ``_`` escaped."""
+
+
+class DatasetProblem(Exception):
+    """The dataset directory cannot be used (not a dataset, another export running, damaged manifest)."""
+
+
+def encode_partition(run_id: str) -> str:
+    """The ``run=`` value of a run id: a reversible, filesystem-safe percent-encoding (see the module docstring)."""
+    raw = os.fsencode(run_id)
+    parts = []  # one string per character, so a shortened value never splits one
+    for char in raw.decode("utf-8", "surrogateescape"):
+        if "\udc80" <= char <= "\udcff":  # a byte that is not UTF-8 (os.fsdecode's surrogate escape)
+            parts.append(f"~{ord(char) - 0xDC00:02X}")
+        else:
+            parts.append("".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in char.encode("utf-8")))
+    value = "".join(parts)
+    if value == _HIVE_NULL:
+        value = "%5F" + value[1:]
+    if len(value) <= MAX_VALUE_CHARS:
+        return value
+    kept, length = [], 0
+    for part in parts:
+        if length + len(part) > 160:
+            break
+        kept.append(part)
+        length += len(part)
+    return "".join(kept) + "~~" + hashlib.sha256(raw).hexdigest()[:32]
+
+
+def decode_partition(value: str) -> str:
+    """The run id a ``run=`` value encodes (undecodable bytes as surrogate escapes, as ``os.fsdecode``);
+    ValueError for a shortened value (``~~`` and a digest) or one this encoding never makes."""
+    if "~~" in value:
+        raise ValueError(f"{value!r} is a shortened partition value: read the run_id column")
+    out = bytearray()
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if char in "%~":
+            out.append(int(value[i + 1:i + 3], 16))
+            i += 3
+        elif ord(char) < 128 and ord(char) in _SAFE:
+            out.append(ord(char))
+            i += 1
+        else:
+            raise ValueError(f"{value!r} is not a partition value of this dataset")
+    return os.fsdecode(bytes(out))
+
+
+def partition_dir(out: Path, table: str, value: str) -> Path:
+    """``DIR/<table>/run=<value>``."""
+    return out / table / f"{PARTITION_KEY}={value}"
+
+
+def _remove_leftovers(folder: Path) -> None:
+    """Delete temporary files a killed export left in a partition folder (only ours: ``.part-0.parquet.tmp-*``)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(f".{PART_FILE}.tmp-"):
+            try:
+                os.unlink(folder / name)
+            except OSError:
+                pass
+
+
+def write_partition(table: pa.Table, out: Path, table_name: str, value: str) -> Path:
+    """Write one partition atomically: a temporary file in the same folder, then a rename over ``part-0.parquet``
+    (a reader sees the old file or the new one, never half of one)."""
+    import pyarrow.parquet as pq  # the Parquet writer: only `export --format parquet` needs it
+
+    folder = partition_dir(out, table_name, value)
+    folder.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(folder)
+    temporary = folder / f".{PART_FILE}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        pq.write_table(table, temporary, compression="zstd")
+        os.replace(temporary, folder / PART_FILE)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    return folder / PART_FILE
+
+
+def remove_partitions(out: Path, value: str) -> list[Path]:
+    """Delete one run's partition files and folders (only the files this export writes); the folders that still
+    hold something else are returned and left alone."""
+    kept = []
+    for table_name in TABLES:
+        folder = partition_dir(out, table_name, value)
+        _remove_leftovers(folder)
+        try:
+            os.unlink(folder / PART_FILE)
+        except FileNotFoundError:
+            pass
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            kept.append(folder)
+    return kept
+
+
+def has_partitions(out: Path, value: str) -> bool:
+    """True when every table has its file for this run."""
+    return all((partition_dir(out, t, value) / PART_FILE).is_file() for t in TABLES)
+
+
+@dataclass
+class RunEntry:
+    """What one run's partitions were written from."""
+
+    run_id: str
+    tree: str | None
+    """Digest of the run directory when it was read (``load.fingerprint``); None: always rewrite (incomplete
+    walk, or the export of this run failed)."""
+    outside: list[tuple[str, str, str]] = field(default_factory=list)
+    written_at: str = ""
+    seen_at: str = ""
+    """When an export last found the run under ROOT."""
+
+
+@dataclass
+class Manifest:
+    """``DIR/_pimm_inspect_manifest.json``: the dataset's root, options, writer and per-run fingerprints."""
+
+    root: str
+    options: dict[str, Any]
+    runs: dict[str, RunEntry] = field(default_factory=dict)
+    """By partition value."""
+    dataset_version: int = DATASET_VERSION
+    pimm_inspect_version: str = __version__
+
+    def to_json(self) -> str:
+        """The manifest as JSON text (ASCII: file names with undecodable bytes round-trip as escapes)."""
+        return json.dumps({
+            "format": MANIFEST_FORMAT, "dataset_version": self.dataset_version,
+            "pimm_inspect_version": self.pimm_inspect_version, "root": self.root, "options": self.options,
+            "runs": {value: {"run_id": e.run_id, "tree": e.tree, "outside": [list(o) for o in e.outside],
+                             "written_at": e.written_at, "seen_at": e.seen_at} for value, e in sorted(self.runs.items())},
+        }, indent=1, ensure_ascii=True)
+
+
+def _entry(data: Any) -> RunEntry:
+    if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
+        raise ValueError("a run entry is not an object with a run_id")
+    outside = data.get("outside", [])
+    if not isinstance(outside, list) or not all(
+            isinstance(o, list) and len(o) == 3 and all(isinstance(x, str) for x in o) for o in outside):
+        raise ValueError("a run's outside files are not [path, kind, state] lists")
+    tree = data.get("tree")
+    return RunEntry(run_id=data["run_id"], tree=tree if isinstance(tree, str) else None,
+                    outside=[(o[0], o[1], o[2]) for o in outside], written_at=str(data.get("written_at", "")),
+                    seen_at=str(data.get("seen_at", "")))
+
+
+def read_manifest(out: Path) -> Manifest | None:
+    """The dataset's manifest; None when DIR is new or empty. DatasetProblem when DIR holds something else or
+    the manifest is damaged (nothing is overwritten then)."""
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        raise DatasetProblem(f"{out} is not a directory")
+    path = out / MANIFEST
+    if not path.exists():
+        if any(name != LOCK for name in os.listdir(out)):
+            raise DatasetProblem(f"{out} is not empty and holds no pimm-inspect dataset ({MANIFEST} is missing): "
+                                 "give a new or empty directory")
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise ValueError("not a pimm-inspect manifest")
+        runs = data.get("runs")
+        if not isinstance(runs, dict) or not isinstance(data.get("root"), str):
+            raise ValueError("no root or runs")
+        options = data.get("options")
+        return Manifest(root=data["root"], options=options if isinstance(options, dict) else {},
+                        runs={str(value): _entry(entry) for value, entry in runs.items()},
+                        dataset_version=int(data.get("dataset_version", 0)),
+                        pimm_inspect_version=str(data.get("pimm_inspect_version", "")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise DatasetProblem(f"{path} cannot be read ({exc}): remove the directory to export afresh") from exc
+
+
+def write_manifest(out: Path, manifest: Manifest) -> None:
+    """Write the manifest atomically (temporary file, then rename)."""
+    out.mkdir(parents=True, exist_ok=True)
+    temporary = out / f".{MANIFEST}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    temporary.write_text(manifest.to_json() + "\n", encoding="utf-8")
+    os.replace(temporary, out / MANIFEST)
+
+
+@contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold ``DIR/.pimm-inspect.lock`` for the export: a second export into the same DIR fails at once."""
+    try:
+        import fcntl  # POSIX only: elsewhere the export runs without the lock
+    except ImportError:
+        yield
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = open(out / LOCK, "a", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise DatasetProblem(f"another export is writing {out} (its lock {LOCK} is held)") from exc
+        yield
+    finally:
+        handle.close()
