@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from bench_cache import make_tree, one_m_run  # noqa: E402  (the same generated inputs)
 from bench_wandb import timed  # noqa: E402  (wall and child CPU of one fresh process)
+from _results import Figure, save  # noqa: E402
 
 
 def grow(event_file: Path, step: int) -> None:
@@ -112,12 +113,18 @@ def main() -> int:
         rows += bench_big(args.repeat)
     print(f"\n| command (whole process, cache off, median of {args.repeat}) | wall s | CPU s | CPU x reference |")
     print("|---|---|---|---|")
-    reference: tuple[float, float] | None = None
+    reference: tuple[str, float, float] | None = None
+    figures = []
     for name, (wall, cpu) in rows:
         if "reference" in name:
-            reference = (wall, cpu)
-        ratio = f"{cpu / reference[1]:.2f}" if reference else "-"
+            reference = (name.split(": ", 1)[1].split(" (")[0], wall, cpu)
+            print(f"| {name} | {wall:.2f} | {cpu:.2f} | 1.00 |")
+            continue
+        ratio = f"{cpu / reference[2]:.2f}" if reference else "-"
         print(f"| {name} | {wall:.2f} | {cpu:.2f} | {ratio} |")
+        figures.append(Figure(name, wall, cpu, reference[0] if reference else None, reference[1] if reference else None,
+                              reference[2] if reference else None, what="whole process, cache off"))
+    save("export", "Parquet dataset export", figures, "python bench/bench_dataset.py " + " ".join(sys.argv[1:]))
     return 0
 
 
