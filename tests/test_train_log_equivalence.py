@@ -141,7 +141,7 @@ def test_plain_generated_log_is_all_fast_and_the_same(tmp_path: Path, monkeypatc
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pimm_inspect.sources import _train_log_patterns as NEW  # noqa: E402
+from pimm_inspect.sources.train_log import _patterns as NEW  # noqa: E402
 from tests.train_log_reference import _train_log_patterns as OLD  # noqa: E402
 
 _ROW_PARTS = ["|", " ", "*", "1", "a", ".", "-", "\t", "\u00a0", ":", "  ", " | ", "| 1 | ", "\u2028"]
