@@ -56,9 +56,12 @@ class FastRows:
     """Template Train: lines of one block, as numpy columns in file order."""
 
     def __init__(self, hits: np.ndarray, starts: np.ndarray, epochs: np.ndarray, max_epochs: np.ndarray,
-                 iters: np.ndarray, ipes: np.ndarray, walls: np.ndarray, values: list[np.ndarray]) -> None:
+                 iters: np.ndarray, ipes: np.ndarray, walls: np.ndarray, values: list[np.ndarray],
+                 other_starts: np.ndarray, other_ends: np.ndarray) -> None:
         self.all_hits = hits
         """Block positions of every ``Train: [`` (valid or not)."""
+        self.other_starts, self.other_ends = other_starts, other_ends
+        """Start and newline position of each line holding a ``Train: [`` that was not accepted (sorted, unique)."""
         self.starts = starts
         """Block positions of the first byte of each valid line."""
         self.epochs, self.max_epochs, self.iters, self.ipes = epochs, max_epochs, iters, ipes
@@ -71,6 +74,28 @@ class FastRows:
         a, b = np.searchsorted(self.all_hits, (lo, hi))
         i, j = np.searchsorted(self.starts, (lo, hi))
         return int(i), int(j), int(b - a)
+
+    def pieces(self, lo: int, hi: int) -> list[tuple[int, int, bool]]:
+        """``[lo, hi)`` cut around the lines this scan did not accept: ``(lo, hi, only_accepted)`` in file order.
+
+        Each piece keeps the ``\n`` before its first line and after its last (the patterns need both), so
+        neighbouring pieces share one byte. A piece of accepted lines can take the numpy path whole; a
+        piece of other lines goes to the regex paths, so one odd line no longer sends its whole range there.
+        """
+        a, b = np.searchsorted(self.other_starts, (lo + 1, hi))
+        out: list[tuple[int, int, bool]] = []
+        prev = lo
+        for ls, le in zip(self.other_starts[a:b].tolist(), self.other_ends[a:b].tolist()):
+            if out and not out[-1][2] and out[-1][1] == ls:  # the line right after another odd line
+                out[-1] = (out[-1][0], le + 1, False)
+            else:
+                if ls - 1 > prev:
+                    out.append((prev, ls, True))
+                out.append((ls - 1, le + 1, False))
+            prev = le
+        if prev < hi - 1:
+            out.append((prev, hi, True))
+        return out
 
 
 def find_hits(buf: np.ndarray) -> np.ndarray:
@@ -216,5 +241,7 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
         return None
     keep = np.flatnonzero(out.ok)
     epochs, max_epochs, iters, ipes = [f[keep] for f in out.fields]
+    other = np.unique(starts[~out.ok])
+    other_ends = ends[~out.ok][np.unique(starts[~out.ok], return_index=True)[1]] if other.size else other
     return FastRows(hits, starts[keep], epochs, max_epochs, iters, ipes, out.walls[keep],
-                    [v[keep] for v in out.values])
+                    [v[keep] for v in out.values], other, other_ends)

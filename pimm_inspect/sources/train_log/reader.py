@@ -105,7 +105,7 @@ class _Reader:
             seg.add_chunk(_tag(key), steps, P.floats(col), walls)
         seg.note_train(int(steps[0]), int(steps[-1]), len(rows), int(P.ints(cols[2][-1:])[0]), int(ipes[-1]))
 
-    def train_range(self, block: bytes, lo: int, hi: int, delta: int) -> None:
+    def train_range(self, block: bytes, lo: int, hi: int, delta: int, use_fast: bool = True) -> None:
         """Parse the Train: records between two interesting records of a block."""
         ctx = self.ctx
         assert ctx is not None  # set while block() reads a block
@@ -119,12 +119,17 @@ class _Reader:
             if m is not None and not m.group(2):
                 seg.template = P.build_template(m.group(7))
         if seg.template is not None:
-            fast = ctx.fast_rows(seg.template)
+            fast = ctx.fast_rows(seg.template) if use_fast else None
             if fast is not None:
                 i, j, hits = fast.span(lo, hi)
                 if j - i == count == hits:
                     self.flush(seg)
                     self.add_fast(seg, fast, i, j, delta)
+                    return
+                pieces = fast.pieces(lo, hi) if j > i else []
+                if len(pieces) > 1:  # most lines are template lines: only the others take the regex paths
+                    for piece_lo, piece_hi, accepted in pieces:
+                        self.train_range(block, piece_lo, piece_hi, delta, use_fast=accepted)
                     return
             matches = list(seg.template[0].finditer(block, lo, hi))
             if matches and len(matches) == count:
@@ -175,8 +180,15 @@ class _Reader:
             return
         assert self.ctx is not None  # set while block() reads a block
         walls = P.timestamps(tuple(stamps))
+        all_steps = np.asarray(steps, np.int64)
+        every_row = np.arange(len(steps))
         for tag, (s, v, rows) in points.items():
-            seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[np.asarray(rows, np.int64)])
+            row_array = np.asarray(rows, np.int64)
+            if row_array.size == every_row.size and np.array_equal(row_array, every_row):
+                # a term of every line: share the range's steps and times, so the joined series share them too
+                seg.add_chunk(tag, all_steps, np.asarray(v, np.float64), walls)
+            else:
+                seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[row_array])
         seg.note_train(steps[0], steps[-1], len(steps), last[3], last[2])
         seg.set_last(last[0], last[1], last[2])
         self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
