@@ -89,6 +89,17 @@ class IndexBuilder:
     def __init__(self) -> None:
         self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
         self.markers: list[tuple[int, int, str]] = []
+        self.prefix_attempts: np.ndarray | None = None
+        """int32 attempts of the rows an earlier result's index holds (they are the first chunk)."""
+
+    def extend_from(self, index: TrainLogIndex) -> None:
+        """Start from an earlier result's index: its Train: rows and submitit markers come first."""
+        if index.step_steps.size:
+            self.chunks.append((index.step_steps, index.step_line_nos, index.step_offsets, 0))
+            self.prefix_attempts = index.step_attempts
+        self.markers += [(ln, off, kind) for ln, off, kind in zip(index.start_line_nos.tolist(),
+                                                                   index.start_offsets.tolist(), index.start_kinds)
+                         if kind == "submitit"]
 
     def add_chunk(self, attempt: int, steps: np.ndarray, line_nos: np.ndarray, offsets: np.ndarray) -> None:
         """Rows of consecutive Train: lines of one attempt."""
@@ -131,6 +142,8 @@ class IndexBuilder:
             release_freed_memory()
         attempts = np.repeat(np.asarray([a for _, a in counts], dtype=np.int32),
                              np.asarray([n for n, _ in counts], dtype=np.int64))
+        if self.prefix_attempts is not None:  # the first chunk is an earlier index's rows, each with its attempt
+            attempts[:self.prefix_attempts.size] = self.prefix_attempts
         attempts.flags.writeable = False
         # A segment without a header that starts after byte 0 begins at an E0 PID change; the one at
         # byte 0 is only text before the first header.

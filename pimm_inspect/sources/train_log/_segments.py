@@ -48,15 +48,24 @@ class SegmentState:
         self.num_params: int | None = None
         self.warnings = 0
         self.template: tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None = None
+        self.template_tail: bytes | None = None
+        """The Train: tail ``template`` was built from (an extension rebuilds the template from it)."""
         self.template_tries = 0
         self.pending: list[tuple[bytes, ...]] = []
         self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.points: dict[str, tuple[list[int], list[float], list[float]]] = {}
+        self.seeded: set[str] = set()
+        """Tags whose first chunk is an earlier result's whole series (an extended attempt)."""
 
     # -- series -----------------------------------------------------------
     def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
         """Append numpy points of one tag."""
         self.chunks.setdefault(tag, []).append((steps, values, walls))
+
+    def seed_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
+        """Start a tag with the points an earlier result already holds (extending this attempt)."""
+        self.chunks[tag] = [(steps, values, walls)]
+        self.seeded.add(tag)
 
     def add_point(self, tag: str, step: int | None, value: float, ts: str) -> None:
         """Append one point from an evaluation/summary record; dropped when its step is unknown."""
@@ -326,8 +335,12 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None) -> 
     big = sum(p[1].size for parts in chunks.values() for p in parts) > _TRIM_POINTS
     for tag in list(chunks):
         parts = chunks.pop(tag)  # drop each tag's chunks once joined: peak memory stays near the result
-        series.append(make_series(tag, _joined(shared, [p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                                  _joined(shared, [p[2] for p in parts]), rel_path, seg.index))
+        if len(parts) == 1 and tag in seg.seeded:  # extended, but nothing new for this tag: the old arrays
+            series.append(make_series(tag, *parts[0], rel_path, seg.index))
+        else:
+            series.append(make_series(tag, _joined(shared, [p[0] for p in parts]),
+                                      np.concatenate([p[1] for p in parts]), _joined(shared, [p[2] for p in parts]),
+                                      rel_path, seg.index))
         del parts
         if big:
             release_freed_memory()
