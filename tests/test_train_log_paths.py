@@ -55,3 +55,27 @@ def test_terms_of_every_line_share_steps_and_times(tmp_path: Path) -> None:
         assert len(every_line) == 4
         assert all(s.steps is every_line[0].steps and s.wall_times_s is every_line[0].wall_times_s
                    for s in every_line)
+
+
+def test_records_among_template_lines_are_still_found(tmp_path: Path, monkeypatch) -> None:
+    """The marker scan skips INFO template lines; WARNING Train: lines of the same layout and records
+    squeezed between Train: lines are still records, in every block (small blocks: a template at each start)."""
+    source = tmp_path / "source.log"
+    write_big_log(source, 1_500_000, iters_per_epoch=800, mixed=True)
+    lines = source.read_bytes().split(b"\n")
+    for i in range(300, len(lines) - 1, 401):
+        if b"Train: [" in lines[i]:
+            lines[i] = lines[i].replace(b" INFO ", b" WARNING ", 1)  # a Train: line printed as a warning
+    for i in range(350, len(lines) - 1, 613):
+        lines.insert(i, lines[i][:25] + b"ERROR events.py line 42] Traceback (most recent call last):\n"
+                     b"  File \"train.py\", line 9, in <module>\nRuntimeError: CUDA error")
+        lines.insert(i, lines[i][:25] + b"INFO checkpoint.py line 106] Saving checkpoint at global step 7")
+    path = tmp_path / "train.log"
+    path.write_bytes(b"\n".join(lines))
+    monkeypatch.setattr(live, "BLOCK_BYTES", 32768 + 977)
+    from tests.train_log_reference import train_log as reference
+
+    monkeypatch.setattr(reference, "BLOCK_BYTES", 32768 + 977)
+    new, old = both(path)
+    assert_same(new, old)
+    assert sum(e.kind == "warning" for e in new.events) > 10 and sum(e.kind == "traceback" for e in new.events) > 5

@@ -60,6 +60,8 @@ class FastRows:
                  other_starts: np.ndarray, other_ends: np.ndarray) -> None:
         self.all_hits = hits
         """Block positions of every ``Train: [`` (valid or not)."""
+        self.ends = np.zeros(0, dtype=np.int64)
+        """Block positions of the newline ending each valid line."""
         self.other_starts, self.other_ends = other_starts, other_ends
         """Start and newline position of each line holding a ``Train: [`` that was not accepted (sorted, unique)."""
         self.starts = starts
@@ -74,6 +76,16 @@ class FastRows:
         a, b = np.searchsorted(self.all_hits, (lo, hi))
         i, j = np.searchsorted(self.starts, (lo, hi))
         return int(i), int(j), int(b - a)
+
+    def quiet_lines(self, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, newline positions) of the valid lines at level INFO or DEBUG: they hold no marker.
+
+        A valid line's message starts with ``Train: [`` right after its prefix, so no keyword starts it,
+        and its tail has no ``,ddd LEVEL`` (values and keys hold no space); a WARNING one is a record.
+        """
+        level = buf[self.starts + 25]  # "[YYYY-MM-DD HH:MM:SS,mmm " is 25 bytes
+        quiet = (level == 73) | (level == 68)  # I(NFO), D(EBUG): no other level starts so
+        return self.starts[quiet], self.ends[quiet]
 
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, bool]]:
         """``[lo, hi)`` cut around the lines this scan did not accept: ``(lo, hi, only_accepted)`` in file order.
@@ -243,5 +255,7 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
     epochs, max_epochs, iters, ipes = [f[keep] for f in out.fields]
     other = np.unique(starts[~out.ok])
     other_ends = ends[~out.ok][np.unique(starts[~out.ok], return_index=True)[1]] if other.size else other
-    return FastRows(hits, starts[keep], epochs, max_epochs, iters, ipes, out.walls[keep],
+    rows = FastRows(hits, starts[keep], epochs, max_epochs, iters, ipes, out.walls[keep],
                     [v[keep] for v in out.values], other, other_ends)
+    rows.ends = ends[keep]
+    return rows

@@ -222,7 +222,9 @@ class _Reader:
             self.seg(self.line_no, offset)
         if self.cur is not None and self.cur.started_at is None and first_pm is not None:
             self.cur.started_at = first_pm.group(1).decode()
-        markers = P.find_markers(block)
+        template = self.cur.template if self.cur is not None else None
+        fast = self.ctx.fast_rows(template) if template is not None else None
+        markers = P.find_markers(block, fast.quiet_lines(self.ctx.buf) if fast is not None else None)
         if self.era == "E0":
             self.pid_markers(block, markers)
         cursor = 0
