@@ -25,6 +25,8 @@ from . import _patterns as P
 from ._tokens import token_scan
 
 _TRAIN = np.frombuffer(b"Train: [", dtype=np.uint8)
+_MAX_MISSES = 256
+"""Template-rejected lines tried as reference per block (beyond that, the token check takes the rest)."""
 _POW10F = 10.0 ** np.arange(23, dtype=np.float64)
 
 
@@ -230,10 +232,15 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
     out = _Out(hits.size, nvalues)
     pending = np.flatnonzero(line_ok)
     ref_prefix = None
-    for _ in range(16):
-        if not pending.size:
-            break
-        ref = next((int(c) for c in pending[:8] if template.match(block, int(starts[c]) - 1)), None)
+    misses = 0
+    for _ in range(32):
+        ref = None
+        while pending.size and ref is None and misses < _MAX_MISSES:
+            c = int(pending[0])
+            if template.match(block, int(starts[c]) - 1):
+                ref = c
+            else:  # no path accepts a line the template rejects: drop it (odd lines gather at the front)
+                pending, misses = pending[1:], misses + 1
         if ref is None:
             break
         line_bytes = block[int(starts[ref]):int(ends[ref])]
