@@ -161,25 +161,3 @@ def _frozen(values: list, dtype=np.int64) -> np.ndarray:
     arr = np.asarray(values, dtype=dtype)
     arr.flags.writeable = False
     return arr
-
-
-def merge_index(old: TrainLogIndex, new: TrainLogIndex, cut_offset: int) -> TrainLogIndex:
-    """The index of a refresh: ``old`` before byte ``cut_offset`` (where the re-read began), then ``new``."""
-    starts = old.start_offsets < cut_offset
-    steps = old.step_offsets < cut_offset
-
-    def join(a: np.ndarray, keep: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = np.concatenate([a[keep], b])
-        out.flags.writeable = False
-        return out
-
-    return TrainLogIndex(
-        start_line_nos=join(old.start_line_nos, starts, new.start_line_nos),
-        start_offsets=join(old.start_offsets, starts, new.start_offsets),
-        start_kinds=tuple(k for k, s in zip(old.start_kinds, starts) if s) + new.start_kinds,
-        start_trains=join(old.start_trains, starts, new.start_trains),
-        start_attempts=join(old.start_attempts, starts, new.start_attempts),
-        step_steps=join(old.step_steps, steps, new.step_steps),
-        step_line_nos=join(old.step_line_nos, steps, new.step_line_nos),
-        step_offsets=join(old.step_offsets, steps, new.step_offsets),
-        step_attempts=join(old.step_attempts, steps, new.step_attempts))

@@ -5,6 +5,9 @@ few compiled byte patterns (Train: lines, interesting INFO records, WARNING+
 records, E0 PIDs) instead of a per-line Python loop; only matched lines are
 parsed further and numbers become numpy arrays per chunk.
 
+A result keeps the reader's state at its last complete line (``_resume``), so a
+grown file is extended by decoding only the appended bytes (``previous=``).
+
 Wall times come from the log's own timestamps, which are node-local time
 without a zone: they are parsed as if they were UTC, so they order points and
 measure gaps correctly but are not true unix seconds.
@@ -24,7 +27,7 @@ from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._fast import FastRows
-from ._findings import long_lines_finding, merge_refresh_fields, non_finite_findings
+from ._findings import long_lines_finding, non_finite_findings
 from ._index import BlockContext, IndexBuilder
 from ._records import MAX_MESSAGE_BYTES, continue_record, finish_record, record, record_text
 from ._resume import TAIL_CHECK_BYTES, TrainLogResume, can_extend, completed, restore, snapshot
@@ -395,6 +398,6 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
     return reader.result(rel_path, end, lines, findings, identity, read_from=start_offset)
 
 
-__all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogTail", "ValTable", "ValTableRow",
-           "long_lines_finding", "merge_refresh_fields", "non_finite_findings", "read_train_log",
+__all__ = ["MAX_MESSAGE_BYTES", "LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogResume", "TrainLogTail",
+           "ValTable", "ValTableRow", "long_lines_finding", "non_finite_findings", "read_train_log",
            "read_train_log_tail"]
