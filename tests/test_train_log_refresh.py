@@ -179,3 +179,46 @@ def test_read_cache_extends_from_the_kept_state(tmp_path: Path, reads) -> None:
     grown = cache.train_log(path, "train.log")
     assert cache.incremental_reads == 1 and reads == [(first.end_offset, len(data))]
     _equal_to_full_read(grown, path)
+
+
+def _snapshot(result) -> list[tuple[str, bytes, bytes, bytes]]:
+    return [(s.tag, s.steps.tobytes(), s.values.tobytes(), s.wall_times_s.tobytes()) for s in result.series] + [
+        ("index", result.index.step_steps.tobytes(), result.index.step_offsets.tobytes(),
+         result.index.step_attempts.tobytes())]
+
+
+def test_extensions_write_after_earlier_points_and_never_change_earlier_results(tmp_path: Path) -> None:
+    """An extension appends in the room after the earlier columns (no copy of them), so a later refresh of a
+    big log costs what was appended; earlier results keep their arrays, and extending the same result
+    twice gives two correct results."""
+    import numpy as np
+
+    source = tmp_path / "source.log"
+    write_big_log(source, 1_500_000, iters_per_epoch=700, attempts=2, mixed=True)
+    data = source.read_bytes()
+    path = tmp_path / "train.log"
+    cuts = [len(data) - 30_000, len(data) - 15_000 + 7, len(data)]  # appends that fit in the room (1/16)
+    path.write_bytes(data[:cuts[0]])
+    first = R.read_train_log(path, "train.log")
+    before = _snapshot(first)
+    with path.open("ab") as fh:
+        fh.write(data[cuts[0]:cuts[1]])
+    second = R.read_train_log(path, "train.log", previous=first)
+    again = R.read_train_log(path, "train.log", previous=first)  # the same earlier result extended twice
+    with path.open("ab") as fh:
+        fh.write(data[cuts[1]:])
+    third = R.read_train_log(path, "train.log", previous=second)
+    assert _snapshot(first) == before
+    assert _snapshot(again) == _snapshot(second)
+    live = [(b, c) for b, c in zip(second.series, third.series)  # Train: columns (evaluations are a few points)
+            if b.attempt == 2 and len(c) > len(b) and b.tag.startswith(("train_batch/", "time/", "params/"))]
+    assert len(live) >= 5 and all(np.shares_memory(b.values, c.values) for b, c in live)
+    assert np.shares_memory(second.index.step_steps, third.index.step_steps)
+    assert not any(np.shares_memory(a.values, b.values) for a, b in zip(again.series, third.series)
+                   if a.attempt == 2 and len(b) > len(a))  # the second extension of `first` had to copy
+    _equal_to_full_read(third, path)
+    path.write_bytes(data[:cuts[1]])
+    _equal_to_full_read(second, path)
+    _equal_to_full_read(again, path)
+    assert all(not s.values.flags.writeable and not s.steps.flags.writeable  # views of shared buffers: read-only
+               for s in third.series if s.tag.startswith(("train_batch/", "time/", "params/")))

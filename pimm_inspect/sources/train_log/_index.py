@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from . import _fast as F
+from ._growable import extended, joined
 from ._segments import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
 
@@ -128,22 +129,32 @@ class IndexBuilder:
         """The index; attempt starts come from the segments (header lines and E0 PID changes)."""
         chunks, self.chunks = self.chunks, []
         counts = [(c[0].size, c[3]) for c in chunks]
-        columns = [[c[i] for c in chunks] for i in range(3)]
+        columns: list[list[np.ndarray]] = [[c[0] for c in chunks], [c[1] for c in chunks], [c[2] for c in chunks]]
         del chunks
+
+        grow = self.prefix_attempts is not None  # the first parts are an earlier index's: write after them
 
         def cat(i: int) -> np.ndarray:  # one column at a time, its parts dropped as it is joined
             parts, columns[i] = columns[i], []
-            arr = np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, np.int64)
+            if grow:
+                return extended(parts[0], parts[1:])
+            if parts:
+                return joined(parts)
+            arr = np.zeros(0, np.int64)
             arr.flags.writeable = False
             return arr
 
         steps, line_nos, offsets = cat(0), cat(1), cat(2)
         if steps.size > 2_000_000:
             release_freed_memory()
-        attempts = np.repeat(np.asarray([a for _, a in counts], dtype=np.int32),
-                             np.asarray([n for n, _ in counts], dtype=np.int64))
         if self.prefix_attempts is not None:  # the first chunk is an earlier index's rows, each with its attempt
-            attempts[:self.prefix_attempts.size] = self.prefix_attempts
+            attempts = extended(self.prefix_attempts, [np.repeat(
+                np.asarray([a for _, a in counts[1:]], dtype=np.int32),
+                np.asarray([n for n, _ in counts[1:]], dtype=np.int64))])
+        else:
+            attempts = np.repeat(np.asarray([a for _, a in counts], dtype=np.int32),
+                                 np.asarray([n for n, _ in counts], dtype=np.int64))
+            attempts = joined([attempts]) if attempts.size else attempts
         attempts.flags.writeable = False
         # A segment without a header that starts after byte 0 begins at an E0 PID change; the one at
         # byte 0 is only text before the first header.
