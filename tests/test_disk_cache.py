@@ -230,16 +230,16 @@ def test_grown_files_decode_only_the_appended_bytes(tmp_path, monkeypatch):
         return real_tb(path, rel_path, start_offset=start_offset, **kw)
 
     def spy_tl(path, rel_path, start_offset=0, **kw):
-        calls.append((rel_path, start_offset))
-        return real_tl(path, rel_path, start_offset=start_offset, **kw)
+        result = real_tl(path, rel_path, start_offset=start_offset, **kw)
+        calls.append((rel_path, result.read_from_offset))  # where decoding began (previous end when extended)
+        return result
 
     monkeypatch.setattr(tb, "read_event_file", spy_tb)
     monkeypatch.setattr(tl, "read_train_log", spy_tl)
     grown = load_run(run)
     ev_rel = events.name
     assert dict(calls)[ev_rel] == ends[ev_rel] > 0  # the event file: from the stored end on
-    first_log_start = dict(calls)["train.log"]
-    assert 0 < first_log_start < cut  # train.log: from the start of its last attempt segment
+    assert dict(calls)["train.log"] == ends["train.log"] == cut  # train.log: from the stored end on
     monkeypatch.setattr(tb, "read_event_file", real_tb)
     monkeypatch.setattr(tl, "read_train_log", real_tl)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")

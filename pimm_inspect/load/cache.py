@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
-from ..model import Finding, ScalarSeries, make_series
+from ..model import make_series
 from .disk_cache import DiskCache
 
 if TYPE_CHECKING:
@@ -179,16 +179,13 @@ class ReadCache:
         return result
 
     def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
-        """``read_train_log`` that re-reads only the last attempt segment of a growing log."""
+        """``read_train_log`` that decodes only the bytes appended to a growing log."""
         from ..sources.train_log.reader import read_train_log
 
         def extend(old: TrainLogResult) -> TrainLogResult | None:
-            if not old.segments:
-                return None
-            last = old.segments[-1]
-            new = read_train_log(path, rel_path, start_offset=last.start_offset, first_attempt=last.index,
-                                 first_line_no=last.start_line)
-            return _merge_log(old, new, last.index)
+            if old.resume is None:
+                return None  # the read failed midway: nothing to continue from
+            return read_train_log(path, rel_path, previous=old)  # itself reads whole a file rewritten in place
 
         return self._cached(path, lambda: read_train_log(path, rel_path), extend, "train_log", rel_path,
                             _run_root(path, rel_path))
@@ -221,35 +218,3 @@ def _merge_events(old: EventFileResult, new: EventFileResult) -> EventFileResult
         last_wall_time_s=new.last_wall_time_s if new.last_wall_time_s is not None else old.last_wall_time_s,
         record_count=old.record_count + new.record_count, scalar_count=old.scalar_count + new.scalar_count,
         other_count=old.other_count + new.other_count, end_offset=new.end_offset, findings=findings)
-
-
-def _merge_log(old: TrainLogResult, new: TrainLogResult, last_index: int) -> TrainLogResult:
-    """Earlier segments from ``old``; the last segment (and what follows) from ``new``."""
-    from ..sources.train_log.reader import merge_refresh_fields
-
-    keep = [s for s in old.segments if s.index < last_index]
-    cut = next(s.start_offset for s in old.segments if s.index == last_index)
-    best = tuple(dict.fromkeys(old.best + new.best))
-    series = tuple(s for s in old.series if s.attempt is not None and s.attempt < last_index) + new.series
-    return dataclasses.replace(
-        new,
-        series=series,
-        segments=tuple(keep) + new.segments,
-        events=tuple(e for e in old.events if e.attempt is not None and e.attempt < last_index) + new.events,
-        val_tables=tuple(t for t in old.val_tables if t.attempt < last_index) + new.val_tables,
-        best=best,
-        era_hint=old.era_hint or new.era_hint,
-        pids=tuple(dict.fromkeys(old.pids + new.pids)),
-        **merge_refresh_fields(old, new, cut, _log_findings(old, new, series)),
-    )
-
-
-def _log_findings(old: TrainLogResult, new: TrainLogResult,
-                  series: tuple[ScalarSeries, ...]) -> tuple[Finding, ...]:
-    """Damage findings of both reads (a completed tail drops 'truncated'); non-finite recomputed on all points."""
-    from ..sources.train_log.reader import non_finite_findings
-
-    kept = [f for f in old.findings if f.code not in ("file.truncated", "metrics.non-finite")]
-    fresh = [f for f in new.findings if f.code != "metrics.non-finite"]
-    return tuple(dict.fromkeys(kept + fresh)) + tuple(non_finite_findings(list(series), new.series[0].source
-                                                                          if new.series else "train.log"))

@@ -25,6 +25,8 @@ from . import _patterns as P
 from ._tokens import token_scan
 
 _TRAIN = np.frombuffer(b"Train: [", dtype=np.uint8)
+_MAX_MISSES = 256
+"""Template-rejected lines tried as reference per block (beyond that, the token check takes the rest)."""
 _POW10F = 10.0 ** np.arange(23, dtype=np.float64)
 
 
@@ -56,9 +58,14 @@ class FastRows:
     """Template Train: lines of one block, as numpy columns in file order."""
 
     def __init__(self, hits: np.ndarray, starts: np.ndarray, epochs: np.ndarray, max_epochs: np.ndarray,
-                 iters: np.ndarray, ipes: np.ndarray, walls: np.ndarray, values: list[np.ndarray]) -> None:
+                 iters: np.ndarray, ipes: np.ndarray, walls: np.ndarray, values: list[np.ndarray],
+                 other_starts: np.ndarray, other_ends: np.ndarray) -> None:
         self.all_hits = hits
         """Block positions of every ``Train: [`` (valid or not)."""
+        self.ends = np.zeros(0, dtype=np.int64)
+        """Block positions of the newline ending each valid line."""
+        self.other_starts, self.other_ends = other_starts, other_ends
+        """Start and newline position of each line holding a ``Train: [`` that was not accepted (sorted, unique)."""
         self.starts = starts
         """Block positions of the first byte of each valid line."""
         self.epochs, self.max_epochs, self.iters, self.ipes = epochs, max_epochs, iters, ipes
@@ -71,6 +78,38 @@ class FastRows:
         a, b = np.searchsorted(self.all_hits, (lo, hi))
         i, j = np.searchsorted(self.starts, (lo, hi))
         return int(i), int(j), int(b - a)
+
+    def quiet_lines(self, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, newline positions) of the valid lines at level INFO or DEBUG: they hold no marker.
+
+        A valid line's message starts with ``Train: [`` right after its prefix, so no keyword starts it,
+        and its tail has no ``,ddd LEVEL`` (values and keys hold no space); a WARNING one is a record.
+        """
+        level = buf[self.starts + 25]  # "[YYYY-MM-DD HH:MM:SS,mmm " is 25 bytes
+        quiet = (level == 73) | (level == 68)  # I(NFO), D(EBUG): no other level starts so
+        return self.starts[quiet], self.ends[quiet]
+
+    def pieces(self, lo: int, hi: int) -> list[tuple[int, int, bool]]:
+        """``[lo, hi)`` cut around the lines this scan did not accept: ``(lo, hi, only_accepted)`` in file order.
+
+        Each piece keeps the ``\n`` before its first line and after its last (the patterns need both), so
+        neighbouring pieces share one byte. A piece of accepted lines can take the numpy path whole; a
+        piece of other lines goes to the regex paths, so one odd line no longer sends its whole range there.
+        """
+        a, b = np.searchsorted(self.other_starts, (lo + 1, hi))
+        out: list[tuple[int, int, bool]] = []
+        prev = lo
+        for ls, le in zip(self.other_starts[a:b].tolist(), self.other_ends[a:b].tolist()):
+            if out and not out[-1][2] and out[-1][1] == ls:  # the line right after another odd line
+                out[-1] = (out[-1][0], le + 1, False)
+            else:
+                if ls - 1 > prev:
+                    out.append((prev, ls, True))
+                out.append((ls - 1, le + 1, False))
+            prev = le
+        if prev < hi - 1:
+            out.append((prev, hi, True))
+        return out
 
 
 def find_hits(buf: np.ndarray) -> np.ndarray:
@@ -193,10 +232,15 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
     out = _Out(hits.size, nvalues)
     pending = np.flatnonzero(line_ok)
     ref_prefix = None
-    for _ in range(16):
-        if not pending.size:
-            break
-        ref = next((int(c) for c in pending[:8] if template.match(block, int(starts[c]) - 1)), None)
+    misses = 0
+    for _ in range(32):
+        ref = None
+        while pending.size and ref is None and misses < _MAX_MISSES:
+            c = int(pending[0])
+            if template.match(block, int(starts[c]) - 1):
+                ref = c
+            else:  # no path accepts a line the template rejects: drop it (odd lines gather at the front)
+                pending, misses = pending[1:], misses + 1
         if ref is None:
             break
         line_bytes = block[int(starts[ref]):int(ends[ref])]
@@ -216,5 +260,9 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
         return None
     keep = np.flatnonzero(out.ok)
     epochs, max_epochs, iters, ipes = [f[keep] for f in out.fields]
-    return FastRows(hits, starts[keep], epochs, max_epochs, iters, ipes, out.walls[keep],
-                    [v[keep] for v in out.values])
+    other = np.unique(starts[~out.ok])
+    other_ends = ends[~out.ok][np.unique(starts[~out.ok], return_index=True)[1]] if other.size else other
+    rows = FastRows(hits, starts[keep], epochs, max_epochs, iters, ipes, out.walls[keep],
+                    [v[keep] for v in out.values], other, other_ends)
+    rows.ends = ends[keep]
+    return rows

@@ -1,4 +1,4 @@
-"""Findings and refresh merging of the train.log reader (re-exported by ``train_log``)."""
+"""Findings of the train.log reader (re-exported by ``reader``)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,6 @@ import numpy as np
 from ...model import Finding, ScalarSeries, Severity
 from .._common import file_finding
 from ._blocks import MAX_LINE_BYTES
-from ._index import merge_index
-from ._types import TrainLogResult
-
-
-def merge_refresh_fields(old: TrainLogResult, new: TrainLogResult, cut_offset: int,
-                         findings: tuple[Finding, ...]) -> dict:
-    """Index, long lines and findings of a refresh that re-read from ``cut_offset`` (for ``dataclasses.replace``).
-
-    The ``file.long-lines`` finding is recomputed from the merged list, so a line is not counted twice.
-    """
-    long_lines = tuple(x for x in old.long_lines if x[0] < cut_offset) + new.long_lines
-    findings = tuple(f for f in findings if f.code != "file.long-lines")
-    if long_lines:
-        rel_path = next(f.paths[0] for f in old.findings + new.findings if f.code == "file.long-lines")
-        findings += (long_lines_finding(rel_path, len(long_lines), sum(x[1] for x in long_lines)),)
-    return {"index": merge_index(old.index, new.index, cut_offset), "long_lines": long_lines,
-            "findings": findings}
 
 
 def long_lines_finding(rel_path: str, count: int, skipped: int) -> Finding:

@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from . import _fast as F
+from ._growable import extended, joined
 from ._segments import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
 
@@ -89,6 +90,17 @@ class IndexBuilder:
     def __init__(self) -> None:
         self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
         self.markers: list[tuple[int, int, str]] = []
+        self.prefix_attempts: np.ndarray | None = None
+        """int32 attempts of the rows an earlier result's index holds (they are the first chunk)."""
+
+    def extend_from(self, index: TrainLogIndex) -> None:
+        """Start from an earlier result's index: its Train: rows and submitit markers come first."""
+        if index.step_steps.size:
+            self.chunks.append((index.step_steps, index.step_line_nos, index.step_offsets, 0))
+            self.prefix_attempts = index.step_attempts
+        self.markers += [(ln, off, kind) for ln, off, kind in zip(index.start_line_nos.tolist(),
+                                                                   index.start_offsets.tolist(), index.start_kinds)
+                         if kind == "submitit"]
 
     def add_chunk(self, attempt: int, steps: np.ndarray, line_nos: np.ndarray, offsets: np.ndarray) -> None:
         """Rows of consecutive Train: lines of one attempt."""
@@ -117,20 +129,32 @@ class IndexBuilder:
         """The index; attempt starts come from the segments (header lines and E0 PID changes)."""
         chunks, self.chunks = self.chunks, []
         counts = [(c[0].size, c[3]) for c in chunks]
-        columns = [[c[i] for c in chunks] for i in range(3)]
+        columns: list[list[np.ndarray]] = [[c[0] for c in chunks], [c[1] for c in chunks], [c[2] for c in chunks]]
         del chunks
+
+        grow = self.prefix_attempts is not None  # the first parts are an earlier index's: write after them
 
         def cat(i: int) -> np.ndarray:  # one column at a time, its parts dropped as it is joined
             parts, columns[i] = columns[i], []
-            arr = np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, np.int64)
+            if grow:
+                return extended(parts[0], parts[1:])
+            if parts:
+                return joined(parts)
+            arr = np.zeros(0, np.int64)
             arr.flags.writeable = False
             return arr
 
         steps, line_nos, offsets = cat(0), cat(1), cat(2)
         if steps.size > 2_000_000:
             release_freed_memory()
-        attempts = np.repeat(np.asarray([a for _, a in counts], dtype=np.int32),
-                             np.asarray([n for n, _ in counts], dtype=np.int64))
+        if self.prefix_attempts is not None:  # the first chunk is an earlier index's rows, each with its attempt
+            attempts = extended(self.prefix_attempts, [np.repeat(
+                np.asarray([a for _, a in counts[1:]], dtype=np.int32),
+                np.asarray([n for n, _ in counts[1:]], dtype=np.int64))])
+        else:
+            attempts = np.repeat(np.asarray([a for _, a in counts], dtype=np.int32),
+                                 np.asarray([n for n, _ in counts], dtype=np.int64))
+            attempts = joined([attempts]) if attempts.size else attempts
         attempts.flags.writeable = False
         # A segment without a header that starts after byte 0 begins at an E0 PID change; the one at
         # byte 0 is only text before the first header.
@@ -148,25 +172,3 @@ def _frozen(values: list, dtype=np.int64) -> np.ndarray:
     arr = np.asarray(values, dtype=dtype)
     arr.flags.writeable = False
     return arr
-
-
-def merge_index(old: TrainLogIndex, new: TrainLogIndex, cut_offset: int) -> TrainLogIndex:
-    """The index of a refresh: ``old`` before byte ``cut_offset`` (where the re-read began), then ``new``."""
-    starts = old.start_offsets < cut_offset
-    steps = old.step_offsets < cut_offset
-
-    def join(a: np.ndarray, keep: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = np.concatenate([a[keep], b])
-        out.flags.writeable = False
-        return out
-
-    return TrainLogIndex(
-        start_line_nos=join(old.start_line_nos, starts, new.start_line_nos),
-        start_offsets=join(old.start_offsets, starts, new.start_offsets),
-        start_kinds=tuple(k for k, s in zip(old.start_kinds, starts) if s) + new.start_kinds,
-        start_trains=join(old.start_trains, starts, new.start_trains),
-        start_attempts=join(old.start_attempts, starts, new.start_attempts),
-        step_steps=join(old.step_steps, steps, new.step_steps),
-        step_line_nos=join(old.step_line_nos, steps, new.step_line_nos),
-        step_offsets=join(old.step_offsets, steps, new.step_offsets),
-        step_attempts=join(old.step_attempts, steps, new.step_attempts))

@@ -261,12 +261,30 @@ RESULT_TAGS = {"mIoU": "mIoU", "mAcc": "mAcc", "allAcc": "allAcc", "mPrec": "mPr
 """Console metric names of ``Val result:`` -> the SemSegEvaluator's writer tag suffixes."""
 
 
-def find_markers(block: bytes) -> dict[int, re.Match[bytes] | int]:
-    """Line starts of interesting records mapped to their prefix match (the reader adds PID changes as ints)."""
+def _gaps(size: int, quiet: tuple[np.ndarray, np.ndarray] | None) -> list[tuple[int, int]]:
+    """The parts of a block outside the quiet lines (sorted starts, newline positions), as ``[lo, hi)``."""
+    if quiet is None or not quiet[0].size:
+        return [(0, size)]
+    starts, ends = quiet
+    los = np.concatenate(([0], ends))
+    his = np.concatenate((starts, [size]))
+    keep = his > los + 1  # a quiet line right after another leaves only the newline between them
+    keep[0] = his[0] > 0
+    return list(zip(los[keep].tolist(), his[keep].tolist()))
+
+
+def find_markers(block: bytes, quiet: tuple[np.ndarray, np.ndarray] | None = None) -> dict[int, re.Match[bytes] | int]:
+    """Line starts of interesting records mapped to their prefix match (the reader adds PID changes as ints).
+
+    ``quiet``: (starts, newline positions) of lines known to hold no marker (INFO Train: lines of the
+    attempt's template), skipped by the scan. No match of either pattern can run into such a line (it
+    starts with ``[``, where ``\s*\d`` and the level pattern fail), so the markers are the same.
+    """
     markers: dict[int, re.Match[bytes] | int] = {}
+    gaps = _gaps(len(block), quiet)
     for pattern, offset in ((KEYWORDS, None), (LEVEL_HIT, 20)):
         line_end = -1
-        for m in pattern.finditer(block):
+        for m in (m for lo, hi in gaps for m in pattern.finditer(block, lo, hi)):
             hit = m.start()
             if hit < line_end:
                 continue  # another hit on a line already looked at (keeps huge lines linear)

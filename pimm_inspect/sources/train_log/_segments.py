@@ -10,6 +10,7 @@ import numpy as np
 
 from ...model import ScalarSeries, make_series
 from . import _patterns as P
+from ._growable import extended, joined
 from ._types import LogSegment, ValTableRow
 
 _COMPLETED_MARKS = ("Saving final checkpoint", "Wrote eval artifacts", "Training already complete",
@@ -48,15 +49,24 @@ class SegmentState:
         self.num_params: int | None = None
         self.warnings = 0
         self.template: tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None = None
+        self.template_tail: bytes | None = None
+        """The Train: tail ``template`` was built from (an extension rebuilds the template from it)."""
         self.template_tries = 0
         self.pending: list[tuple[bytes, ...]] = []
         self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.points: dict[str, tuple[list[int], list[float], list[float]]] = {}
+        self.seeded: set[str] = set()
+        """Tags whose first chunk is an earlier result's whole series (an extended attempt)."""
 
     # -- series -----------------------------------------------------------
     def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
         """Append numpy points of one tag."""
         self.chunks.setdefault(tag, []).append((steps, values, walls))
+
+    def seed_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
+        """Start a tag with the points an earlier result already holds (extending this attempt)."""
+        self.chunks[tag] = [(steps, values, walls)]
+        self.seeded.add(tag)
 
     def add_point(self, tag: str, step: int | None, value: float, ts: str) -> None:
         """Append one point from an evaluation/summary record; dropped when its step is unknown."""
@@ -295,17 +305,17 @@ def release_freed_memory() -> None:
         _malloc_trim(0)
 
 
-def _joined(shared: dict, arrays: list[np.ndarray]) -> np.ndarray:
+def _joined(shared: dict, arrays: list[np.ndarray], grow: bool = False) -> np.ndarray:
     """One concatenation per distinct list of chunk arrays: tags of one Train: line share steps and times.
 
     The shared arrays are read-only, so no consumer can change one tag's steps through another.
+    With ``grow`` the first array is an earlier result's: the rest is written after it (``_growable``).
     """
     key = tuple(id(a) for a in arrays)
     hit = shared.get(key)
     if hit is not None:
         return hit[1]
-    out = np.concatenate(arrays) if len(arrays) > 1 else arrays[0].copy()
-    out.flags.writeable = False
+    out = extended(arrays[0], arrays[1:]) if grow else joined(arrays)
     shared[key] = (arrays, out)  # holding the parts keeps their ids from being reused while we look
     return out
 
@@ -326,8 +336,15 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None) -> 
     big = sum(p[1].size for parts in chunks.values() for p in parts) > _TRIM_POINTS
     for tag in list(chunks):
         parts = chunks.pop(tag)  # drop each tag's chunks once joined: peak memory stays near the result
-        series.append(make_series(tag, _joined(shared, [p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                                  _joined(shared, [p[2] for p in parts]), rel_path, seg.index))
+        if len(parts) == 1 and tag in seg.seeded:  # extended, but nothing new for this tag: the old arrays
+            series.append(make_series(tag, *parts[0], rel_path, seg.index))
+        elif tag in seg.seeded:  # extended: the new points go after the old ones, which are not copied again
+            series.append(make_series(tag, _joined(shared, [p[0] for p in parts], grow=True),
+                                      extended(parts[0][1], [p[1] for p in parts[1:]]),
+                                      _joined(shared, [p[2] for p in parts], grow=True), rel_path, seg.index))
+        else:
+            series.append(make_series(tag, _joined(shared, [p[0] for p in parts]), joined([p[1] for p in parts]),
+                                      _joined(shared, [p[2] for p in parts]), rel_path, seg.index))
         del parts
         if big:
             release_freed_memory()

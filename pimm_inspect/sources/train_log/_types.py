@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...model import Finding, LogEvent, ScalarSeries
+
+if TYPE_CHECKING:
+    from ._resume import TrainLogResume
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,3 +144,9 @@ class TrainLogResult:
     long_lines: tuple[tuple[int, int], ...] = ()
     """(byte offset, bytes skipped) of lines longer than ``MAX_LINE_BYTES`` (the first 1,000;
     the ``file.long-lines`` finding counts all): their bytes past the cap were skipped, not parsed."""
+    read_from_offset: int = 0
+    """Byte offset this read began decoding at: the earlier result's ``end_offset`` when it extended one
+    (``read_train_log(previous=...)``), else ``start_offset``."""
+    resume: TrainLogResume | None = None
+    """The reader's state at ``end_offset``, to extend this result with appended bytes only (None when
+    the read failed midway)."""

@@ -5,6 +5,9 @@ few compiled byte patterns (Train: lines, interesting INFO records, WARNING+
 records, E0 PIDs) instead of a per-line Python loop; only matched lines are
 parsed further and numbers become numpy arrays per chunk.
 
+A result keeps the reader's state at its last complete line (``_resume``), so a
+grown file is extended by decoding only the appended bytes (``previous=``).
+
 Wall times come from the log's own timestamps, which are node-local time
 without a zone: they are parsed as if they were UTC, so they order points and
 measure gaps correctly but are not true unix seconds.
@@ -24,14 +27,14 @@ from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._fast import FastRows
-from ._findings import long_lines_finding, merge_refresh_fields, non_finite_findings
+from ._findings import long_lines_finding, non_finite_findings
 from ._index import BlockContext, IndexBuilder
+from ._records import MAX_MESSAGE_BYTES, continue_record, finish_record, record, record_text
+from ._resume import TAIL_CHECK_BYTES, TrainLogResume, can_extend, completed, restore, snapshot
 from ._segments import SegmentState, finalize_segment
 from ._tail import TrainLogTail, read_train_log_tail
 from ._types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
-MAX_MESSAGE_BYTES = 256 * 1024
-"""Event messages longer than this keep their head and the last 4 KiB."""
 _FLUSH_ROWS = 100_000
 
 
@@ -56,6 +59,12 @@ class _Reader:
         self.ctx: BlockContext | None = None
         self.index = IndexBuilder()
         self.long_lines: tuple[tuple[int, int], ...] = ()
+        self.long_line_count = self.skipped_bytes = 0  # of the whole file, for an extension's state
+        # what an extended result keeps from the one before (``_resume.restore``): closed attempts, done records
+        self.prefix_series: tuple[ScalarSeries, ...] = ()
+        self.prefix_segments: tuple[LogSegment, ...] = ()
+        self.prefix_events: tuple[LogEvent, ...] = ()
+        self.prefix_tables: tuple[ValTable, ...] = ()
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -105,7 +114,7 @@ class _Reader:
             seg.add_chunk(_tag(key), steps, P.floats(col), walls)
         seg.note_train(int(steps[0]), int(steps[-1]), len(rows), int(P.ints(cols[2][-1:])[0]), int(ipes[-1]))
 
-    def train_range(self, block: bytes, lo: int, hi: int, delta: int) -> None:
+    def train_range(self, block: bytes, lo: int, hi: int, delta: int, use_fast: bool = True) -> None:
         """Parse the Train: records between two interesting records of a block."""
         ctx = self.ctx
         assert ctx is not None  # set while block() reads a block
@@ -118,13 +127,19 @@ class _Reader:
             m = P.GENERIC_TRAIN.search(block, lo, hi)
             if m is not None and not m.group(2):
                 seg.template = P.build_template(m.group(7))
+                seg.template_tail = m.group(7) if seg.template is not None else None
         if seg.template is not None:
-            fast = ctx.fast_rows(seg.template)
+            fast = ctx.fast_rows(seg.template) if use_fast else None
             if fast is not None:
                 i, j, hits = fast.span(lo, hi)
                 if j - i == count == hits:
                     self.flush(seg)
                     self.add_fast(seg, fast, i, j, delta)
+                    return
+                pieces = fast.pieces(lo, hi) if j > i else []
+                if len(pieces) > 1:  # most lines are template lines: only the others take the regex paths
+                    for piece_lo, piece_hi, accepted in pieces:
+                        self.train_range(block, piece_lo, piece_hi, delta, use_fast=accepted)
                     return
             matches = list(seg.template[0].finditer(block, lo, hi))
             if matches and len(matches) == count:
@@ -175,8 +190,15 @@ class _Reader:
             return
         assert self.ctx is not None  # set while block() reads a block
         walls = P.timestamps(tuple(stamps))
+        all_steps = np.asarray(steps, np.int64)
+        every_row = np.arange(len(steps))
         for tag, (s, v, rows) in points.items():
-            seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[np.asarray(rows, np.int64)])
+            row_array = np.asarray(rows, np.int64)
+            if row_array.size == every_row.size and np.array_equal(row_array, every_row):
+                # a term of every line: share the range's steps and times, so the joined series share them too
+                seg.add_chunk(tag, all_steps, np.asarray(v, np.float64), walls)
+            else:
+                seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[row_array])
         seg.note_train(steps[0], steps[-1], len(steps), last[3], last[2])
         seg.set_last(last[0], last[1], last[2])
         self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
@@ -193,7 +215,7 @@ class _Reader:
         self.ctx = BlockContext(block, self.line_no)
         self.index.scan_submitit(self.ctx, delta)
         counter = _LineCounter(self.ctx, self.line_no)
-        self.continue_record(block)
+        continue_record(self, block)
         first = P.RECORD_START.search(block)
         first_pm = P.PREFIX.match(block, first.end()) if first else None
         if self.era is None and first_pm is not None:
@@ -203,7 +225,9 @@ class _Reader:
             self.seg(self.line_no, offset)
         if self.cur is not None and self.cur.started_at is None and first_pm is not None:
             self.cur.started_at = first_pm.group(1).decode()
-        markers = P.find_markers(block)
+        template = self.cur.template if self.cur is not None else None
+        fast = self.ctx.fast_rows(template) if template is not None else None
+        markers = P.find_markers(block, fast.quiet_lines(self.ctx.buf) if fast is not None else None)
         if self.era == "E0":
             self.pid_markers(block, markers)
         cursor = 0
@@ -219,7 +243,7 @@ class _Reader:
                 self.boundary(block, ls, delta, line_no, pm.group(1).decode(), header=False)
                 cursor = ls - 1  # the new process's first line may itself be a Train: line
             else:
-                self.record(block, ls, line_end, mark, line_no, delta)
+                record(self, block, ls, line_end, mark, line_no, delta)
                 cursor = line_end
         self.train_range(block, cursor, len(block), delta)
         if self.cur is not None:
@@ -252,82 +276,34 @@ class _Reader:
                         markers.setdefault(ls, pid)
             self.last_pid = pid
 
-    # -- records ----------------------------------------------------------
-    def record(self, block: bytes, ls: int, line_end: int, pm: re.Match, line_no: int, delta: int) -> None:
-        """Interpret one interesting record (first line in ``block[pm.end():line_end]``)."""
-        ts = pm.group(1).decode()
-        level = pm.group(2).decode()
-        first = block[pm.end():min(line_end, pm.end() + MAX_MESSAGE_BYTES)]
-        text = first.decode("utf-8", "replace")
-        if text.startswith("=> Loading config"):
-            self.boundary(block, ls, delta, line_no, ts, header=True)
-        seg = self.seg(line_no, delta + ls)
-        if seg.started_at is None:
-            seg.started_at = ts
-        kind = seg.interpret(text, first, ts, line_no, self)
-        if level in ("WARNING", "ERROR", "CRITICAL"):
-            if level == "WARNING":
-                seg.warnings += 1
-            nxt = P.RECORD_START.search(block, line_end)
-            end = nxt.start() if nxt is not None else len(block) - 1
-            rec = self.new_event("warning" if level == "WARNING" else "error", level, ts, line_no, seg)
-            _append(rec, block[pm.end():end])
-            if nxt is None:
-                self.open_rec = rec
-            else:
-                self.finish_record(rec)
-        elif kind is not None:
-            rec = self.new_event(kind, level, ts, line_no, seg)
-            _append(rec, first)
-            self.finish_record(rec)
-
-    def new_event(self, kind: str, level: str, ts: str, line_no: int, seg: SegmentState) -> dict:
-        """A mutable event record, kept in file order."""
-        rec = {"kind": kind, "level": level, "ts": ts, "line": line_no, "seg": seg,
-               "step": seg.last_g, "head": bytearray(), "tail": b"", "size": 0}
-        self.events.append(rec)
-        return rec
-
-    def continue_record(self, block: bytes) -> None:
-        """Append this block's leading continuation lines to a record left open by the last block."""
-        if self.open_rec is None:
-            return
-        nxt = P.RECORD_START.search(block)
-        end = nxt.start() if nxt is not None else len(block) - 1
-        _append(self.open_rec, block[:end])
-        if nxt is not None:
-            self.finish_record(self.open_rec)
-
-    def finish_record(self, rec: dict) -> None:
-        """Complete a WARNING/ERROR record: classify tracebacks and mark the crash."""
-        if rec is self.open_rec:
-            self.open_rec = None
-        text = _record_text(rec)
-        rec["message"] = text
-        if rec["level"] in ("ERROR", "CRITICAL") and "Traceback (most recent call last)" in text:
-            rec["kind"] = "traceback"
-            lines = [ln for ln in rec["tail"].decode("utf-8", "replace").splitlines() if ln.strip()]
-            rec["seg"].mark_end("crashed", lines[-1].strip() if lines else None)
-
-    def result(self, rel_path: str, end_offset: int, line_count: int, findings: list[Finding]) -> TrainLogResult:
-        """Freeze everything read so far."""
+    def result(self, rel_path: str, end_offset: int, line_count: int, findings: list[Finding],
+               identity: tuple[int, bytes] | None = None, read_from: int = 0) -> TrainLogResult:
+        """Freeze everything read so far; with ``identity`` (inode, last bytes) also the state to extend it."""
+        if self.cur is not None:
+            self.flush(self.cur)
+        state = snapshot(self, end_offset, identity) if identity is not None else None
         if self.open_rec is not None:
-            self.finish_record(self.open_rec)
+            finish_record(self, self.open_rec)
         if self.cur is not None:
             self.close_segment(self.line_no - 1, end_offset)
-        series: list[ScalarSeries] = []
-        segments: list[LogSegment] = []
+        series: list[ScalarSeries] = list(self.prefix_series)
+        segments: list[LogSegment] = list(self.prefix_segments)
         prev_ipe = None
+        for done in segments:
+            prev_ipe = done.iters_per_epoch or prev_ipe
+        live: tuple[int, int] = (0, 0)
         for seg in self.segments:
+            chunk_tags = len(seg.chunks)
             frozen, seg_series = finalize_segment(seg, rel_path, prev_ipe)
             prev_ipe = frozen.iters_per_epoch or prev_ipe
             segments.append(frozen)
             series.extend(seg_series)
-        events = tuple(LogEvent(kind=r["kind"], message=r.get("message") or _record_text(r), source=rel_path,
-                                line_no=r["line"], level=r["level"], timestamp=r["ts"],
-                                attempt=r["seg"].index, step=r["step"]) for r in self.events)
-        tables = tuple(ValTable(t["step"], t["attempt"], t["line"], t["final"], tuple(t["metrics"]),
-                                tuple(t["rows"])) for t in self.tables)
+            live = (len(seg_series), chunk_tags)
+        events = self.prefix_events + tuple(LogEvent(
+            kind=r["kind"], message=r.get("message") or record_text(r), source=rel_path, line_no=r["line"],
+            level=r["level"], timestamp=r["ts"], attempt=r["seg"].index, step=r["step"]) for r in self.events)
+        tables = self.prefix_tables + tuple(ValTable(t["step"], t["attempt"], t["line"], t["final"],
+                                                     tuple(t["metrics"]), tuple(t["rows"])) for t in self.tables)
         findings = findings + non_finite_findings(series, rel_path)
         if self.corrupt_at is not None:
             findings.insert(0, file_finding(
@@ -336,7 +312,10 @@ class _Reader:
         segments_t = tuple(segments)
         return TrainLogResult(tuple(series), segments_t, events, tables, tuple(self.best), self.era,
                               tuple(self.pids), end_offset, line_count, tuple(findings),
-                              index=self.index.freeze(segments_t), long_lines=self.long_lines)
+                              index=self.index.freeze(segments_t), long_lines=self.long_lines,
+                              read_from_offset=read_from,
+                              resume=None if state is None else completed(
+                                  state, *live, self.long_line_count, self.skipped_bytes))
 
 
 class _LineCounter:
@@ -361,42 +340,36 @@ def _tag(key: bytes) -> str:
     return "train_batch/" + key.decode("utf-8", "replace")
 
 
-def _append(rec: dict, chunk: bytes) -> None:
-    """Add text to a record, keeping at most MAX_MESSAGE_BYTES of head and 4 KiB of tail."""
-    room = MAX_MESSAGE_BYTES - len(rec["head"])
-    if room > 0:
-        rec["head"] += chunk[:room]
-    rec["tail"] = (rec["tail"] + chunk[-4096:])[-4096:]
-    rec["size"] += len(chunk)
-
-
-def _record_text(rec: dict) -> str:
-    """The record's message, with an omission note when it was too long to keep."""
-    head = bytes(rec["head"])
-    if rec["size"] > len(head):
-        head += b"\n... [%d bytes omitted] ...\n" % (rec["size"] - len(head) - len(rec["tail"])) + rec["tail"]
-    return head.decode("utf-8", "replace").rstrip("\n")
-
-
 def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attempt: int = 1,
-                   first_line_no: int = 1) -> TrainLogResult:
+                   first_line_no: int = 1, previous: TrainLogResult | None = None) -> TrainLogResult:
     """Read a pimm train.log from ``start_offset`` (a line start) to its last complete line.
 
-    To refresh, pass the last segment's ``start_offset``, ``index`` and ``start_line``
-    and replace that segment (and its series) with what comes back.
+    With ``previous`` (an earlier result of the same file), only the bytes after its ``end_offset``
+    are decoded, from the reader state it kept, and the result is the whole grown file's (equal to
+    a full read). When the file cannot be such a continuation (another inode, shorter, its bytes
+    before ``end_offset`` changed, or ``previous`` kept no state), it is read whole from the start.
     """
     reader = _Reader(rel_path, first_attempt, first_line_no)
     findings: list[Finding] = []
     try:
         fh = open_regular(path, rel_path)
     except UnreadableFile as exc:
-        return reader.result(rel_path, start_offset, 0, [exc.finding])
-    end = start_offset
+        return reader.result(rel_path, start_offset, 0, [exc.finding], read_from=start_offset)
     lines = 0
     stats = LineStats()
+    identity: tuple[int, bytes] | None = None
+    end = start_offset
     with fh:
         try:
-            size = os.fstat(fh.fileno()).st_size
+            st = os.fstat(fh.fileno())
+            size = st.st_size
+            if previous is not None:
+                if previous.resume is not None and can_extend(fh, st, previous.resume):
+                    restore(reader, previous, stats)
+                    start_offset, lines = previous.end_offset, previous.line_count
+                else:
+                    start_offset = 0
+            end = start_offset
             if size == 0 and start_offset == 0:
                 findings.append(file_finding("file.empty", rel_path, f"{rel_path} is empty", severity=Severity.INFO))
             elif start_offset > size:
@@ -404,13 +377,16 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     "file.truncated", rel_path, f"{rel_path} is shorter than the offset read before; "
                     "it was probably rewritten by a fresh launch: read it again from the start",
                     severity=Severity.INFO))
-                return reader.result(rel_path, 0, 0, findings)
+                return reader.result(rel_path, 0, 0, findings, read_from=start_offset)
             for block, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
                 lines += reader.block(block, offset)
                 end = real_end
+            fh.seek(max(0, end - TAIL_CHECK_BYTES))
+            identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
         except OSError as exc:
             findings.append(file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"))
             stats.partial_bytes = 0
+            identity = None  # the state is not known to be at a line end: never extend this result
     if stats.partial_bytes:
         findings.append(file_finding(
             "file.truncated", rel_path, f"{rel_path}: the last line has no newline ({stats.partial_bytes} bytes); "
@@ -418,9 +394,10 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
     if stats.long_line_count:
         findings.append(long_lines_finding(rel_path, stats.long_line_count, stats.skipped_bytes))
     reader.long_lines = tuple(stats.long_lines)
-    return reader.result(rel_path, end, lines, findings)
+    reader.long_line_count, reader.skipped_bytes = stats.long_line_count, stats.skipped_bytes
+    return reader.result(rel_path, end, lines, findings, identity, read_from=start_offset)
 
 
-__all__ = ["LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogTail", "ValTable", "ValTableRow",
-           "long_lines_finding", "merge_refresh_fields", "non_finite_findings", "read_train_log",
+__all__ = ["MAX_MESSAGE_BYTES", "LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogResume", "TrainLogTail",
+           "ValTable", "ValTableRow", "long_lines_finding", "non_finite_findings", "read_train_log",
            "read_train_log_tail"]
