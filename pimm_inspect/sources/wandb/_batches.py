@@ -4,7 +4,7 @@ Chunks never cross a block, so the chunk chain of every block in a segment can b
 lock-step (one numpy step per chunk position, over all blocks). Clean blocks become record
 batches; at the first sign of anything unusual (bad CRC, unknown chunk type, a chunk longer than
 its block, a broken FIRST..LAST sequence, the file's last block) the exact chunk loop of
-``_wandb_framing`` takes over from the last record end, so findings are the same as its own.
+``_framing`` takes over from the last record end, so findings are the same as its own.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import numpy as np
 from . import _framing as framing
 from ._framing import BLOCK_LEN, FIRST, FULL, HEADER_LEN, LAST, MIDDLE, FramingState
 
-SEGMENT_BLOCKS = 64
-"""Blocks read and framed at once (2 MiB): bounds memory on logs of any size (as fast as 8 MiB)."""
+SEGMENT_BLOCKS = 256
+"""Blocks read and framed at once (8 MiB): bounds memory on logs of any size."""
 TAIL_BATCH = 4096
 """Records per batch handed on from the exact chunk loop."""
-_TYPE_CRC = {kind: zlib.crc32(bytes((kind,))) for kind in (FULL, FIRST, MIDDLE, LAST)}
+_U8, _U16, _U32 = np.uint64(0xFF), np.uint64(0xFFFF), np.uint64(0xFFFFFFFF)
+_S32, _S48 = np.uint64(32), np.uint64(48)
+_LOW56 = np.uint64((1 << 56) - 1)
+"""A chunk header (CRC, length, type) of zero bytes: padding to the block end."""
 
 
 @dataclass(slots=True)
@@ -88,52 +91,54 @@ def _segment(data: bytes, first_pos: int, at_eof: bool) -> tuple[RecordBatch | N
         n_blocks -= 1  # the file's last block (full or short) goes to the exact loop
     if n_blocks <= 0:
         return None, first_pos
-    buf = np.frombuffer(data, dtype=np.uint8)
-    block_base = np.arange(n_blocks, dtype=np.int64) * BLOCK_LEN
-    pos = np.zeros(n_blocks, dtype=np.int64)
-    pos[0] = first_pos
+    buf = np.frombuffer(data + bytes(8), dtype=np.uint8)
+    words = np.ndarray((len(buf) - 7,), dtype=np.uint64, buffer=buf, strides=(1,))
     bad_block = np.zeros(n_blocks, dtype=bool)
-    chunk_block, chunk_pos, chunk_len, chunk_kind, chunk_crc = [], [], [], [], []
-    active = np.flatnonzero(pos + HEADER_LEN <= BLOCK_LEN)
-    while len(active):
-        at = block_base[active] + pos[active]
-        crc = (buf[at].astype(np.uint32) | buf[at + 1].astype(np.uint32) << 8
-               | buf[at + 2].astype(np.uint32) << 16 | buf[at + 3].astype(np.uint32) << 24)
-        length = buf[at + 4].astype(np.int64) | buf[at + 5].astype(np.int64) << 8
-        kind = buf[at + 6]
-        padding = (crc == 0) & (length == 0) & (kind == 0)
-        end = pos[active] + HEADER_LEN + length
-        wrong = ~padding & ((end > BLOCK_LEN) | (kind < FULL) | (kind > LAST))
-        bad_block[active[wrong]] = True
-        good = ~padding & ~wrong
-        chunk_block.append(active[good])
-        chunk_pos.append(pos[active[good]])
-        chunk_len.append(length[good])
-        chunk_kind.append(kind[good])
-        chunk_crc.append(crc[good])
-        pos[active[good]] = end[good]
-        keep = good & (end + HEADER_LEN <= BLOCK_LEN)
-        active = active[keep]
-    blocks = np.concatenate(chunk_block)
-    order = np.lexsort((np.concatenate(chunk_pos), blocks))
-    blocks = blocks[order]
-    starts = (block_base[blocks] + np.concatenate(chunk_pos)[order] + HEADER_LEN)
-    lengths = np.concatenate(chunk_len)[order]
-    kinds = np.concatenate(chunk_kind)[order]
-    crcs = np.concatenate(chunk_crc)[order]
-    # CRC-32 of type byte + payload, one zlib call per chunk (C speed; the loop is the cost).
+    # Chunk headers in lock-step over the blocks: one word gather per chunk position, no sort.
+    block = np.arange(n_blocks, dtype=np.int64)
+    at = block * BLOCK_LEN
+    at[0] += first_pos
+    limit = block * BLOCK_LEN + BLOCK_LEN
+    keep = at + HEADER_LEN <= limit
+    block, at, limit = block[keep], at[keep], limit[keep]
+    steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    while len(block):
+        word = words[at]
+        length = ((word >> _S32) & _U16).astype(np.int64)
+        kind = (word >> _S48) & _U8
+        end = at + HEADER_LEN + length
+        padding = (word & _LOW56) == 0
+        wrong = ~padding & ((end > limit) | (kind < FULL) | (kind > LAST))
+        if wrong.any():
+            bad_block[block[wrong]] = True
+        good = ~(padding | wrong)
+        steps.append((block[good], at[good], word[good]))
+        more = good & (end + HEADER_LEN <= limit)
+        block, at, limit = block[more], end[more], limit[more]
+    counts = np.zeros(n_blocks, dtype=np.int64)
+    for owner, _at, _word in steps:
+        counts[owner] += 1
+    offset = np.cumsum(counts) - counts
+    total = int(counts.sum())
+    blocks = np.empty(total, dtype=np.int64)
+    chunk_at = np.empty(total, dtype=np.int64)
+    header = np.empty(total, dtype=np.uint64)
+    for k, (owner, where, word) in enumerate(steps):
+        place = offset[owner] + k
+        blocks[place], chunk_at[place], header[place] = owner, where, word
+    lengths = ((header >> _S32) & _U16).astype(np.int64)
+    kinds = ((header >> _S48) & _U8).astype(np.int64)
+    # CRC-32 of type byte + payload (contiguous in the file), one zlib call per chunk (C speed).
     view = memoryview(data)
-    crc32 = zlib.crc32
-    type_crc = _TYPE_CRC
-    mismatch = [i for i, (s, n, k, c) in enumerate(zip(starts.tolist(), lengths.tolist(), kinds.tolist(),
-                                                         crcs.tolist()))
-                if crc32(view[s:s + n], type_crc[k]) != c]
-    if mismatch:
+    computed = np.fromiter(map(zlib.crc32, map(view.__getitem__, map(slice, (chunk_at + 6).tolist(),
+                                                                      (chunk_at + HEADER_LEN + lengths).tolist()))),
+                           dtype=np.uint32, count=total)
+    mismatch = computed != (header & _U32).astype(np.uint32)
+    if mismatch.any():
         bad_block[blocks[mismatch]] = True
     first_bad = int(np.argmax(bad_block)) if bad_block.any() else n_blocks
     usable = blocks < first_bad
-    starts, lengths, kinds = starts[usable], lengths[usable], kinds[usable]
-    return _records(data, starts, lengths, kinds)
+    return _records(data, chunk_at[usable] + HEADER_LEN, lengths[usable], kinds[usable])
 
 
 def _records(data: bytes, starts: np.ndarray, lengths: np.ndarray, kinds: np.ndarray
