@@ -58,7 +58,7 @@ class _SummaryPlan:
         i = self.applied
         while i < len(entries) and entries[i][0] <= up_to_run:
             _run, path, start, end = entries[i]
-            summary[path] = buf[start:end].tobytes().decode("ascii")
+            summary[path] = buf[start:end].tobytes().decode("utf-8")
             i += 1
         self.applied = i
 
@@ -76,7 +76,7 @@ class _SummaryItems(NamedTuple):
 
 
 def _plain_summaries(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: np.ndarray, ends: np.ndarray,
-                     item_cls: Any, ascii_batch: bool) -> tuple[np.ndarray, _SummaryItems]:
+                     item_cls: Any) -> tuple[np.ndarray, _SummaryItems]:
     """(plain mask per record, the items of the plain ones)."""
     n = len(records)
     fields = _scan.fields(words, body, ends)
@@ -85,8 +85,12 @@ def _plain_summaries(buf: np.ndarray, words: np.ndarray, records: np.ndarray, bo
     parent, i_start, i_end = fields.parent, fields.start, fields.end
     key_end, value_start, item_ok = _scan.items(words, i_start, i_end)
     ok[parent[~item_ok]] = False
-    if not ascii_batch:  # non-ASCII text in a value: the parser checks its UTF-8
-        ok[parent[_scan.spans_max_byte(buf, value_start, np.maximum(value_start, i_end)) >= 0x80]] = False
+    # A value with non-ASCII bytes must be UTF-8, as the parser requires.
+    for j in np.flatnonzero(_scan.spans_max_byte(buf, value_start, np.maximum(value_start, i_end)) >= 0x80).tolist():
+        try:
+            buf[value_start[j]:i_end[j]].tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            ok[parent[j]] = False
     ids, first = _scan.span_ids(words, i_start, np.where(item_ok, key_end, i_start))
     paths = key_names(buf, i_start, key_end, first, item_cls, as_path=True)
     path_code: dict[tuple[str, ...], int] = {}
@@ -138,7 +142,7 @@ def _decode_batch(batch: RecordBatch, record_cls: Any, item_cls: Any, history: H
         slow[decode_rows(buf, words, hist, body[hist], ends[hist], item_cls, rows)] = False
         summ = np.flatnonzero(tag == _SUMMARY_TAG)
         if len(summ):
-            ok, items = _plain_summaries(buf, words, summ, body[summ], ends[summ], item_cls, _scan.ascii_only(buf))
+            ok, items = _plain_summaries(buf, words, summ, body[summ], ends[summ], item_cls)
             slow[summ[ok]] = False
             # A record the parser decodes may be a summary (a plain one is not): runs of plain summary
             # records between such records are reduced separately and applied in order.
@@ -150,9 +154,8 @@ def _decode_batch(batch: RecordBatch, record_cls: Any, item_cls: Any, history: H
     slow_history: list[tuple[int, Any]] = []
     data = batch.data
     barrier_rank = {int(b): k for k, b in enumerate(barriers.tolist())}
-    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
-        if not slow[i]:
-            continue
+    slow_records = np.flatnonzero(slow)
+    for i, s, e in zip(slow_records.tolist(), starts[slow_records].tolist(), ends[slow_records].tolist()):
         if i in barrier_rank:
             plan.flush(buf, summary, barrier_rank[i])
         try:
@@ -169,7 +172,9 @@ def _decode_batch(batch: RecordBatch, record_cls: Any, item_cls: Any, history: H
             take_record(rec)
     plan.flush(buf, summary, len(barriers))
     # Rows in file order: the bulk-decoded records and the parser's history records, numbered together.
-    history_records = np.union1d(_row_records(rows), np.array([i for i, _h in slow_history], dtype=np.int64))
+    history_records = _row_records(rows)
+    if slow_history:
+        history_records = np.union1d(history_records, np.array([i for i, _h in slow_history], dtype=np.int64))
     if len(history_records):
         rank = np.full(n, -1, dtype=np.int64)
         rank[history_records] = np.arange(len(history_records))
@@ -183,9 +188,9 @@ def _decode_batch(batch: RecordBatch, record_cls: Any, item_cls: Any, history: H
 
 
 def _row_records(rows: RowBatch) -> np.ndarray:
-    """Record indices of the rows the bulk decoder produced."""
+    """Record indices of the rows the bulk decoder produced, ascending."""
     parts = [part[0] for part in rows.row_parts]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _apply_items(target: dict[tuple[str, ...], str], record: Any) -> None:

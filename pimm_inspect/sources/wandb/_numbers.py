@@ -16,6 +16,7 @@ results, undecided products) is reported as not parsed, and the caller asks ``fl
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,7 +25,9 @@ from . import _scan
 MAX_TEXT = 24
 """Longer texts are left to ``float``."""
 MAX_SHAPES = 4096
-"""More distinct shapes than this in one call: the texts of the others are left to ``float``."""
+"""More distinct shapes than this in one call: all texts are left to ``float``."""
+MIN_GROUP = 16
+"""Shapes with fewer texts than this in one call are left to ``float``."""
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _HIGH = np.uint64(0x8080808080808080)
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -57,48 +60,76 @@ def _eight_digits(word: np.ndarray) -> np.ndarray:
     return (x * np.uint64(10000) + (x >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
 
 
-class _Shapes:
-    """Per shape: whether it is a number, and where its digit runs end and how long they are."""
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where the digit runs of one number shape are (byte offsets into the text)."""
 
-    def __init__(self, patterns: list[str]) -> None:
-        columns = list(zip(*(self._analyse(p) for p in patterns)))
-        (self.kind, self.negative, self.int_end, self.int_len, self.frac_end, self.frac_len, self.exp_end,
-         self.exp_len, self.exp_negative, self.integer) = (np.array(c, dtype=np.int64) for c in columns)
-        self.constant = np.array([_SPECIAL.get(p, 0.0) for p in patterns], dtype=np.float64)
-
-    @staticmethod
-    def _analyse(pattern: str) -> tuple[int, ...]:
-        if pattern in _SPECIAL:
-            return (2, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        match = _GRAMMAR.fullmatch(pattern)
-        if match is None:
-            return (0,) * 10
-        sign, int_digits, frac_digits, exp_sign, exp_digits = match.groups()
-        int_end = len(sign) + len(int_digits)
-        frac_len = len(frac_digits or "")
-        frac_end = int_end + 1 + frac_len if frac_digits else int_end
-        if len(int_digits) > 24 or frac_len > 24:
-            return (0,) * 10  # more than three words of digits
-        exp_len = len(exp_digits or "")
-        return (1, int(sign == "-"), int_end, len(int_digits), frac_end, frac_len, len(pattern), exp_len,
-                int(exp_sign == "-"), int(frac_digits is None and exp_digits is None and len(int_digits) <= 18))
+    negative: bool
+    int_start: int
+    int_len: int
+    frac_start: int
+    frac_len: int
+    exp_start: int
+    exp_len: int
+    exp_negative: bool
+    integer: bool
+    """No dot, no exponent, at most 18 digits: ``int(text)`` is an int64."""
 
 
-def _run(words: np.ndarray, end: np.ndarray, length: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
-    """(value, exact) of the digit runs of ``length`` (<= 8 * n_words <= 24) bytes ending before ``end``;
-    the value of a run of more than 19 digits wraps around unless its top 8 digits are below 1800."""
-    value = np.zeros(len(end), dtype=np.uint64)
-    exact = np.ones(len(end), dtype=bool)
-    for k in range(n_words):
-        left = np.clip(length - 8 * k, 0, 8)
-        word = words[end - 8 * (k + 1)]
-        # The run's bytes are the last ``left`` of the word; the ones before it become "0".
-        keep = ~_IN_TEXT[0][8 - left]
-        digits = _eight_digits((word & keep) | (_ZERO_CHARS & ~keep))
-        if k == 2:
-            exact = (length <= 19) | (digits < 1800)
-        value += digits * _POW10[8 * k]
+def _layout(pattern: str) -> _Layout | float | None:
+    """The layout of a shape (digits written ``D``), its value for NaN/Infinity, None when off the grammar."""
+    if pattern in _SPECIAL:
+        return _SPECIAL[pattern]
+    match = _GRAMMAR.fullmatch(pattern)
+    if match is None:
+        return None
+    sign, int_digits, frac_digits, exp_sign, exp_digits = match.groups()
+    int_len, frac_len = len(int_digits), len(frac_digits or "")
+    if int_len > 24 or frac_len > 24:
+        return None
+    frac_start = match.end(2) + 1
+    exp_len = len(exp_digits or "")
+    return _Layout(sign == "-", len(sign), int_len, frac_start, frac_len, len(pattern) - exp_len, exp_len,
+                   exp_sign == "-", frac_digits is None and exp_digits is None and int_len <= 18)
+
+
+def _window(text: list[np.ndarray], start: int) -> np.ndarray:
+    """Bytes ``[start, start + 8)`` of each text (given as its 8-byte words), zero outside the text."""
+    k, r = divmod(start, 8)
+    low = text[k] if 0 <= k < len(text) else None
+    high = text[k + 1] if 0 <= k + 1 < len(text) else None
+    if r == 0:
+        return low if low is not None else np.zeros(len(text[0]), dtype=np.uint64)
+    out = low >> np.uint64(8 * r) if low is not None else np.zeros(len(text[0]), dtype=np.uint64)
+    return out | (high << np.uint64(64 - 8 * r)) if high is not None else out
+
+
+def _digits(text: list[np.ndarray], start: int, length: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(value, exact or None when always exact) of the digit run ``[start, start + length)`` (length <= 24)."""
+    n = len(text[0])
+    if length <= 2:  # one or two digits: byte arithmetic is cheaper than a word conversion
+        value = np.zeros(n, dtype=np.uint64)
+        for i in range(start, start + length):
+            value = value * np.uint64(10) + ((text[i // 8] >> np.uint64(8 * (i % 8))) & np.uint64(0xFF)) - np.uint64(48)
+        return value, None
+    value = np.zeros(n, dtype=np.uint64)
+    exact = None
+    for k in range(-(-length // 8)):
+        end = start + length - 8 * k
+        left = min(8, length - 8 * k)
+        word = _window(text, end - 8)
+        if left < 8:  # bytes before the run become "0"
+            keep = np.uint64(((1 << (8 * left)) - 1) << (8 * (8 - left)))
+            word = (word & keep) | np.uint64(int(_ZERO_CHARS) & ~int(keep))
+        digits = _eight_digits(word)
+        if k == 2 and length > 19:
+            exact = digits < 1800  # 19 digits and a bit: more would wrap around 2**64
+        value = value + digits * np.uint64(10 ** (8 * k)) if k else digits
     return value, exact
+
+
+_P10F = np.array([10.0**k for k in range(23)])
+"""10**k, exact in float64 up to k = 22."""
 
 
 def _powers_of_five() -> tuple[np.ndarray, np.ndarray]:
@@ -173,26 +204,40 @@ def eisel_lemire(w: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return bits.view(np.float64), ok
 
 
-def _decimal(words: np.ndarray, base: np.ndarray, sh: np.ndarray, shapes: _Shapes
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(value, ok, int value, is_int) of number texts starting at ``base``, of known good shapes ``sh``."""
-    int_len, frac_len = shapes.int_len[sh], shapes.frac_len[sh]
-    int_part, int_exact = _run(words, base + shapes.int_end[sh], int_len, -(-int(int_len.max()) // 8))
-    frac_part, frac_exact = _run(words, base + shapes.frac_end[sh], frac_len, -(-int(frac_len.max()) // 8))
-    exp_part = _run(words, base + shapes.exp_end[sh], shapes.exp_len[sh], 1)[0].astype(np.int64)
-    # The mantissa must fit in 64 bits: all of it in the fraction, or at most 19 digits in all.
-    good = int_exact & frac_exact & ((int_part == 0) | (int_len + frac_len <= 19))
-    mantissa = np.where(int_part == 0, frac_part, int_part * _POW10[np.minimum(frac_len, 19)] + frac_part)
-    exp10 = np.where(shapes.exp_negative[sh] == 1, -exp_part, exp_part) - frac_len
-    result, decided = eisel_lemire(np.maximum(mantissa, np.uint64(1)), exp10)
-    zero = mantissa == 0
-    result[zero] = 0.0
-    good &= decided | zero
-    negative = shapes.negative[sh] == 1
-    integer = good & (shapes.integer[sh] == 1)
-    signed = int_part.astype(np.int64)
-    return (np.where(negative, -result, result), good, np.where(integer, np.where(negative, -signed, signed), 0),
-            integer)
+def _decimal(text: list[np.ndarray], lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(value, ok, int value, is_int) of number texts of one layout, given as their 8-byte words."""
+    n = len(text[0])
+    int_part, int_exact = _digits(text, lay.int_start, lay.int_len)
+    frac_part, frac_exact = _digits(text, lay.frac_start, lay.frac_len)
+    good = np.ones(n, dtype=bool)
+    for exact in (int_exact, frac_exact):
+        if exact is not None:
+            good &= exact
+    if lay.int_len + lay.frac_len <= 19:  # the mantissa fits in 64 bits
+        mantissa = int_part * np.uint64(10**lay.frac_len) + frac_part if lay.frac_len else int_part
+    else:  # only leading zeros can make it fit: all of it in the fraction
+        good &= int_part == 0
+        mantissa = frac_part
+    if lay.exp_len:
+        exp_part = _digits(text, lay.exp_start, lay.exp_len)[0].astype(np.int64)
+        exp10 = (-exp_part if lay.exp_negative else exp_part) - lay.frac_len
+    else:
+        exp10 = np.full(n, -lay.frac_len, dtype=np.int64)
+    # Clinger: a mantissa below 2**53 times an exact power of ten is one correctly rounded operation.
+    power = np.minimum(np.abs(exp10), 22)
+    result = np.where(exp10 >= 0, mantissa.astype(np.float64) * _P10F[power],
+                      mantissa.astype(np.float64) / _P10F[power])
+    hard = np.flatnonzero((mantissa >= np.uint64(1 << 53)) | ((np.abs(exp10) > 22) & (mantissa != 0)))
+    if len(hard):
+        value, decided = eisel_lemire(mantissa[hard], exp10[hard])
+        result[hard] = value
+        good[hard] &= decided
+    if lay.negative:
+        result = -result
+    if lay.integer:
+        signed = int_part.astype(np.int64)
+        return result, good, -signed if lay.negative else signed, good
+    return result, good, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
 
 
 def parse(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -207,36 +252,40 @@ def parse(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.n
     ints = np.zeros(n, dtype=np.int64)
     is_int = np.zeros(n, dtype=bool)
     length = ends - starts
-    # Texts start well inside a record (after its headers), so the words before a run exist.
-    todo = np.flatnonzero((length > 0) & (length <= MAX_TEXT) & (starts >= 24))
+    todo = np.flatnonzero((length > 0) & (length <= MAX_TEXT))
     if not len(todo):
         return values, ok, ints, is_int
     s, ln = starts[todo], length[todo]
     last = len(words) - 1
-    word = [words[np.minimum(s + 8 * k, last)] & _IN_TEXT[k][ln] for k in range(3)]
-    nondigit = []
-    for k in range(3):
+    n_words = -(-int(ln.max()) // 8)
+    word = [words[np.minimum(s + 8 * k, last)] & _IN_TEXT[k][ln] for k in range(n_words)]
+    # Shape: the length, where the non-digit bytes are (one bit each) and what they are.
+    where = ln.astype(np.uint64)
+    chars = []
+    for k in range(n_words):
         x = word[k] ^ _ZERO_CHARS
-        nondigit.append((((x & _LOW7) + _DIGIT_LIMIT) | x) & _IN_TEXT_HIGH[k][ln])
-    # Shape = length + non-digit positions and bytes.
-    columns = [ln.astype(np.uint64)]
-    for k in range(3):
-        columns += [nondigit[k], word[k] & ((nondigit[k] >> np.uint64(7)) * np.uint64(0xFF))]
-    shape, first = _scan.group_rows(columns)
+        nondigit = (((x & _LOW7) + _DIGIT_LIMIT) | x) & _IN_TEXT_HIGH[k][ln]
+        where |= ((nondigit >> np.uint64(7)) * np.uint64(0x0102040810204080) >> np.uint64(56)) << np.uint64(5 + 8 * k)
+        chars.append(word[k] & ((nondigit >> np.uint64(7)) * np.uint64(0xFF)))
+    shape, first = _scan.group_rows([where, *chars])
     if len(first) > MAX_SHAPES:
         return values, ok, ints, is_int
-    patterns = []
-    for j in first.tolist():
-        text = b"".join(int(word[k][j]).to_bytes(8, "little") for k in range(3))[:int(ln[j])].decode("latin-1")
-        patterns.append("".join("D" if "0" <= c <= "9" else c for c in text))
-    shapes = _Shapes(patterns)
-    kind = shapes.kind[shape]
-    number = np.flatnonzero(kind == 1)
-    special = np.flatnonzero(kind == 2)
-    if len(number):
-        t = todo[number]
-        values[t], ok[t], ints[t], is_int[t] = _decimal(words, s[number], shape[number], shapes)
-    if len(special):
-        values[todo[special]] = shapes.constant[shape[special]]
-        ok[todo[special]] = True
+    # The texts of each shape, together (a counting sort), decoded with the shape's fixed layout.
+    order = np.argsort(shape.astype(np.uint16), kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(shape, minlength=len(first)))])
+    for j, rep in enumerate(first.tolist()):
+        size = int(ln[rep])
+        text = b"".join(int(w[rep]).to_bytes(8, "little") for w in word)[:size].decode("latin-1")
+        lay = _layout("".join("D" if "0" <= c <= "9" else c for c in text))
+        if lay is None:
+            continue
+        members = order[bounds[j]:bounds[j + 1]]
+        if len(members) < MIN_GROUP:
+            continue  # a rare shape: float() per text costs less than the group's numpy calls
+        target = todo[members]
+        if isinstance(lay, float):
+            values[target], ok[target] = lay, True
+            continue
+        group = [w[members] for w in word[:-(-size // 8)]]
+        values[target], ok[target], ints[target], is_int[target] = _decimal(group, lay)
     return values, ok, ints, is_int

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _numbers, _scan
-from ._history import RowBatch, item_entries
+from ._history import RowBatch, item_entries, row_entries
 
 _ITEM, _STEP = 0x0A, 0x12
 
@@ -74,8 +74,15 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
     values, number, ints, is_int = _numbers.parse(words, value_start, i_end)
     step_code, ts_code, rt_code = rows.code("_step"), rows.code("_timestamp"), rows.code("_runtime")
     is_step_key, is_ts, is_rt = codes == step_code, codes == ts_code, codes == rt_code
-    # Special keys must be plain numbers here (an int for _step); anything else goes to the parser.
-    ok[parent[(is_step_key & ~is_int) | ((is_ts | is_rt) & ~number)]] = False
+    # A special key whose value is not a plain number here (an int for _step): its whole row is
+    # decoded in Python by the per-record path's own function (the last of each special key wins).
+    python_row = np.zeros(n, dtype=bool)
+    python_row[parent[(is_step_key & ~is_int) | ((is_ts | is_rt) & ~number)]] = True
+    python_row &= ok
+    failed_rows = _python_rows(buf, np.flatnonzero(python_row), parent, value_start, i_end, names, ids, step,
+                               records, rows)
+    ok[failed_rows] = False
+    ok &= ~python_row
     good_item = ok[parent]
     keep = np.flatnonzero(ok)
     ts = np.full(n, np.nan)
@@ -89,12 +96,31 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
     rows.row_parts.append((records[keep], step[keep], ts[keep], rt[keep]))
     rows.entry_parts.append((records[parent[entry]], index_in_record[entry], np.zeros(len(entry), np.int64),
                              codes[entry], values[entry], np.ones(len(entry), bool)))
+    python_row[failed_rows] = False
+    decoded = ok | python_row  # local indices of the records whose rows are in ``rows``
     other = np.flatnonzero(plain_entry & ~number)
     if len(other):
         failed = _python_items(buf, other, parent, index_in_record, value_start, i_end, names, ids, records, rows)
         if len(failed):
-            return _drop_records(rows, records, keep, np.unique(failed))
-    return records[keep]
+            _drop_records(rows, records[np.unique(failed)])
+            decoded[failed] = False
+    return records[decoded]
+
+
+def _python_rows(buf, which, parent, value_start, i_end, names, ids, step, records, rows) -> np.ndarray:
+    """Decode the rows ``which`` (local record indices) with ``row_entries``; return those whose text is not UTF-8."""
+    failed = []
+    starts = np.searchsorted(parent, which)
+    stops = np.searchsorted(parent, which, side="right")
+    for r, lo, hi in zip(which.tolist(), starts.tolist(), stops.tolist()):
+        try:
+            items = [(names[int(ids[j])], buf[value_start[j]:i_end[j]].tobytes().decode("utf-8")) for j in range(lo, hi)]
+        except UnicodeDecodeError:
+            failed.append(r)
+            continue
+        row_step, ts, rt, entries = row_entries(items, int(step[r]))
+        rows.add_python_row(int(records[r]), row_step, ts, rt, entries)
+    return np.array(failed, dtype=np.int64)
 
 
 def _python_items(buf, other, parent, index_in_record, value_start, i_end, names, ids, records, rows) -> np.ndarray:
@@ -121,13 +147,10 @@ def _python_items(buf, other, parent, index_in_record, value_start, i_end, names
     return np.array(failed, dtype=np.int64)
 
 
-def _drop_records(rows: RowBatch, records: np.ndarray, keep: np.ndarray, failed: np.ndarray) -> np.ndarray:
-    """Take the records ``records[failed]`` (local indices) out of ``rows``; return the records kept."""
-    gone = records[failed]
+def _drop_records(rows: RowBatch, gone: np.ndarray) -> None:
+    """Take the rows and entries of the records ``gone`` out of ``rows`` (the parser decodes them)."""
     rows.row_parts = [(r[k], a[k], b[k], c[k]) for r, a, b, c in rows.row_parts for k in [~np.isin(r, gone)]]
     rows.entry_parts = [tuple(a[k] for a in part) for part in rows.entry_parts for k in [~np.isin(part[0], gone)]]
-    kept = records[keep]
-    return kept[~np.isin(kept, gone)]
 
 
 def _last_per_parent(parent: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -31,13 +31,6 @@ _FIRST_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 """[k]: a word keeping its first k bytes."""
 
 
-def ascii_only(buf: np.ndarray) -> bool:
-    """No byte of ``buf`` is 0x80 or above (checked 8 bytes at a time)."""
-    whole = len(buf) // 8 * 8
-    return not (np.bitwise_or.reduce(buf[:whole].view(np.uint64)) & np.uint64(0x8080808080808080)
-                or (len(buf) > whole and buf[whole:].max() >= 0x80))
-
-
 def padded(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, unaligned uint64 words at every offset) of ``data`` plus ``PAD`` zero bytes."""
     buf = np.frombuffer(data + bytes(PAD), dtype=np.uint8)
