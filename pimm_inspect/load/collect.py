@@ -181,12 +181,14 @@ def _event_file_order(item: tuple[str, Any, Any]) -> tuple[float, float, str]:
 
 
 def _read_event_files(c: Collected, folder: Path, names: list[str]) -> None:
-    from ..sources.tensorboard.reader import parse_event_file_name, read_event_file
-
     found = []
     for name in names:
         if not EVENT_FILE.match(name):
             continue
+        # Imported only here: the reader pulls crc32c and its window machinery (~0.1 s), which runs
+        # without event files never need.
+        from ..sources.tensorboard.reader import parse_event_file_name, read_event_file
+
         path = folder / name
         rel_path = rel(path, c.root)
         with _reading(c, rel_path):
