@@ -9,14 +9,15 @@ its block, a broken FIRST..LAST sequence, the file's last block) the exact chunk
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 import numpy as np
 
+from . import _crc
 from . import _framing as framing
 from ._framing import BLOCK_LEN, FIRST, FULL, HEADER_LEN, LAST, MIDDLE, FramingState
+from ._scan import PAD
 
 SEGMENT_BLOCKS = 256
 """Blocks read and framed at once (8 MiB): bounds memory on logs of any size."""
@@ -30,9 +31,9 @@ _LOW56 = np.uint64((1 << 56) - 1)
 
 @dataclass(slots=True)
 class RecordBatch:
-    """Records in file order: record ``i`` is ``data[starts[i]:ends[i]]``."""
+    """Records in file order: record ``i`` is ``buf[starts[i]:ends[i]]``; ``buf`` ends with ``PAD`` zero bytes."""
 
-    data: bytes
+    buf: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
 
@@ -50,9 +51,11 @@ def frame_batches(fh: BinaryIO, state: FramingState, start: int = 0) -> Iterator
         block_start = offset - offset % BLOCK_LEN
         fh.seek(block_start)
         want = SEGMENT_BLOCKS * BLOCK_LEN
-        data = fh.read(want)
-        at_eof = len(data) < want
-        batch, end = _segment(data, offset - block_start, at_eof)
+        # Room behind the segment for its records that span blocks (joined there) and the padding.
+        store = np.empty(2 * want + PAD, dtype=np.uint8)
+        size = _read_into(fh, store[:want])
+        at_eof = size < want
+        batch, end = _segment(store, size, offset - block_start, at_eof)
         if batch is not None:
             state.bytes_read = block_start + end
             yield batch
@@ -61,6 +64,18 @@ def frame_batches(fh: BinaryIO, state: FramingState, start: int = 0) -> Iterator
         offset = block_start + end
     # The exact loop reads the rest: the file's last block, or damage, with its own findings.
     yield from _tail(fh, state, state.bytes_read)
+
+
+def _read_into(fh: BinaryIO, target: np.ndarray) -> int:
+    """Fill ``target`` from the file (short only at its end); return the bytes read."""
+    view = target.data
+    size = 0
+    while size < len(view):
+        got = fh.readinto(view[size:])  # type: ignore[attr-defined]
+        if not got:
+            break
+        size += got
+    return size
 
 
 def _tail(fh: BinaryIO, state: FramingState, start: int) -> Iterator[RecordBatch]:
@@ -78,21 +93,22 @@ def _tail(fh: BinaryIO, state: FramingState, start: int) -> Iterator[RecordBatch
 def _batch_of(payloads: list[bytes]) -> RecordBatch:
     lengths = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
     ends = np.cumsum(lengths)
-    return RecordBatch(b"".join(payloads), ends - lengths, ends)
+    return RecordBatch(np.frombuffer(b"".join(payloads) + bytes(PAD), dtype=np.uint8), ends - lengths, ends)
 
 
-def _segment(data: bytes, first_pos: int, at_eof: bool) -> tuple[RecordBatch | None, int]:
-    """Records of the clean blocks of ``data`` and the segment offset just past the last of them.
+def _segment(store: np.ndarray, size: int, first_pos: int, at_eof: bool) -> tuple[RecordBatch | None, int]:
+    """Records of the clean blocks of the segment ``store[:size]`` and the segment offset just past the last of them.
 
     Blocks from the first unusual one on (and the file's last block) are left to the exact loop.
+    The CRC check overwrites chunk headers and block tails in ``store`` (never a payload).
     """
-    n_blocks = -(-len(data) // BLOCK_LEN)
+    n_blocks = -(-size // BLOCK_LEN)
     if at_eof:
         n_blocks -= 1  # the file's last block (full or short) goes to the exact loop
     if n_blocks <= 0:
         return None, first_pos
-    buf = np.frombuffer(data + bytes(8), dtype=np.uint8)
-    words = np.ndarray((len(buf) - 7,), dtype=np.uint64, buffer=buf, strides=(1,))
+    store[size:size + PAD] = 0
+    words = np.ndarray((size + PAD - 7,), dtype=np.uint64, buffer=store, strides=(1,))
     bad_block = np.zeros(n_blocks, dtype=bool)
     # Chunk headers in lock-step over the blocks: one word gather per chunk position, no sort.
     block = np.arange(n_blocks, dtype=np.int64)
@@ -128,68 +144,67 @@ def _segment(data: bytes, first_pos: int, at_eof: bool) -> tuple[RecordBatch | N
         blocks[place], chunk_at[place], header[place] = owner, where, word
     lengths = ((header >> _S32) & _U16).astype(np.int64)
     kinds = ((header >> _S48) & _U8).astype(np.int64)
-    # CRC-32 of type byte + payload (contiguous in the file), one zlib call per chunk (C speed).
-    view = memoryview(data)
-    computed = np.fromiter(map(zlib.crc32, map(view.__getitem__, map(slice, (chunk_at + 6).tolist(),
-                                                                      (chunk_at + HEADER_LEN + lengths).tolist()))),
-                           dtype=np.uint32, count=total)
-    mismatch = computed != (header & _U32).astype(np.uint32)
+    # CRC-32 of type byte + payload, for the blocks before the first structurally unusual one.
+    first_bad = int(np.argmax(bad_block)) if bad_block.any() else n_blocks
+    checked = np.flatnonzero(blocks < first_bad)
+    mismatch = _crc.mismatch(store, chunk_at[checked], lengths[checked], (header[checked] & _U32).astype(np.uint32),
+                             blocks[checked])
     if mismatch.any():
-        bad_block[blocks[mismatch]] = True
+        bad_block[blocks[checked[mismatch]]] = True
     first_bad = int(np.argmax(bad_block)) if bad_block.any() else n_blocks
     usable = blocks < first_bad
-    return _records(data, chunk_at[usable] + HEADER_LEN, lengths[usable], kinds[usable])
+    return _records(store, size, chunk_at[usable] + HEADER_LEN, lengths[usable], kinds[usable])
 
 
-def _records(data: bytes, starts: np.ndarray, lengths: np.ndarray, kinds: np.ndarray
+def _records(store: np.ndarray, size: int, starts: np.ndarray, lengths: np.ndarray, kinds: np.ndarray
              ) -> tuple[RecordBatch | None, int]:
-    """Whole records from clean chunks in order; stops before a broken FIRST..LAST sequence."""
+    """Whole records from clean chunks in order; stops before a broken FIRST..LAST sequence.
+
+    A record of several chunks is joined behind the segment (``store[size:]``), in file order.
+    """
     n = len(kinds)
     if n == 0:
         return None, 0
-    multi = np.flatnonzero(kinds != FULL)
+    multi = np.flatnonzero(kinds != FULL).tolist()
+    kinds_list = kinds.tolist() if multi else []
+    starts_list, lengths_list = (starts.tolist(), lengths.tolist()) if multi else ([], [])
     cut = n  # chunks from here on are not used
-    joined: list[bytes] = []
-    joined_at: list[int] = []
+    joined: list[tuple[int, int, int]] = []
+    """(first chunk, start, end) of each joined record."""
+    write = size
     i = 0
-    multi_list = multi.tolist()
-    kinds_list = kinds.tolist() if len(multi_list) else []
-    while i < len(multi_list):
-        first = multi_list[i]
+    while i < len(multi):
+        first = multi[i]
         if kinds_list[first] != FIRST:
             cut = first
             break
         j = i
-        size = int(lengths[first])
-        while j + 1 < len(multi_list) and multi_list[j + 1] == multi_list[j] + 1 and kinds_list[multi_list[j + 1]] == MIDDLE:
+        while j + 1 < len(multi) and multi[j + 1] == multi[j] + 1 and kinds_list[multi[j + 1]] == MIDDLE:
             j += 1
-            size += int(lengths[multi_list[j]])
-        last = multi_list[j] + 1
-        if j + 1 >= len(multi_list) or multi_list[j + 1] != last or kinds_list[last] != LAST:
+        last = multi[j] + 1
+        if j + 1 >= len(multi) or multi[j + 1] != last or kinds_list[last] != LAST:
             cut = first  # a record whose end is not here (segment end, or a broken sequence)
             break
-        size += int(lengths[last])
-        if size > framing.MAX_RECORD_BYTES:
+        record_size = sum(lengths_list[first:last + 1])
+        if record_size > framing.MAX_RECORD_BYTES or write + record_size + PAD > len(store):
             cut = first
             break
-        joined.append(b"".join(data[s:s + ln] for s, ln in zip(starts[first:last + 1].tolist(),
-                                                               lengths[first:last + 1].tolist())))
-        joined_at.append(first)
+        begin = write
+        for k in range(first, last + 1):
+            store[write:write + lengths_list[k]] = store[starts_list[k]:starts_list[k] + lengths_list[k]]
+            write += lengths_list[k]
+        joined.append((first, begin, write))
         i = j + 2
     if cut == 0:
         return None, 0
     starts, lengths, kinds = starts[:cut], lengths[:cut], kinds[:cut]
     end = int(starts[-1] + lengths[-1])
-    full = kinds == FULL
-    rec_starts = starts[full]
-    rec_ends = rec_starts + lengths[full]
-    if not joined:
-        return RecordBatch(data, rec_starts, rec_ends), end
-    # Multi-chunk records are appended after the segment; their spans point there, in file order.
-    extra_lengths = np.array([len(b) for b in joined], dtype=np.int64)
-    extra_starts = len(data) + np.cumsum(extra_lengths) - extra_lengths
-    order_key = np.concatenate([np.flatnonzero(full), np.array(joined_at, dtype=np.int64)])
-    all_starts = np.concatenate([rec_starts, extra_starts])
-    all_ends = np.concatenate([rec_ends, extra_starts + extra_lengths])
-    order = np.argsort(order_key, kind="stable")
-    return RecordBatch(data + b"".join(joined), all_starts[order], all_ends[order]), end
+    store[write:write + PAD] = 0
+    record_chunks = np.flatnonzero((kinds == FULL) | (kinds == FIRST))
+    rec_starts = starts[record_chunks]
+    rec_ends = rec_starts + lengths[record_chunks]
+    if joined:
+        firsts, begins, finishes = (np.array(c, dtype=np.int64) for c in zip(*joined))
+        place = np.searchsorted(record_chunks, firsts)
+        rec_starts[place], rec_ends[place] = begins, finishes
+    return RecordBatch(store[:write + PAD], rec_starts, rec_ends), end

@@ -129,7 +129,7 @@ def _decode_batch(batch: RecordBatch, record_cls: Any, item_cls: Any, history: H
                   summary: dict[tuple[str, ...], str], take_record: Callable[[Any], None]) -> int:
     from google.protobuf.message import DecodeError
 
-    buf, words = _scan.padded(batch.data)
+    buf, words = _scan.word_view(batch.buf)
     starts, ends = batch.starts, batch.ends
     n = len(starts)
     rows = RowBatch()
@@ -152,7 +152,7 @@ def _decode_batch(batch: RecordBatch, record_cls: Any, item_cls: Any, history: H
                 plan = _SummaryPlan()
     undecodable = 0
     slow_history: list[tuple[int, Any]] = []
-    data = batch.data
+    data = buf.data
     barrier_rank = {int(b): k for k, b in enumerate(barriers.tolist())}
     slow_records = np.flatnonzero(slow)
     for i, s, e in zip(slow_records.tolist(), starts[slow_records].tolist(), ends[slow_records].tolist()):

@@ -107,12 +107,11 @@ def _window(text: list[np.ndarray], start: int) -> np.ndarray:
 def _digits(text: list[np.ndarray], start: int, length: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(value, exact or None when always exact) of the digit run ``[start, start + length)`` (length <= 24)."""
     n = len(text[0])
+    value: np.ndarray = np.zeros(n, dtype=np.uint64)
     if length <= 2:  # one or two digits: byte arithmetic is cheaper than a word conversion
-        value = np.zeros(n, dtype=np.uint64)
         for i in range(start, start + length):
             value = value * np.uint64(10) + ((text[i // 8] >> np.uint64(8 * (i % 8))) & np.uint64(0xFF)) - np.uint64(48)
         return value, None
-    value = np.zeros(n, dtype=np.uint64)
     exact = None
     for k in range(-(-length // 8)):
         end = start + length - 8 * k

@@ -33,7 +33,11 @@ _FIRST_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 
 def padded(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, unaligned uint64 words at every offset) of ``data`` plus ``PAD`` zero bytes."""
-    buf = np.frombuffer(data + bytes(PAD), dtype=np.uint8)
+    return word_view(np.frombuffer(data + bytes(PAD), dtype=np.uint8))
+
+
+def word_view(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``buf``, its unaligned uint64 words at every offset); ``buf`` must end with ``PAD`` zero bytes."""
     return buf, np.ndarray((len(buf) - 7,), dtype=np.uint64, buffer=buf, strides=(1,))
 
 
