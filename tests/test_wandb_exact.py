@@ -296,3 +296,20 @@ def test_damaged_chunks_are_found_as_the_exact_loop_finds_them(tmp_path, seed, m
     fast, exact = _framed_both_ways(bytes(data), tmp_path)
     assert fast == exact
     assert fast[1] and fast[0] != records  # the damage was seen (and is what the exact loop reports)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=60))
+def test_non_ascii_spans(chunks):
+    from pimm_inspect.sources.wandb._scan import non_ascii
+
+    data = bytearray()
+    starts, ends = [], []
+    for chunk in chunks:
+        data += b"\xff"  # a non-ASCII byte between spans must not count
+        starts.append(len(data))
+        data += chunk
+        ends.append(len(data))
+    buf, words = padded(bytes(data))
+    found = non_ascii(buf, words, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+    assert found.tolist() == [any(b >= 0x80 for b in chunk) for chunk in chunks]

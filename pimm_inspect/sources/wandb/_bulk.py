@@ -86,7 +86,7 @@ def _plain_summaries(buf: np.ndarray, words: np.ndarray, records: np.ndarray, bo
     key_end, value_start, item_ok = _scan.items(words, i_start, i_end)
     ok[parent[~item_ok]] = False
     # A value with non-ASCII bytes must be UTF-8, as the parser requires.
-    for j in np.flatnonzero(_scan.spans_max_byte(buf, value_start, np.maximum(value_start, i_end)) >= 0x80).tolist():
+    for j in np.flatnonzero(_scan.non_ascii(buf, words, value_start, np.maximum(value_start, i_end))).tolist():
         try:
             buf[value_start[j]:i_end[j]].tobytes().decode("utf-8")
         except UnicodeDecodeError:

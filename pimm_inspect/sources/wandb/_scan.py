@@ -233,6 +233,24 @@ def span_ids(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[n
     return group_rows(columns)
 
 
+def non_ascii(buf: np.ndarray, words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """True for each span ``[starts[i], ends[i])`` holding a byte of 0x80 or more."""
+    length = ends - starts
+    out = np.zeros(len(starts), dtype=bool)
+    short = np.flatnonzero(length <= 24)  # up to three words: no per-byte work
+    if len(short):
+        s, ln = starts[short], length[short]
+        last = len(words) - 1
+        seen = np.zeros(len(short), dtype=np.uint64)
+        for k in range(-(-int(ln.max()) // 8)):
+            seen |= words[np.minimum(s + 8 * k, last)] & _FIRST_BYTES[np.clip(ln - 8 * k, 0, 8)]
+        out[short] = (seen & np.uint64(0x8080808080808080)) != 0
+    long = np.flatnonzero(length > 24)
+    if len(long):
+        out[long] = spans_max_byte(buf, starts[long], ends[long]) >= 0x80
+    return out
+
+
 def spans_max_byte(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """The largest byte of each span (sorted, non-overlapping spans; 0 for an empty one)."""
     out = np.zeros(len(starts), dtype=np.uint8)
