@@ -131,30 +131,36 @@ _P10F = np.array([10.0**k for k in range(23)])
 """10**k, exact in float64 up to k = 22."""
 
 
-def _powers_of_five() -> tuple[np.ndarray, np.ndarray]:
-    """(high, low) 64-bit words of 5**q normalised to 128 bits (top bit set), q in [_Q_MIN, _Q_MAX].
-
-    As the algorithm needs them: positive powers truncated; 5**q for -27 <= q < 0 rounded up (one
-    above the truncated value); smaller ones truncated from a twice wider quotient plus one.
-    """
-    high, low = [], []
-    for q in range(_Q_MIN, _Q_MAX + 1):
-        p = 5 ** abs(q)
-        bits = p.bit_length()
-        if q >= 0:
-            m = p << (128 - bits) if bits <= 128 else p >> (bits - 128)
-        elif q >= -27:
-            m = (1 << (bits + 127)) // p + 1
-        else:
-            m = (1 << (2 * bits + 128)) // p + 1
-            while m >= 1 << 128:
-                m >>= 1
-        high.append(m >> 64)
-        low.append(m & 0xFFFFFFFFFFFFFFFF)
-    return np.array(high, dtype=np.uint64), np.array(low, dtype=np.uint64)
+def _power_of_five(q: int) -> tuple[int, int]:
+    """(high, low) 64-bit words of 5**q normalised to 128 bits (top bit set), as the algorithm needs them:
+    positive powers truncated; for -27 <= q < 0 rounded up (one above the truncated value); smaller
+    ones truncated from a twice wider quotient plus one."""
+    p = 5 ** abs(q)
+    bits = p.bit_length()
+    if q >= 0:
+        m = p << (128 - bits) if bits <= 128 else p >> (bits - 128)
+    elif q >= -27:
+        m = (1 << (bits + 127)) // p + 1
+    else:
+        m = (1 << (2 * bits + 128)) // p + 1
+        while m >= 1 << 128:
+            m >>= 1
+    return m >> 64, m & 0xFFFFFFFFFFFFFFFF
 
 
-_POW5_HIGH, _POW5_LOW = _powers_of_five()
+_POW5_HIGH = np.zeros(_Q_MAX - _Q_MIN + 1, dtype=np.uint64)
+_POW5_LOW = np.zeros(_Q_MAX - _Q_MIN + 1, dtype=np.uint64)
+_POW5_DONE = np.zeros(_Q_MAX - _Q_MIN + 1, dtype=bool)
+"""Rows of the table filled so far (filled on first use: runs need a few dozen of the 651)."""
+
+
+def _pow5(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Table rows ``index`` (``q - _Q_MIN``), filling missing ones."""
+    missing = np.unique(index[~_POW5_DONE[index]])
+    for i in missing.tolist():
+        _POW5_HIGH[i], _POW5_LOW[i] = _power_of_five(i + _Q_MIN)
+        _POW5_DONE[i] = True
+    return _POW5_HIGH[index], _POW5_LOW[index]
 
 
 def _mul128(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -178,10 +184,11 @@ def eisel_lemire(w: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     index = np.clip(q, _Q_MIN, _Q_MAX) - _Q_MIN
     zeros = np.uint64(64) - _bit_length(w)
     w = w << zeros
-    high, low = _mul128(w, _POW5_HIGH[index])
+    table_high, table_low = _pow5(index)
+    high, low = _mul128(w, table_high)
     wide = np.flatnonzero((high & np.uint64(0x1FF)) == 0x1FF)
     if len(wide):  # the truncated table word may hide a carry: add the next 64 bits of the product
-        more, _ = _mul128(w[wide], _POW5_LOW[index[wide]])
+        more, _ = _mul128(w[wide], table_low[wide])
         merged = low[wide] + more
         high[wide] += (merged < more).astype(np.uint64)
         low[wide] = merged
@@ -203,8 +210,8 @@ def eisel_lemire(w: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return bits.view(np.float64), ok
 
 
-def _decimal(text: list[np.ndarray], lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(value, ok, int value, is_int) of number texts of one layout, given as their 8-byte words."""
+def _decimal(text: list[np.ndarray], lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(mantissa, decimal exponent, ok, int value or None) of number texts of one layout, given as their 8-byte words."""
     n = len(text[0])
     int_part, int_exact = _digits(text, lay.int_start, lay.int_len)
     frac_part, frac_exact = _digits(text, lay.frac_start, lay.frac_len)
@@ -222,21 +229,20 @@ def _decimal(text: list[np.ndarray], lay: _Layout) -> tuple[np.ndarray, np.ndarr
         exp10 = (-exp_part if lay.exp_negative else exp_part) - lay.frac_len
     else:
         exp10 = np.full(n, -lay.frac_len, dtype=np.int64)
+    return mantissa, exp10, good, int_part.astype(np.int64) if lay.integer else None
+
+
+def _to_double(mantissa: np.ndarray, exp10: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(nearest double to ``mantissa * 10**exp10``, decided)."""
     # Clinger: a mantissa below 2**53 times an exact power of ten is one correctly rounded operation.
     power = np.minimum(np.abs(exp10), 22)
-    result = np.where(exp10 >= 0, mantissa.astype(np.float64) * _P10F[power],
-                      mantissa.astype(np.float64) / _P10F[power])
+    as_float = mantissa.astype(np.float64)
+    result = np.where(exp10 >= 0, as_float * _P10F[power], as_float / _P10F[power])
+    decided = np.ones(len(mantissa), dtype=bool)
     hard = np.flatnonzero((mantissa >= np.uint64(1 << 53)) | ((np.abs(exp10) > 22) & (mantissa != 0)))
     if len(hard):
-        value, decided = eisel_lemire(mantissa[hard], exp10[hard])
-        result[hard] = value
-        good[hard] &= decided
-    if lay.negative:
-        result = -result
-    if lay.integer:
-        signed = int_part.astype(np.int64)
-        return result, good, -signed if lay.negative else signed, good
-    return result, good, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        result[hard], decided[hard] = eisel_lemire(mantissa[hard], exp10[hard])
+    return result, decided
 
 
 def parse(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -269,9 +275,11 @@ def parse(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.n
     shape, first = _scan.group_rows([where, *chars])
     if len(first) > MAX_SHAPES:
         return values, ok, ints, is_int
-    # The texts of each shape, together (a counting sort), decoded with the shape's fixed layout.
+    # The texts of each shape, together (a counting sort), read with the shape's fixed layout; the
+    # conversion to doubles is then one call for all of them.
     order = np.argsort(shape.astype(np.uint16), kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(shape, minlength=len(first)))])
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
     for j, rep in enumerate(first.tolist()):
         size = int(ln[rep])
         text = b"".join(int(w[rep]).to_bytes(8, "little") for w in word)[:size].decode("latin-1")
@@ -285,6 +293,15 @@ def parse(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.n
         if isinstance(lay, float):
             values[target], ok[target] = lay, True
             continue
-        group = [w[members] for w in word[:-(-size // 8)]]
-        values[target], ok[target], ints[target], is_int[target] = _decimal(group, lay)
+        mantissa, exp10, good, integer = _decimal([w[members] for w in word[:-(-size // 8)]], lay)
+        parts.append((target, mantissa, exp10, good, lay.negative))
+        if integer is not None:
+            ints[target] = -integer if lay.negative else integer
+            is_int[target] = good
+    if parts:
+        target, mantissa, exp10, good = (np.concatenate(c) for c in list(zip(*parts))[:4])
+        negative = np.concatenate([np.full(len(p[0]), p[4]) for p in parts])
+        result, decided = _to_double(mantissa, exp10)
+        values[target] = np.where(negative, -result, result)
+        ok[target] = good & decided
     return values, ok, ints, is_int
