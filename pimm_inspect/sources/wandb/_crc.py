@@ -58,7 +58,9 @@ def mismatch(data: np.ndarray, chunk_at: np.ndarray, lengths: np.ndarray, stored
     copy[covered:] = 0  # room for the last region's register
     # Zero what no region covers: chunk headers, the part of each block before its first chunk
     # and after its last one (padding, tails), and blocks without chunks.
-    copy[(chunk_at[:, None] + np.arange(HEADER_LEN - 1)).ravel()] = 0
+    # (unaligned 4- and 2-byte views: two writes per header, no index per byte)
+    np.ndarray((covered - 3,), dtype=np.uint32, buffer=copy, strides=(1,))[chunk_at] = 0  # the CRC
+    np.ndarray((covered - 1,), dtype=np.uint16, buffer=copy, strides=(1,))[chunk_at + 4] = 0  # the length
     first_block, last_block = int(blocks[0]), int(blocks[-1])
     copy[:first_block * BLOCK_LEN] = 0
     starts_of = np.full(last_block - first_block + 1, -1, dtype=np.int64)
@@ -75,8 +77,7 @@ def mismatch(data: np.ndarray, chunk_at: np.ndarray, lengths: np.ndarray, stored
         copy[block_start:lo] = 0
         copy[hi:block_start + BLOCK_LEN] = 0
     expected = stored ^ _zeros_crc(int(lengths.max()) + 1)[lengths + 1]
-    after = region_end[:, None] + np.arange(4)
-    copy[after.ravel()] = expected.astype("<u4").view(np.uint8)
+    np.ndarray((covered + 5,), dtype="<u4", buffer=copy, strides=(1,))[region_end] = expected
     if zlib.crc32(copy.data, 0xFFFFFFFF) == 0xFFFFFFFF:  # raw register of the whole copy: zero
         return np.zeros(n, dtype=bool)
     return per_chunk_mismatch(data, region_start, region_end, stored)
