@@ -79,7 +79,7 @@ def _plain_summaries(buf: np.ndarray, words: np.ndarray, records: np.ndarray, bo
                      item_cls: Any) -> tuple[np.ndarray, _SummaryItems]:
     """(plain mask per record, the items of the plain ones)."""
     n = len(records)
-    fields = _scan.fields(words, body, ends)
+    fields = _scan.fields(buf, words, body, ends)
     ok = ~fields.bad
     ok[fields.parent[fields.tag != _UPDATE_TAG]] = False  # removals are applied by the parser, in order
     parent, i_start, i_end = fields.parent, fields.start, fields.end

@@ -19,15 +19,16 @@ import numpy as np
 
 from ._framing import BLOCK_LEN, HEADER_LEN
 
-_ZEROS_CRC: list[int] = [0]
-"""[n] = zlib.crc32 of n zero bytes (grown on demand)."""
+_ZEROS_CRC: dict[int, int] = {}
+"""n -> zlib.crc32 of n zero bytes (for the region lengths seen)."""
 
 
-def _zeros_crc(max_len: int) -> np.ndarray:
+def _zeros_crc(lengths: np.ndarray) -> np.ndarray:
+    """zlib.crc32 of ``lengths[i]`` zero bytes, per i."""
+    distinct, inverse = np.unique(lengths, return_inverse=True)
     table = _ZEROS_CRC
-    while len(table) <= max_len:
-        table.append(zlib.crc32(b"\0", table[-1]))
-    return np.array(table[:max_len + 1], dtype=np.uint32)
+    values = [table[n] if n in table else table.setdefault(n, zlib.crc32(bytes(n))) for n in distinct.tolist()]
+    return np.array(values, dtype=np.uint32)[inverse.ravel()]
 
 
 def per_chunk_mismatch(data: np.ndarray, region_start: np.ndarray, region_end: np.ndarray, stored: np.ndarray) -> np.ndarray:
@@ -76,7 +77,7 @@ def mismatch(data: np.ndarray, chunk_at: np.ndarray, lengths: np.ndarray, stored
             continue
         copy[block_start:lo] = 0
         copy[hi:block_start + BLOCK_LEN] = 0
-    expected = stored ^ _zeros_crc(int(lengths.max()) + 1)[lengths + 1]
+    expected = stored ^ _zeros_crc(lengths + 1)
     np.ndarray((covered + 5,), dtype="<u4", buffer=copy, strides=(1,))[region_end] = expected
     if zlib.crc32(copy.data, 0xFFFFFFFF) == 0xFFFFFFFF:  # raw register of the whole copy: zero
         return np.zeros(n, dtype=bool)

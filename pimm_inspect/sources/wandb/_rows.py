@@ -47,7 +47,7 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
     n = len(records)
     if not n:
         return records
-    fields = _scan.fields(words, body, ends)
+    fields = _scan.fields(buf, words, body, ends)
     ok = ~fields.bad
     is_step = fields.tag == _STEP
     # The step: at most one HistoryStep field per record, empty or exactly one num varint.
@@ -74,30 +74,30 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
     values, number, ints, is_int = _numbers.parse(words, value_start, i_end)
     step_code, ts_code, rt_code = rows.code("_step"), rows.code("_timestamp"), rows.code("_runtime")
     is_step_key, is_ts, is_rt = codes == step_code, codes == ts_code, codes == rt_code
-    # A special key whose value is not a plain number here (an int for _step): its whole row is
-    # decoded in Python by the per-record path's own function (the last of each special key wins).
-    python_row = np.zeros(n, dtype=bool)
-    python_row[parent[(is_step_key & ~is_int) | ((is_ts | is_rt) & ~number)]] = True
-    python_row &= ok
-    failed_rows = _python_rows(buf, np.flatnonzero(python_row), parent, value_start, i_end, names, ids, step,
-                               records, rows)
-    ok[failed_rows] = False
-    ok &= ~python_row
     good_item = ok[parent]
-    keep = np.flatnonzero(ok)
+    recorded_step = step.copy()  # HistoryStep.num: where a row's _step items start from
     ts = np.full(n, np.nan)
     rt = np.full(n, np.nan)
     for mask, target, source in ((is_step_key, step, ints), (is_ts, ts, values), (is_rt, rt, values)):
         sel = _last_per_parent(parent, good_item & mask)
         target[parent[sel]] = source[sel]
+    # A row with a special key whose value is not a plain number here (an int for _step): its
+    # step, timestamp and runtime come from the per-record path's own function, given that row's
+    # special items in order (they make no entries; the row's other items stay in bulk).
+    special = is_step_key | is_ts | is_rt
+    unread = good_item & ((is_step_key & ~is_int) | ((is_ts | is_rt) & ~number))
+    if unread.any():
+        ok[_special_rows(buf, np.unique(parent[unread]), parent, special, value_start, i_end, names, ids,
+                         recorded_step, step, ts, rt)] = False
+        good_item = ok[parent]
+    keep = np.flatnonzero(ok)
     plain_entry = good_item & ~(is_step_key | is_ts | is_rt)
     index_in_record = np.arange(len(parent)) - np.searchsorted(parent, parent)
     entry = np.flatnonzero(plain_entry & number)
     rows.row_parts.append((records[keep], step[keep], ts[keep], rt[keep]))
     rows.entry_parts.append((records[parent[entry]], index_in_record[entry], np.zeros(len(entry), np.int64),
                              codes[entry], values[entry], np.ones(len(entry), bool)))
-    python_row[failed_rows] = False
-    decoded = ok | python_row  # local indices of the records whose rows are in ``rows``
+    decoded = ok.copy()  # local indices of the records whose rows are in ``rows``
     other = np.flatnonzero(plain_entry & ~number)
     if len(other):
         failed = _python_items(buf, other, parent, index_in_record, value_start, i_end, names, ids, records, rows)
@@ -107,19 +107,21 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
     return records[decoded]
 
 
-def _python_rows(buf, which, parent, value_start, i_end, names, ids, step, records, rows) -> np.ndarray:
-    """Decode the rows ``which`` (local record indices) with ``row_entries``; return those whose text is not UTF-8."""
+def _special_rows(buf, which, parent, special, value_start, i_end, names, ids, recorded_step, step, ts, rt
+                  ) -> np.ndarray:
+    """Set ``step``/``ts``/``rt`` of the rows ``which`` from their special items with ``row_entries``;
+    return the rows whose text is not UTF-8 (the parser decodes them)."""
     failed = []
-    starts = np.searchsorted(parent, which)
-    stops = np.searchsorted(parent, which, side="right")
-    for r, lo, hi in zip(which.tolist(), starts.tolist(), stops.tolist()):
+    lows = np.searchsorted(parent, which)
+    highs = np.searchsorted(parent, which, side="right")
+    for r, lo, hi in zip(which.tolist(), lows.tolist(), highs.tolist()):
         try:
-            items = [(names[int(ids[j])], buf[value_start[j]:i_end[j]].tobytes().decode("utf-8")) for j in range(lo, hi)]
+            items = [(names[int(ids[j])], buf[value_start[j]:i_end[j]].tobytes().decode("utf-8"))
+                     for j in range(lo, hi) if special[j]]
         except UnicodeDecodeError:
             failed.append(r)
             continue
-        row_step, ts, rt, entries = row_entries(items, int(step[r]))
-        rows.add_python_row(int(records[r]), row_step, ts, rt, entries)
+        step[r], ts[r], rt[r], _entries = row_entries(items, int(recorded_step[r]))
     return np.array(failed, dtype=np.int64)
 
 

@@ -19,8 +19,8 @@ MAX_FIELDS = 65_536
 """A message with more fields than this is left to the protobuf parser."""
 MAX_KEY_PARTS = 16
 """An item key of more ``nested_key`` parts than this is left to the protobuf parser."""
-_U8, _U16, _U24, _U32 = (np.uint64((1 << bits) - 1) for bits in (8, 16, 24, 32))
-_S8, _S16, _S24 = np.uint64(8), np.uint64(16), np.uint64(24)
+_U8, _U16 = np.uint64(0xFF), np.uint64(0xFFFF)
+_S8 = np.uint64(8)
 _FIELD_TAG = (np.uint64(0x0A), np.uint64(0x12))
 """Length-delimited fields 1 and 2: HistoryRecord item/step, SummaryRecord update/remove, HistoryItem key/nested_key."""
 _VALUE_TAG = np.uint64(0x0182)
@@ -103,15 +103,20 @@ class Fields:
     """Per message: a field that is not field 1 or 2 length-delimited, or a length past the message end."""
 
 
-def fields(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
-    """Fields 1 and 2 (length-delimited, one-byte tags) of every message ``[starts[i], ends[i])``."""
+def fields(buf: np.ndarray, words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
+    """Fields 1 and 2 (length-delimited, one-byte tags) of every message ``[starts[i], ends[i])``.
+
+    Messages are walked in lock-step, one field of each per numpy step; once fewer than
+    ``TAIL_MESSAGES`` are left (a few rows of hundreds of keys), the rest is walked in Python,
+    which is cheaper than numpy calls on a handful of values each.
+    """
     n = len(starts)
     bad = np.zeros(n, dtype=bool)
     steps: list[tuple[np.ndarray, ...]] = []
     active = np.flatnonzero(ends > starts)
     at, limit = starts[active], ends[active]
     for _ in range(MAX_FIELDS):
-        if not len(active):
+        if not len(active) or (len(active) < TAIL_MESSAGES and len(steps) >= TAIL_AFTER):
             break
         word = words[at]
         tag = word & _U8
@@ -126,15 +131,15 @@ def fields(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
         steps.append((active, tag, start, end))
         more = end < limit
         active, at, limit = active[more], end[more], limit[more]
-    bad[active] = True  # more fields than MAX_FIELDS
-    if not steps:
-        empty = np.zeros(0, dtype=np.int64)
-        return Fields(empty, empty.astype(np.uint64), empty, empty, bad)
+    tail = _walk_tail(buf, active, at, limit, bad) if len(active) else None
     # Fields come out step by step (every message's first field, then every second ...); scatter
     # them into message order, which is a count per message and an offset, not a sort.
     counts = np.zeros(n, dtype=np.int64)
     for step in steps:
         counts[step[0]] += 1
+    walked = len(steps)
+    if tail is not None:
+        counts += np.bincount(tail[0], minlength=n)
     offset = np.cumsum(counts) - counts
     total = int(counts.sum())
     parent = np.empty(total, dtype=np.int64)
@@ -144,7 +149,55 @@ def fields(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
     for k, (owner, tag, start, end) in enumerate(steps):
         place = offset[owner] + k
         parent[place], tag_out[place], start_out[place], end_out[place] = owner, tag, start, end
+    if tail is not None:  # the tail's messages each had ``walked`` fields before it
+        owner, index, tag, start, end = tail
+        place = offset[owner] + walked + index
+        parent[place], tag_out[place], start_out[place], end_out[place] = owner, tag, start, end
     return Fields(parent, tag_out, start_out, end_out, bad)
+
+
+TAIL_MESSAGES = 48
+"""Fewer messages than this left in the lock-step: the rest is walked in Python."""
+TAIL_AFTER = 8
+"""... but only after this many steps (short messages are done by then anyway)."""
+
+
+def _walk_tail(buf: np.ndarray, active: np.ndarray, at: np.ndarray, limit: np.ndarray, bad: np.ndarray):
+    """(owner, index in the tail, tag, start, end) of the remaining fields of the messages ``active``,
+    walked in Python from ``at`` to ``limit``; marks ``bad`` as the lock-step does."""
+    owners: list[int] = []
+    indices: list[int] = []
+    tags: list[int] = []
+    field_starts: list[int] = []
+    field_ends: list[int] = []
+    for message, lo, hi in zip(active.tolist(), at.tolist(), limit.tolist()):
+        body = buf[lo:hi].tobytes()
+        p, index, size = 0, 0, len(body)
+        while p < size:
+            tag = body[p]
+            length, shift, q = 0, 0, p + 1
+            while q < size and q - p <= 4:  # a length of at most 4 varint bytes, as the lock-step takes
+                byte = body[q]
+                length |= (byte & 0x7F) << shift
+                shift += 7
+                q += 1
+                if byte < 0x80:
+                    break
+            else:
+                bad[message] = True
+                break
+            if tag not in (0x0A, 0x12) or q + length > size:
+                bad[message] = True
+                break
+            owners.append(message)
+            indices.append(index)
+            tags.append(tag)
+            field_starts.append(lo + q)
+            field_ends.append(lo + q + length)
+            index += 1
+            p = q + length
+    return (np.array(owners, dtype=np.int64), np.array(indices, dtype=np.int64), np.array(tags, dtype=np.uint64),
+            np.array(field_starts, dtype=np.int64), np.array(field_ends, dtype=np.int64))
 
 
 def items(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
