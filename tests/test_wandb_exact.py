@@ -351,3 +351,44 @@ def _varint(value: int) -> bytes:
         value >>= 7
         if not value:
             return bytes(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=80))
+def test_span_ids_group_equal_bytes(chunks):
+    from pimm_inspect.sources.wandb._scan import span_ids
+
+    data = bytearray(b"\x07" * 8)
+    starts, ends = [], []
+    for chunk in chunks + chunks[: len(chunks) // 2]:  # repeats: equal spans at other places
+        starts.append(len(data))
+        data += chunk
+        ends.append(len(data))
+        data += b"\x00\xff"
+    _buf, words = padded(bytes(data))
+    ids, first = span_ids(words, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+    spans = [bytes(data[s:e]) for s, e in zip(starts, ends)]
+    for i, j in [(i, j) for i in range(len(spans)) for j in range(len(spans))]:
+        assert (ids[i] == ids[j]) == (spans[i] == spans[j])
+    assert sorted(spans[k] for k in first.tolist()) == sorted(set(spans))
+
+
+def test_span_ids_see_every_byte():
+    """Spans of one length that differ in a single byte, at every position, for lengths 1-40."""
+    from pimm_inspect.sources.wandb._scan import span_ids
+
+    data = bytearray(b"\x07" * 8)
+    starts, ends, spans = [], [], []
+    for length in range(1, 41):
+        base = bytes((i * 37 + length) % 251 for i in range(length))
+        for position in [None, *range(length)]:
+            span = bytearray(base)
+            if position is not None:
+                span[position] ^= 0x5A
+            starts.append(len(data))
+            data += span
+            ends.append(len(data))
+            spans.append(bytes(span))
+    _buf, words = padded(bytes(data))
+    ids, _first = span_ids(words, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+    assert len(set(ids.tolist())) == len(set(spans)) == len(spans)

@@ -275,14 +275,19 @@ def group_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def span_ids(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(id per span, index of one span per id): equal ids exactly when the spans' bytes are equal."""
+    """(id per span, index of one span per id): equal ids exactly when the spans' bytes are equal.
+
+    A span is compared through its length, its first 8 bytes, its last 8 bytes and the whole
+    words in between: together they cover every byte (overlapping where the span is short).
+    """
     if not len(starts):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     lengths = ends - starts
     last = len(words) - 1
-    columns = [lengths.astype(np.uint64)]
-    for k in range(max(1, -(-int(lengths.max()) // 8))):
-        columns.append(words[np.minimum(starts + 8 * k, last)] & _FIRST_BYTES[np.clip(lengths - 8 * k, 0, 8)])
+    columns = [lengths.astype(np.uint64), words[np.minimum(starts, last)] & _FIRST_BYTES[np.minimum(lengths, 8)],
+               np.where(lengths > 8, words[np.clip(ends - 8, 0, last)], np.uint64(0))]
+    for k in range(1, -(-int(lengths.max()) // 8) - 1):  # whole words strictly inside the longer spans
+        columns.append(np.where(lengths >= 8 * k + 8, words[np.minimum(starts + 8 * k, last)], np.uint64(0)))
     return group_rows(columns)
 
 
