@@ -392,3 +392,31 @@ def test_span_ids_see_every_byte():
     _buf, words = padded(bytes(data))
     ids, _first = span_ids(words, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
     assert len(set(ids.tolist())) == len(set(spans)) == len(spans)
+
+
+_ITEM = st.one_of(
+    st.binary(max_size=30),
+    st.tuples(st.lists(st.tuples(st.sampled_from([0x0A, 0x12]), st.binary(max_size=12)), max_size=3),
+              st.binary(max_size=150)).map(
+        lambda kv: b"".join(bytes([t, len(k)]) + k for t, k in kv[0]) + b"\x82\x01" + _varint(len(kv[1])) + kv[1]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ITEM, min_size=1, max_size=40))
+def test_item_layout_fast_path_equals_the_general_walk(item_bytes):
+    from pimm_inspect.sources.wandb import _scan
+
+    data = bytearray(b"\x00" * 8)
+    starts, ends = [], []
+    for item in item_bytes:
+        starts.append(len(data))
+        data += item
+        ends.append(len(data))
+    _buf, words = padded(bytes(data))
+    spans = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+    fast = _scan.items(words, *spans)
+    general = _scan._items_general(words, *spans)
+    assert fast[2].tolist() == general[2].tolist()
+    good = general[2]
+    assert fast[0][good].tolist() == general[0][good].tolist() and fast[1][good].tolist() == general[1][good].tolist()

@@ -19,16 +19,17 @@ import numpy as np
 
 from ._framing import BLOCK_LEN, HEADER_LEN
 
-_ZEROS_CRC: dict[int, int] = {}
-"""n -> zlib.crc32 of n zero bytes (for the region lengths seen)."""
+_ZEROS_CRC = np.zeros(BLOCK_LEN + 1, dtype=np.uint32)
+"""[n] = zlib.crc32 of n zero bytes, for the region lengths seen so far (``_ZEROS_KNOWN``)."""
+_ZEROS_KNOWN = np.zeros(BLOCK_LEN + 1, dtype=bool)
 
 
 def _zeros_crc(lengths: np.ndarray) -> np.ndarray:
-    """zlib.crc32 of ``lengths[i]`` zero bytes, per i."""
-    distinct, inverse = np.unique(lengths, return_inverse=True)
-    table = _ZEROS_CRC
-    values = [table[n] if n in table else table.setdefault(n, zlib.crc32(bytes(n))) for n in distinct.tolist()]
-    return np.array(values, dtype=np.uint32)[inverse.ravel()]
+    """zlib.crc32 of ``lengths[i]`` (<= BLOCK_LEN) zero bytes, per i."""
+    for n in np.unique(lengths[~_ZEROS_KNOWN[lengths]]).tolist():
+        _ZEROS_CRC[n] = zlib.crc32(bytes(n))
+        _ZEROS_KNOWN[n] = True
+    return _ZEROS_CRC[lengths]
 
 
 def per_chunk_mismatch(data: np.ndarray, region_start: np.ndarray, region_end: np.ndarray, stored: np.ndarray) -> np.ndarray:

@@ -207,6 +207,23 @@ def items(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.n
     last field, reaching the item end. The key region ``[start, key end)`` is what the protobuf parser
     decodes once per distinct encoding.
     """
+    # What wandb writes nearly always: one key field, then value_json with a one-byte length.
+    head = words[starts]
+    key_len = ((head >> _S8) & _U8).astype(np.int64)
+    key_end = starts + 2 + key_len
+    tail = words[np.minimum(key_end, len(words) - 1)]
+    value_start = key_end + 3
+    tag = head & _U8
+    ok = (((tag == _FIELD_TAG[0]) | (tag == _FIELD_TAG[1])) & (key_len < 0x80) & ((tail & _U16) == _VALUE_TAG)
+          & (((tail >> np.uint64(16)) & _U8) < 0x80)
+          & (value_start + ((tail >> np.uint64(16)) & _U8).astype(np.int64) == ends))
+    other = np.flatnonzero(~ok)
+    if len(other):  # several key parts, longer values, or off the layout
+        key_end[other], value_start[other], ok[other] = _items_general(words, starts[other], ends[other])
+    return key_end, value_start, ok
+
+
+def _items_general(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     key_end = starts.copy()
     ok = np.ones(len(starts), dtype=bool)
     todo = np.arange(len(starts))
@@ -218,9 +235,12 @@ def items(words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.n
         if not len(todo):
             break
         key_end[todo] += 2 + ((word[part] >> _S8) & _U8).astype(np.int64)
+        past = key_end[todo] >= ends[todo]  # a key reaching the item end leaves no room for the value
+        ok[todo[past]] = False
+        todo = todo[~past]
     else:
         ok[todo] = False
-    word = words[key_end]
+    word = words[np.minimum(key_end, len(words) - 1)]
     length, size = _length(word, 2)
     value_start = key_end + 2 + size
     ok &= (key_end > starts) & ((word & _U16) == _VALUE_TAG) & (size > 0) & (value_start + length == ends)
