@@ -18,6 +18,7 @@ import zlib
 import numpy as np
 
 from ._framing import BLOCK_LEN, HEADER_LEN
+from ._scan import distinct as _distinct
 
 _ZEROS_CRC = np.zeros(BLOCK_LEN + 1, dtype=np.uint32)
 """[n] = zlib.crc32 of n zero bytes, for the region lengths seen so far (``_ZEROS_KNOWN``)."""
@@ -26,7 +27,7 @@ _ZEROS_KNOWN = np.zeros(BLOCK_LEN + 1, dtype=bool)
 
 def _zeros_crc(lengths: np.ndarray) -> np.ndarray:
     """zlib.crc32 of ``lengths[i]`` (<= BLOCK_LEN) zero bytes, per i."""
-    for n in np.unique(lengths[~_ZEROS_KNOWN[lengths]]).tolist():
+    for n in _distinct(lengths[~_ZEROS_KNOWN[lengths]]):
         _ZEROS_CRC[n] = zlib.crc32(bytes(n))
         _ZEROS_KNOWN[n] = True
     return _ZEROS_CRC[lengths]

@@ -156,8 +156,7 @@ _POW5_DONE = np.zeros(_Q_MAX - _Q_MIN + 1, dtype=bool)
 
 def _pow5(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Table rows ``index`` (``q - _Q_MIN``), filling missing ones."""
-    missing = np.unique(index[~_POW5_DONE[index]])
-    for i in missing.tolist():
+    for i in _scan.distinct(index[~_POW5_DONE[index]]):
         _POW5_HIGH[i], _POW5_LOW[i] = _power_of_five(i + _Q_MIN)
         _POW5_DONE[i] = True
     return _POW5_HIGH[index], _POW5_LOW[index]

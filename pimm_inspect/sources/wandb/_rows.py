@@ -87,7 +87,7 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
     special = is_step_key | is_ts | is_rt
     unread = good_item & ((is_step_key & ~is_int) | ((is_ts | is_rt) & ~number))
     if unread.any():
-        ok[_special_rows(buf, np.unique(parent[unread]), parent, special, value_start, i_end, names, ids,
+        ok[_special_rows(buf, np.array(_scan.distinct(parent[unread]), dtype=np.int64), parent, special, value_start, i_end, names, ids,
                          recorded_step, step, ts, rt)] = False
         good_item = ok[parent]
     keep = np.flatnonzero(ok)
@@ -102,7 +102,7 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
     if len(other):
         failed = _python_items(buf, other, parent, index_in_record, value_start, i_end, names, ids, records, rows)
         if len(failed):
-            _drop_records(rows, records[np.unique(failed)])
+            _drop_records(rows, records[np.array(_scan.distinct(failed), dtype=np.int64)])
             decoded[failed] = False
     return records[decoded]
 

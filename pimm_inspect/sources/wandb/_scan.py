@@ -31,6 +31,13 @@ _FIRST_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 """[k]: a word keeping its first k bytes."""
 
 
+def distinct(values: np.ndarray) -> list[int]:
+    """The distinct values, ascending (``np.unique`` without index arguments imports numpy.ma, ~40 ms)."""
+    if not len(values):
+        return []
+    return np.unique(values, return_index=True)[0].tolist()
+
+
 def padded(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, unaligned uint64 words at every offset) of ``data`` plus ``PAD`` zero bytes."""
     return word_view(np.frombuffer(data + bytes(PAD), dtype=np.uint8))
