@@ -1,25 +1,30 @@
 """Benchmark: reading a 100k-row offline W&B transaction log, ours against decoding it record by record.
 
-Usage: python bench/bench_wandb.py [--rows 100000] [--repeat 5] [--skip-wandb]
+Usage: python bench/bench_wandb.py [--rows 100000] [--repeat 5] [--baseline CHECKOUT] [--shapes ROWS] [--skip-wandb]
 
 Generates one offline run with the installed ``wandb`` (WANDB_MODE=offline, 3 metrics per
-``run.log``) into bench/_data/ once per size, then times in one run, as medians of
-``--repeat`` fresh subprocesses each:
+``run.log``) into bench/_data/ once per size, then times in one run, interleaved, as medians of
+``--repeat`` fresh subprocesses each (started in a neutral directory, cache off):
 
-- ``python -m pimm_inspect show --json RUN`` (whole process, cache off),
-- our reader alone (``read_wandb_run``) in a fresh process,
+- ``python -m pimm_inspect show --json RUN`` (the whole process: imports, reading, analysis, JSON),
+- our reader alone (``read_wandb_run``, imports included; its work time is printed too),
+- with ``--baseline CHECKOUT`` (another revision's source tree, e.g. a worktree of main), the same
+  two with that tree's code, side by side,
 - the per-record reference: our framing, then ``Record.FromString`` on every record and the
-  history items' ``value_json`` decoded with ``json.loads`` (what the reader did before),
+  history items' ``value_json`` decoded with ``json.loads``,
 - ``import wandb`` and wandb's own generated ``Record`` class on the same records (wandb 0.31 has
   no Python reader of ``.wandb`` files any more: wandb-core, in Go, reads them).
 
-It exits 1 if the readers disagree on the number of history rows.
+``--shapes ROWS`` also writes the logs of fixtures/gen_wandb_shapes.py with ROWS rows each (nested
+dicts, mixed types, media, step metrics ...) and times our reader on each against our own
+per-record path (``BULK_DECODE = False``), checking that both give the same result. CPU is the
+child's user + system time; the load average (1 min) is printed with each table. It exits 1 if
+the readers disagree on the number of history rows or on a shape's result.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -81,11 +86,28 @@ def run_folder(directory: Path) -> Path:
 
 
 _OURS = """
-import sys
+import sys, time
 from pathlib import Path
 from pimm_inspect.sources.wandb.reader import read_wandb_run
+started = time.process_time()
 r = read_wandb_run(Path(sys.argv[1]), ".")
+print(f"work {time.process_time() - started:.4f}")
 print(len(r.history_steps))
+"""
+
+_SHAPE = """
+import hashlib, json, sys, time
+from pathlib import Path
+import pimm_inspect.sources.wandb._bulk as bulk
+from pimm_inspect.sources.wandb.reader import read_wandb_run
+bulk.BULK_DECODE = sys.argv[2] == "bulk"
+started = time.process_time()
+r = read_wandb_run(Path(sys.argv[1]), ".")
+work = time.process_time() - started
+view = [r.history_steps.tolist(), [(s.tag, s.steps.tolist(), s.values.tolist()) for s in r.series],
+        json.dumps(r.summary, default=repr), list(r.non_scalar_keys), [f.code for f in r.findings]]
+print(f"work {work:.4f}")
+print(hashlib.sha256(repr(view).encode()).hexdigest())
 """
 
 _PER_RECORD = """
@@ -127,7 +149,8 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, check=False)
+    # A neutral working directory: ``python -m`` would import a package from the current one first.
+    done = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -136,11 +159,80 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     return wall, cpu, done.stdout
 
 
+def _work(out: str) -> float | None:
+    """The ``work <seconds>`` line a child printed (reader work, imports excluded), if any."""
+    for line in out.splitlines():
+        if line.startswith("work "):
+            return float(line.split()[1])
+    return None
+
+
+def _table(title: str, cases: list[tuple[str, list[str], dict[str, str]]], repeat: int, base: str | None = None
+           ) -> tuple[dict[str, tuple[float, float, float | None]], dict[str, str]]:
+    """Time every case ``repeat`` times, interleaved; print a table of medians; return them and each case's last output."""
+    results: dict[str, list[tuple[float, float, float | None]]] = {name: [] for name, _a, _e in cases}
+    outputs: dict[str, str] = {}
+    load_before = os.getloadavg()[0]
+    for _ in range(repeat):  # interleaved, so drift on a shared machine hits every case alike
+        for name, argv, env in cases:
+            wall, cpu, out = timed(argv, env)
+            results[name].append((wall, cpu, _work(out)))
+            outputs[name] = out
+    load_after = os.getloadavg()[0]
+    medians = {}
+    for name, runs in results.items():
+        works = [w for _wall, _cpu, w in runs if w is not None]
+        medians[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+                         statistics.median(works) if works else None)
+    base_cpu = medians[base or cases[0][0]][1]
+    print(f"\n{title} (median of {repeat}; load average {load_before:.1f} before, {load_after:.1f} after)\n")
+    print("| case | wall s | CPU s | work CPU s | CPU x first row |")
+    print("|---|---|---|---|---|")
+    for name, (wall, cpu, work) in medians.items():
+        print(f"| {name} | {wall:.2f} | {cpu:.2f} | {'' if work is None else f'{work:.3f}'} | {cpu / base_cpu:.2f} |")
+    return medians, outputs
+
+
+def _rows(out: str) -> str:
+    lines = [line for line in out.strip().splitlines() if not line.startswith("work ")]
+    return lines[-1] if lines and not out.lstrip().startswith("{") else ""
+
+
+def _shapes(rows: int, repeat: int, env: dict[str, str]) -> bool:
+    """Time our reader on wandb-written logs of every shape (bulk vs per record); True when results agree."""
+    sys.path.insert(0, str(REPO / "fixtures"))
+    import gen_wandb_shapes  # noqa: E402 - the fixtures' generator
+
+    directory = HERE / "_data" / f"wandb_shapes_{rows}"
+    folders = sorted(directory.glob("*/offline-run-*"))
+    if not folders:
+        print(f"generating the shapes with {rows:,} rows each in {directory} ...", file=sys.stderr)
+        folders = gen_wandb_shapes.generate(directory, rows)
+    py = sys.executable
+    cases = []
+    for folder in folders:
+        label = f"{folder.parent.name}/{folder.name[-8:]}"
+        size = sum(f.stat().st_size for f in folder.glob("run-*.wandb")) / 1e6
+        cases.append((f"{label} ({size:.1f} MB), bulk", [py, "-c", _SHAPE, str(folder), "bulk"], env))
+        cases.append((f"{label} ({size:.1f} MB), per record", [py, "-c", _SHAPE, str(folder), "per-record"], env))
+    _medians, outputs = _table(f"Our reader on the wandb-written shapes, {rows:,} rows each: bulk vs per-record path",
+                               cases, repeat)
+    same = True
+    for i in range(0, len(cases), 2):
+        if _rows(outputs[cases[i][0]]) != _rows(outputs[cases[i + 1][0]]):
+            print(f"{cases[i][0]}: bulk and per-record results differ", file=sys.stderr)
+            same = False
+    print("\nbulk and per-record results: " + ("identical on every shape" if same else "DIFFERENT"))
+    return same
+
+
 def main() -> int:
-    """Generate if needed, time every reader (medians), print a table."""
+    """Generate if needed, time every reader (medians), print tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, help="another source tree (checkout) to time side by side")
+    parser.add_argument("--shapes", type=int, default=0, metavar="ROWS", help="also time the wandb-written shapes")
     parser.add_argument("--skip-wandb", action="store_true", help="do not time wandb's own reader")
     args = parser.parse_args()
     directory = HERE / "_data" / f"wandb_{args.rows}"
@@ -153,30 +245,24 @@ def main() -> int:
     print(f"input: {log.relative_to(REPO)} ({log.stat().st_size / 1e6:.1f} MB)")
     env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR="off")
     py = sys.executable
-    cases = [("pimm-inspect show --json (whole process, no cache)", [py, "-m", "pimm_inspect", "show", "--json", str(folder)]),
-             ("read_wandb_run (fresh process)", [py, "-c", _OURS, str(folder)]),
-             ("per record: Record.FromString + json.loads (fresh process)", [py, "-c", _PER_RECORD, str(folder)])]
+    cases = [("pimm-inspect show --json (whole process, no cache)", [py, "-m", "pimm_inspect", "show", "--json", str(folder)], env),
+             ("read_wandb_run (fresh process)", [py, "-c", _OURS, str(folder)], env)]
+    if args.baseline:
+        old = dict(env, PYTHONPATH=str(args.baseline.resolve()))
+        cases += [("baseline: show --json (whole process)", [py, "-m", "pimm_inspect", "show", "--json", str(folder)], old),
+                  ("baseline: read_wandb_run (fresh process)", [py, "-c", _OURS, str(folder)], old)]
+    cases.append(("per record: Record.FromString + json.loads (fresh process)", [py, "-c", _PER_RECORD, str(folder)], env))
     if not args.skip_wandb:
-        cases.append(("import wandb + wandb's Record.FromString + json.loads", [py, "-c", _WANDB, str(folder)]))
-    results: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
-    counts: dict[str, str] = {}
-    for _ in range(args.repeat):  # interleaved, so drift on a shared machine hits every reader alike
-        for name, argv in cases:
-            wall, cpu, out = timed(argv, env)
-            results[name].append((wall, cpu))
-            counts[name] = out.strip().splitlines()[-1] if out.strip() and not out.lstrip().startswith("{") else ""
-    base = statistics.median(c for _w, c in results[cases[0][0]])
-    print(f"\n| reader | wall s (median of {args.repeat}) | CPU s (median) | CPU x show --json |")
-    print("|---|---|---|---|")
-    for name, _ in cases:
-        wall = statistics.median(w for w, _c in results[name])
-        cpu = statistics.median(c for _w, c in results[name])
-        print(f"| {name} | {wall:.2f} | {cpu:.2f} | {cpu / base:.2f} |")
-    rows = {v for v in counts.values() if v}
-    if len(rows) > 1:
+        cases.append(("import wandb + wandb's Record.FromString + json.loads", [py, "-c", _WANDB, str(folder)], env))
+    _medians, outputs = _table(f"{log.stat().st_size / 1e6:.1f} MB log, {args.rows:,} rows", cases, args.repeat)
+    counts = {name: _rows(out) for name, out in outputs.items()}
+    ok = True
+    if len({v for v in counts.values() if v}) > 1:
         print(f"row counts differ: {counts}", file=sys.stderr)
-        return 1
-    return 0
+        ok = False
+    if args.shapes:
+        ok = _shapes(args.shapes, args.repeat, env) and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

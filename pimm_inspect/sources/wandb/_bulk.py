@@ -1,33 +1,32 @@
-"""Bulk decoding of W&B history and summary records; every other record goes to the protobuf parser.
+"""Bulk decoding of W&B transaction logs: history rows and summary updates with numpy, the rest record by record.
 
-A 100k-row log holds ~300k records, mostly history rows and summary updates. Decoding each with
-``Record.FromString`` and walking its items in Python costs seconds. Here the records of a batch
-are walked with numpy (``_wandb_wire``), history values are parsed as one numpy string-to-float
-cast, and only distinct key encodings go through the protobuf parser. Anything that does not have
-the plain layout wandb writes (other fields, non-numeric values, non-ASCII text) is decoded
-record by record with the real parser, so the result is the same as decoding every record.
+A 100k-row log holds ~300k records, nearly all history rows and summary updates. Their layout is
+recognised for all records of a batch at once (``_scan``); history rows are decoded by ``_rows``;
+summary updates only matter for the final summary, so of each run of plain summary records only
+the last value per key is kept (the order of first appearance decides the key order, as applying
+them one by one would). Every other record, and any history or summary record off the plain layout,
+is decoded with ``Record.FromString`` in file order, so the result equals decoding every record
+(``BULK_DECODE = False`` does exactly that: the reference the tests compare with).
 """
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO, Callable, NamedTuple
 
 import numpy as np
 
+from . import _scan
 from ._batches import RecordBatch, frame_batches
 from ._framing import FramingState
 from ._history import History, RowBatch, row_entries
-from ._wire import PAD, count_per, gather, span_ids, spans_max, walk
+from ._rows import decode_rows, key_names
 
-MAX_NUMBER_TEXT = 32
-"""Longer value texts go to the per-value path."""
-_NUMBER_CHARS = np.zeros(256, dtype=bool)
-_NUMBER_CHARS[list(b"0123456789+-.eE")] = True
-_DIGITS = np.zeros(256, dtype=bool)
-_DIGITS[list(b"0123456789")] = True
-_SPECIAL = {b"NaN", b"Infinity", b"-Infinity"}
-_HISTORY, _SUMMARY = 2, 3
-_ITEM, _STEP, _VALUE = 1, 2, 16
+BULK_DECODE = True
+"""False decodes every record with the protobuf parser (the per-record reference)."""
+MAX_SUMMARY_GROUPS = 1 << 20
+"""More (run of plain summary records x key) pairs than this in a batch: its summaries go one by one."""
+_HISTORY_TAG, _SUMMARY_TAG = 0x12, 0x1A
+_UPDATE_TAG = 0x0A
 
 
 def decode_log(fh: BinaryIO, framing: FramingState, start: int, record_cls: Any, history: History,
@@ -44,46 +43,121 @@ def decode_log(fh: BinaryIO, framing: FramingState, start: int, record_cls: Any,
     return undecodable
 
 
-def _decode_batch(batch: RecordBatch, record_cls, item_cls, history: History, summary, take_record) -> int:
+class _SummaryPlan:
+    """Plain summary records of a batch, reduced to (run, key) -> last value, applied run by run."""
+
+    def __init__(self) -> None:
+        self.plain = np.zeros(0, dtype=np.int64)
+        self.entries: list[tuple[int, tuple[str, ...], int, int]] = []
+        """(run, path, value start, value end) in order of first appearance."""
+        self.applied = 0
+
+    def flush(self, buf: np.ndarray, summary: dict[tuple[str, ...], str], up_to_run: int) -> None:
+        """Apply the entries of runs <= ``up_to_run``."""
+        entries = self.entries
+        i = self.applied
+        while i < len(entries) and entries[i][0] <= up_to_run:
+            _run, path, start, end = entries[i]
+            summary[path] = buf[start:end].tobytes().decode("utf-8")
+            i += 1
+        self.applied = i
+
+
+class _SummaryItems(NamedTuple):
+    """The items of the plain summary records of a batch, in file order."""
+
+    parent: np.ndarray
+    """Index of the item's record in the summary records given."""
+    value_start: np.ndarray
+    value_end: np.ndarray
+    code: np.ndarray
+    """Index of the item's key path in ``paths``."""
+    paths: list[tuple[str, ...]]
+
+
+def _plain_summaries(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: np.ndarray, ends: np.ndarray,
+                     item_cls: Any) -> tuple[np.ndarray, _SummaryItems]:
+    """(plain mask per record, the items of the plain ones)."""
+    n = len(records)
+    fields = _scan.fields(buf, words, body, ends)
+    ok = ~fields.bad
+    ok[fields.parent[fields.tag != _UPDATE_TAG]] = False  # removals are applied by the parser, in order
+    parent, i_start, i_end = fields.parent, fields.start, fields.end
+    key_end, value_start, item_ok = _scan.items(words, i_start, i_end)
+    ok[parent[~item_ok]] = False
+    # A value with non-ASCII bytes must be UTF-8, as the parser requires.
+    for j in np.flatnonzero(_scan.non_ascii(buf, words, value_start, np.maximum(value_start, i_end))).tolist():
+        try:
+            buf[value_start[j]:i_end[j]].tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            ok[parent[j]] = False
+    ids, first = _scan.span_ids(words, i_start, np.where(item_ok, key_end, i_start))
+    paths = key_names(buf, i_start, key_end, first, item_cls, as_path=True)
+    path_code: dict[tuple[str, ...], int] = {}
+    code_of = np.array([path_code.setdefault(p, len(path_code)) if p is not None else -1 for p in paths],
+                       dtype=np.int64)
+    codes = code_of[ids] if len(ids) else ids
+    ok[parent[codes < 0]] = False
+    sel = ok[parent] if n else np.zeros(0, dtype=bool)
+    return ok, _SummaryItems(parent[sel], value_start[sel], i_end[sel], codes[sel], list(path_code))
+
+
+def _summary_plan(plan: _SummaryPlan, records: np.ndarray, items: _SummaryItems, barriers: np.ndarray) -> bool:
+    """Fill ``plan`` with the last value per (run, key); False when there are too many groups."""
+    paths, codes, value_start, value_end = items.paths, items.code, items.value_start, items.value_end
+    item_record = records[items.parent]
+    run = np.searchsorted(barriers, item_record)
+    n_codes = max(len(paths), 1)
+    groups = (len(barriers) + 1) * n_codes
+    if groups > MAX_SUMMARY_GROUPS:
+        return False
+    key = run * n_codes + codes
+    position = np.arange(len(key))
+    first = np.full(groups, len(key), dtype=np.int64)
+    last = np.full(groups, -1, dtype=np.int64)
+    np.minimum.at(first, key, position)
+    np.maximum.at(last, key, position)
+    used = np.flatnonzero(last >= 0)
+    used = used[np.argsort(first[used], kind="stable")]
+    ends = last[used]
+    plan.entries = [(r, paths[c], s, e) for r, c, s, e in zip((used // n_codes).tolist(), (used % n_codes).tolist(),
+                                                               value_start[ends].tolist(), value_end[ends].tolist())]
+    return True
+
+
+def _decode_batch(batch: RecordBatch, record_cls: Any, item_cls: Any, history: History,
+                  summary: dict[tuple[str, ...], str], take_record: Callable[[Any], None]) -> int:
     from google.protobuf.message import DecodeError
 
-    padded = batch.data + bytes(PAD)
-    buf = np.frombuffer(padded, dtype=np.uint8)
-    n = len(batch.starts)
-    top = walk(buf, batch.starts, batch.ends)
-    is_num = (top.number == 1) & (top.wire == 0)
-    is_hist = (top.number == _HISTORY) & (top.wire == 2)
-    is_sum = (top.number == _SUMMARY) & (top.wire == 2)
-    n_hist, n_sum = count_per(top.parent, is_hist, n), count_per(top.parent, is_sum, n)
-    n_other = count_per(top.parent, ~(is_num | is_hist | is_sum), n)
-    plain = ~top.bad & (n_other == 0) & (n_hist + n_sum == 1)
-    span_start = np.zeros(n, dtype=np.int64)
-    span_end = np.zeros(n, dtype=np.int64)
-    sub = is_hist | is_sum
-    span_start[top.parent[sub]] = top.start[sub]
-    span_end[top.parent[sub]] = top.end[sub]
-    hist_idx = np.flatnonzero(plain & (n_hist == 1))
-    sum_idx = np.flatnonzero(plain & (n_sum == 1))
-    # Summary updates are applied in bulk only when every summary record of the batch is plain.
-    summary_in_order = top.bad.any() or bool(np.any((n_sum > 0) & ~plain))
-
+    buf, words = _scan.word_view(batch.buf)
+    starts, ends = batch.starts, batch.ends
+    n = len(starts)
     rows = RowBatch()
-    fast_rows = _fast_history(buf, hist_idx, span_start[hist_idx], span_end[hist_idx], item_cls, rows)
     slow = np.ones(n, dtype=bool)
-    slow[fast_rows] = False
-    sum_plain = None if summary_in_order else _fast_summary(buf, sum_idx, span_start[sum_idx],
-                                                              span_end[sum_idx], item_cls)
-    if sum_plain is not None:
-        slow[sum_idx] = False
-
+    plan = _SummaryPlan()
+    barriers = np.zeros(0, dtype=np.int64)
+    if BULK_DECODE and n:
+        tag, body = _scan.record_bodies(words, starts, ends)
+        hist = np.flatnonzero(tag == _HISTORY_TAG)
+        slow[decode_rows(buf, words, hist, body[hist], ends[hist], item_cls, rows)] = False
+        summ = np.flatnonzero(tag == _SUMMARY_TAG)
+        if len(summ):
+            ok, items = _plain_summaries(buf, words, summ, body[summ], ends[summ], item_cls)
+            slow[summ[ok]] = False
+            # A record the parser decodes may be a summary (a plain one is not): runs of plain summary
+            # records between such records are reduced separately and applied in order.
+            barriers = np.flatnonzero(slow & ((tag == _SUMMARY_TAG) | (tag == 0)))
+            if not _summary_plan(plan, summ, items, barriers):
+                slow[summ] = True
+                plan = _SummaryPlan()
     undecodable = 0
-    sequential_summary = sum_plain is None
-    history_records = set(fast_rows.tolist())
     slow_history: list[tuple[int, Any]] = []
-    data = batch.data
-    for i, (s, e) in enumerate(zip(batch.starts.tolist(), batch.ends.tolist())):
-        if not slow[i]:
-            continue
+    data = buf.data
+    barrier_rank = {int(b): k for k, b in enumerate(barriers.tolist())}
+    slow_records = np.flatnonzero(slow)
+    for i, s, e in zip(slow_records.tolist(), starts[slow_records].tolist(), ends[slow_records].tolist()):
+        if i in barrier_rank:
+            plan.flush(buf, summary, barrier_rank[i])
         try:
             rec = record_cls.FromString(data[s:e])
         except (DecodeError, ValueError, TypeError, OverflowError, RecursionError):
@@ -92,26 +166,31 @@ def _decode_batch(batch: RecordBatch, record_cls, item_cls, history: History, su
         kind = rec.WhichOneof("record_type")
         if kind == "history":
             slow_history.append((i, rec.history))
-            history_records.add(i)
-        elif kind == "summary" and sequential_summary:
+        elif kind == "summary":
             _apply_items(summary, rec.summary)
-        elif kind == "summary":  # cannot happen (plain summaries only when all are): keep file order anyway
-            raise AssertionError("summary record outside the bulk path")
         else:
             take_record(rec)
-    if history_records:
+    plan.flush(buf, summary, len(barriers))
+    # Rows in file order: the bulk-decoded records and the parser's history records, numbered together.
+    history_records = _row_records(rows)
+    if slow_history:
+        history_records = np.union1d(history_records, np.array([i for i, _h in slow_history], dtype=np.int64))
+    if len(history_records):
         rank = np.full(n, -1, dtype=np.int64)
-        rank[np.array(sorted(history_records), dtype=np.int64)] = np.arange(len(history_records))
+        rank[history_records] = np.arange(len(history_records))
         rows.renumber(rank)
         for i, hist in slow_history:
             step, ts, rt, entries = row_entries(((item.key or ".".join(item.nested_key), item.value_json)
                                                  for item in hist.item), hist.step.num)
             rows.add_python_row(int(rank[i]), step, ts, rt, entries)
         history.extend(rows)
-    if sum_plain is not None:
-        for path, text in sum_plain:
-            summary[path] = text
     return undecodable
+
+
+def _row_records(rows: RowBatch) -> np.ndarray:
+    """Record indices of the rows the bulk decoder produced, ascending."""
+    parts = [part[0] for part in rows.row_parts]
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _apply_items(target: dict[tuple[str, ...], str], record: Any) -> None:
@@ -120,162 +199,3 @@ def _apply_items(target: dict[tuple[str, ...], str], record: Any) -> None:
         target[(item.key,) if item.key else tuple(item.nested_key)] = item.value_json
     for item in record.remove:
         target.pop((item.key,) if item.key else tuple(item.nested_key), None)
-
-
-def _items(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, allowed: tuple[int, ...]):
-    """Items of HistoryRecord/SummaryRecord spans: (parent, item start, end, key-region end, value start, ok per parent).
-
-    A parent is not ok when it has a field outside ``allowed`` or an item whose value_json is missing,
-    repeated or not its last field.
-    """
-    n = len(starts)
-    fields = walk(buf, starts, ends)
-    item_mask = (fields.number == _ITEM) & (fields.wire == 2)
-    known = item_mask.copy()
-    for number in allowed:
-        known |= (fields.number == number) & (fields.wire == 2)
-    ok = ~fields.bad & (count_per(fields.parent, ~known, n) == 0)
-    parent = fields.parent[item_mask]
-    i_start, i_end = fields.start[item_mask], fields.end[item_mask]
-    inner = walk(buf, i_start, i_end)
-    is_value = (inner.number == _VALUE) & (inner.wire == 2)
-    m = len(i_start)
-    n_values = count_per(inner.parent, is_value, m)
-    value_start = np.zeros(m, dtype=np.int64)
-    key_end = np.zeros(m, dtype=np.int64)
-    value_start[inner.parent[is_value]] = inner.start[is_value]
-    key_end[inner.parent[is_value]] = inner.tag_start[is_value]
-    last = np.zeros(m, dtype=bool)
-    last[inner.parent[is_value]] = inner.end[is_value] == i_end[inner.parent[is_value]]
-    item_ok = ~inner.bad & (n_values == 1) & last
-    ok &= np.bincount(parent[~item_ok], minlength=n) == 0
-    return fields, parent, i_start, i_end, key_end, value_start, ok
-
-
-def _keys(buf, i_start, key_end, item_cls, as_path: bool):
-    """Key per item (decoded once per distinct encoding); None where an encoding does not decode."""
-    from google.protobuf.message import DecodeError
-
-    ids, first = span_ids(buf, i_start, key_end)
-    names: list[Any] = []
-    for j in first.tolist():
-        region = buf[i_start[j]:key_end[j]].tobytes()
-        try:
-            item = item_cls.FromString(region)
-        except (DecodeError, ValueError):
-            names.append(None)
-            continue
-        if as_path:
-            names.append((item.key,) if item.key else tuple(item.nested_key))
-        else:
-            names.append(item.key or ".".join(item.nested_key))
-    return ids, names
-
-
-def _fast_history(buf, records, starts, ends, item_cls, rows: RowBatch) -> np.ndarray:
-    """Decode the plain history records into ``rows`` (row numbers = record indices for now); return them."""
-    if not len(records):
-        return records
-    n = len(records)
-    fields, parent, i_start, i_end, key_end, value_start, ok = _items(buf, starts, ends, (_STEP,))
-    # HistoryStep: only its num field.
-    is_step = (fields.number == _STEP) & (fields.wire == 2)
-    step = np.zeros(n, dtype=np.int64)
-    if is_step.any():
-        st = walk(buf, fields.start[is_step], fields.end[is_step])
-        step_parent = fields.parent[is_step]
-        good_num = (st.number == 1) & (st.wire == 0)
-        ok[step_parent[st.bad | (count_per(st.parent, ~good_num, len(step_parent)) > 0)]] = False
-        owner = step_parent[st.parent]
-        sel = _last_per_parent(owner, good_num)  # the last num wins (sub-messages merge)
-        step[owner[sel]] = st.start[sel]
-    ids, names = _keys(buf, i_start, key_end, item_cls, as_path=False)
-    bad_key = np.array([name is None for name in names], dtype=bool)
-    if bad_key.any():
-        ok[parent[bad_key[ids]]] = False
-    v_len = i_end - value_start
-    head = buf[value_start]
-    plain_number = (v_len > 0) & (v_len <= MAX_NUMBER_TEXT)
-    n_words = -(-int(v_len[plain_number].max()) // 8) if plain_number.any() else 1
-    width = 8 * n_words
-    mat = gather(buf, value_start, np.where(plain_number, i_end, value_start), width)
-    chars_ok = np.where(np.arange(width) < v_len[:, None], _NUMBER_CHARS[mat], True).all(axis=1)
-    texts = mat.view(f"S{width}").ravel()
-    special = np.zeros(len(texts), dtype=bool)
-    maybe = np.flatnonzero((head == ord("N")) | (head == ord("I")) | ((head == ord("-")) & (v_len == 9)))
-    special[maybe] = np.isin(texts[maybe], list(_SPECIAL))
-    plain_number &= chars_ok | special
-    ok[parent[~plain_number]] = False
-    code_of = np.array([rows.code(name) if name is not None else -1 for name in names], dtype=np.int64)
-    codes = code_of[ids]
-    step_code = rows.code("_step")
-    ts_code, rt_code = rows.code("_timestamp"), rows.code("_runtime")
-    is_step_key = codes == step_code
-    # _step must be an int literal (``int(text)``): plain digits, at most 18 of them.
-    digits = np.where(np.arange(width) < v_len[:, None], _DIGITS[mat] | ((np.arange(width) == 0) & (mat == ord("-"))),
-                      True).all(axis=1) & (v_len <= 18) & ~((v_len == 1) & (head == ord("-")))
-    ok[parent[is_step_key & ~digits]] = False
-    good_item = ok[parent]
-    if not good_item.any():
-        return records[:0]
-    values = np.full(len(parent), np.nan)
-    try:
-        values[good_item] = texts[good_item].astype(np.float64)
-    except ValueError:  # a text float() would refuse: those records go to the parser
-        for j in np.flatnonzero(good_item).tolist():
-            try:
-                values[j] = float(texts[j])
-            except ValueError:
-                ok[parent[j]] = False
-        good_item = ok[parent]
-    keep = np.flatnonzero(ok)
-    # Row fields: the last _step / _timestamp / _runtime item of a row wins.
-    ts = np.full(n, np.nan)
-    rt = np.full(n, np.nan)
-    sel = _last_per_parent(parent, good_item & is_step_key)
-    step[parent[sel]] = texts[sel].astype(np.int64)
-    sel = _last_per_parent(parent, good_item & (codes == ts_code))
-    ts[parent[sel]] = values[sel]
-    sel = _last_per_parent(parent, good_item & (codes == rt_code))
-    rt[parent[sel]] = values[sel]
-    rows.row_parts.append((records[keep], step[keep], ts[keep], rt[keep]))
-    entry = good_item & ~is_step_key & (codes != ts_code) & (codes != rt_code)
-    order_in_record = np.arange(len(parent)) - np.searchsorted(parent, parent)
-    rows.entry_parts.append((records[parent[entry]], order_in_record[entry], np.zeros(int(entry.sum()), np.int64),
-                             codes[entry], values[entry], np.ones(int(entry.sum()), bool)))
-    return records[keep]
-
-
-def _last_per_parent(parent: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Indices of the last selected field of each parent (``parent`` sorted ascending)."""
-    idx = np.flatnonzero(mask)
-    if not len(idx):
-        return idx
-    owners = parent[idx]
-    return idx[np.append(owners[1:] != owners[:-1], True)]
-
-
-def _fast_summary(buf, records, starts, ends, item_cls) -> list[tuple[tuple[str, ...], str]] | None:
-    """(path, value_json) in first-appearance order with the last value, or None when a record is not plain."""
-    if not len(records):
-        return []
-    _fields, parent, i_start, i_end, key_end, value_start, ok = _items(buf, starts, ends, ())
-    if not ok.all():
-        return None
-    ids, paths = _keys(buf, i_start, key_end, item_cls, as_path=True)
-    if any(p is None for p in paths):
-        return None
-    if spans_max(buf, value_start, i_end) >= 0x80:
-        return None  # non-ASCII text: let the parser check its UTF-8
-    path_code: dict[tuple[str, ...], int] = {}
-    code_of = np.array([path_code.setdefault(p, len(path_code)) for p in paths], dtype=np.int64)
-    codes = code_of[ids]
-    uniq, first = np.unique(codes, return_index=True)
-    _, last_rev = np.unique(codes[::-1], return_index=True)
-    last = len(codes) - 1 - last_rev
-    names = list(path_code)
-    out = []
-    for k in np.argsort(first, kind="stable").tolist():
-        j = int(last[k])
-        out.append((names[int(uniq[k])], buf[value_start[j]:i_end[j]].tobytes().decode("ascii")))
-    return out

@@ -221,12 +221,17 @@ def read_run_files(run_dir: Path, rel_path: str, run_id: str | None) -> RunFiles
     return out
 
 
+_SERVER_NEEDLES = ("filestream:", "api:", "runupserter:", "sender: upsert", '"url"', "upsertBucket")
+
+
 def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
     """What wandb-core's JSON-lines log says about the server: contact, rejection, API URL."""
     import json
 
     for line in text.splitlines():
-        if '"msg"' not in line:
+        # Only lines that can hold one of these facts are parsed (a long run writes thousands of
+        # flow-control lines); wandb-core's JSON writes these names and prefixes literally.
+        if '"msg"' not in line or not any(needle in line for needle in _SERVER_NEEDLES):
             continue
         try:
             entry = json.loads(line)

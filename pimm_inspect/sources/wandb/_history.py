@@ -126,21 +126,33 @@ class History:
         remap = np.array([canon.setdefault(k, len(canon)) for k in keys], dtype=np.int64)
         names = list(canon)
         codes = remap[key_codes]
-        order = np.lexsort((o2, o1, row))  # file order
-        codes = codes[order]
-        uniq, first = np.unique(codes, return_index=True)
-        grouped = order[np.argsort(codes, kind="stable")]
-        sorted_codes = np.sort(codes, kind="stable")
-        bounds = np.searchsorted(sorted_codes, uniq)
-        bounds = np.append(bounds, len(sorted_codes))
-        where = {int(c): i for i, c in enumerate(uniq)}
-        for code in uniq[np.argsort(first, kind="stable")].tolist():
-            i = where[code]
-            pick = grouped[bounds[i]:bounds[i + 1]]
+        order = _file_order(row, o1, o2)
+        if order is not None:
+            row, codes, values, is_float = row[order], codes[order], values[order], is_float[order]
+        # Group entries by column (a stable counting sort: codes are small), columns in order of first use.
+        grouped = np.argsort(codes.astype(np.uint16) if len(names) <= 1 << 16 else codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(names))
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        used = np.flatnonzero(counts)
+        firsts = grouped[bounds[used]]
+        for code in used[np.argsort(firsts, kind="stable")].tolist():
+            pick = grouped[bounds[code]:bounds[code + 1]]
             col = self.columns.get(names[code])
             if col is None:
                 col = self.columns[names[code]] = Column()
             col.append(row[pick] + base, values[pick], bool(is_float[pick].all()))
+
+
+def _file_order(row: np.ndarray, o1: np.ndarray, o2: np.ndarray) -> np.ndarray | None:
+    """The permutation putting entries in file order (row, item, sub-entry); None when they already are."""
+    if len(row) < 2:
+        return None
+    if row.max() < 1 << 23 and o1.max() < 1 << 20 and o2.max() < 1 << 20 and min(row.min(), o1.min(), o2.min()) >= 0:
+        key = (row << 40) | (o1 << 20) | o2
+        if bool(np.all(key[1:] >= key[:-1])):
+            return None
+        return np.argsort(key, kind="stable")
+    return np.lexsort((o2, o1, row))
 
 
 class RowBatch:
@@ -195,11 +207,6 @@ def row_entries(items, step: int) -> tuple[int, float, float, list[tuple[int, in
     ts = rt = math.nan
     entries: list[tuple[int, int, str, Any]] = []
     for index, (key, text) in enumerate(items):
-        try:
-            # Fast path: nearly every value is a plain JSON number (float() also takes NaN/Infinity).
-            value: Any = float(text)
-        except ValueError:
-            value = loads(text)
         if key == "_step":
             try:
                 candidate = int(text)
@@ -208,16 +215,36 @@ def row_entries(items, step: int) -> tuple[int, float, float, list[tuple[int, in
             if _INT64_MIN <= candidate <= _INT64_MAX:
                 step = candidate
         elif key == "_timestamp":
-            ts = value if type(value) is float else ts
+            ts = _float_or(text, ts)
         elif key == "_runtime":
-            rt = value if type(value) is float else rt
-        elif isinstance(value, dict) and "_type" not in value:
-            for sub, (sub_key, sub_value) in enumerate(_flatten(key, value)):
-                entries.append((index, sub, sub_key, _as_float(sub_value) if _is_number(sub_value) else sub_value))
+            rt = _float_or(text, rt)
         else:
-            # Numbers are stored as float right away: float64 series, no int64 overflow later.
-            entries.append((index, 0, key, value))
+            item_entries(index, key, text, entries)
     return step, ts, rt, entries
+
+
+def _float_or(text: str, default: float) -> float:
+    """``float(text)``; a JSON value that is no float leaves ``default``."""
+    try:
+        return float(text)
+    except ValueError:
+        value = loads(text)
+        return value if type(value) is float else default
+
+
+def item_entries(index: int, key: str, text: str, entries: list[tuple[int, int, str, Any]]) -> None:
+    """Append the column entries of one history item (a key other than ``_step``/``_timestamp``/``_runtime``)."""
+    try:
+        # Fast path: nearly every value is a plain JSON number (float() also takes NaN/Infinity).
+        value: Any = float(text)
+    except ValueError:
+        value = loads(text)
+    if isinstance(value, dict) and "_type" not in value:
+        for sub, (sub_key, sub_value) in enumerate(_flatten(key, value)):
+            entries.append((index, sub, sub_key, _as_float(sub_value) if _is_number(sub_value) else sub_value))
+    else:
+        # Numbers are stored as float right away: float64 series, no int64 overflow later.
+        entries.append((index, 0, key, value))
 
 
 def _flatten(prefix: str, value: dict[str, Any]) -> list[tuple[str, Any]]:
