@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 from ..model import ConfigDoc, Finding, Provenance, Severity, SourceFile
 from ..sources import rel
 from .discover import EVENT_FILE, WANDB_RUN_DIR
+from .file_deps import note_probe
 from ..sources.confine import also_allowed, confined_to, layout_links
 
 SLURM_LOG = re.compile(r"^slurm-\d+(?:_\d+)?\.out$")
@@ -100,7 +101,10 @@ def collect(root: Path, kind: str, cache: Any = None) -> Collected:
         from .cache import transient_cache
 
         cache = transient_cache()  # the disk cache, unless it is off
-    with confined_to(root, layout_links(root)):
+    links = layout_links(root)
+    for link in links:  # read through as the run's own: where a link leads is part of what was read
+        note_probe(os.path.realpath(link))
+    with confined_to(root, links):
         return _collect_confined(root, kind, cache)
 
 
@@ -271,7 +275,7 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
         folders += _launch_dir_wandb(c)
     if not folders:
         return
-    from ..sources.wandb_local import read_wandb_run  # only now: it loads W&B's record protos
+    from .cache import read_wandb_folder  # W&B's record protos are loaded only now
 
     for folder in folders:
         # Folders outside the run (pimm's <launch cwd>/wandb/) are named by their absolute path.
@@ -280,7 +284,7 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
         # A launch-directory folder was matched to this run by its W&B id: pimm's own layout, read where it is.
         outside = also_allowed(folder) if not folder.is_relative_to(c.root) else nullcontext()
         with _reading(c, rel_path), outside:
-            result = c.cache.wandb_run(folder, rel_path) if c.cache is not None else read_wandb_run(folder, rel_path)
+            result = c.cache.wandb_run(folder, rel_path) if c.cache is not None else read_wandb_folder(folder, rel_path)
             c.wandb_runs.append(result)
             c.findings += result.findings
         c.sources.append(_source(c.root, folder, "wandb"))
