@@ -21,8 +21,8 @@ def command(roots: tuple[str, ...], as_json: bool) -> None:
 
     stream = stream_many(roots)
     if as_json:
-        doc = {"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, stream.base) for r in stream.runs]}
+        doc = {"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, stream.base) for r in stream.rows]}
         click.echo(dumps(doc))
     else:
-        console().print(runs_table([runs_table_row(r, stream.base) for r in stream.runs]))
+        console().print(runs_table([runs_table_row(r, stream.base) for r in stream.rows]))
     stream.exit()

@@ -18,9 +18,9 @@ def command(path: str) -> None:
         from pathlib import Path
 
         from ..report.text import runs_table, runs_table_row
-        from ._common import console, discover_paths, iter_loaded
+        from ._common import console, discover_paths, iter_rows
 
-        console().print(runs_table([runs_table_row(r, Path(path)) for r in iter_loaded(discover_paths(path))]))
+        console().print(runs_table([runs_table_row(r, Path(path)) for r in iter_rows(discover_paths(path))]))
         return
     from pathlib import Path
 

@@ -14,9 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.secrets import mask_text
+from ..analysis.summary import run_row
+from ..evidence import RunRow
 from ..model import Attempt, Finding, Run, Severity
 from .json_doc import run_notes, run_path, scalar_summary
-from .run_facts import last_step
 from .safe_text import clean, data_text, shorten
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -29,27 +30,29 @@ def _one_line(value: object, style: str = "") -> Text:
     return data_text(value, style, newlines=False)
 
 
-def _label(run: Run, base: Path) -> str:
+def _label(run: Run | RunRow, base: Path) -> str:
     """The run's path relative to what the user typed (its own name when that was the run itself), display-safe."""
     path = run_path(run, base)
     return clean(run.name if path == "." else path, newlines=False)
 
 
-def _counts(run: Run) -> Text:
+def _counts(run: Run | RunRow) -> Text:
+    row = run if isinstance(run, RunRow) else run_row(run)
     text = Text()
-    for sev, letter in ((Severity.ERROR, "E"), (Severity.WARNING, "W"), (Severity.INFO, "I")):
-        n = sum(1 for f in run.findings if f.severity == sev)
+    for n, sev, letter in ((row.errors, Severity.ERROR, "E"), (row.warnings, Severity.WARNING, "W"),
+                           (row.infos, Severity.INFO, "I")):
         if n:
             text.append(f"{n}{letter} ", style=SEVERITY_STYLE[sev])
     return text if text.plain else Text("-", style="dim")
 
 
-def runs_table_row(run: Run, base: Path) -> tuple[Text, ...]:
-    """One ``ls`` row: small cells, so a tree of thousands of runs need not stay in memory."""
-    step = last_step(run)
-    return (Text(_label(run, base)), _one_line(run.kind), _one_line(run.era or "-"),
-            _one_line(run.status, STATUS_STYLE.get(run.status, "")), Text(str(len(run.attempts) or "-")),
-            Text("-" if step is None else str(step)), _one_line(", ".join(run.wandb.run_ids) or "-"), _counts(run))
+def runs_table_row(run: Run | RunRow, base: Path) -> tuple[Text, ...]:
+    """One ``ls`` row, from the run's row (``analysis.summary.run_row``; cached rows are the same)."""
+    row = run if isinstance(run, RunRow) else run_row(run)
+    step = row.summary.last_step
+    return (Text(_label(row, base)), _one_line(row.kind), _one_line(row.era or "-"),
+            _one_line(row.status, STATUS_STYLE.get(row.status, "")), Text(str(row.attempts or "-")),
+            Text("-" if step is None else str(step)), _one_line(", ".join(row.wandb_run_ids) or "-"), _counts(row))
 
 
 def runs_table(rows: list[tuple[Text, ...]]) -> Table:
