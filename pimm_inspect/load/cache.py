@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -54,11 +55,24 @@ def _run_root(path: Path, rel_path: str) -> Path:
     return root
 
 
-def _recorded(run_root: Path, read: Callable[[], _R]) -> tuple[_R, Deps]:
-    """``read()`` and the files and folders it read (an enclosing recording sees them too)."""
+def _recorded(run_root: Path, read: Callable[[], _R]) -> tuple[_R, Deps, float]:
+    """``read()``, the files and folders it read (an enclosing recording sees them too) and its CPU seconds."""
+    started = time.process_time()
     with file_deps.recording(str(run_root)) as recorder:
         result = read()
-    return result, recorder.result()
+    return result, recorder.result(), time.process_time() - started
+
+
+def min_store_s() -> float:
+    """A full read that took less CPU than this is not written to disk (``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``,
+    default 5 ms): reading the entry back would cost about as much as decoding the file again."""
+    try:
+        return float(os.environ.get("PIMM_INSPECT_CACHE_MIN_DECODE_MS", DEFAULT_MIN_DECODE_MS)) / 1000.0
+    except ValueError:
+        return DEFAULT_MIN_DECODE_MS / 1000.0
+
+
+DEFAULT_MIN_DECODE_MS = 5.0
 
 
 @dataclass
@@ -101,22 +115,23 @@ class ReadCache:
                 return cached
             if sig[0] == entry.signature[0] and sig[1] >= entry.result.end_offset:
                 old: _R = entry.result
-                merged, deps = _recorded(run_root, lambda: extend(old))
+                merged, deps, _cost = _recorded(run_root, lambda: extend(old))
                 # What the extension did not read again must be as it was when the old result was read.
                 again = {(k, p) for k, p, _fp in deps}
                 kept = tuple(d for d in entry.deps if (d[0], d[1]) not in again)
                 if merged is not None and file_deps.unchanged(kept):
                     file_deps.note_known(kept)
-                    self._store(key, sig, deps + kept, merged, disk, kind, path, rel_path)
+                    self._store(key, sig, deps + kept, merged, disk, kind, path, rel_path)  # a grown file: kept
                     self.incremental_reads += 1
                     return merged
-        result, deps = _recorded(run_root, full_read)
+        result, deps, cost = _recorded(run_root, full_read)
         if sig is not None:
-            self._store(key, sig, deps, result, disk, kind, path, rel_path)
+            self._store(key, sig, deps, result, disk if cost >= min_store_s() else None, kind, path, rel_path)
         return result
 
     def _store(self, key: str, sig: tuple[int, int, int], deps: Deps, result: Any, disk: DiskCache | None,
                kind: str, path: Path, rel_path: str) -> None:
+        """Keep the result in memory (unless one-shot) and on ``disk`` (None: not worth writing, or no disk)."""
         if self.keep_in_memory:
             self.entries[key] = _Entry(sig, deps, result)
         if disk is not None:
@@ -161,8 +176,9 @@ class ReadCache:
             file_deps.note_known(entry.deps)
             cached: ModelDirResult = entry.result
             return cached
-        result, deps = _recorded(run_root, lambda: read_model_dir(model, run_root))
-        self._store(key, (0, 0, 0), deps, result, disk, "model_dir", model, str(run_root))
+        result, deps, cost = _recorded(run_root, lambda: read_model_dir(model, run_root))
+        self._store(key, (0, 0, 0), deps, result, disk if cost >= min_store_s() else None, "model_dir", model,
+                    str(run_root))
         return result
 
     def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
