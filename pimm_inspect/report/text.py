@@ -55,16 +55,40 @@ def runs_table_row(run: Run | RunRow, base: Path) -> tuple[Text, ...]:
             Text("-" if step is None else str(step)), _one_line(", ".join(row.wandb_run_ids) or "-"), _counts(row))
 
 
+RUNS_COLUMNS = ("run", "kind", "era", "status", "attempts", "last step", "W&B id", "findings")
+
+
 def runs_table(rows: list[tuple[Text, ...]]) -> Table:
     """The ``ls`` table from ``runs_table_row`` rows."""
     table = Table(box=None, header_style="bold", pad_edge=False)
     longest = max((len(row[0]) for row in rows), default=3)
     table.add_column("run", no_wrap=True, min_width=min(longest, 40))
-    for column in ("kind", "era", "status", "attempts", "last step", "W&B id", "findings"):
+    for column in RUNS_COLUMNS[1:]:
         table.add_column(column, no_wrap=column not in ("W&B id",))
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def plain_runs_table(rows: list[tuple[Text, ...]], width: int) -> str | None:
+    """``runs_table`` as uncoloured text, laid out as Rich lays it out when every column gets its natural width
+    within ``width`` cells (each cell left-aligned and padded, two spaces between columns); None when Rich must
+    shrink or wrap something. Rich's layout costs ~0.4 ms a row: a tree of thousands is printed this way."""
+    from rich.cells import cell_len
+
+    if not rows or any(len(row) != len(RUNS_COLUMNS) for row in rows):
+        return None
+    columns = list(zip(*((cell.plain for cell in row) for row in rows)))
+    if any(not text.isprintable() for column in columns for text in column):
+        return None  # newlines, tabs, other controls: Rich's own rules
+    widths = [max(cell_len(header), *map(cell_len, column)) for header, column in zip(RUNS_COLUMNS, columns)]
+    widths[0] = max(widths[0], min(max(len(row[0]) for row in rows), 40))
+    if sum(widths) + 2 * (len(widths) - 1) > width:
+        return None
+    lines = []
+    for cells in [RUNS_COLUMNS, *zip(*columns)]:
+        lines.append("  ".join(text + " " * (w - cell_len(text)) for text, w in zip(cells, widths)))
+    return "\n".join(lines) + "\n"
 
 
 def _started(attempt: Attempt) -> str:
