@@ -215,8 +215,11 @@ def test_damaged_or_future_row_entries_are_ignored_and_rebuilt(tmp_path, monkeyp
     built = _builds(monkeypatch)
     assert _ls(run, "--json") == reference and built == [run.absolute()]
     assert entry.read_bytes() != good[:-7] + b"garbage"  # replaced by a valid entry
-    made_s, deps, row = disk.get_value(row_cache.ROW_KIND, run.absolute(), "", row_cache.ROW_CODE)
-    disk.put_value(row_cache.ROW_KIND, run.absolute(), "", (made_s + 3600.0, deps, row), row_cache.ROW_CODE)
+    made_s, flat, row = disk.get_value(row_cache.ROW_KIND, run.absolute(), "", row_cache.ROW_CODE)
+    assert row_cache.stored_row(disk, run.absolute()) == row
+    disk.put_value(row_cache.ROW_KIND, run.absolute(), "", (made_s, flat[:-1], row), row_cache.ROW_CODE)
+    assert row_cache.stored_row(disk, run.absolute()) is None  # a dependency list cut short: damaged
+    disk.put_value(row_cache.ROW_KIND, run.absolute(), "", (made_s + 3600.0, flat, row), row_cache.ROW_CODE)
     assert row_cache.stored_row(disk, run.absolute()) is None  # made "in the future": the clock went back
 
 

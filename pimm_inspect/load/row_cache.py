@@ -35,11 +35,12 @@ def stored_row(disk: DiskCache, root: Path) -> RunRow | None:
     """The stored row of the run at ``root`` when nothing it was read from changed since, else None."""
     stored = disk.get_value(ROW_KIND, root, "", ROW_CODE)
     if not (isinstance(stored, tuple) and len(stored) == 3 and type(stored[0]) is float
-            and valid_deps(stored[1]) and isinstance(stored[2], RunRow)):
+            and isinstance(stored[1], tuple) and isinstance(stored[2], RunRow)):
         return None  # missing, damaged or foreign
-    made_s, deps, row = stored
-    if time.time() < made_s or row.root != root:
-        return None  # the clock went back, or a row of another path: never trusted
+    made_s, flat, row = stored
+    deps = tuple(zip(flat[0::3], flat[1::3], flat[2::3]))
+    if len(flat) % 3 or not valid_deps(deps) or time.time() < made_s or row.root != root:
+        return None  # damaged, the clock went back, or a row of another path: never trusted
     return row if file_deps.unchanged(deps) else None
 
 
@@ -60,7 +61,8 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunR
         row, storable = build(root)
     deps = recorder.result()
     if storable and file_deps.newest_mtime_ns(deps) < (started - RACY_S) * 1e9:
-        disk.put_value(ROW_KIND, root, "", (started, deps, row), ROW_CODE)
+        flat = tuple(part for dep in deps for part in dep)  # one list of strings: quick to read back
+        disk.put_value(ROW_KIND, root, "", (started, flat, row), ROW_CODE)
     return row
 
 
