@@ -306,3 +306,14 @@ def test_a_dead_worker_does_not_lose_rows(tmp_path, monkeypatch):
     roots = sorted(tree.iterdir())
     got = list(row_cache.cached_rows(roots, _die_on_run03, None, jobs=2))
     assert [r.name for r in got] == [r.name for r in roots]
+
+
+def test_worker_count_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("PIMM_INSPECT_JOBS", "3")
+    assert row_cache.worker_count() == 3
+    monkeypatch.setenv("PIMM_INSPECT_JOBS", "0")
+    assert row_cache.worker_count() == 1
+    monkeypatch.setenv("PIMM_INSPECT_JOBS", "many")
+    assert 1 <= row_cache.worker_count() <= 8
+    monkeypatch.delenv("PIMM_INSPECT_JOBS")
+    assert row_cache.worker_count() == max(1, min(len(os.sched_getaffinity(0)), 8))

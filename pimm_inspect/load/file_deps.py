@@ -1,8 +1,10 @@
 """What a load read (files opened, folders listed) and whether any of it changed since: cache keys.
 
-While ``recording()`` is active, Python's audit events (PEP 578) report every ``open`` (a failed one too:
-a file that was missing is a dependency as well), ``os.listdir`` and ``os.scandir`` made by any reader,
-in ``sources`` or here; code that only probes a path (``os.lstat``) says so with ``note_probe``. Each path
+While ``recording()`` is active, Python's audit events (PEP 578) report every ``open`` (a failed one too),
+``os.listdir`` and ``os.scandir`` made by any reader, in ``sources`` or here. A file looked for and missing is
+covered by its folder's listing; code that probes a path in a folder it does not list (``os.lstat`` of a Slurm
+log under the launch directory) says so with ``note_probe`` (tests check every path a load stats is covered,
+on every fixture). Each path
 is fingerprinted when it is first used, *before* it is read, so a change made while the load runs shows
 as a mismatch on the next check and never hides behind a fingerprint taken afterwards:
 
@@ -212,6 +214,3 @@ def note_known(deps: Iterable[Dep]) -> None:
         for recorder in list(_ACTIVE):
             recorder.add(deps)
 
-
-def recording_active() -> bool:
-    return bool(_ACTIVE)
