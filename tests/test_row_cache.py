@@ -316,4 +316,8 @@ def test_worker_count_follows_the_environment(monkeypatch):
     monkeypatch.setenv("PIMM_INSPECT_JOBS", "many")
     assert 1 <= row_cache.worker_count() <= 8
     monkeypatch.delenv("PIMM_INSPECT_JOBS")
-    assert row_cache.worker_count() == max(1, min(len(os.sched_getaffinity(0)), 8))
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert row_cache.worker_count() == min(cores, 8)  # an idle machine: every processor
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores + 3.0, 0.0, 0.0))
+    assert row_cache.worker_count() == 1  # a busy one: one process

@@ -67,7 +67,8 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunR
 
 
 def worker_count() -> int:
-    """Processes for loading runs: ``$PIMM_INSPECT_JOBS`` if set, else the processors this process may use (<= 8)."""
+    """Processes for loading runs: ``$PIMM_INSPECT_JOBS`` if set, else the processors this process may use that the
+    load average leaves idle (at least 1, at most 8): on a busy machine more processes only cost more CPU."""
     configured = os.environ.get("PIMM_INSPECT_JOBS", "").strip()
     if configured:
         try:
@@ -78,7 +79,11 @@ def worker_count() -> int:
         available = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         available = os.cpu_count() or 1
-    return max(1, min(available, 8))
+    try:
+        idle = available - os.getloadavg()[0]
+    except OSError:
+        idle = float(available)
+    return max(1, min(int(idle + 0.5), available, 8))
 
 
 POOL_MIN_RUNS = 16
