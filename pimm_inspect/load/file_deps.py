@@ -92,8 +92,10 @@ def newest_mtime_ns(deps: Iterable[Dep]) -> int:
 
 
 def _python_prefixes() -> tuple[str, ...]:
+    """Folders whose files are never a run's data: the Python installation, this package, pseudo-filesystems."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     found = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p} | {here}
+    found |= {"/proc", "/sys", "/dev"}  # never searched for runs (discover.SYSTEM_DIRS); their mtimes move
     return tuple(sorted(p.rstrip(os.sep) + os.sep for p in found))
 
 
