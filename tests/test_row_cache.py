@@ -321,3 +321,24 @@ def test_worker_count_follows_the_environment(monkeypatch):
     assert row_cache.worker_count() == min(cores, 8)  # an idle machine: every processor
     monkeypatch.setattr(os, "getloadavg", lambda: (cores + 3.0, 0.0, 0.0))
     assert row_cache.worker_count() == 1  # a busy one: one process
+
+
+def test_model_link_retargeted_to_the_same_moved_folder_is_never_a_stale_row(tmp_path, monkeypatch):
+    """Moving the linked folder and pointing the link at its new place changes no inode, size or mtime of what is
+    read, but the new name (not ``model``) puts it outside pimm's layout: where the link leads is part of the key."""
+    run = _copy("e2_clean", tmp_path)
+    store = tmp_path / "model_store" / "exp" / "model"
+    store.parent.mkdir(parents=True)
+    shutil.move(str(run / "model"), store)
+    (run / "model").symlink_to(store)
+    old = os.stat(run).st_mtime_ns
+    os.utime(run, ns=(old - 10**10, old - 10**10))  # the link was made long ago: the row may be stored
+
+    def retarget(run: Path) -> None:
+        elsewhere = tmp_path / "elsewhere" / ".ssh"
+        elsewhere.parent.mkdir()
+        shutil.move(str(store), elsewhere)
+        (run / "model").unlink()
+        (run / "model").symlink_to(elsewhere)
+
+    _stored_then(run, retarget, monkeypatch, tmp_path)

@@ -55,10 +55,14 @@ def _run_root(path: Path, rel_path: str) -> Path:
     return root
 
 
-def _recorded(run_root: Path, read: Callable[[], _R]) -> tuple[_R, Deps, float]:
-    """``read()``, the files and folders it read (an enclosing recording sees them too) and its CPU seconds."""
+def _recorded(run_root: Path, main: Path, read: Callable[[], _R]) -> tuple[_R, Deps, float]:
+    """``read()``, the files and folders it read (an enclosing recording sees them too) and its CPU seconds.
+
+    Where ``main`` (the file or folder the result is for) really leads is part of it: whether it may be read at
+    all depends on it, and its parent's listing, which would show a retargeted link, is not read here."""
     started = time.process_time()
     with file_deps.recording(str(run_root)) as recorder:
+        file_deps.note_realpath(main)
         result = read()
     return result, recorder.result(), time.process_time() - started
 
@@ -115,7 +119,7 @@ class ReadCache:
                 return cached
             if sig[0] == entry.signature[0] and sig[1] >= entry.result.end_offset:
                 old: _R = entry.result
-                merged, deps, _cost = _recorded(run_root, lambda: extend(old))
+                merged, deps, _cost = _recorded(run_root, path, lambda: extend(old))
                 # What the extension did not read again must be as it was when the old result was read.
                 again = {(k, p) for k, p, _fp in deps}
                 kept = tuple(d for d in entry.deps if (d[0], d[1]) not in again)
@@ -124,7 +128,7 @@ class ReadCache:
                     self._store(key, sig, deps + kept, merged, disk, kind, path, rel_path)  # a grown file: kept
                     self.incremental_reads += 1
                     return merged
-        result, deps, cost = _recorded(run_root, full_read)
+        result, deps, cost = _recorded(run_root, path, full_read)
         if sig is not None:
             self._store(key, sig, deps, result, disk if cost >= min_store_s() else None, kind, path, rel_path)
         return result
@@ -176,7 +180,7 @@ class ReadCache:
             file_deps.note_known(entry.deps)
             cached: ModelDirResult = entry.result
             return cached
-        result, deps, cost = _recorded(run_root, lambda: read_model_dir(model, run_root))
+        result, deps, cost = _recorded(run_root, model, lambda: read_model_dir(model, run_root))
         self._store(key, (0, 0, 0), deps, result, disk if cost >= min_store_s() else None, "model_dir", model,
                     str(run_root))
         return result

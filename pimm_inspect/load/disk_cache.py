@@ -183,7 +183,7 @@ class DiskCache:
 def valid_deps(deps: Any) -> bool:
     """True for a stored dependency list: a tuple of (kind, path, fingerprint) string triples."""
     return isinstance(deps, tuple) and all(
-        isinstance(d, tuple) and len(d) == 3 and all(type(x) is str for x in d) and d[0] in ("f", "d") for d in deps)
+        isinstance(d, tuple) and len(d) == 3 and all(type(x) is str for x in d) and d[0] in ("f", "d", "r") for d in deps)
 
 
 def entries(directory: Path) -> list[tuple[Path, int, float]]:

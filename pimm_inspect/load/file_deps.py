@@ -27,7 +27,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 Dep = tuple[str, str, str]
-"""(kind, absolute path, fingerprint): kind ``f`` for a file or probe, ``d`` for a listed folder."""
+"""(kind, absolute path, fingerprint): kind ``f`` for a file or probe, ``d`` for a listed folder, ``r`` for where a
+path really leads (a link retargeted to the same moved folder changes no stat, but changes what may be read)."""
 
 _ACTIVE: list["Recorder"] = []
 """Recorders of the loads running now (any thread: a reader's helper thread is recorded too)."""
@@ -74,7 +75,19 @@ def dir_fingerprint(path: str) -> str:
 
 
 def fingerprint(kind: str, path: str) -> str:
-    return dir_fingerprint(path) if kind == "d" else file_fingerprint(path)
+    if kind == "d":
+        return dir_fingerprint(path)
+    if kind == "r":
+        return real_fingerprint(path)
+    return file_fingerprint(path)
+
+
+def real_fingerprint(path: str) -> str:
+    """Where ``path`` really is (links resolved): what decides whether a file is inside the run."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return "-bad"
 
 
 def unchanged(deps: Iterable[Dep]) -> bool:
@@ -207,6 +220,14 @@ def note_probe(path: object) -> None:
         absolute = _path_of(path)
         if absolute is not None:
             _use("f", absolute)
+
+
+def note_realpath(path: object) -> None:
+    """Where ``path`` leads (links resolved) decides what is read: a dependency too (the run root, a reader's file)."""
+    if _ACTIVE:
+        absolute = _path_of(path)
+        if absolute is not None:
+            _use("r", absolute)
 
 
 def note_known(deps: Iterable[Dep]) -> None:

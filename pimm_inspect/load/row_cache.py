@@ -58,6 +58,7 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunR
         return build(root)[0]
     started = time.time()
     with file_deps.recording(str(root), str(disk.directory)) as recorder:
+        file_deps.note_realpath(root)
         row, storable = build(root)
     deps = recorder.result()
     if storable and file_deps.newest_mtime_ns(deps) < (started - RACY_S) * 1e9:
