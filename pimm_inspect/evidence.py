@@ -9,6 +9,7 @@ Paths are relative to ``Run.root`` (files found outside the run, such as its Slu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping
 
 
@@ -190,3 +191,29 @@ class RunSummary:
     best_metric_value: float | None = None
     """Its value as a number; None when unknown."""
 
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One analysed run as a line of ``ls`` (and of a runs table before the run is opened): small, cacheable.
+
+    Built by ``analysis.summary.run_row`` from the analysed Run, so a row read from the cache is the row a
+    fresh load gives.
+    """
+
+    root: Path
+    """The run directory (absolute), as it was loaded."""
+    name: str
+    kind: str
+    era: str | None
+    status: str
+    attempts: int
+    """Number of attempts (process starts)."""
+    wandb_run_ids: tuple[str, ...]
+    errors: int
+    """Findings per severity, analysis included."""
+    warnings: int
+    infos: int
+    summary: RunSummary
+    top_finding: str
+    """The worst finding's message (the first of the worst severity), secrets masked; '' when there is none."""

@@ -16,6 +16,9 @@ def pytest_configure(config):
     global _SESSION_CACHE
     _SESSION_CACHE = tempfile.mkdtemp(prefix="pimm-inspect-test-cache-")
     os.environ["PIMM_INSPECT_CACHE_DIR"] = _SESSION_CACHE
+    # The fixtures decode in a few ms, under the cost below which results are not written: write them all, so the
+    # tests see the disk cache at work (test_disk_cache checks the default too).
+    os.environ["PIMM_INSPECT_CACHE_MIN_DECODE_MS"] = "0"
 
 
 def pytest_unconfigure(config):

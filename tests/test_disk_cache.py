@@ -290,3 +290,19 @@ def test_the_suite_never_uses_the_real_cache_dir():
     configured = Path(os.environ["PIMM_INSPECT_CACHE_DIR"])
     assert disk_cache.cache_dir() == configured
     assert not (Path.home() / ".cache" / "pimm-inspect").resolve() == configured.resolve()
+
+
+def test_cheap_reads_are_not_written(tmp_path, monkeypatch):
+    """A result that decoded faster than PIMM_INSPECT_CACHE_MIN_DECODE_MS (default 5 ms) is not worth an entry."""
+    from pimm_inspect.load.cache import DEFAULT_MIN_DECODE_MS, min_store_s
+
+    monkeypatch.delenv("PIMM_INSPECT_CACHE_MIN_DECODE_MS")
+    assert min_store_s() == DEFAULT_MIN_DECODE_MS / 1000 == 0.005
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_MIN_DECODE_MS", "1e9")
+    reference = _cli("show", RUNS / "e2_rollback", "--json")
+    assert disk_cache.entries(cache) == []
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_MIN_DECODE_MS", "0")
+    assert _cli("show", RUNS / "e2_rollback", "--json") == reference
+    assert len(disk_cache.entries(cache)) == 4  # train.log, two event files, model/

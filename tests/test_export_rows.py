@@ -131,3 +131,29 @@ def test_run_scalars_pivots_and_filters(loaded):
     preferred = run.scalars(tags="train/loss")
     assert set(preferred["source"].str.startswith("events")) == {True}
     assert preferred["attempt"].notna().all()
+
+
+@pytest.mark.parametrize("policy", ["all", "newest", "oldest"])
+@pytest.mark.parametrize("attempt", [None, 2])
+def test_single_increasing_writer_fast_path_gives_the_general_rows(policy, attempt):
+    """One series with strictly increasing steps skips the sort: the rows are those of the general path (here the
+    same points split between two files of one writer, which takes it)."""
+    import numpy as np
+
+    from pimm_inspect.analysis.scalar_rows import select_rows
+    from pimm_inspect.model import make_series
+
+    rng = np.random.default_rng(7)
+    steps = np.unique(rng.integers(0, 10_000, 3_000))
+    values, walls = rng.normal(size=steps.size), 1.7e9 + steps * 0.5
+    one = make_series("loss", steps, values, walls, "a.tfevents", attempt)
+    fast = select_rows("loss", "tb_events", [one], policy)
+    cut = steps.size // 2
+    halves = [make_series("loss", steps[:cut], values[:cut], walls[:cut], "a.tfevents", attempt),
+              make_series("loss", steps[cut:], values[cut:], walls[cut:], "a.tfevents", attempt)]
+    general = select_rows("loss", "tb_events", halves, policy)
+    for field in ("steps", "values", "wall_times_s", "attempts", "source_index"):
+        got, want = getattr(fast, field), getattr(general, field)
+        assert got.dtype == want.dtype and np.array_equal(got, want), field
+    assert fast.sources == general.sources == ("a.tfevents",)
+    assert fast.steps is not one.steps  # rows never alias the run's series

@@ -1,8 +1,17 @@
 """Secret detection and masking."""
 
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pimm_inspect
+from pimm_inspect.analysis import secrets
 
 from pimm_inspect.analysis.secrets import MASK, find_in_mapping, find_in_text, mask_text, mask_value
+
+REPO = Path(__file__).resolve().parents[1]
 
 FAKE_WANDB = "0123456789abcdef0123456789abcdef01234567"
 FAKE_HF = "hf_" + "A" * 34
@@ -136,3 +145,34 @@ def test_masking_any_depth_without_recursion():
     for _ in range(20_000):
         masked = masked["a"]
     assert masked == {"password": MASK}
+
+
+_FRAGMENTS = ["hf_", "a" * 34, "AKIA", "ABCDEFGHIJKLMNOP", "ghp_", "github_pat_", "glpat-", "sk-", "AIza", "xoxb-",
+              "pypi-", "npm_", "local-", "0123456789abcdef" * 3, "eyJ", "abcdefgh.", "-----BEGIN PRIVATE KEY-----",
+              "-----END PRIVATE KEY-----", "://", "user:", "pw@", "Bearer ", "basic ", "Authorization: ",
+              "wandb", "key", "token", "--token", "--password", "=", ":", " ", "\n", "'", '"', "-", "--", "_",
+              "api_key", "max_tokens", "lr", "0.001", "Qm9iIGlzIGEgc2VjcmV0IGtleSB3aXRoIE1peGVkQ2FzZTEyMzQ1Njc4OTAK",
+              "x", "Z", "9", "/", "+", "{", "}", ",", "****"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12))
+def test_mask_text_prefilters_change_nothing(parts):
+    """The fast paths (one scan for every token literal, length and character checks) mask exactly as before."""
+    from tests import secrets_reference
+
+    text = "".join(parts)
+    assert secrets.mask_text(text) == secrets_reference.mask_text(text)
+
+
+def test_mask_text_prefilters_change_nothing_on_the_fixtures_strings():
+    from tests import secrets_reference
+
+    texts = []
+    for path in pimm_inspect.discover(REPO / "fixtures" / "runs"):
+        run = pimm_inspect.load_run(path)
+        texts += [line for doc in run.configs if doc.text for line in doc.text.splitlines()]
+        texts += [str(v) for doc in run.configs if isinstance(doc.data, dict) for v in doc.data.values()]
+        texts += [f.message for f in run.findings] + [f.explanation for f in run.findings]
+    assert len(texts) > 500
+    assert [secrets.mask_text(t) for t in texts] == [secrets_reference.mask_text(t) for t in texts]

@@ -62,6 +62,13 @@ def select_rows(tag: str, kind: str, series: list[ScalarSeries], policy: str = "
     if not ordered:
         empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         return TagRows(tag, kind, empty_i, empty_f, empty_f, empty_i, empty_i, sources)
+    if len(ordered) == 1 and bool(np.all(ordered[0].steps[1:] > ordered[0].steps[:-1])):
+        # One writer, steps strictly increasing (the usual case): every policy keeps every row, in order.
+        only = ordered[0]
+        n = len(only)
+        return TagRows(tag, kind, only.steps.copy(), only.values.copy(), only.wall_times_s.copy(),
+                       np.full(n, NO_ATTEMPT if only.attempt is None else only.attempt, dtype=np.int64),
+                       np.zeros(n, dtype=np.int64), sources)
     rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
     steps = np.concatenate([s.steps for s in ordered])
     attempts = np.concatenate([np.full(len(s), NO_ATTEMPT if s.attempt is None else s.attempt, dtype=np.int64)

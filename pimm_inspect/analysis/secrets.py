@@ -144,17 +144,28 @@ def _auth_repl(match: re.Match[str]) -> str:
     return match["head"] + MASK if header or shaped else match.group(0)
 
 
+_ANY_NEEDLE = re.compile("|".join(re.escape(n) for _k, _p, needles in _TOKEN_PATTERNS for n in needles))
+"""Any token pattern's literal: a text without one (most are) skips those patterns in one scan."""
+_PEM_LINE_MIN = 60
+"""The PEM-body pattern needs 60 characters on one line: a shorter text cannot match it."""
+_AUTH_WORD = re.compile(r"bearer|basic", re.IGNORECASE)
+
+
 def _mask_shapes(text: str) -> str:
     text = _mask_pem(text)
+    # A mask never creates a literal (MASK is only asterisks), so the text's literals decide once for all patterns.
+    has_needle = _ANY_NEEDLE.search(text) is not None
     for _kind, pattern, needles in _TOKEN_PATTERNS:
-        if not needles or any(n in text for n in needles):
+        if needles:
+            if has_needle and any(n in text for n in needles):
+                text = pattern.sub(MASK, text)
+        elif len(text) >= _PEM_LINE_MIN:
             text = pattern.sub(MASK, text)
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
-    lowered = text.lower()
-    if "bearer" in lowered or "basic" in lowered:
+    if _AUTH_WORD.search(text):
         text = _AUTH_SCHEME.sub(_auth_repl, text)
-    if not _HEX40_CONTEXT.search(text):
+    if len(text) < 40 or not _HEX40_CONTEXT.search(text):
         return text
 
     def hex_repl(match: re.Match[str]) -> str:
@@ -185,7 +196,10 @@ def mask_text(text: str) -> str:
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
         return f"{match['name']}{match['sep']}{_quoted_mask(value)}"
 
-    text = _FLAG.sub(flag_repl, text)
+    if "-" in text:  # every flag starts with one
+        text = _FLAG.sub(flag_repl, text)
+    if "=" not in text and ":" not in text:  # every assignment has one
+        return text
 
     def assign_repl(match: re.Match[str]) -> str:
         name, value = match["name"], match["value"]

@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from ..evidence import RunSummary
-from ..model import CheckpointInfo, Run
+from ..evidence import RunRow, RunSummary
+from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
 from .secrets import mask_text
 
@@ -64,6 +64,21 @@ def summarize(run: Run) -> RunSummary:
     name, value = best_metric_fact(run)
     return RunSummary(last_step=last_step(run), last_logged_s=last_logged_s(run), best_metric=best_metric(run),
                       best_metric_name=name, best_metric_value=value)
+
+
+def run_row(run: Run) -> RunRow:
+    """The run's ``ls`` line: identity, status, counts and summary of the analysed run."""
+    counts = {severity: 0 for severity in Severity}
+    for f in run.findings:
+        counts[f.severity] += 1
+    top = ""
+    if run.findings:
+        worst = max(f.severity for f in run.findings)
+        top = mask_text(next(f for f in run.findings if f.severity == worst).message)
+    return RunRow(root=run.root, name=run.name, kind=run.kind, era=run.era, status=run.status,
+                  attempts=len(run.attempts), wandb_run_ids=tuple(run.wandb.run_ids), errors=counts[Severity.ERROR],
+                  warnings=counts[Severity.WARNING], infos=counts[Severity.INFO], summary=summary_of(run),
+                  top_finding=top)
 
 
 def summary_of(run: Run) -> RunSummary:

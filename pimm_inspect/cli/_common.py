@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..evidence import RunRow
 from ..model import Run
 
 if TYPE_CHECKING:
@@ -105,6 +106,19 @@ def iter_loaded(run_dirs: list[Path]) -> Iterator[Run]:
         click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
 
 
+def iter_rows(run_dirs: list[Path]) -> Iterator[RunRow]:
+    """The ``ls`` row of each run, from the disk cache where still valid, else loaded and analysed now."""
+    from ..analysis.rows import load_rows
+
+    show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
+    for i, (run_dir, row) in enumerate(zip(run_dirs, load_rows(run_dirs)), start=1):
+        if show_progress:
+            click.echo(f"\rloaded {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
+        yield row
+    if show_progress:
+        click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
+
+
 def load_runs(path: str, single: bool = False) -> list[Run]:
     """Discover and load (with analysis) every run under ``path``; exit 2 when there is none."""
     return list(iter_loaded(discover_paths(path, single)))
@@ -152,7 +166,14 @@ class RunStream:
                 self.bad_paths.append(path)
         if not run_dirs:
             sys.exit(EXIT_USAGE)
+        self.run_dirs = run_dirs
         self.runs = iter_loaded(run_dirs)
+        """Each run loaded and analysed, one at a time."""
+
+    @property
+    def rows(self) -> Iterator[RunRow]:
+        """Each run's ``ls`` row (cached rows where still valid), one at a time."""
+        return iter_rows(self.run_dirs)
 
     def exit(self, code: int = EXIT_OK) -> NoReturn:
         """Exit with ``code``, or 2 when a PATH named no run (the runs found were still printed)."""

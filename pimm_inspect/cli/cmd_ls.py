@@ -17,12 +17,18 @@ def command(roots: tuple[str, ...], as_json: bool) -> None:
     Example: pimm-inspect ls exp/panda
     """
     from ..report.json_doc import SCHEMA_VERSION, dumps, ls_run
-    from ..report.text import runs_table, runs_table_row
+    from ..report.text import plain_runs_table, runs_table, runs_table_row
 
     stream = stream_many(roots)
     if as_json:
-        doc = {"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, stream.base) for r in stream.runs]}
+        doc = {"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, stream.base) for r in stream.rows]}
         click.echo(dumps(doc))
     else:
-        console().print(runs_table([runs_table_row(r, stream.base) for r in stream.runs]))
+        rows = [runs_table_row(r, stream.base) for r in stream.rows]
+        out = console()
+        plain = plain_runs_table(rows, out.width) if out.color_system is None else None
+        if plain is not None:
+            out.file.write(plain)  # what Rich would print, without its per-cell layout cost
+        else:
+            out.print(runs_table(rows))
     stream.exit()

@@ -26,6 +26,12 @@ MAGIC = b"pimm-inspect cache 1\n"
 """File start; then the SHA-256 of the rest (hex, newline), then meta length, meta JSON, arrays."""
 _PACKAGE = "pimm_inspect."
 _ARRAY_DTYPES = {"int64", "float64", "float32", "int32", "bool", "uint8", "int8", "uint32", "uint64", "int16"}
+_NATIVE_NAMES = {np.dtype(name): name for name in _ARRAY_DTYPES}
+"""The names of the native-order storable dtypes (``dtype.name`` is slow to compute per array)."""
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return _NATIVE_NAMES.get(dtype) or dtype.name
 
 
 class NotCacheable(Exception):
@@ -54,45 +60,63 @@ def _lookup(name: Any) -> type:
     return cls
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Field names of each dataclass encoded so far (``dataclasses.fields`` is slow to call per object)."""
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 class _Encoder:
     def __init__(self) -> None:
         self.arrays: list[np.ndarray] = []
 
     def enc(self, value: Any) -> Any:
-        if value is None or isinstance(value, (bool, str)):
+        kind = type(value)
+        # Exact built-in types first (most nodes); then every other value exactly as the general rules say.
+        if kind is str or kind is int or kind is bool or value is None:
+            return value
+        if kind is float:
+            return value if math.isfinite(value) else {"f": repr(value)}
+        if kind is tuple:
+            return {"t": [self.enc(v) for v in value]}
+        if kind in _FIELDS:
+            return {"dc": _type_name(kind), "f": {name: self.enc(getattr(value, name)) for name in _FIELDS[kind]}}
+        return self._general(value, kind)
+
+    def _general(self, value: Any, kind: type) -> Any:
+        if isinstance(value, str):
             return value
         if isinstance(value, int) and not isinstance(value, enum.Enum):
-            return value if type(value) is int else {"i": int(value)}
-        if type(value) is float:
-            return value if math.isfinite(value) else {"f": repr(value)}
+            return {"i": int(value)}
         if isinstance(value, np.ndarray):
-            if value.dtype.name not in _ARRAY_DTYPES:
+            if _dtype_name(value.dtype) not in _ARRAY_DTYPES:
                 raise NotCacheable(f"array of {value.dtype}")
             self.arrays.append(value)
             return {"a": len(self.arrays) - 1}
         if isinstance(value, np.generic):
             return {"np": value.dtype.name, "v": self.enc(value.item())}
         if isinstance(value, enum.Enum):
-            return {"e": _type_name(type(value)), "v": self.enc(value.value)}
+            return {"e": _type_name(kind), "v": self.enc(value.value)}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            cls = type(value)
-            if not cls.__module__.startswith(_PACKAGE):
-                raise NotCacheable(_type_name(cls))
-            return {"dc": _type_name(cls),
-                    "f": {f.name: self.enc(getattr(value, f.name)) for f in dataclasses.fields(value)}}
-        if type(value) is tuple:
-            return {"t": [self.enc(v) for v in value]}
-        if type(value) is list:
+            if not kind.__module__.startswith(_PACKAGE):
+                raise NotCacheable(_type_name(kind))
+            return {"dc": _type_name(kind), "f": {name: self.enc(getattr(value, name)) for name in _field_names(kind)}}
+        if kind is list:
             return {"l": [self.enc(v) for v in value]}
-        if type(value) is dict:
+        if kind is dict:
             return {"d": [[self.enc(k), self.enc(v)] for k, v in value.items()]}
-        if type(value) in (set, frozenset):
-            return {"s" if type(value) is set else "fs": [self.enc(v) for v in value]}
-        if type(value) is bytes:
+        if kind in (set, frozenset):
+            return {"s" if kind is set else "fs": [self.enc(v) for v in value]}
+        if kind is bytes:
             return {"b": value.hex()}
-        if isinstance(value, PurePosixPath) or type(value).__name__ in ("PosixPath", "WindowsPath"):
+        if isinstance(value, PurePosixPath) or kind.__name__ in ("PosixPath", "WindowsPath"):
             return {"p": str(value)}
-        raise NotCacheable(type(value).__name__)
+        raise NotCacheable(kind.__name__)
 
 
 class _Decoder:
@@ -177,7 +201,7 @@ def encode(value: Any, header: dict[str, Any]) -> bytes:
     layout, chunks, offset = [], [], 0
     for array in encoder.arrays:
         raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
-        layout.append([array.dtype.name, list(array.shape), offset])
+        layout.append([_dtype_name(array.dtype), list(array.shape), offset])
         pad = -len(raw) % 8
         chunks.append(raw + bytes(pad))
         offset += len(raw) + pad

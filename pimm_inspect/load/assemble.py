@@ -24,6 +24,12 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> R
 
     Pass the same ``ReadCache`` on every refresh of a live run so only appended bytes are read.
     """
+    return load_run_and_liveness(path, now, cache)[0]
+
+
+def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any = None) -> tuple[Run, bool]:
+    """``load_run`` plus whether the run looked live at ``now``: the only fact of a Run that changes with the
+    clock alone (a live run becomes stopped when its files stay quiet; a quiet one never becomes live again)."""
     root = Path(path).absolute()
     kind = classify_dir(root) or "pimm"
     c = collect(root, kind, cache)
@@ -56,7 +62,7 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> R
         slurm_logs=evidence.slurm_logs(c),
         hf=evidence.hf(c),
         run_metadata=c.metadata_raw,
-    )
+    ), live
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
-from ..model import make_series
-from .disk_cache import DiskCache
+from ..model import Finding, ScalarSeries, make_series
+from . import file_deps
+from .disk_cache import Deps, DiskCache
 
 if TYPE_CHECKING:
     from ..sources.checkpoint.reader import ModelDirResult
@@ -39,38 +41,10 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 @dataclass
 class _Entry:
     signature: tuple[int, int, int]
+    """The main file's (inode, size, mtime_ns): a grown file is extended, not read again."""
+    deps: Deps
+    """Everything the result was read from (``file_deps``): the main file, folders listed, side files."""
     result: Any
-
-
-def _tree_signature(folder: Path, depth: int = 2) -> tuple[int, int, int]:
-    """A signature of a folder's entries (names, inodes, sizes, mtimes, link targets), ``depth`` levels deep."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    count = 0
-    stack = [(folder, 0)]
-    while stack:
-        path, level = stack.pop()
-        try:
-            st = os.lstat(path)
-            digest.update(f"{path.name}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_mode}".encode(
-                "utf-8", "surrogateescape"))
-            if os.path.islink(path):
-                digest.update(os.readlink(path).encode("utf-8", "surrogateescape"))
-                target = os.stat(path)
-                digest.update(f"->{target.st_ino}|{target.st_size}|{target.st_mtime_ns}|{target.st_mode}".encode())
-        except OSError as exc:
-            digest.update(f"{path.name}|error {exc.errno}".encode("utf-8", "surrogateescape"))
-            continue
-        count += 1
-        if level < depth and os.path.isdir(path):
-            try:
-                names = sorted(os.listdir(path))
-            except OSError:
-                digest.update(b"|unlistable")
-                continue
-            stack.extend((path / name, level + 1) for name in reversed(names))
-    return (count, 0, int(digest.hexdigest()[:15], 16))
 
 
 def _run_root(path: Path, rel_path: str) -> Path:
@@ -81,9 +55,37 @@ def _run_root(path: Path, rel_path: str) -> Path:
     return root
 
 
+def _recorded(run_root: Path, main: Path, read: Callable[[], _R]) -> tuple[_R, Deps, float]:
+    """``read()``, the files and folders it read (an enclosing recording sees them too) and its CPU seconds.
+
+    Where ``main`` (the file or folder the result is for) really leads is part of it: whether it may be read at
+    all depends on it, and its parent's listing, which would show a retargeted link, is not read here."""
+    started = time.process_time()
+    with file_deps.recording(str(run_root)) as recorder:
+        file_deps.note_realpath(main)
+        result = read()
+    return result, recorder.result(), time.process_time() - started
+
+
+def min_store_s() -> float:
+    """A full read that took less CPU than this is not written to disk (``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``,
+    default 5 ms): reading the entry back would cost about as much as decoding the file again."""
+    try:
+        return float(os.environ.get("PIMM_INSPECT_CACHE_MIN_DECODE_MS", DEFAULT_MIN_DECODE_MS)) / 1000.0
+    except ValueError:
+        return DEFAULT_MIN_DECODE_MS / 1000.0
+
+
+DEFAULT_MIN_DECODE_MS = 5.0
+
+
 @dataclass
 class ReadCache:
-    """Per-file reader results keyed by path; grown files are read from where the last read stopped."""
+    """Per-file reader results keyed by path; grown files are read from where the last read stopped.
+
+    A result is reused only while nothing it was read from changed (``file_deps``): the file itself, and
+    the folders listed and side files opened while reading it (a W&B folder's ``files/``, a ``model/`` tree).
+    """
 
     entries: dict[str, _Entry] = field(default_factory=dict)
     incremental_reads: int = 0
@@ -93,41 +95,51 @@ class ReadCache:
     keep_in_memory: bool = True
     """False for one-shot commands over many runs: results then live only on disk."""
 
-    def _cached(self, path: Path, full_read: Callable[[], _R], extend: Callable[[_R], _R | None], kind: str = "",
-                rel_path: str = "", run_root: Path | None = None) -> _R:
-        """The cached result when unchanged; ``extend(old)`` when the same file grew; else a full read."""
-        sig = _signature(path)
-        key = str(path)
+    def _lookup(self, key: str, disk: DiskCache | None, kind: str, path: Path, rel_path: str) -> _Entry | None:
         entry = self.entries.get(key)
-        disk = self.disk if self.disk is not None and kind and run_root is not None and self.disk.usable_for(
-            run_root) else None
-        if entry is None and disk is not None and sig is not None:
+        if entry is None and disk is not None:
             stored = disk.get(kind, path, rel_path)
             if stored is not None:
-                entry = _Entry(stored[0], stored[1])
+                entry = _Entry(*stored)
+        return entry
+
+    def _cached(self, path: Path, full_read: Callable[[], _R], extend: Callable[[_R], _R | None], kind: str,
+                rel_path: str, run_root: Path) -> _R:
+        """The cached result when nothing changed; ``extend(old)`` when only the same file grew; else a full read."""
+        sig = _signature(path)
+        key = f"{kind}:{path}"
+        disk = self.disk if self.disk is not None and self.disk.usable_for(run_root) else None
+        entry = self._lookup(key, disk, kind, path, rel_path) if sig is not None else None
         if sig is not None and entry is not None:
-            if entry.signature == sig:
+            if entry.signature == sig and file_deps.unchanged(entry.deps):
                 if self.keep_in_memory:
                     self.entries[key] = entry
+                file_deps.note_known(entry.deps)
                 cached: _R = entry.result
                 return cached
-            same_file = sig[0] == entry.signature[0] and sig[1] >= entry.result.end_offset
-            merged = extend(entry.result) if same_file else None
-            if merged is not None:
-                self._store(key, sig, merged, disk, kind, path, rel_path)
-                self.incremental_reads += 1
-                return merged
-        result = full_read()
+            if sig[0] == entry.signature[0] and sig[1] >= entry.result.end_offset:
+                old: _R = entry.result
+                merged, deps, _cost = _recorded(run_root, path, lambda: extend(old))
+                # What the extension did not read again must be as it was when the old result was read.
+                again = {(k, p) for k, p, _fp in deps}
+                kept = tuple(d for d in entry.deps if (d[0], d[1]) not in again)
+                if merged is not None and file_deps.unchanged(kept):
+                    file_deps.note_known(kept)
+                    self._store(key, sig, deps + kept, merged, disk, kind, path, rel_path)  # a grown file: kept
+                    self.incremental_reads += 1
+                    return merged
+        result, deps, cost = _recorded(run_root, path, full_read)
         if sig is not None:
-            self._store(key, sig, result, disk, kind, path, rel_path)
+            self._store(key, sig, deps, result, disk if cost >= min_store_s() else None, kind, path, rel_path)
         return result
 
-    def _store(self, key: str, sig: tuple[int, int, int], result: Any, disk: DiskCache | None, kind: str,
-               path: Path, rel_path: str) -> None:
+    def _store(self, key: str, sig: tuple[int, int, int], deps: Deps, result: Any, disk: DiskCache | None,
+               kind: str, path: Path, rel_path: str) -> None:
+        """Keep the result in memory (unless one-shot) and on ``disk`` (None: not worth writing, or no disk)."""
         if self.keep_in_memory:
-            self.entries[key] = _Entry(sig, result)
+            self.entries[key] = _Entry(sig, deps, result)
         if disk is not None:
-            disk.put(kind, path, rel_path, sig, result)
+            disk.put(kind, path, rel_path, sig, deps, result)
 
     def event_file(self, path: Path, rel_path: str) -> EventFileResult:
         """``read_event_file`` that reuses and extends the previous result of a growing file."""
@@ -143,39 +155,34 @@ class ReadCache:
 
     def wandb_run(self, folder: Path, rel_path: str) -> WandbRunResult:
         """``read_wandb_run`` that decodes only the records appended to a growing transaction log."""
-        from ..sources.wandb.reader import read_wandb_run
-
         logs = sorted(folder.glob("run-*.wandb"))
         if not logs:
-            return read_wandb_run(folder, rel_path)
+            return read_wandb_folder(folder, rel_path)
 
         def extend(old: WandbRunResult) -> WandbRunResult | None:
             if old.log_state is None or not old.log_state.resumable:
                 return None  # finished (exit record written) or damaged: nothing to continue
-            return read_wandb_run(folder, rel_path, previous=old)
+            return read_wandb_folder(folder, rel_path, previous=old)
 
         root = folder if rel_path in ("", ".") else _run_root(folder, rel_path)
-        return self._cached(logs[0], lambda: read_wandb_run(folder, rel_path), extend, "wandb", rel_path, root)
+        return self._cached(logs[0], lambda: read_wandb_folder(folder, rel_path), extend, "wandb", rel_path, root)
 
     def model_dir(self, model: Path, run_root: Path) -> ModelDirResult:
-        """``read_model_dir``, reused while no file in the folder (two levels deep) changed."""
+        """``read_model_dir``, reused while nothing it read (each file and folder of the tree it visited) changed."""
         from ..sources.checkpoint.reader import read_model_dir
 
-        sig = _tree_signature(model)
         key = f"model_dir:{model}"
         disk = self.disk if self.disk is not None and self.disk.usable_for(run_root) else None
-        entry = self.entries.get(key)
-        if entry is None and disk is not None:
-            stored = disk.get("model_dir", model, str(run_root))
-            entry = _Entry(stored[0], stored[1]) if stored is not None else None
-        if entry is not None and entry.signature == sig:
-            result: ModelDirResult = entry.result
-            return result
-        result = read_model_dir(model, run_root)
-        if self.keep_in_memory:
-            self.entries[key] = _Entry(sig, result)
-        if disk is not None:
-            disk.put("model_dir", model, str(run_root), sig, result)
+        entry = self._lookup(key, disk, "model_dir", model, str(run_root))
+        if entry is not None and file_deps.unchanged(entry.deps):
+            if self.keep_in_memory:
+                self.entries[key] = entry
+            file_deps.note_known(entry.deps)
+            cached: ModelDirResult = entry.result
+            return cached
+        result, deps, cost = _recorded(run_root, model, lambda: read_model_dir(model, run_root))
+        self._store(key, (0, 0, 0), deps, result, disk if cost >= min_store_s() else None, "model_dir", model,
+                    str(run_root))
         return result
 
     def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
@@ -189,6 +196,15 @@ class ReadCache:
 
         return self._cached(path, lambda: read_train_log(path, rel_path), extend, "train_log", rel_path,
                             _run_root(path, rel_path))
+
+
+def read_wandb_folder(folder: Path, rel_path: str, previous: WandbRunResult | None = None) -> WandbRunResult:
+    """``read_wandb_run``, with the W&B ``settings`` file beside the folder noted as read even when absent (the
+    reader looks for it without listing that folder, so a settings file created later must count as a change)."""
+    from ..sources.wandb.reader import read_wandb_run
+
+    file_deps.note_probe(folder.parent / "settings")
+    return read_wandb_run(folder, rel_path, previous=previous)
 
 
 def transient_cache() -> ReadCache | None:

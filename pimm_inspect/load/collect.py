@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -11,6 +12,7 @@ from ..model import Finding, Severity
 from ..sources.confine import also_allowed, confined_to, layout_links
 from ..sources.protocol import Read
 from .collected import Collected
+from .file_deps import note_probe
 from .kinds import KINDS, FileKind, listdir
 
 __all__ = ["Collected", "collect"]
@@ -39,7 +41,10 @@ def collect(root: Path, kind: str, cache: Any = None) -> Collected:
         from .cache import transient_cache
 
         cache = transient_cache()  # the disk cache, unless it is off
-    with confined_to(root, layout_links(root)):
+    links = layout_links(root)
+    for link in links:  # read through as the run's own: where a link leads is part of what was read
+        note_probe(os.path.realpath(link))
+    with confined_to(root, links):
         c = Collected(root=root, kind=kind, cache=cache)
         names = listdir(root)
         for file_kind in KINDS:

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from . import _cache_codec as codec
+from .file_deps import Dep
+
+Deps = tuple[Dep, ...]
 
 ENTRY_SUFFIX = ".pimc"
 DEFAULT_MAX_BYTES = 2 * 1024**3
@@ -50,35 +53,33 @@ def max_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
-_code_version: str | None = None
+_code_versions: dict[tuple[str, ...], str] = {}
 
 
-def code_version() -> str:
+def code_version(extra: tuple[str, ...] = ()) -> str:
     """The package version plus a digest of the readers' source files (size, mtime), computed once:
-    results stored by other reader code are never reused."""
-    global _code_version
-    if _code_version is None:
+    results stored by other reader code are never reused. ``extra`` names more subpackages whose code
+    shaped the stored value (``analysis`` for analysed rows)."""
+    if extra not in _code_versions:
         from .. import __version__
 
         package = Path(__file__).resolve().parents[1]
         digest = hashlib.sha256(__version__.encode())
-        for source in sorted([*(package / "sources").glob("*.py"), package / "model.py", package / "evidence.py",
-                              *(package / "load").glob("*.py")]):
+        folders = ("sources", "load", *extra)
+        for source in sorted([*(p for f in folders for p in (package / f).rglob("*.py")), package / "model.py",
+                              package / "evidence.py"]):
             try:
                 st = source.stat()
             except OSError:
                 continue
-            digest.update(f"{source.name}|{st.st_size}|{st.st_mtime_ns}".encode())
-        _code_version = f"{__version__}+{digest.hexdigest()[:12]}"
-    return _code_version
+            digest.update(f"{source.relative_to(package)}|{st.st_size}|{st.st_mtime_ns}".encode())
+        _code_versions[extra] = f"{__version__}+{digest.hexdigest()[:12]}"
+    return _code_versions[extra]
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-        return True
-    except (ValueError, OSError):
-        return False
+def _inside(path: str, folder: str) -> bool:
+    """True when the real path ``path`` is ``folder`` or below it."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 @dataclass
@@ -88,6 +89,10 @@ class DiskCache:
     directory: Path
     written_bytes: int = 0
     """Bytes written by this process since the last size check."""
+    _real: str = ""
+    """The directory's real path, once resolved."""
+    _made: bool = False
+    """True once the directory is known to exist (created or found)."""
 
     @staticmethod
     def configured() -> "DiskCache | None":
@@ -96,18 +101,32 @@ class DiskCache:
 
     def usable_for(self, run_root: Path) -> bool:
         """False when the cache directory is inside the run (a cache must never be written into a run)."""
-        return not _inside(self.directory, run_root)
+        if not self._real:
+            self._real = os.path.realpath(self.directory)
+        return not _inside(self._real, os.path.realpath(run_root))
 
-    def _entry(self, kind: str, path: Path, rel_path: str) -> tuple[Path, dict[str, Any]]:
+    def _entry(self, kind: str, path: Path, rel_path: str, version: str) -> tuple[Path, dict[str, Any]]:
         absolute = str(path.absolute())
-        version = code_version()
         header = {"kind": kind, "path": absolute, "rel": rel_path, "version": version}
         digest = hashlib.sha256("\0".join((kind, absolute, rel_path, version)).encode("utf-8", "surrogateescape"))
         return self.directory / f"{digest.hexdigest()[:40]}{ENTRY_SUFFIX}", header
 
-    def get(self, kind: str, path: Path, rel_path: str) -> tuple[tuple[int, int, int], Any] | None:
-        """(signature when stored, result) for the file, or None (missing, damaged, foreign)."""
-        entry, header = self._entry(kind, path, rel_path)
+    def get(self, kind: str, path: Path, rel_path: str) -> tuple[tuple[int, int, int], Deps, Any] | None:
+        """(signature and dependencies when stored, result) for the file, or None (missing, damaged, foreign)."""
+        stored = self.get_value(kind, path, rel_path)
+        if not (isinstance(stored, tuple) and len(stored) == 3 and isinstance(stored[0], tuple)
+                and len(stored[0]) == 3 and all(type(x) is int for x in stored[0]) and valid_deps(stored[1])):
+            return None
+        return stored[0], stored[1], stored[2]
+
+    def put(self, kind: str, path: Path, rel_path: str, signature: tuple[int, int, int], deps: Deps,
+            result: Any) -> None:
+        """Store ``result`` for the file as it was at ``signature``, read from ``deps``."""
+        self.put_value(kind, path, rel_path, (tuple(signature), tuple(deps), result))
+
+    def get_value(self, kind: str, path: Path, rel_path: str, extra_code: tuple[str, ...] = ()) -> Any:
+        """The value stored under (kind, path, rel_path) by this code version, or None (missing, damaged, foreign)."""
+        entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
         try:
             data = entry.read_bytes()
         except OSError:
@@ -116,25 +135,21 @@ class DiskCache:
             stored = codec.decode(data, header)
         except codec.BadEntry:
             return None  # damaged or foreign: ignored, and replaced by the next put
-        if not (isinstance(stored, tuple) and len(stored) == 2 and isinstance(stored[0], tuple)
-                and len(stored[0]) == 3 and all(type(x) is int for x in stored[0])):
-            return None
         try:
             os.utime(entry)  # least recently used = oldest mtime
         except OSError:
             pass
-        return stored[0], stored[1]
+        return stored
 
-    def put(self, kind: str, path: Path, rel_path: str, signature: tuple[int, int, int], result: Any) -> None:
-        """Store ``result`` for the file as it was at ``signature`` (quietly skipped when not storable)."""
-        entry, header = self._entry(kind, path, rel_path)
+    def put_value(self, kind: str, path: Path, rel_path: str, value: Any, extra_code: tuple[str, ...] = ()) -> None:
+        """Store ``value`` atomically (quietly skipped when not storable or the disk refuses)."""
+        entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
         try:
-            data = codec.encode((tuple(signature), result), header)
+            data = codec.encode(value, header)
         except (codec.NotCacheable, ValueError, TypeError, RecursionError):
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+            fd, tmp = self._temp_file()
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
@@ -151,6 +166,24 @@ class DiskCache:
         if self.written_bytes > max_bytes() // 20:
             self.written_bytes = 0
             evict(self.directory, max_bytes())
+
+
+    def _temp_file(self) -> tuple[int, str]:
+        """A new temporary file in the cache directory (created with the directory when missing)."""
+        if not self._made:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._made = True
+        try:
+            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+        except FileNotFoundError:  # removed since (another process cleared the cache): make it again
+            self.directory.mkdir(parents=True, exist_ok=True)
+            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+
+
+def valid_deps(deps: Any) -> bool:
+    """True for a stored dependency list: a tuple of (kind, path, fingerprint) string triples."""
+    return isinstance(deps, tuple) and all(
+        isinstance(d, tuple) and len(d) == 3 and all(type(x) is str for x in d) and d[0] in ("f", "d", "r") for d in deps)
 
 
 def entries(directory: Path) -> list[tuple[Path, int, float]]:

@@ -229,6 +229,14 @@ def _launch_dir_wandb(c: Collected) -> list[Path]:
 
 
 
+def _read_wandb_folder(path: Path, rel_path: str) -> Read[Any]:
+    """A W&B folder read without the cache, noting the ``settings`` probe beside it (``cache.read_wandb_folder``)."""
+    from .cache import read_wandb_folder  # W&B's record protos are loaded only now
+
+    result = read_wandb_folder(path, rel_path)
+    return read_of(result, result.end_offset)
+
+
 # -- HF Trainer ----------------------------------------------------------------------------------------------
 
 def _find_hf(c: Collected, names: list[str]) -> list[Found]:
@@ -282,7 +290,7 @@ KINDS: tuple[FileKind, ...] = (
              _store_to("slurm_logs", "slurm", append=True)),
     FileKind("slurm", _find_outside_slurm, _lazy("slurm.slurm_log", "read_slurm_log"), _store_outside_slurm,
              label="slurm_logs"),
-    FileKind("wandb", _find_wandb, _lazy("wandb"), _store_to("wandb_runs", "wandb", append=True),
+    FileKind("wandb", _find_wandb, lambda: _read_wandb_folder, _store_to("wandb_runs", "wandb", append=True),
              _via_cache("wandb_run")),
     FileKind("hf_trainer", _find_hf, _lazy("hf"), _store_hf, label="trainer_state.json"),
 )

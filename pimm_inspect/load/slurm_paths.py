@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ..sources.slurm.rank_logs import RankLog
     from ..sources.slurm.sbatch import SbatchInfo
 
+from .file_deps import note_probe
+
 _MARKER = re.compile(r"^\.pimm_snapshot_complete_(\d+)$")
 _TOKEN = re.compile(r"%(\d*)([A-Za-z%])")
 MAX_CANDIDATES = 8
@@ -74,6 +76,7 @@ class OutsideLogs:
 
 def pimm_layout_log(path: Path, jobs: list[str]) -> bool:
     """True for a regular file (not a link) named for one of ``jobs`` directly inside a ``slurm_logs`` folder."""
+    note_probe(path)  # looked at without listing its folder: a log that appears later is a change
     try:
         st = os.lstat(path)
     except OSError:

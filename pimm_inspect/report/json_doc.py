@@ -10,14 +10,16 @@ from typing import Any
 
 from ..analysis.scalar_rows import scalar_rows
 from ..analysis.secrets import mask_text, mask_value
+from ..analysis.summary import run_row
+from ..evidence import RunRow
 from ..model import Finding, Run, WandbInfo
-from .run_facts import last_step, started_at_iso
+from .run_facts import started_at_iso
 from .safe_text import clean_json
 
 SCHEMA_VERSION = 1
 
 
-def run_path(run: Run, base: Path) -> str:
+def run_path(run: Run | RunRow, base: Path) -> str:
     """The run's path relative to the PATH the user gave ('.' when it is the run itself)."""
     try:
         relative = os.path.relpath(run.root, Path(base).absolute())
@@ -89,11 +91,14 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
     }
 
 
-def ls_run(run: Run, base: Path) -> dict[str, Any]:
-    """One run of the ``ls --json`` document: the fields of the ``ls`` table."""
-    keep = ("path", "name", "kind", "era", "status", "findings")
-    return {k: v for k, v in show_run(run, base).items() if k in keep} | {
-        "attempts": len(run.attempts), "last_step": last_step(run), "wandb_run_ids": list(run.wandb.run_ids)}
+def ls_run(run: Run | RunRow, base: Path) -> dict[str, Any]:
+    """One run of the ``ls --json`` document: the fields of the ``ls`` table, from the run's row."""
+    row = run if isinstance(run, RunRow) else run_row(run)
+    return {"path": run_path(row, base), "name": row.name, "kind": row.kind, "era": row.era, "status": row.status,
+            "findings": {"error": row.errors, "warning": row.warnings, "info": row.infos},
+            "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids)}
+
+
 def wandb_json(info: WandbInfo) -> dict[str, Any]:
     """The ``wandb`` object of ``show --json`` (and the body of ``url --json``)."""
     return {

@@ -14,9 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.secrets import mask_text
+from ..analysis.summary import run_row
+from ..evidence import RunRow
 from ..model import Attempt, Finding, Run, Severity
 from .json_doc import run_notes, run_path, scalar_summary
-from .run_facts import last_step
 from .safe_text import clean, data_text, shorten
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -29,27 +30,32 @@ def _one_line(value: object, style: str = "") -> Text:
     return data_text(value, style, newlines=False)
 
 
-def _label(run: Run, base: Path) -> str:
+def _label(run: Run | RunRow, base: Path) -> str:
     """The run's path relative to what the user typed (its own name when that was the run itself), display-safe."""
     path = run_path(run, base)
     return clean(run.name if path == "." else path, newlines=False)
 
 
-def _counts(run: Run) -> Text:
+def _counts(run: Run | RunRow) -> Text:
+    row = run if isinstance(run, RunRow) else run_row(run)
     text = Text()
-    for sev, letter in ((Severity.ERROR, "E"), (Severity.WARNING, "W"), (Severity.INFO, "I")):
-        n = sum(1 for f in run.findings if f.severity == sev)
+    for n, sev, letter in ((row.errors, Severity.ERROR, "E"), (row.warnings, Severity.WARNING, "W"),
+                           (row.infos, Severity.INFO, "I")):
         if n:
             text.append(f"{n}{letter} ", style=SEVERITY_STYLE[sev])
     return text if text.plain else Text("-", style="dim")
 
 
-def runs_table_row(run: Run, base: Path) -> tuple[Text, ...]:
-    """One ``ls`` row: small cells, so a tree of thousands of runs need not stay in memory."""
-    step = last_step(run)
-    return (Text(_label(run, base)), _one_line(run.kind), _one_line(run.era or "-"),
-            _one_line(run.status, STATUS_STYLE.get(run.status, "")), Text(str(len(run.attempts) or "-")),
-            Text("-" if step is None else str(step)), _one_line(", ".join(run.wandb.run_ids) or "-"), _counts(run))
+def runs_table_row(run: Run | RunRow, base: Path) -> tuple[Text, ...]:
+    """One ``ls`` row, from the run's row (``analysis.summary.run_row``; cached rows are the same)."""
+    row = run if isinstance(run, RunRow) else run_row(run)
+    step = row.summary.last_step
+    return (Text(_label(row, base)), _one_line(row.kind), _one_line(row.era or "-"),
+            _one_line(row.status, STATUS_STYLE.get(row.status, "")), Text(str(row.attempts or "-")),
+            Text("-" if step is None else str(step)), _one_line(", ".join(row.wandb_run_ids) or "-"), _counts(row))
+
+
+RUNS_COLUMNS = ("run", "kind", "era", "status", "attempts", "last step", "W&B id", "findings")
 
 
 def runs_table(rows: list[tuple[Text, ...]]) -> Table:
@@ -57,11 +63,32 @@ def runs_table(rows: list[tuple[Text, ...]]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
     longest = max((len(row[0]) for row in rows), default=3)
     table.add_column("run", no_wrap=True, min_width=min(longest, 40))
-    for column in ("kind", "era", "status", "attempts", "last step", "W&B id", "findings"):
+    for column in RUNS_COLUMNS[1:]:
         table.add_column(column, no_wrap=column not in ("W&B id",))
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def plain_runs_table(rows: list[tuple[Text, ...]], width: int) -> str | None:
+    """``runs_table`` as uncoloured text, laid out as Rich lays it out when every column gets its natural width
+    within ``width`` cells (each cell left-aligned and padded, two spaces between columns); None when Rich must
+    shrink or wrap something. Rich's layout costs ~0.4 ms a row: a tree of thousands is printed this way."""
+    from rich.cells import cell_len
+
+    if not rows or any(len(row) != len(RUNS_COLUMNS) for row in rows):
+        return None
+    columns = list(zip(*((cell.plain for cell in row) for row in rows)))
+    if any(not text.isprintable() for column in columns for text in column):
+        return None  # newlines, tabs, other controls: Rich's own rules
+    widths = [max(cell_len(header), *map(cell_len, column)) for header, column in zip(RUNS_COLUMNS, columns)]
+    widths[0] = max(widths[0], min(max(len(row[0]) for row in rows), 40))
+    if sum(widths) + 2 * (len(widths) - 1) > width:
+        return None
+    lines = []
+    for cells in [RUNS_COLUMNS, *zip(*columns)]:
+        lines.append("  ".join(text + " " * (w - cell_len(text)) for text, w in zip(cells, widths)))
+    return "\n".join(lines) + "\n"
 
 
 def _started(attempt: Attempt) -> str:

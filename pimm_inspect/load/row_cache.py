@@ -1,0 +1,131 @@
+"""Analysed rows (what ``ls`` prints for a run), kept in the disk cache while nothing the run was read from changed.
+
+A row is stored with the dependencies of the load that made it (``file_deps``: every file opened and folder
+listed, inside the run and outside it, each fingerprinted before it was read) and reused only while every
+fingerprint is the same, so a grown log, a new checkpoint, a new event file or W&B folder, a deleted or
+renamed file each make the next ``ls`` load the run again (through the per-file cache: only what changed is
+decoded). A row is not stored when the clock alone could change it (a live run: it turns ``stopped`` once its
+files stay quiet), when the load failed, or when a file it read had been modified within ``RACY_S`` before
+the load started (a same-size rewrite within one mtime tick of the read would go unseen).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+
+from ..evidence import RunRow
+from . import file_deps
+from .disk_cache import DiskCache, valid_deps
+
+ROW_KIND = "run_row"
+ROW_CODE = ("analysis",)
+"""A row is made by load and analysis code: entries of any other version of either are ignored."""
+RACY_S = 2.0
+"""Files modified less than this long before the load started make its row unstorable (racy mtimes)."""
+
+RowBuild = Callable[[Path], tuple[RunRow, bool]]
+"""Load and analyse one run: (its row, whether the row may be stored)."""
+
+
+def stored_row(disk: DiskCache, root: Path) -> RunRow | None:
+    """The stored row of the run at ``root`` when nothing it was read from changed since, else None."""
+    stored = disk.get_value(ROW_KIND, root, "", ROW_CODE)
+    if not (isinstance(stored, tuple) and len(stored) == 3 and type(stored[0]) is float
+            and isinstance(stored[1], tuple) and isinstance(stored[2], RunRow)):
+        return None  # missing, damaged or foreign
+    made_s, flat, row = stored
+    deps = tuple(zip(flat[0::3], flat[1::3], flat[2::3]))
+    if len(flat) % 3 or not valid_deps(deps) or time.time() < made_s or row.root != root:
+        return None  # damaged, the clock went back, or a row of another path: never trusted
+    return row if file_deps.unchanged(deps) else None
+
+
+def cached_row(root: Path, build: RowBuild, disk: DiskCache | None) -> RunRow:
+    """The row of the run at ``root``: the stored one when still valid, else ``build(root)`` (then stored)."""
+    root = Path(root).absolute()
+    row = stored_row(disk, root) if disk is not None and disk.usable_for(root) else None
+    return row if row is not None else build_and_store(root, build, disk)
+
+
+def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunRow:
+    """``build(root)``, recording what it read, and the row stored with those dependencies when it may be."""
+    root = Path(root).absolute()
+    if disk is None or not disk.usable_for(root):
+        return build(root)[0]
+    started = time.time()
+    with file_deps.recording(str(root), str(disk.directory)) as recorder:
+        file_deps.note_realpath(root)
+        row, storable = build(root)
+    deps = recorder.result()
+    if storable and file_deps.newest_mtime_ns(deps) < (started - RACY_S) * 1e9:
+        flat = tuple(part for dep in deps for part in dep)  # one list of strings: quick to read back
+        disk.put_value(ROW_KIND, root, "", (started, flat, row), ROW_CODE)
+    return row
+
+
+def worker_count() -> int:
+    """Processes for loading runs: ``$PIMM_INSPECT_JOBS`` if set, else the processors this process may use that the
+    load average leaves idle (at least 1, at most 8): on a busy machine more processes only cost more CPU."""
+    configured = os.environ.get("PIMM_INSPECT_JOBS", "").strip()
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            pass
+    try:
+        available = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        available = os.cpu_count() or 1
+    try:
+        idle = available - os.getloadavg()[0]
+    except OSError:
+        idle = float(available)
+    return max(1, min(int(idle + 0.5), available, 8))
+
+
+POOL_MIN_RUNS = 16
+"""Fewer runs to load than this are loaded in this process (starting workers would cost more)."""
+
+
+def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None
+                ) -> Iterator[RunRow]:
+    """The row of every run, in order: stored rows where still valid, the others built by ``jobs`` worker
+    processes (forked; ``build`` must be a module-level function), or here when few or when forking is not possible."""
+    roots = [Path(r).absolute() for r in roots]
+    hits = {i: row for i, root in enumerate(roots) if disk is not None and disk.usable_for(root)
+            and (row := stored_row(disk, root)) is not None}
+    misses = [root for i, root in enumerate(roots) if i not in hits]
+    jobs = worker_count() if jobs is None else jobs
+    built = _built_in_workers(misses, build, disk, jobs) if jobs > 1 and len(misses) >= POOL_MIN_RUNS else None
+    serial = (build_and_store(root, build, disk) for root in misses)
+    fresh = built if built is not None else serial
+    for i in range(len(roots)):
+        yield hits[i] if i in hits else next(fresh)
+
+
+def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int
+                      ) -> Iterator[RunRow] | None:
+    """Rows of ``misses`` built by a pool of forked processes, in order (the rest here if a worker dies)."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    def rows() -> Iterator[RunRow]:
+        done = 0
+        try:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                for row in pool.map(partial(build_and_store, build=build, disk=disk), misses, chunksize=4):
+                    done += 1
+                    yield row
+        except BrokenProcessPool:  # a worker died (killed, out of memory): finish here, one run at a time
+            for root in misses[done:]:
+                yield build_and_store(root, build, disk)
+
+    return rows()

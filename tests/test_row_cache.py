@@ -1,0 +1,344 @@
+"""Cached ``ls`` rows: identical to a fresh load, reused only while nothing the run was read from changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import pimm_inspect
+from pimm_inspect.analysis import analyze, rows
+from pimm_inspect.cli.main import cli
+from pimm_inspect.load import disk_cache, file_deps, row_cache
+from pimm_inspect.load.assemble import load_run_and_liveness
+from pimm_inspect.load.cache import ReadCache
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "fixtures" / "runs"
+ALL = pimm_inspect.discover(RUNS)
+
+
+def _ls(*args: object) -> str:
+    result = CliRunner().invoke(cli, ["ls", *map(str, args)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _builds(monkeypatch) -> list[Path]:
+    """The runs ``ls`` loads from their files from now on (every other row came from the cache)."""
+    built: list[Path] = []
+    real = rows.build_row
+
+    def spy(root: Path):
+        built.append(root)
+        return real(root)
+
+    monkeypatch.setattr(rows, "build_row", spy)
+    return built
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
+def test_ls_identical_with_and_without_cache(path, tmp_path, monkeypatch):
+    """Text and JSON, no cache / cold / warm, on every fixture; the warm call loads nothing it need not."""
+    cache = tmp_path / "cache"
+    fresh, storable = rows.build_row(path.absolute())
+    outputs = []
+    for setting in ("off", str(cache), str(cache)):
+        monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", setting)
+        built = _builds(monkeypatch)
+        outputs.append((_ls(path), _ls(path, "--json")))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert built == ([] if storable else [path.absolute()] * 2)
+    assert rows.load_row(path) == fresh
+
+
+def test_ls_of_the_whole_tree_identical_and_warm_from_rows(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    reference = (_ls(RUNS), _ls(RUNS, "--json"))
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    assert (_ls(RUNS), _ls(RUNS, "--json")) == reference
+    built = _builds(monkeypatch)
+    assert (_ls(RUNS), _ls(RUNS, "--json")) == reference
+    assert built == []  # no fixture run is live: every row came from the cache
+    assert len(json.loads(reference[1])["runs"]) == len(ALL)
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    """A copy of a fixture run with its files' mtimes kept (old enough for its row to be stored)."""
+    run = tmp_path / "runs" / name
+    shutil.copytree(RUNS / name, run, symlinks=True)
+    return run
+
+
+def _stored_then(run: Path, change, monkeypatch, tmp_path, *, differs: bool | None = True) -> None:
+    """Store the run's row, apply ``change``, and check the next row is rebuilt and equals a fresh load."""
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    before = rows.load_row(run)
+    disk = disk_cache.DiskCache.configured()
+    assert row_cache.stored_row(disk, run.absolute()) == before
+    change(run)
+    assert row_cache.stored_row(disk, run.absolute()) is None  # the change shows in a fingerprint
+    built = _builds(monkeypatch)
+    after = rows.load_row(run)
+    assert built == [run.absolute()]
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    assert after == rows.build_row(run.absolute())[0]
+    if differs is not None:
+        assert (after != before) is differs
+
+
+def test_grown_train_log_is_never_a_stale_row(tmp_path, monkeypatch):
+    def grow(run: Path) -> None:
+        log = run / "train.log"
+        last = next(line for line in reversed(log.read_text().splitlines()) if "Train: [" in line)
+        with open(log, "a") as fh:  # one more epoch's first steps
+            fh.write(last.replace("09:01:00", "09:01:02").replace("[3/3][25/25]", "[4/4][5/25]") + "\n")
+
+    _stored_then(_copy("e2_clean", tmp_path), grow, monkeypatch, tmp_path)
+
+
+def test_new_event_file_in_the_run_is_never_a_stale_row(tmp_path, monkeypatch):
+    other = next((RUNS / "e2_rollback").glob("events.out.tfevents.*"))
+
+    def add(run: Path) -> None:
+        shutil.copy2(other, run / other.name)
+
+    _stored_then(_copy("e2_clean", tmp_path), add, monkeypatch, tmp_path)
+
+
+def test_deleted_event_file_is_never_a_stale_row(tmp_path, monkeypatch):
+    def delete(run: Path) -> None:
+        for path in run.glob("events.out.tfevents.*"):
+            path.unlink()
+
+    _stored_then(_copy("tb_plain", tmp_path) / "runs" / "baseline", delete, monkeypatch, tmp_path)
+
+
+def test_new_checkpoint_is_never_a_stale_row(tmp_path, monkeypatch):
+    unsafe = RUNS / "e2_unsafe_checkpoint" / "model"
+    pth = next(p for p in sorted(unsafe.rglob("*.pth")) if p.is_file())
+
+    def add(run: Path) -> None:
+        shutil.copy2(pth, run / "model" / "model_last.pth")
+
+    _stored_then(_copy("e2_clean", tmp_path), add, monkeypatch, tmp_path)
+
+
+def test_checkpoint_marker_removed_deep_in_model_is_never_a_stale_row(tmp_path, monkeypatch):
+    def remove(run: Path) -> None:
+        (run / "model" / "last" / "trainer.dcp" / ".complete").unlink()
+
+    _stored_then(_copy("e2_clean", tmp_path), remove, monkeypatch, tmp_path, differs=None)
+
+
+def test_new_wandb_folder_is_never_a_stale_row(tmp_path, monkeypatch):
+    source = next((RUNS / "wandb_clean" / "wandb").iterdir())
+
+    def add(run: Path) -> None:
+        shutil.copytree(source, run / "wandb" / source.name.replace("clean001", "other002"))
+
+    _stored_then(_copy("e2_wandb", tmp_path), add, monkeypatch, tmp_path)
+
+
+def test_new_wandb_folder_in_the_launch_directory_is_never_a_stale_row(tmp_path, monkeypatch):
+    """A dependency outside the run: pimm's ``<launch cwd>/wandb/`` holds the run's W&B folders."""
+    launch = _copy("rw_launch_cwd_wandb", tmp_path)
+    run = launch / "exp" / "panda" / "semseg" / "semseg-drift"
+    source = sorted((launch / "wandb").iterdir())[-1]
+
+    def add(_run: Path) -> None:
+        shutil.copytree(source, launch / "wandb" / source.name.replace("081404", "091500"))
+
+    _stored_then(run, add, monkeypatch, tmp_path)
+
+
+def test_a_file_appearing_in_a_listed_folder_is_never_a_stale_row(tmp_path, monkeypatch):
+    """Any new name in a folder the load listed counts, even one the readers would skip."""
+    def touch(run: Path) -> None:
+        (run / "notes.txt").write_text("hello")
+
+    _stored_then(_copy("e2_clean", tmp_path), touch, monkeypatch, tmp_path, differs=False)
+
+
+def test_wandb_sync_marker_and_settings_reach_show_through_the_per_file_cache(tmp_path, monkeypatch):
+    """The per-file W&B result is keyed by the folder's files and the ``settings`` beside it, not only its log."""
+    run = _copy("wandb_offline_entity", tmp_path)
+    folder = next((run / "wandb").iterdir())
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+
+    def show() -> str:
+        result = CliRunner().invoke(cli, ["show", str(run), "--json"])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    before = show()
+    (run / "wandb" / "settings").write_text("[default]\nbase_url = https://wandb.example.org\nentity = team-x\n")
+    with_settings = show()
+    log = next(folder.glob("run-*.wandb"))
+    (folder / (log.name + ".synced")).write_text("")
+    synced = show()
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    assert synced == show() != with_settings
+    (folder / (log.name + ".synced")).unlink()
+    assert with_settings == show() != before
+
+
+def test_live_and_racy_runs_get_no_stored_row(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    disk = disk_cache.DiskCache.configured()
+    fresh = tmp_path / "fresh"
+    shutil.copytree(RUNS / "e2_clean", fresh, copy_function=shutil.copy)  # mtimes now: within RACY_S
+    rows.load_row(fresh)
+    assert row_cache.stored_row(disk, fresh.absolute()) is None
+    run = _copy("e2_clean", tmp_path)
+    monkeypatch.setattr(rows, "load_run_and_liveness", lambda root: (load_run_and_liveness(root)[0], True))
+    rows.load_row(run)
+    assert row_cache.stored_row(disk, run.absolute()) is None
+    monkeypatch.undo()
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    rows.load_row(run)
+    assert row_cache.stored_row(disk, run.absolute()) is not None
+
+
+def test_damaged_or_future_row_entries_are_ignored_and_rebuilt(tmp_path, monkeypatch):
+    run = _copy("e2_rollback", tmp_path)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    reference = _ls(run, "--json")
+    disk = disk_cache.DiskCache.configured()
+    entry = disk._entry(row_cache.ROW_KIND, run.absolute(), "", disk_cache.code_version(row_cache.ROW_CODE))[0]
+    good = entry.read_bytes()
+    entry.write_bytes(good[:-7] + b"garbage")
+    built = _builds(monkeypatch)
+    assert _ls(run, "--json") == reference and built == [run.absolute()]
+    assert entry.read_bytes() != good[:-7] + b"garbage"  # replaced by a valid entry
+    made_s, flat, row = disk.get_value(row_cache.ROW_KIND, run.absolute(), "", row_cache.ROW_CODE)
+    assert row_cache.stored_row(disk, run.absolute()) == row
+    disk.put_value(row_cache.ROW_KIND, run.absolute(), "", (made_s, flat[:-1], row), row_cache.ROW_CODE)
+    assert row_cache.stored_row(disk, run.absolute()) is None  # a dependency list cut short: damaged
+    disk.put_value(row_cache.ROW_KIND, run.absolute(), "", (made_s + 3600.0, flat, row), row_cache.ROW_CODE)
+    assert row_cache.stored_row(disk, run.absolute()) is None  # made "in the future": the clock went back
+
+
+def _probes(monkeypatch) -> list[str]:
+    """Every path stat'ed from now on (os.stat / os.lstat: exists, is_dir, realpath, Path.stat ...)."""
+    seen: list[str] = []
+    real_stat, real_lstat = os.stat, os.lstat
+
+    def note(path) -> None:
+        if not isinstance(path, int):
+            text = os.fsdecode(os.fspath(path))
+            seen.append(text if os.path.isabs(text) else os.path.join(os.getcwd(), text))
+
+    def stat(path, *args, **kwargs):
+        note(path)
+        return real_stat(path, *args, **kwargs)
+
+    def lstat(path, *args, **kwargs):
+        note(path)
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "lstat", lstat)
+    return seen
+
+
+def _recorded(root: Path, cache: ReadCache) -> tuple[file_deps.Dep, ...]:
+    assert cache.disk is not None
+    with file_deps.recording(str(root), str(cache.disk.directory)) as recorder:
+        analyze(load_run_and_liveness(root, cache=cache)[0])
+    return recorder.result()
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
+def test_every_path_the_load_looks_at_is_in_the_key(path, tmp_path, monkeypatch):
+    """What a load stats, opens or lists is a recorded file, a recorded folder, an entry of one (its stat is in
+    the folder's fingerprint) or a folder on the way to one (realpath); a warm per-file cache gives the same key."""
+    root = path.absolute()
+    disk = disk_cache.DiskCache(tmp_path / "cache")
+    probes = _probes(monkeypatch)
+    deps = _recorded(root, ReadCache(disk=disk, keep_in_memory=False))
+    monkeypatch.undo()
+    files = {p for kind, p, _fp in deps if kind == "f"}
+    folders = {p for kind, p, _fp in deps if kind == "d"}
+    on_the_way = {str(parent) for p in [*files, *folders, str(root), str(disk.directory)] for parent in Path(p).parents}
+    python = file_deps._python_prefixes() + (str(disk.directory),)  # imports; the cache's own entries
+    missed = sorted({p for p in probes if p not in files | folders | on_the_way and os.path.dirname(p) not in folders
+                     and not p.startswith(python)})
+    assert missed == []
+    assert str(root) in folders
+    warm = _recorded(root, ReadCache(disk=disk, keep_in_memory=False))  # results from the per-file cache now
+    assert {(k, p) for k, p, _fp in warm} == {(k, p) for k, p, _fp in deps}
+    assert file_deps.unchanged(deps)
+
+
+def test_pool_gives_the_serial_rows_in_order(tmp_path, monkeypatch):
+    tree = tmp_path / "tree"
+    for i in range(row_cache.POOL_MIN_RUNS + 2):
+        shutil.copytree(RUNS / ("e2_rollback", "tb_plain", "wandb_clean")[i % 3], tree / f"run{i:02d}", symlinks=True)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    roots = pimm_inspect.discover(tree)
+    serial = list(rows.load_rows(roots, jobs=1))
+    assert list(rows.load_rows(roots, jobs=2)) == serial
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    assert list(rows.load_rows(roots, jobs=2)) == serial  # cold: the workers store the rows
+    assert list(rows.load_rows(roots, jobs=2)) == serial
+    assert all(row_cache.stored_row(disk_cache.DiskCache.configured(), r.absolute()) is not None for r in roots)
+
+
+_PARENT = os.getpid()
+
+
+def _die_on_run03(root: Path):
+    if root.name == "run03" and os.getpid() != _PARENT:
+        os._exit(3)  # a worker killed mid-run (out of memory, a signal)
+    return rows.build_row(root)
+
+
+def test_a_dead_worker_does_not_lose_rows(tmp_path, monkeypatch):
+    tree = tmp_path / "tree"
+    for i in range(row_cache.POOL_MIN_RUNS):
+        shutil.copytree(RUNS / "tb_plain" / "runs" / "baseline", tree / f"run{i:02d}")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    roots = sorted(tree.iterdir())
+    got = list(row_cache.cached_rows(roots, _die_on_run03, None, jobs=2))
+    assert [r.name for r in got] == [r.name for r in roots]
+
+
+def test_worker_count_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("PIMM_INSPECT_JOBS", "3")
+    assert row_cache.worker_count() == 3
+    monkeypatch.setenv("PIMM_INSPECT_JOBS", "0")
+    assert row_cache.worker_count() == 1
+    monkeypatch.setenv("PIMM_INSPECT_JOBS", "many")
+    assert 1 <= row_cache.worker_count() <= 8
+    monkeypatch.delenv("PIMM_INSPECT_JOBS")
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert row_cache.worker_count() == min(cores, 8)  # an idle machine: every processor
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores + 3.0, 0.0, 0.0))
+    assert row_cache.worker_count() == 1  # a busy one: one process
+
+
+def test_model_link_retargeted_to_the_same_moved_folder_is_never_a_stale_row(tmp_path, monkeypatch):
+    """Moving the linked folder and pointing the link at its new place changes no inode, size or mtime of what is
+    read, but the new name (not ``model``) puts it outside pimm's layout: where the link leads is part of the key."""
+    run = _copy("e2_clean", tmp_path)
+    store = tmp_path / "model_store" / "exp" / "model"
+    store.parent.mkdir(parents=True)
+    shutil.move(str(run / "model"), store)
+    (run / "model").symlink_to(store)
+    old = os.stat(run).st_mtime_ns
+    os.utime(run, ns=(old - 10**10, old - 10**10))  # the link was made long ago: the row may be stored
+
+    def retarget(run: Path) -> None:
+        elsewhere = tmp_path / "elsewhere" / ".ssh"
+        elsewhere.parent.mkdir()
+        shutil.move(str(store), elsewhere)
+        (run / "model").unlink()
+        (run / "model").symlink_to(elsewhere)
+
+    _stored_then(run, retarget, monkeypatch, tmp_path)
