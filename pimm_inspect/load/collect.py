@@ -44,6 +44,8 @@ class Collected:
     hf: Any = None
     cache: Any = None
     """A ReadCache: growing train.log and event files are read from where the last read stopped."""
+    progress: Any = None
+    """A ReadTracker told of every file read (progress, and the place a cancelled load stops), or None."""
 
 
 def _source(root: Path, path: Path, kind: str, bytes_read: int = 0) -> SourceFile:
@@ -69,13 +71,23 @@ def _reading(c: Collected, rel_path: str) -> Iterator[None]:
             f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."))
 
 
+@contextmanager
+def _tracked(c: Collected, kind: str, path: Path) -> Iterator[None]:
+    """Tell the progress tracker (if any) that a file of ``kind`` is read; it may stop the load here."""
+    if c.progress is not None:
+        c.progress.reading(kind)
+    yield
+    if c.progress is not None:
+        c.progress.read(kind, path, rel(path, c.root) if path.is_relative_to(c.root) else path.as_posix())
+
+
 def _read_one(c: Collected, path: Path, source_kind: str,
               reader: Callable[[Path, str], tuple[_T | None, Iterable[Finding]]],
               into: list[_T] | None = None) -> _T | None:
     """A ``(value, findings)`` reader on one file, guarded: keep its findings (and value in ``into``), note the source."""
     rel_path = rel(path, c.root)
     value = None
-    with _reading(c, rel_path):
+    with _tracked(c, source_kind, path), _reading(c, rel_path):
         value, findings = reader(path, rel_path)
         c.findings += findings
         if value and into is not None:
@@ -91,21 +103,22 @@ def _listdir(path: Path) -> list[str]:
         return []
 
 
-def collect(root: Path, kind: str, cache: Any = None) -> Collected:
+def collect(root: Path, kind: str, cache: Any = None, progress: Any = None) -> Collected:
     """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given).
 
     No file whose real path leaves ``root`` is read (``file.outside-run``), except pimm's own layout.
+    ``progress`` (a ReadTracker) is told of every file and may stop the read between two files.
     """
     if cache is None:
         from .cache import transient_cache
 
         cache = transient_cache()  # the disk cache, unless it is off
     with confined_to(root, layout_links(root)):
-        return _collect_confined(root, kind, cache)
+        return _collect_confined(root, kind, cache, progress)
 
 
-def _collect_confined(root: Path, kind: str, cache: Any = None) -> Collected:
-    c = Collected(root=root, kind=kind, cache=cache)
+def _collect_confined(root: Path, kind: str, cache: Any = None, progress: Any = None) -> Collected:
+    c = Collected(root=root, kind=kind, cache=cache, progress=progress)
     names = _listdir(root)
     _read_docs(c, names)
     with _reading(c, "train.log"):
@@ -123,7 +136,7 @@ def _collect_confined(root: Path, kind: str, cache: Any = None) -> Collected:
         _read_outside_slurm(c)
     _read_wandb(c, names)
     if kind == "hf-trainer":
-        with _reading(c, "trainer_state.json"):
+        with _tracked(c, "hf_trainer", root / "trainer_state.json"), _reading(c, "trainer_state.json"):
             _read_hf(c)
     return c
 
@@ -133,7 +146,7 @@ def _read_docs(c: Collected, names: list[str]) -> None:
 
     root = c.root
     if "run_metadata.json" in names:
-        with _reading(c, "run_metadata.json"):
+        with _tracked(c, "json", root / "run_metadata.json"), _reading(c, "run_metadata.json"):
             _read_metadata(c)
     for name, kind in (("resolved_config.json", "resolved_config"), ("model_config.json", "model_config")):
         if name in names:
@@ -161,7 +174,8 @@ def _read_train_log(c: Collected) -> None:
         return
     from ..sources.train_log import read_train_log
 
-    result = c.cache.train_log(path, "train.log") if c.cache is not None else read_train_log(path, "train.log")
+    with _tracked(c, "train_log", path):
+        result = c.cache.train_log(path, "train.log") if c.cache is not None else read_train_log(path, "train.log")
     c.train_log = result
     c.findings += result.findings
     c.sources.append(_source(c.root, path, "train_log", result.end_offset))
@@ -189,7 +203,7 @@ def _read_event_files(c: Collected, folder: Path, names: list[str]) -> None:
             continue
         path = folder / name
         rel_path = rel(path, c.root)
-        with _reading(c, rel_path):
+        with _tracked(c, "tb_events", path), _reading(c, rel_path):
             result = c.cache.event_file(path, rel_path) if c.cache is not None else read_event_file(path, rel_path)
             c.findings += result.findings
             c.sources.append(_source(c.root, path, "tb_events", result.end_offset))
@@ -205,7 +219,8 @@ def _read_model_dir(c: Collected) -> None:
         return
     from ..sources.checkpoint import read_model_dir
 
-    result = c.cache.model_dir(model, c.root) if c.cache is not None else read_model_dir(model, c.root)
+    with _tracked(c, "checkpoint", model):
+        result = c.cache.model_dir(model, c.root) if c.cache is not None else read_model_dir(model, c.root)
     c.model_dir = result
     c.findings += result.findings
     for info in result.checkpoints:
@@ -251,7 +266,7 @@ def _read_outside_slurm(c: Collected) -> None:
                                   f"{path.as_posix()}: {why}", ("launch.sbatch",)))
     for path in outside.read:
         name = path.absolute().as_posix()
-        with also_allowed(path):
+        with _tracked(c, "slurm", path), also_allowed(path):
             log, findings = read_slurm_log(path, name)
         c.findings += findings
         if log is not None and (log.job_id is None or log.job_id not in beside):
@@ -279,7 +294,7 @@ def _read_wandb(c: Collected, names: list[str]) -> None:
             folder.absolute().as_posix()
         # A launch-directory folder was matched to this run by its W&B id: pimm's own layout, read where it is.
         outside = also_allowed(folder) if not folder.is_relative_to(c.root) else nullcontext()
-        with _reading(c, rel_path), outside:
+        with _tracked(c, "wandb", folder), _reading(c, rel_path), outside:
             result = c.cache.wandb_run(folder, rel_path) if c.cache is not None else read_wandb_run(folder, rel_path)
             c.wandb_runs.append(result)
             c.findings += result.findings
