@@ -175,3 +175,9 @@ def _size(path: Path) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+def listing(path: Path | str) -> tuple[ListedFile, ...]:
+    """What the full read of the run at ``path`` will read (a listing and stats only: no file is opened)."""
+    root = Path(path).absolute()
+    return tuple(list_files(root, classify_dir(root) or "pimm", _listdir(root)))
