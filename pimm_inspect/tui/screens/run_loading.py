@@ -13,6 +13,7 @@ from pathlib import Path
 from textual import work
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
@@ -25,6 +26,8 @@ from ..stages import glance_title, progress_text
 from ..widgets.config_tree import ConfigPane
 from ..widgets.overview import Overview
 
+ELAPSED_AFTER_S = 3
+"""From this many seconds into a load, the progress line says how long it has taken so far."""
 QUIET_RELOAD_S = 1.0
 """A reload of a run already on screen shows its progress only after this long (live follow reloads often)."""
 
@@ -56,6 +59,8 @@ class RunLoading(Screen):
     analysed: bool = False
     _load_generation: int = 0
     _load_started: float = 0.0
+    _progress_text: str | None = None
+    _ticker: Timer | None = None
 
     def start_load(self) -> None:
         """Read the run (again) in a worker; a load already under way is cancelled."""
@@ -63,7 +68,13 @@ class RunLoading(Screen):
             return
         self._load_generation += 1
         self._load_started = time.monotonic()
+        if self._ticker is None:
+            self._ticker = self.set_interval(1.0, self._tick)  # a single huge file reports nothing for a while
         self._load(self.loader, self.path, self._load_generation)
+
+    def _tick(self) -> None:
+        if self._progress_text is not None:
+            self.show_progress(self._progress_text)
 
     @work(thread=True, exclusive=True, group="run-load")
     def _load(self, loader: Loader | StagedLoader, path: Path, generation: int) -> None:
@@ -98,6 +109,9 @@ class RunLoading(Screen):
         """The analysed run: show it everywhere (the message goes on to the app for the runs table)."""
         if message.generation == self._load_generation:
             self.show_progress(None)
+            if self._ticker is not None:
+                self._ticker.stop()
+                self._ticker = None
             self.set_run(message.run)
 
     def set_glance(self, quick: RunGlance) -> None:
@@ -111,12 +125,15 @@ class RunLoading(Screen):
         self.show_progress("reading…")
 
     def show_progress(self, text: str | None) -> None:
-        """The progress line under the title (None hides it)."""
+        """The progress line under the title (None hides it); after a few seconds it counts them."""
+        self._progress_text = text
         if not self.is_mounted:
             return
         line = self.query_one("#run-progress", Static)
         line.display = text is not None
-        line.update(data_text(text or "", newlines=False))
+        elapsed = int(time.monotonic() - self._load_started)
+        line.update(data_text((text or "") + (f"  ({elapsed} s)" if text and elapsed >= ELAPSED_AFTER_S else ""),
+                              newlines=False))
 
     base: Path
 
