@@ -24,6 +24,8 @@ from ...report.safe_text import data_text
 from ..loader import Glanced, Loader, ReadDone, Reading, Stage, StagedLoader, load_in_stages
 from ..stages import glance_title, progress_text
 from ..widgets.config_tree import ConfigPane
+from ..widgets.curves import CurvesPane
+from ..widgets.log_pane import LogPane
 from ..widgets.overview import Overview
 
 ELAPSED_AFTER_S = 3
@@ -122,6 +124,11 @@ class RunLoading(Screen):
         self.query_one("#run-title", Static).update(data_text(glance_title(quick, self.base), newlines=False))
         self.query_one(Overview).set_glance(quick)
         self.query_one(ConfigPane).set_documents(quick.configs, complete=False)
+        self.query_one(CurvesPane).show_waiting("reading the run's files…")
+        logs = [f.path for f in quick.files if f.kind == "train_log"]
+        self.query_one(LogPane).set_early(quick.root, logs[0] if logs else None)
+        if self.active_tab == "log":
+            self.query_one(LogPane).open()
         self.show_progress("reading…")
 
     def show_progress(self, text: str | None) -> None:
@@ -136,6 +143,11 @@ class RunLoading(Screen):
                               newlines=False))
 
     base: Path
+
+    @property
+    def active_tab(self) -> str:
+        """Id of the shown tab (the screen implements it)."""
+        raise NotImplementedError
 
     def set_run(self, run: Run) -> None:
         """Show the analysed run (the screen implements it)."""
