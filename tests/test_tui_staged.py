@@ -221,9 +221,10 @@ async def test_the_runs_table_streams_rows_and_progress(tmp_path):
         await until(pilot, gate.entered.is_set, what="the load to reach run_35")
         screen = app.screen
         table = screen.query_one("#runs-table", DataTable)
-        await until(pilot, lambda: not table.flush_pending and table.row_count == 40, what="every row")
-        status = str(screen.query_one("#runs-status", Static).render())
-        assert "40 run(s)" in status and "loading 35/40…" in status
+        status = lambda: str(screen.query_one("#runs-status", Static).render())  # noqa: E731
+        await until(pilot, lambda: not table.flush_pending and table.row_count == 40 and "35/40" in status(),
+                    what="every row, and the count of those read")
+        assert "40 run(s)" in status() and "loading 35/40…" in status()
         loaded = [k for k in row_keys(table) if str(table.get_row(k)[3]) == "finished"]
         waiting = [k for k in row_keys(table) if str(table.get_row(k)[3]) == "loading…"]
         assert len(loaded) == 35 and len(waiting) == 5  # the first 35 show their facts already

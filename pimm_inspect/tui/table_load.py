@@ -98,7 +98,7 @@ class TablePass:
             self.post(RunsFound(batch))
         return errors
 
-    def _read(self, path: Path, count: bool = True) -> None:
+    def _read(self, path: Path, count: bool = True) -> None:  # count False: found during the search
         """Read one run for the table, unless a run screen does, or it is big (then: its quick stage, and later)."""
         if not self.owned(path.as_posix()):
             if sum(f.size_bytes for f in listing(path)) > BIG_RUN_BYTES:
@@ -109,8 +109,8 @@ class TablePass:
                 return
             self.post(RunLoaded(path, load_in_stages(self.loader, path, cancelled=self.cancelled)))
         self.done += 1
-        if count:
-            self.post(LoadProgress(self.done, len(self.paths)))
+        # While the search goes on, N is what was found so far: the line says the search is not done.
+        self.post(LoadProgress(self.done, len(self.paths), None if count else "searching for more runs…"))
 
     def _read_big(self, path: Path) -> None:
         """Read a big run, unless (or until) the user opens it: its run screen then reads it instead."""

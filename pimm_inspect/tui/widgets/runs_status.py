@@ -52,7 +52,8 @@ class RunsStatus(Static):
 
     def set_progress(self, done: int, total: int, current: str | None = None) -> None:
         """Loading progress: n of N runs, and what a long read is doing."""
-        self.progress = "" if done >= total else f"loading {done}/{total}…" + (f"  {current}" if current else "")
+        counted = f"loading {done}/{total}…" if done < total else ""
+        self.progress = "  ".join(part for part in (counted, current or "") if part)
         self.redraw()
 
     def loaded(self) -> None:
