@@ -42,11 +42,13 @@ async def settle(pilot) -> None:
 
 
 async def _tables_laid_out(pilot) -> None:
-    """Wait until every DataTable has measured its rows (it does so when idle, after a re-sort rebuilt it)."""
+    """Wait until every DataTable has measured its rows (it does so when idle, after a re-sort rebuilt it) and the
+    runs table has put its waiting rows on screen (it flushes them a few times a second)."""
     from textual.widgets import DataTable
 
     for _ in range(100):
-        pending = [t for t in pilot.app.screen.query(DataTable) if getattr(t, "_require_update_dimensions", False)]
+        pending = [t for t in pilot.app.screen.query(DataTable)
+                   if getattr(t, "_require_update_dimensions", False) or getattr(t, "flush_pending", False)]
         if not pending:
             return
         await pilot.pause(0.02)

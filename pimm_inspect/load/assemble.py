@@ -19,10 +19,11 @@ LIVE_WINDOW_S = 900.0
 """A run whose newest file changed this recently (and agrees with its own clock) may still be running."""
 
 
-def load_run(path: Path | str, now: float | None = None, cache: Any = None) -> Run:
+def load_run(path: Path | str, now: float | None = None, cache: Any = None, progress: Any = None) -> Run:
     """Read the run directory at ``path`` into a Run (reader findings only, no analysis).
 
-    Pass the same ``ReadCache`` on every refresh of a live run so only appended bytes are read.
+    Pass the same ``ReadCache`` on every refresh of a live run so only appended bytes are read;
+    ``progress`` (a ``ReadTracker``) is told of every file and can stop the read between files.
     """
     return load_run_and_liveness(path, now, cache)[0]
 
@@ -32,7 +33,9 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any
     clock alone (a live run becomes stopped when its files stay quiet; a quiet one never becomes live again)."""
     root = Path(path).absolute()
     kind = classify_dir(root) or "pimm"
-    c = collect(root, kind, cache)
+    c = collect(root, kind, cache, progress)
+    if progress is not None:
+        progress.stage("assembling")
     attempts, series = attempts_and_series(c)
     live = _looks_live(c, now if now is not None else time.time())
     status = _status(attempts, live)
@@ -80,29 +83,40 @@ STALL_INTERVALS = 20
 """A writer silent for this many of its own step intervals (and longer than LIVE_WINDOW_S) is gone."""
 
 
+LIVE_KINDS = ("train_log", "tb_events", "structured_log", "wandb")
+"""Source kinds a live run keeps writing: the newest of their mtimes says when it last wrote."""
+
+
 def _looks_live(c: Collected, now: float) -> bool:
+    """True when something is still being written (``is_live`` on what the full read found)."""
+    newest = max((s.mtime_s for s in c.sources if s.kind in LIVE_KINDS), default=0.0)
+    tails = {"train.log"} | {p for p, _n, _r in c.tb_files} | {r.path for r in c.rank_logs}
+    # Readers report a half-written tail of a stream as an info-level file.truncated (damage is file.corrupt).
+    cut_tail = any(f.code == "file.truncated" and f.severity == Severity.INFO and f.paths and f.paths[0] in tails
+                   for f in c.findings)
+    last_wall = max((r.last_wall_time_s or 0.0 for _p, _n, r in c.tb_files), default=0.0)
+    last_log = log_time(c.train_log.segments[-1].ended_at) if c.train_log is not None and c.train_log.segments else None
+    return is_live(now, newest, cut_tail, _step_cadence_s(c) if cut_tail else None, last_wall or None, last_log)
+
+
+def is_live(now: float, newest_mtime_s: float, cut_tail: bool, cadence_s: float | None, last_wall_s: float | None,
+            last_log_s: float | None) -> bool:
     """True when something is still being written: a fresh half-written tail, or fresh consistent files.
 
     A tail cut mid-record is a live writer only while the last write is recent against the run's own
-    step cadence; long after that it is a process killed mid-write.
+    step cadence (``cadence_s``, None when unknown); long after that it is a process killed mid-write.
+    Without a cut tail, fresh files count only when the run's own clock (``last_wall_s`` of its event
+    files, ``last_log_s`` of its train.log) agrees with their mtimes.
     """
-    newest = max((s.mtime_s for s in c.sources if s.kind in ("train_log", "tb_events", "structured_log", "wandb")),
-                 default=0.0)
-    cadence = _step_cadence_s(c)
-    window = max(LIVE_WINDOW_S, STALL_INTERVALS * cadence) if cadence else LIVE_WINDOW_S
-    tails = {"train.log"} | {p for p, _n, _r in c.tb_files} | {r.path for r in c.rank_logs}
-    for f in c.findings:
-        # Readers report a half-written tail of a stream as an info-level file.truncated (damage is file.corrupt).
-        if f.code == "file.truncated" and f.severity == Severity.INFO and f.paths and f.paths[0] in tails:
-            return now - newest <= window
-    if now - newest > LIVE_WINDOW_S:
+    if cut_tail:
+        window = max(LIVE_WINDOW_S, STALL_INTERVALS * cadence_s) if cadence_s else LIVE_WINDOW_S
+        return now - newest_mtime_s <= window
+    if now - newest_mtime_s > LIVE_WINDOW_S:
         return False
     # A copy or fresh checkout also has new mtimes: require the run's own clock to agree.
-    last_wall = max((r.last_wall_time_s or 0.0 for _p, _n, r in c.tb_files), default=0.0)
-    if last_wall and abs(newest - last_wall) < 3600:
+    if last_wall_s and abs(newest_mtime_s - last_wall_s) < 3600:
         return True
-    last_log = _log_time(c.train_log.segments[-1].ended_at) if c.train_log is not None and c.train_log.segments else None
-    return last_log is not None and abs(newest - last_log) < 15 * 3600  # node-local time: allow any zone
+    return last_log_s is not None and abs(newest_mtime_s - last_log_s) < 15 * 3600  # node-local time: allow any zone
 
 
 def _step_cadence_s(c: Collected) -> float | None:
@@ -123,7 +137,8 @@ def _step_cadence_s(c: Collected) -> float | None:
     return float(np.median(diffs)) if diffs.size else None
 
 
-def _log_time(text: str | None) -> float | None:
+def log_time(text: str | None) -> float | None:
+    """A train.log timestamp (node-local, read as UTC like the reader's wall times) in seconds, or None."""
     if not text:
         return None
     try:
@@ -133,12 +148,16 @@ def _log_time(text: str | None) -> float | None:
 
 
 def _status(attempts: list[Attempt], live: bool) -> str:
-    if not attempts:
+    return run_status(attempts[-1].ended if attempts else None, live)
+
+
+def run_status(last_ended: str | None, live: bool) -> str:
+    """The run's status from how its last attempt ended (None: no attempt found) and whether it is live."""
+    if last_ended is None:
         return "running" if live else "unknown"
-    last = attempts[-1]
-    if last.ended == "completed":
+    if last_ended == "completed":
         return "finished"
-    if last.ended == "crashed":
+    if last_ended == "crashed":
         return "crashed"
     return "running" if live else "stopped"
 

@@ -32,10 +32,11 @@ def _reading(c: Collected, rel_path: str) -> Iterator[None]:
             f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."))
 
 
-def collect(root: Path, kind: str, cache: Any = None) -> Collected:
+def collect(root: Path, kind: str, cache: Any = None, progress: Any = None) -> Collected:
     """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given).
 
     No file whose real path leaves ``root`` is read (``file.outside-run``), except pimm's own layout.
+    ``progress`` (a ReadTracker) is told of every file and may stop the read between two files.
     """
     if cache is None:
         from .cache import transient_cache
@@ -45,7 +46,7 @@ def collect(root: Path, kind: str, cache: Any = None) -> Collected:
     for link in links:  # read through as the run's own: where a link leads is part of what was read
         note_probe(os.path.realpath(link))
     with confined_to(root, links):
-        c = Collected(root=root, kind=kind, cache=cache)
+        c = Collected(root=root, kind=kind, cache=cache, progress=progress)
         names = listdir(root)
         for file_kind in KINDS:
             found: list[tuple[Path, str]] = []
@@ -56,12 +57,22 @@ def collect(root: Path, kind: str, cache: Any = None) -> Collected:
         return c
 
 
+@contextmanager
+def _tracked(c: Collected, kind: str, path: Path, rel_path: str) -> Iterator[None]:
+    """Tell the progress tracker (if any) that a file of ``kind`` is read; it may stop the load here."""
+    if c.progress is not None:
+        c.progress.reading(kind)
+    yield
+    if c.progress is not None:
+        c.progress.read(kind, path, rel_path)
+
+
 def _read(c: Collected, kind: FileKind, path: Path, rel_path: str) -> None:
     """One file through its reader (or the cache), guarded; a file whose reader failed is still a source."""
     # pimm's own files outside the run (launch-directory W&B folders, slurm_logs/) were matched to this run.
     outside = also_allowed(path) if not path.is_relative_to(c.root) else nullcontext()
     done = False
-    with _reading(c, kind.label or rel_path), outside:
+    with _tracked(c, kind.source_kind, path, rel_path), _reading(c, kind.label or rel_path), outside:
         result: Read[Any] = (kind.cached(c.cache, path, rel_path) if kind.cached is not None and c.cache is not None
                              else kind.reader()(path, rel_path))
         c.findings += result.findings

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..sources.train_log.reader import TrainLogResult
     from ..sources.wandb.reader import WandbRunResult
     from .cache import ReadCache
+    from .progress import ReadTracker
 
 
 @dataclass
@@ -46,6 +47,8 @@ class Collected:
     hf: HfTrainerResult | None = None
     cache: ReadCache | None = None
     """Growing train.log, event files and W&B logs are read from where the last read stopped."""
+    progress: ReadTracker | None = None
+    """Told of every file read (progress, and the place a cancelled load stops), or None."""
 
     def note(self, path: Path, kind: str, bytes_read: int = 0, name: str | None = None) -> None:
         """Record ``path`` as a source of the run (named relative to the run unless ``name`` is given)."""

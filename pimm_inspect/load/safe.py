@@ -19,13 +19,14 @@ def discover_with_errors(root: Path, **options: Any) -> tuple[list[Path], list[t
     return runs, errors
 
 
-def load_safely(path: Path, cache: ReadCache | None = None) -> Run:
+def load_safely(path: Path, cache: ReadCache | None = None, now: float | None = None, progress: Any = None) -> Run:
     """``load_run`` that turns an unexpected exception into an ``internal.load-failed`` finding.
 
-    ``cache`` (a ReadCache kept between calls) makes a reload read only what was appended.
+    ``cache`` (a ReadCache kept between calls) makes a reload read only what was appended; ``progress``
+    (a ReadTracker) follows the read, and its ``LoadCancelled`` (a BaseException) passes through.
     """
     try:
-        return load_run(path, cache=cache)
+        return load_run(path, now=now, cache=cache, progress=progress)
     except Exception as exc:  # the inspector must never show a traceback for bad input
         return failed_run(path, exc)
 

@@ -13,17 +13,20 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from ..load.discover import classify_dir, iter_runs
+from ..load.discover import classify_dir
+from ..load.progress import LoadCancelled
 from ..model import Run
 from ..report.safe_text import clean
 from .facts import is_light, light_run, relative_name
-from .loader import CachingLoader, Loader, guarded
-from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunFound,
-                       RunLoaded)
+from .loader import CachingLoader, Loader, StagedLoader, load_in_stages
+from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunGlanced, RunLoaded,
+                       RunsFound)
 from .screens.compare import CompareScreen
 from .screens.help import HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.run import TAB_ACTIONS, RunScreen
+from .screens.run_loading import RunLoading
 from .screens.runs import RunsScreen
+from .table_load import TablePass
 
 class InspectApp(App):
     """pimm-inspect's terminal UI over one run or a tree of runs."""
@@ -35,16 +38,23 @@ class InspectApp(App):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0,
+    def __init__(self, path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.path = Path(path)
-        self.loader: Loader = loader or CachingLoader()
+        self.loader: Loader | StagedLoader = loader or CachingLoader()
         self.follow_interval_s = follow_interval_s
         self.runs: dict[Path, Run | None] = {}
         """Discovered runs in discovery order; None until loaded. Only message handlers change it."""
         self.runs_screen = RunsScreen(self.path, clock=clock)
         self.root_is_run = False
+        self._owned: set[str] = set()
+        """Runs an open run screen reads itself (the table workers skip them). Changed on the UI thread only."""
+
+    def on_unmount(self) -> None:
+        close = getattr(self.loader, "close", None)
+        if callable(close):
+            close()  # a prefetching child must not outlive the UI
 
     def on_mount(self) -> None:
         self.push_screen(self.runs_screen)
@@ -56,65 +66,46 @@ class InspectApp(App):
         if self.follow_interval_s > 0:
             self.set_interval(self.follow_interval_s, self._refresh_live)
 
-    # -- worker ---------------------------------------------------------------------------------------------
+    # -- workers -------------------------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="load")
     def _load_all(self) -> None:
-        """Discover runs (posting each as found), then load them one by one."""
+        """Discover runs and read them for the table (``TablePass``); a newer pass cancels this one."""
         worker = get_current_worker()
-        root = self.path.absolute()
-        if not root.exists():
-            self.post_message(LoadFailed(f"cannot open {self.path.as_posix()}: no such file or directory"))
-            return
-        if not root.is_dir():
-            self.post_message(LoadFailed(f"{self.path.as_posix()} is not a directory: give a run directory or a "
-                                         "folder of runs"))
-            return
-        errors: list[tuple[Path, str]] = []
-        paths: list[Path] = []
-        try:
-            for path in iter_runs(root, on_error=lambda p, reason: errors.append((p, reason))):
-                if worker.is_cancelled:
-                    return
-                paths.append(path)
-                self.post_message(RunFound(path))
-        except Exception as exc:  # discovery must end in a message, never a traceback
-            self.post_message(LoadFailed(f"searching {self.path.as_posix()} failed: {type(exc).__name__}: {exc}"))
-            return
-        self.post_message(DiscoveryDone(paths, errors, classify_dir(root) is not None))
-        for done, path in enumerate(paths, start=1):
-            if worker.is_cancelled:
-                return
-            self.post_message(RunLoaded(path, guarded(self.loader, path)))
-            self.post_message(LoadProgress(done, len(paths)))
-        self.post_message(LoadFinished(len(paths)))
+        TablePass(self.path.absolute(), self.path, self.loader, self.post_message, lambda: worker.is_cancelled,
+                  lambda key: key in self._owned).run()
 
     @work(thread=True, group="reload")
     def _load_one(self, path: Path) -> None:
-        """Load one run now (opened before the main worker reached it, or reloaded by live follow)."""
-        self.post_message(RunLoaded(path, guarded(self.loader, path)))
+        """Load one run for the table (its run screen closed before reading it)."""
+        try:
+            self.post_message(RunLoaded(path, load_in_stages(self.loader, path)))
+        except LoadCancelled:
+            return
 
     @work(thread=True, exclusive=True, group="live")
     def _reload_runs(self, paths: list[Path]) -> None:
         """Read live runs again (their read caches make that cost only the appended bytes)."""
         worker = get_current_worker()
-        for path in paths:
-            if worker.is_cancelled:
-                return
-            self.post_message(RunLoaded(path, guarded(self.loader, path)))
+        try:
+            for path in paths:
+                self.post_message(RunLoaded(path, load_in_stages(self.loader, path,
+                                                                 cancelled=lambda: worker.is_cancelled)))
+        except LoadCancelled:
+            return
 
     def _refresh_live(self) -> None:
         """Auto-refresh: reload the runs the table shows as running (an open run screen follows its own run)."""
-        followed = {s.path.as_posix() for s in self.screen_stack if isinstance(s, RunScreen)}
-        paths = [self.runs_screen.paths[k] for k in self.runs_screen.live_keys() if k not in followed]
+        paths = [self.runs_screen.paths[k] for k in self.runs_screen.live_keys() if k not in self._owned]
         if paths:
             self._reload_runs(paths)
 
     # -- handlers (the only place state changes) ----------------------------------------------------------
 
-    def on_run_found(self, message: RunFound) -> None:
-        self.runs.setdefault(message.path, None)
-        self.runs_screen.add_path(message.path)
+    def on_runs_found(self, message: RunsFound) -> None:
+        for path in message.paths:
+            self.runs.setdefault(path, None)
+        self.runs_screen.add_paths(message.paths)
 
     def on_discovery_done(self, message: DiscoveryDone) -> None:
         if not message.paths:
@@ -130,16 +121,24 @@ class InspectApp(App):
             self.notify(f"{len(message.errors)} folder(s) could not be searched", severity="warning")
 
     def on_run_loaded(self, message: RunLoaded) -> None:
+        self._keep(message.path, message.run)
+
+    def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
+        """A run screen read its run: the table gets its light copy too."""
+        self._keep(message.path, message.run)
+
+    def _keep(self, path: Path, run: Run) -> None:
         # The table keeps a light copy (no series): a tree of thousands of runs must fit in memory.
-        light = light_run(message.run)
-        self.runs[message.path] = light
-        self.runs_screen.set_run(message.path, light)
-        for screen in self.screen_stack:
-            if isinstance(screen, RunScreen) and screen.path == message.path:
-                screen.set_run(message.run)
+        light = light_run(run)
+        self.runs[path] = light
+        self.runs_screen.set_run(path, light)
+
+    def on_run_glanced(self, message: RunGlanced) -> None:
+        if self.runs.get(message.path) is None:
+            self.runs_screen.set_glance(message.path, message.glance)
 
     def on_load_progress(self, message: LoadProgress) -> None:
-        self.runs_screen.set_progress(message.done, message.total)
+        self.runs_screen.set_progress(message.done, message.total, message.current)
 
     def on_load_finished(self, message: LoadFinished) -> None:
         self.runs_screen.set_progress(message.total, message.total)
@@ -163,7 +162,11 @@ class InspectApp(App):
     @work(thread=True, group="compare", exclusive=True)
     def _load_for_compare(self, paths: list[Path]) -> None:
         """Full runs (with curves) for the compare view; the table only holds light copies."""
-        runs = [guarded(self.loader, p) for p in paths]
+        worker = get_current_worker()
+        try:
+            runs = [load_in_stages(self.loader, p, cancelled=lambda: worker.is_cancelled) for p in paths]
+        except LoadCancelled:
+            return
         self.post_message(CompareReady(runs))
 
     def on_compare_ready(self, message: CompareReady) -> None:
@@ -172,17 +175,17 @@ class InspectApp(App):
     def on_run_screen_back(self, message: RunScreen.Back) -> None:
         # A path that is itself a run has no table worth going back to.
         if not self.root_is_run and isinstance(self.screen, RunScreen):
-            self.pop_screen()
-
-    def on_run_screen_reload(self, message: RunScreen.Reload) -> None:
-        self._load_one(message.path)
+            screen = self.screen
+            self.pop_screen()  # Textual cancels the screen's load worker as it goes (and a prefetch child dies)
+            self._owned.discard(screen.path.as_posix())
+            if self.runs.get(screen.path) is None and screen.path in self.runs:
+                self._load_one(screen.path)  # closed before it was read: the table still needs the run
 
     def _push_run_screen(self, path: Path) -> None:
         run = self.runs.get(path)
         full = None if is_light(run) else run
-        self.push_screen(RunScreen(path, self.path, full, self.follow_interval_s))
-        if full is None and self.runs:
-            self._load_one(path)  # the table holds a light copy, or the main worker has not got to it yet
+        self._owned.add(path.as_posix())
+        self.push_screen(RunScreen(path, self.path, full, self.follow_interval_s, loader=self.loader))
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = True) -> None:
@@ -224,7 +227,7 @@ class InspectApp(App):
         yield SystemCommand("Quit", "key: q", self.action_quit)
 
 
-def make_app(path: Path | str, loader: Loader | None = None, follow_interval_s: float = 10.0,
+def make_app(path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
              clock: Callable[[], float] = time.monotonic) -> InspectApp:
     """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock)."""
     return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock)

@@ -6,15 +6,8 @@ from pathlib import Path
 
 from textual.message import Message
 
+from ..load.quick import RunGlance
 from ..model import Run
-
-
-class RunFound(Message):
-    """Discovery found a run directory (not loaded yet)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
 
 
 class DiscoveryDone(Message):
@@ -36,13 +29,32 @@ class RunLoaded(Message):
         self.run = run
 
 
+class RunsFound(Message):
+    """Discovery found more run directories (not loaded yet), in discovery order."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        super().__init__()
+        self.paths = paths
+
+
+class RunGlanced(Message):
+    """A run too big to read in passing: what its quick stage says (its full read comes after the others)."""
+
+    def __init__(self, path: Path, glance: RunGlance) -> None:
+        super().__init__()
+        self.path = path
+        self.glance = glance
+
+
 class LoadProgress(Message):
     """How many of the discovered runs are loaded; a newer one supersedes a queued older one."""
 
-    def __init__(self, done: int, total: int) -> None:
+    def __init__(self, done: int, total: int, current: str | None = None) -> None:
         super().__init__()
         self.done = done
         self.total = total
+        self.current = current
+        """What the load is doing now when it takes a while (a big run's read progress), else None."""
 
     def can_replace(self, message: Message) -> bool:
         """Only the latest progress matters."""

@@ -8,14 +8,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
 from ...report.safe_text import data_text
 from .. import links
-from ..facts import kind_label, no_link_reason, relative_name, wandb_target
+from ..facts import no_link_reason, relative_name, wandb_target
+from ..loader import Loader, StagedLoader
+from ..stages import run_title
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curve_spec import replayed_ranges, stale_sources
 from ..widgets.curves import CurvesPane
@@ -25,6 +26,7 @@ from ..widgets.overview import Overview
 from ..widgets.tables import CheckpointTable, FindingsTable
 from .config_diff import ConfigDiffScreen
 from .finding import FindingScreen
+from .run_loading import RunLoading
 
 TABS = ("overview", "curves", "config", "checkpoints", "findings", "log")
 TAB_ACTIONS = {
@@ -37,8 +39,8 @@ TAB_ACTIONS = {
 """Actions that only make sense on some tabs (hidden from the footer elsewhere)."""
 
 
-class RunScreen(Screen):
-    """Everything about one run; the app sets the run (again, on live follow)."""
+class RunScreen(RunLoading):
+    """Everything about one run; the screen loads it in stages (again, on live follow) with the app's loader."""
 
     BINDINGS = [
         Binding("1", "tab('overview')", "Overview", show=False),
@@ -83,18 +85,16 @@ class RunScreen(Screen):
     class Back(Message):
         """Ask the app to go back to the runs table (it knows whether there is one worth showing)."""
 
-    class Reload(Message):
-        """Ask the app to load this run again."""
-
-        def __init__(self, path: Path) -> None:
-            super().__init__()
-            self.path = path
-
-    def __init__(self, path: Path, base: Path, run: Run | None = None, follow_interval_s: float = 10.0) -> None:
+    def __init__(self, path: Path, base: Path, run: Run | None = None, follow_interval_s: float = 10.0,
+                 loader: Loader | StagedLoader | None = None) -> None:
         super().__init__()
         self.path = path
         self.base = base
         self.run: Run | None = None
+        self.analysed = False
+        """True once the shown run's checks ran (its findings are complete)."""
+        self.loader = loader
+        """Where the screen reads its run (None: the app sets it)."""
         self._pending = run
         self._follow_interval_s = follow_interval_s
         self._follow_timer: Timer | None = None
@@ -102,6 +102,7 @@ class RunScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(data_text(f"{relative_name(self.path, self.base)}  loading…", newlines=False), id="run-title")
+        yield Static("", id="run-progress")
         with TabbedContent(initial="overview", id="run-tabs"):
             with TabPane("1 Overview", id="overview"):
                 yield Overview(self.base)
@@ -119,8 +120,13 @@ class RunScreen(Screen):
 
     def on_mount(self) -> None:
         self._ready = True
+        self.query_one("#run-progress", Static).display = False
         if self._pending is not None:
             self.set_run(self._pending)
+        elif self.glance is not None:
+            self.set_glance(self.glance)
+        if self._pending is None and self.run is None:
+            self.start_load()
 
     @property
     def active_tab(self) -> str:
@@ -128,20 +134,31 @@ class RunScreen(Screen):
         return self.query_one("#run-tabs", TabbedContent).active
 
     def set_run(self, run: Run) -> None:
-        """Show a (re)loaded run in every tab, keeping the tab, tag and options."""
+        """Show a (re)loaded, analysed run in every tab, keeping the tab, tag and options."""
         if not self._ready:
             self._pending = run  # arrived before the screen was mounted
             return
         self._pending = None
+        self._show(run, analysed=True)
+
+    def show_read(self, run: Run) -> None:
+        """Show a run whose checks are still running: tags, curves, attempts now; findings when they are done."""
+        if self._ready and (self.run is None or self.run.summary is None):  # a reload keeps the analysed run
+            self._show(run, analysed=False)
+            self.show_progress("running the checks…")
+
+    def _show(self, run: Run, analysed: bool) -> None:
         self.run = run
-        title = f"{relative_name(run.root, self.base)}  {kind_label(run)}  {run.status}  " \
-                f"{len(run.attempts)} attempt(s)"
-        self.query_one("#run-title", Static).update(data_text(title, newlines=False))
-        self.query_one(Overview).set_run(run)
+        self.analysed = analysed
+        self.query_one("#run-title", Static).update(data_text(run_title(run, self.base), newlines=False))
+        self.query_one(Overview).set_run(run, analysed)
         self.query_one(CurvesPane).set_run(run)
         self.query_one(ConfigPane).set_run(run)
         self.query_one(CheckpointTable).set_run(run)
-        self.query_one(FindingsTable).set_run(run)
+        if analysed:
+            self.query_one(FindingsTable).set_run(run)
+        else:
+            self.query_one(FindingsTable).show_pending("running the checks…")
         self.query_one(LogPane).set_run(run)
         if self.active_tab == "log" and not self.query_one(LogPane).opened:
             self.query_one(LogPane).open()
@@ -338,7 +355,7 @@ class RunScreen(Screen):
 
     def action_open_finding(self) -> None:
         """Show the highlighted finding's explanation and evidence."""
-        if self.run is None or not self.run.findings:
+        if self.run is None or not self.analysed or not self.run.findings:
             return
         table = self.query_one("#findings-table", DataTable)
         index = min(max(table.cursor_row, 0), len(self.run.findings) - 1)
@@ -380,5 +397,5 @@ class RunScreen(Screen):
         self.notify(f"copied: {text}")
 
     def action_reload(self) -> None:
-        """Load the run again (also what live follow does)."""
-        self.post_message(self.Reload(self.path))
+        """Load the run again (also what live follow does); a load still under way is cancelled first."""
+        self.start_load()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from textual import on
@@ -45,6 +46,8 @@ class ConfigPane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.docs: list[tuple[ConfigDoc, Any]] = []
+        self.complete = True
+        """False while the run is still being read (more documents may come)."""
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ search keys and values (!negate, /regex/)", id="config-search")
@@ -52,9 +55,14 @@ class ConfigPane(Vertical):
 
     def set_run(self, run: Run) -> None:
         """Mask every document once and show them."""
+        self.set_documents(run.configs)
+
+    def set_documents(self, configs: Sequence[ConfigDoc], complete: bool = True) -> None:
+        """Show these documents (``complete`` False: the quick stage's, more may come with the full read)."""
         order = {"resolved_config": 0, "config_py": 1, "model_config": 2, "hf_training_args": 3, "wandb_config": 4}
-        docs = sorted(run.configs, key=lambda d: order.get(d.kind, 9))
+        docs = sorted(configs, key=lambda d: order.get(d.kind, 9))
         self.docs = [(d, mask_value(dict(d.data)) if isinstance(d.data, dict) else None) for d in docs]
+        self.complete = complete
         self._rebuild()
 
     def focus_search(self) -> None:
@@ -77,7 +85,7 @@ class ConfigPane(Vertical):
         tree.root.expand()
         tree.show_root = False
         if not self.docs:
-            tree.root.add_leaf("this run has no config documents")
+            tree.root.add_leaf("this run has no config documents" if self.complete else "reading…")
             tree.root.add_leaf("(none of resolved_config.json, config.py, a W&B config, Trainer args)")
             return
         budget = [MAX_NODES]

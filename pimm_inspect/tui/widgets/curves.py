@@ -254,6 +254,10 @@ class CurvesPane(Vertical):
     def _filter_submitted(self) -> None:
         self.query_one("#tag-list", OptionList).focus()
 
+    def show_waiting(self, text: str) -> None:
+        """No run yet: say so in place of the plot."""
+        self.query_one(CurvePlot).show(PlotSpec(empty_text=text))
+
     @on(OptionList.OptionHighlighted, "#tag-list")
     @on(OptionList.OptionSelected, "#tag-list")
     def _tag_chosen(self, event: OptionList.OptionHighlighted | OptionList.OptionSelected) -> None:

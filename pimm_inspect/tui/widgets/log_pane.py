@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -34,6 +36,9 @@ class LogPane(Vertical):
         self.opened = False
         self.pending_step: tuple[int, int | None] | None = None
         """A log line to show once train.log is indexed (from a finding or the curve cursor)."""
+        self.early: tuple[Path, str] | None = None
+        """(run root, log path) from the quick stage: the log can be shown before the run is read."""
+        self._opened_early = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-status")
@@ -45,15 +50,30 @@ class LogPane(Vertical):
         """The viewer widget."""
         return self.query_one(LogView)
 
+    def set_early(self, root: Path, log_path: str | None) -> None:
+        """The quick stage's train.log (None: the run has none, as far as the listing shows)."""
+        self.early = (root, log_path) if log_path else None
+
     def set_run(self, run: Run) -> None:
         """Keep the run; the log is opened (again) only once the tab has been shown."""
         self.run = run
+        if self._opened_early and self.log_path in [s.path for s in run.sources if s.kind == "train_log"]:
+            self._opened_early = False  # indexed already, while the run was read: add its attempts only
+            self.view.set_attempts(attempt_starts(run, self.log_path or ""))
+            if self.view.offsets[-1]:  # indexed: the status line names the attempts now
+                self.query_one("#log-status", Static).update(data_text(f"{self._facts()}   ({KEYS})", newlines=False))
+            return
         if self.opened:
             self.open()
 
     def open(self) -> None:
         """Index train.log (not before the tab is first shown: it can be huge)."""
         if self.run is None:
+            if self.early is not None:  # the run is still being read: its log can be browsed already
+                self.opened = self._opened_early = True
+                root, self.log_path = self.early
+                self.query_one("#log-status", Static).update(data_text(f"{self.log_path}  indexing…", newlines=False))
+                self.view.open(root / self.log_path, self.log_path, root)
             return
         self.opened = True
         log_files = [s.path for s in self.run.sources if s.kind == "train_log"]

@@ -14,9 +14,11 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ...analysis.secrets import mask_text
-from ...model import Attempt, Run, Severity
+from ...load.quick import RunGlance
+from ...model import Attempt, Provenance, Run, Severity
 from ...report.safe_text import clean, data_text
 from ..facts import Span, fmt_step, kind_label, marked_spans, relative_name
+from ..stages import WAITING, attempts_seen, last_step_seen
 
 SEVERITY_CLASS = {Severity.ERROR: "overview--error", Severity.WARNING: "overview--warning",
                   Severity.INFO: "overview--info"}
@@ -35,16 +37,26 @@ class TimelineStrip(Widget):
         super().__init__()
         self.attempts: tuple[Attempt, ...] = ()
         self.spans: list[Span] = []
+        self.text: str | None = None
 
     def show(self, attempts: tuple[Attempt, ...], spans: list[Span]) -> None:
         """Set the attempts and marked ranges to draw."""
         self.attempts = attempts
         self.spans = spans
+        self.text = None
         self.styles.height = len(attempts) + 2 if attempts else 1
+        self.refresh(layout=True)
+
+    def show_text(self, text: str) -> None:
+        """A line in place of the strip (the attempts are still being read)."""
+        self.attempts, self.spans, self.text = (), [], text
+        self.styles.height = 1
         self.refresh(layout=True)
 
     def render(self) -> RenderResult:
         """Draw the strip to the widget's current width."""
+        if self.text is not None:
+            return Text(self.text, style=self.get_component_rich_style("timeline--dim"))
         if not self.attempts:
             return Text("no attempts found (no train.log segments or event files)",
                         style=self.get_component_rich_style("timeline--dim"))
@@ -128,9 +140,33 @@ class Overview(VerticalScroll):
             grid.add_row(key, value if isinstance(value, Text) else data_text(mask_text(value)))
         return grid
 
-    def set_run(self, run: Run) -> None:
-        """Fill every section from the run."""
+    def set_glance(self, quick: RunGlance) -> None:
+        """What the quick stage knows, before the full read: the rest says it is being read."""
+        reading = "reading…"
+        self.query_one("#ov-identity", Static).update(self._rows([
+            ("run", relative_name(quick.root, self.base)),
+            ("kind / era", quick.kind),
+            ("status", quick.status or WAITING),
+            ("attempts", attempts_seen(quick)),
+            ("last step", last_step_seen(quick)),
+            ("scalar tags", reading),
+            ("checkpoints", reading),
+            ("findings", reading),
+        ]))
+        self.query_one(TimelineStrip).show_text(reading)
+        started = f"current attempt started {quick.attempt_started_at}" if quick.attempt_started_at else ""
+        self.query_one("#ov-attempts", Static).update(data_text(started, newlines=False))
+        if quick.provenance is not None:
+            self.query_one("#ov-provenance", Static).update(self._provenance(quick.provenance))
+        else:
+            self.query_one("#ov-provenance", Static).update(reading)
+        self.query_one("#ov-wandb", Static).update(reading)
+        self.query_one("#ov-findings", Static).update(reading)
+
+    def set_run(self, run: Run, analysed: bool = True) -> None:
+        """Fill every section from the run (``analysed`` False: the checks are still running)."""
         counts = {s: sum(1 for f in run.findings if f.severity == s) for s in Severity}
+        checking = "running the checks…"
         self.query_one("#ov-identity", Static).update(self._rows([
             ("run", relative_name(run.root, self.base)),
             ("kind / era", kind_label(run)),
@@ -139,11 +175,15 @@ class Overview(VerticalScroll):
             ("scalar tags", str(len(run.tags()))),
             ("checkpoints", str(len(run.checkpoints))),
             ("findings", f"{counts[Severity.ERROR]} error, {counts[Severity.WARNING]} warning, "
-                         f"{counts[Severity.INFO]} info"),
+                         f"{counts[Severity.INFO]} info" if analysed else checking),
         ]))
         self.query_one(TimelineStrip).show(run.attempts, marked_spans(run))
         self.query_one("#ov-attempts", Static).update(self._attempt_text(run))
-        prov = run.provenance
+        self.query_one("#ov-provenance", Static).update(self._provenance(run.provenance))
+        self.query_one("#ov-wandb", Static).update(self._wandb_text(run))
+        self.query_one("#ov-findings", Static).update(self._findings_text(run) if analysed else Text(checking))
+
+    def _provenance(self, prov: Provenance) -> Table:
         dirty = {True: " (dirty)", False: " (clean)", None: ""}[prov.git_dirty]
         rows = [("git", f"{prov.git_commit or '-'}{dirty}" + (f" on {prov.git_branch}" if prov.git_branch else "")),
                 ("host", prov.host or "-"), ("created", prov.created_at or "-"),
@@ -151,9 +191,7 @@ class Overview(VerticalScroll):
         if prov.launch_command:
             rows.append(("launch", prov.launch_command))
         rows.append(("source", prov.source or "(no provenance file)"))
-        self.query_one("#ov-provenance", Static).update(self._rows(rows))
-        self.query_one("#ov-wandb", Static).update(self._wandb_text(run))
-        self.query_one("#ov-findings", Static).update(self._findings_text(run))
+        return self._rows(rows)
 
     def _attempt_text(self, run: Run) -> Table:
         rows = []

@@ -96,6 +96,12 @@ class FindingsTable(DataTable):
         self.cursor_type = "row"
         self.zebra_stripes = True
 
+    def show_pending(self, text: str) -> None:
+        """No findings yet: say why (the checks are still running)."""
+        self.clear(columns=True)
+        self.add_columns("severity", "code", "steps", "message")
+        self.add_row("", "", "", text)
+
     def set_run(self, run: Run) -> None:
         """Fill the table; row keys are finding indexes."""
         self.clear(columns=True)

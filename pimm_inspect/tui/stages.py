@@ -1,0 +1,54 @@
+"""Words for a run that is still being read: its title from the quick stage, the progress line (no Textual).
+
+Only presentation: every fact comes from ``load.quick.RunGlance`` and ``load.progress.ReadProgress``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..load.progress import ReadProgress
+from ..load.quick import RunGlance
+from ..model import Run
+from .facts import fmt_step, human_bytes, kind_label, relative_name
+
+WAITING = "…"
+"""Shown where the quick stage cannot tell yet."""
+
+
+def run_title(run: Run, base: Path) -> str:
+    """The run screen's title once the run is read."""
+    return f"{relative_name(run.root, base)}  {kind_label(run)}  {run.status}  {len(run.attempts)} attempt(s)"
+
+
+def attempts_seen(quick: RunGlance) -> str:
+    """``2`` (exact), ``≥1`` (at least, from a tail) or the waiting mark."""
+    if quick.attempts is None:
+        return WAITING
+    return str(quick.attempts) if quick.attempts_exact else f"≥{quick.attempts}"
+
+
+def last_step_seen(quick: RunGlance) -> str:
+    """``≥5041041`` (the tail's last Train: step, a lower bound) or the waiting mark."""
+    return WAITING if quick.last_step is None else f"≥{fmt_step(quick.last_step)}"
+
+
+def glance_title(quick: RunGlance, base: Path) -> str:
+    """The run screen's title from the quick stage: what the listing and the tail say."""
+    parts = [relative_name(quick.root, base), quick.kind, quick.status or WAITING,
+             f"{attempts_seen(quick)} attempt(s)"]
+    if quick.last_step is not None:
+        parts.append(f"step {last_step_seen(quick)}")
+    return "  ".join(parts)
+
+
+def progress_text(progress: ReadProgress) -> str:
+    """``reading event files 3/5, 412.0 MB of 1.0 GB`` and the like."""
+    if progress.stage == "assembling":
+        return "putting attempts and curves together…"
+    if progress.stage == "analysing":
+        return "running the checks…"
+    files = f" {progress.files_done}/{progress.files_total}" if progress.files_total else ""
+    size = f", {human_bytes(progress.bytes_done)} of {human_bytes(progress.bytes_total)}" \
+        if progress.bytes_total else ""
+    return f"reading {progress.stage}{files}{size}…"

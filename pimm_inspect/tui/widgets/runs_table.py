@@ -1,0 +1,353 @@
+"""The runs table: one row per run, filled in as runs are read, laid out again at most a few times a second.
+
+Rows stream in: a discovered run shows its name at once, a big run what its quick stage says (status,
+attempts and step from the tail), a read run all its facts. Cells change in place; when a value needs a
+wider column, or a row must move or hide, the whole table is laid out again, but never more often than
+every ``RELAYOUT_S``, so a tree of a thousand runs costs a few layouts, not one per run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import DataTable
+
+from ...load.quick import RunGlance
+from ...model import Run, Severity
+from ...report.safe_text import clean, data_text
+from ..facts import (best_metric, compile_run_filter, filter_error, findings_cell, fmt_step, fmt_time, kind_label,
+                     last_logged, last_step, relative_name, severity_counts)
+from ..stages import WAITING, attempts_seen, last_step_seen
+from .run_preview import top_finding
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A runs-table column: header, the width it costs (with padding), and how ``s`` sorts by it."""
+
+    key: str
+    label: str
+    width: int
+    sort: str | None = None
+    """None: not sortable; "asc" or "desc": the direction ``s`` sorts it in (numbers biggest first)."""
+
+
+MARK_COLUMN = Column("mark", " ", 3)
+NARROW_COLUMNS = (MARK_COLUMN, Column("run", "run", 0, "asc"), Column("kind", "kind", 10, "asc"),
+                  Column("status", "status", 11, "asc"), Column("att", "att", 5, "desc"),
+                  Column("step", "step", 8, "desc"), Column("wandb", "W&B id", 12, None),
+                  Column("findings", "findings", 13, "desc"))
+WIDE_COLUMNS = NARROW_COLUMNS[:6] + (Column("best", "best", 14, "desc"), Column("last log", "last log", 18, "desc"),
+                                    ) + NARROW_COLUMNS[6:]
+TOP_FINDING = Column("top finding", "top finding", 0, None)
+WIDE_AT = 120
+"""At 120 columns and more the table also shows the best metric and when the run last logged."""
+TOP_FINDING_AT = 150
+"""From here the worst finding's message gets its own column (not only its code count)."""
+PREVIEW_AT = 180
+"""From here (room for both) a preview pane of the highlighted run sits right of the table."""
+PREVIEW_WIDTH = 40
+"""As in the .tcss (#runs-preview)."""
+MIN_NAME = 14
+TOP_FINDING_MAX = 70
+ARROWS = {"asc": "▲", "desc": "▼"}
+MARK = "●"
+STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "last log": 16, "wandb": 8,
+                    "findings": 8}
+"""Column widths while runs are still being read: room for the usual values (``tensorboard``, ``finished``,
+``mIoU 0.7458``), so arriving rows seldom need a new layout; the final layout measures the rows alone."""
+RELAYOUT_S = 0.25
+"""Rows arriving faster than this share one flush (a big table waits longer: four times its layout time)."""
+
+
+def shorten(name: str, width: int) -> str:
+    """Cut the middle of a long relative path so both its top folder and the run's own name stay visible."""
+    if len(name) <= width:
+        return name
+    head = max((width - 1) // 3, 1)
+    return name[:head] + "…" + name[-(width - 1 - head):]
+
+
+def shorten_end(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells with an ellipsis at the end."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+class RunsTable(DataTable):
+    """The table of runs; the screen hands it paths, glances, runs, the filter text and the sort column."""
+
+    def __init__(self, base: Path, style_of: Callable[[str], Style], *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.base = base
+        self.style_of = style_of
+        """The screen's styles (``runs--error``, ``runs--warning``, ``runs--loading``, ``runs--mark``) by name."""
+        self.paths: dict[str, Path] = {}
+        self.runs: dict[str, Run] = {}
+        self.glances: dict[str, RunGlance] = {}
+        """Big runs not read yet: what their quick stage said."""
+        self.marked: set[str] = set()
+        self.sort_key = "run"
+        self.filter_text = ""
+        self._names: dict[str, str] = {}
+        self._longest = 0
+        self._predicate: tuple[str, Callable[[str, Run | None], bool]] | None = None
+        self._timer: Timer | None = None
+        self._dirty: set[str] = set()
+        """Rows whose run changed since the last flush."""
+        self._layout_due = False
+        """True when rows were added since the last layout."""
+        self._last_flush = 0.0
+        self._interval = RELAYOUT_S
+        self.streaming = True
+        """True while runs are still being read (columns get room for the usual values)."""
+
+    class Flushed(Message):
+        """Rows changed on screen (the screen updates its status line and preview)."""
+
+    # -- data (attributes down) ------------------------------------------------------------------------------
+
+    def add_paths(self, paths: Iterable[Path]) -> None:
+        """Discovered runs: a row each, at the next flush."""
+        added = False
+        for path in paths:
+            key = path.as_posix()
+            if key in self.paths:
+                continue
+            self.paths[key] = path
+            self._names[key] = relative_name(path, self.base)
+            self._longest = max(self._longest, len(clean(self._names[key], newlines=False)))
+            added = True
+        if added:
+            self._layout_due = True
+            self._soon()
+
+    def set_glance(self, path: Path, quick: RunGlance) -> None:
+        """A big run's quick stage: its row shows that until the run is read."""
+        key = path.as_posix()
+        self.add_paths([path])
+        if key not in self.runs:
+            self.glances[key] = quick
+            self._dirty.add(key)
+            self._soon()
+
+    def set_run(self, path: Path, run: Run) -> None:
+        """A run was read (or read again)."""
+        key = path.as_posix()
+        self.add_paths([path])
+        self.runs[key] = run
+        self.glances.pop(key, None)
+        self._dirty.add(key)
+        self._soon()
+
+    def set_filter(self, text: str) -> None:
+        """The filter box changed."""
+        self.filter_text = text
+        self.relayout()
+
+    def toggle_mark(self, key: str) -> None:
+        """Mark or unmark one run."""
+        self.marked ^= {key}
+        if key in self.rows:
+            self.update_cell(key, "mark", self.cells(key)[0])
+
+    # -- layout ----------------------------------------------------------------------------------------------
+
+    @property
+    def flush_pending(self) -> bool:
+        """True while changes wait for the next flush (tests wait for it)."""
+        return self._timer is not None or bool(self._dirty) or self._layout_due
+
+    def _soon(self) -> None:
+        """Show the changes now if the last flush was long enough ago, else at the end of the wait."""
+        if not self.is_mounted or self._timer is not None:
+            return
+        wait = self._last_flush + self._interval - time.monotonic()
+        if wait <= 0:
+            self.flush()
+        else:
+            self._timer = self.set_timer(wait, self.flush)
+
+    def flush(self) -> None:
+        """Put every waiting change on screen: cells in place, or a new layout when rows move or widen."""
+        started = time.monotonic()
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if self._layout_due or any(self._moves(key) for key in self._dirty):
+            self.relayout()
+        else:
+            for key in self._dirty:
+                for column, value in zip(self.columns_shown(), self.cells(key)):
+                    self.update_cell(key, column.key, value)
+        self._dirty.clear()
+        self._last_flush = time.monotonic()
+        # A big table takes longer to lay out: flush it less often, so the rows never hog the UI.
+        self._interval = max(RELAYOUT_S, 4 * (self._last_flush - started))
+        self.post_message(self.Flushed())
+
+    def _moves(self, key: str) -> bool:
+        """True when a changed row must be laid out afresh: it appears, hides, or a value needs a wider column."""
+        if key not in self.rows:
+            return self._visible(key)
+        if not self._visible(key):
+            return True
+        widths = [c.width for c in self.ordered_columns]
+        return any(cell_len(str(v)) > w for v, w in zip(self.cells(key)[1:], widths[1:]))
+
+    def relayout(self, fresh: bool = False) -> None:
+        """Lay the rows out now, in sort order; ``fresh``: columns too, widths measured from every row."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._dirty.clear()
+        self._layout_due = False
+        if self.sort_key not in {c.key for c in self.sortable()}:
+            self.sort_key = "run"  # the sort column went off screen (narrower terminal): sort by what is shown
+        current = self.cursor_key()
+        columns = self.columns_shown()
+        wanted = [c.key for c in columns]
+        labels = [self.header(c) for c in columns]
+        keys = self.ordered_keys()
+        rows = [self.cells(key) for key in keys]
+        if not fresh and [column.key.value for column in self.ordered_columns] == wanted and \
+                [str(column.label) for column in self.ordered_columns] == labels and \
+                all(cell_len(str(v)) <= c.width for row in rows for v, c in zip(row[1:], self.ordered_columns[1:])):
+            self.clear()  # keep the columns and their measured widths: only the rows are re-laid
+        else:
+            self.clear(columns=True)
+            for i, (column, label) in enumerate(zip(columns, labels)):
+                # Widths from every row at once, so the layout never depends on the order runs arrived in.
+                least = STREAMING_WIDTHS.get(column.key, 0) if self.streaming and not fresh else 0
+                width = 1 if column is MARK_COLUMN else max([cell_len(label), least] + [cell_len(str(r[i])) for r in rows])
+                self.add_column(label, key=column.key, width=width)
+        for key, row in zip(keys, rows):
+            self.add_row(*row, key=key)
+        if current in keys:
+            self.move_cursor(row=keys.index(current))
+
+    def ordered_keys(self) -> list[str]:
+        """Keys of the rows the filter lets through, in sort order."""
+        return sorted((k for k in self.paths if self._visible(k)), key=self._sort_value)
+
+    def name_of(self, key: str) -> str:
+        """A run's path relative to the path the user gave."""
+        return self._names[key]
+
+    def cursor_key(self) -> str | None:
+        """The run under the cursor."""
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside the table after a clear
+            return None
+
+    def next_sort(self) -> None:
+        """Sort by the next sortable column on screen."""
+        keys = [c.key for c in self.sortable()]
+        self.sort_key = keys[(keys.index(self.sort_key) + 1) % len(keys)] if self.sort_key in keys else keys[0]
+        self.relayout()
+
+    # -- cells -----------------------------------------------------------------------------------------------
+
+    def _haystack(self, key: str) -> str:
+        run = self.runs.get(key)
+        name = self._names[key]
+        if run is None:
+            return name
+        return " ".join([name, kind_label(run), run.status, *run.wandb.run_ids, *(f.code for f in run.findings)])
+
+    def _visible(self, key: str) -> bool:
+        text = "" if filter_error(self.filter_text) else self.filter_text  # an invalid regex filters nothing
+        if self._predicate is None or self._predicate[0] != text:
+            self._predicate = (text, compile_run_filter(text))
+        return self._predicate[1](self._haystack(key), self.runs.get(key))
+
+    def _width(self) -> int:
+        return self.app.size.width
+
+    def columns_shown(self) -> tuple[Column, ...]:
+        """The columns the terminal's width has room for."""
+        width = self._width()
+        columns = WIDE_COLUMNS if width >= WIDE_AT else NARROW_COLUMNS
+        return columns + ((TOP_FINDING,) if width >= TOP_FINDING_AT else ())
+
+    def sortable(self) -> list[Column]:
+        """Columns on screen that ``s`` sorts by."""
+        return [c for c in self.columns_shown() if c.sort]
+
+    def header(self, column: Column) -> str:
+        """A column's header, with the sort arrow on the sort column."""
+        if column.key == self.sort_key and column.sort:
+            return f"{column.label} {ARROWS[column.sort]}"
+        return column.label
+
+    def _table_width(self) -> int:
+        return self._width() - (PREVIEW_WIDTH if self._width() >= PREVIEW_AT else 0)
+
+    def _name_width(self) -> int:
+        """Cells left for the run name (the top finding column, when shown, gets what the names leave)."""
+        others = sum(c.width for c in self.columns_shown())
+        if self._width() >= TOP_FINDING_AT:
+            return max(min(self._longest or MIN_NAME, self._table_width() - others - 30), MIN_NAME)
+        return max(self._table_width() - others, MIN_NAME)
+
+    def cells(self, key: str) -> tuple[Any, ...]:
+        """The row of one run, as shown now."""
+        name = data_text(shorten(clean(self._names[key], newlines=False), self._name_width()))
+        mark = Text(MARK if key in self.marked else " ", self.style_of("runs--mark"))
+        run = self.runs.get(key)
+        columns = self.columns_shown()
+        if run is None:
+            loading = Text("loading…", self.style_of("runs--loading"))
+            quick = self.glances.get(key)
+            if quick is None:
+                return (mark, name, "", loading) + ("",) * (len(columns) - 4)
+            reading = Text("reading…", self.style_of("runs--loading"))
+            known = {"mark": mark, "run": name, "kind": data_text(quick.kind, newlines=False),
+                     "status": data_text(quick.status or WAITING, newlines=False), "att": attempts_seen(quick),
+                     "step": last_step_seen(quick), "findings": reading}
+            return tuple(known.get(c.key, "") for c in columns)
+        worst = max((f.severity for f in run.findings), default=None)
+        style = {Severity.ERROR: "runs--error", Severity.WARNING: "runs--warning"}.get(worst) if worst is not None \
+            else None
+        rich_style = self.style_of(style) if style else ""
+        findings = Text(findings_cell(run), rich_style)
+        values = {
+            "mark": mark, "run": name, "kind": data_text(kind_label(run), newlines=False),
+            "status": data_text(run.status, newlines=False), "att": str(len(run.attempts)),
+            "step": fmt_step(last_step(run)), "best": data_text(best_metric(run), newlines=False),
+            "last log": fmt_time(last_logged(run)),
+            "wandb": data_text(", ".join(run.wandb.run_ids) or "-", newlines=False), "findings": findings,
+        }
+        if self._width() >= TOP_FINDING_AT:
+            room = self._table_width() - sum(c.width for c in columns) - self._name_width() - 3
+            values["top finding"] = Text(shorten_end(top_finding(run), max(min(room, TOP_FINDING_MAX), 10)), rich_style)
+        return tuple(values[c.key] for c in columns)
+
+    def _sort_value(self, key: str) -> tuple[int, Any, str]:
+        column = self.sort_key
+        run = self.runs.get(key)
+        name = self._names[key]
+        if run is None:
+            return (1, "", name)
+        value = {
+            "run": "",
+            "kind": kind_label(run),
+            "status": run.status,
+            "att": -len(run.attempts),
+            "step": -(last_step(run) or 0),
+            "best": best_metric(run),
+            "last log": -(last_logged(run) or 0.0),
+            "findings": tuple(-severity_counts(run)[s] for s in sorted(Severity, reverse=True)),
+        }[column]
+        return (0, value, name)
