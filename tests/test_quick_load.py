@@ -59,7 +59,7 @@ def test_glance_reads_only_the_tail_of_a_big_log(tmp_path, monkeypatch):
     run = tmp_path / "big"
     run.mkdir()
     facts = write_big_log(run / "train.log", 8 << 20)
-    from pimm_inspect.sources import train_log
+    from pimm_inspect.sources.train_log import reader as train_log
 
     starts: list[int] = []
     real = train_log.read_train_log

@@ -16,7 +16,7 @@ pytest.importorskip("textual_plotext")
 from textual.widgets import DataTable, Static  # noqa: E402
 from textual.worker import WorkerState  # noqa: E402
 
-from pimm_inspect.sources import tb_events  # noqa: E402
+from pimm_inspect.sources.tensorboard import reader as tb_events  # noqa: E402
 from pimm_inspect.tui import loader as loader_module  # noqa: E402
 from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
@@ -121,7 +121,7 @@ async def test_leaving_the_run_screen_stops_its_read(tmp_path, monkeypatch):
         gate = Gate(tb_events.read_event_file, only="/a/")
         monkeypatch.setattr(tb_events, "read_event_file", gate)
         models: list[str] = []
-        from pimm_inspect.sources import checkpoint
+        from pimm_inspect.sources.checkpoint import reader as checkpoint
 
         real_model_dir = checkpoint.read_model_dir
         monkeypatch.setattr(checkpoint, "read_model_dir",

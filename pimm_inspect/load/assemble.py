@@ -25,10 +25,11 @@ def load_run(path: Path | str, now: float | None = None, cache: Any = None, prog
     Pass the same ``ReadCache`` on every refresh of a live run so only appended bytes are read;
     ``progress`` (a ``ReadTracker``) is told of every file and can stop the read between files.
     """
-    return load_run_and_liveness(path, now, cache)[0]
+    return load_run_and_liveness(path, now, cache, progress)[0]
 
 
-def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any = None) -> tuple[Run, bool]:
+def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any = None,
+                          progress: Any = None) -> tuple[Run, bool]:
     """``load_run`` plus whether the run looked live at ``now``: the only fact of a Run that changes with the
     clock alone (a live run becomes stopped when its files stay quiet; a quiet one never becomes live again)."""
     root = Path(path).absolute()

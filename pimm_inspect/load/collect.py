@@ -15,7 +15,7 @@ from .collected import Collected
 from .file_deps import note_probe
 from .kinds import KINDS, FileKind, listdir
 
-__all__ = ["Collected", "collect"]
+__all__ = ["Collected", "collect", "read_kinds"]
 
 
 @contextmanager
@@ -47,14 +47,18 @@ def collect(root: Path, kind: str, cache: Any = None, progress: Any = None) -> C
         note_probe(os.path.realpath(link))
     with confined_to(root, links):
         c = Collected(root=root, kind=kind, cache=cache, progress=progress)
-        names = listdir(root)
-        for file_kind in KINDS:
-            found: list[tuple[Path, str]] = []
-            with _reading(c, file_kind.label or file_kind.source_kind):
-                found = file_kind.find(c, names)
-            for path, rel_path in found:
-                _read(c, file_kind, path, rel_path)
+        read_kinds(c, listdir(root), KINDS)
         return c
+
+
+def read_kinds(c: Collected, names: list[str], kinds: tuple[FileKind, ...]) -> None:
+    """Find and read the files of ``kinds`` (in order) in the run ``c`` is about (``names``: its listing)."""
+    for file_kind in kinds:
+        found: list[tuple[Path, str]] = []
+        with _reading(c, file_kind.label or file_kind.source_kind):
+            found = file_kind.find(c, names)
+        for path, rel_path in found:
+            _read(c, file_kind, path, rel_path)
 
 
 @contextmanager
@@ -72,7 +76,9 @@ def _read(c: Collected, kind: FileKind, path: Path, rel_path: str) -> None:
     # pimm's own files outside the run (launch-directory W&B folders, slurm_logs/) were matched to this run.
     outside = also_allowed(path) if not path.is_relative_to(c.root) else nullcontext()
     done = False
-    with _tracked(c, kind.source_kind, path, rel_path), _reading(c, kind.label or rel_path), outside:
+    # An HF Trainer dir is read as a whole ("."); progress counts it as the trainer_state.json it is named by.
+    tracked = (c.root / kind.label, kind.label) if rel_path == "." and kind.label else (path, rel_path)
+    with _tracked(c, kind.source_kind, *tracked), _reading(c, kind.label or rel_path), outside:
         result: Read[Any] = (kind.cached(c.cache, path, rel_path) if kind.cached is not None and c.cache is not None
                              else kind.reader()(path, rel_path))
         c.findings += result.findings

@@ -266,7 +266,7 @@ def _via_cache(method: str) -> Callable[[Any, Path, str], Read[Any]]:
     return cached
 
 
-KINDS: tuple[FileKind, ...] = (
+DOCUMENTS: tuple[FileKind, ...] = (
     FileKind("json", _named("run_metadata.json"), _lazy("config.json_docs", "read_run_metadata"), _store_metadata),
     FileKind("json", _named("resolved_config.json"), _lazy("config.json_docs", "read_resolved_config"),
              _store_to("configs", "json", append=True)),
@@ -276,6 +276,10 @@ KINDS: tuple[FileKind, ...] = (
              _store_to("configs", "config_py", append=True)),
     FileKind("config_yaml", _named("hparams.yaml"), _lazy("config.hparams_yaml", "read_hparams_yaml"),
              _store_to("configs", "config_yaml", append=True)),  # PyTorch Lightning's logger version folder
+)
+"""The small provenance and config documents at the top of a run (also all the quick stage reads whole)."""
+
+KINDS: tuple[FileKind, ...] = DOCUMENTS + (
     FileKind("train_log", _find_train_log, _lazy("train_log"), _store_train_log, _via_cache("train_log")),
     FileKind("tb_events", _find_event_files, _lazy("tensorboard"), _store_event_file, _via_cache("event_file")),
     FileKind("tb_events", _find_nested_event_files, _lazy("tensorboard"), _store_event_file,

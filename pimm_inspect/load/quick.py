@@ -3,7 +3,7 @@
 A full read of a run can take many seconds (a gigabyte train.log, a big W&B log); ``glance`` answers in
 milliseconds whatever the size, so a screen can show the run's header while the full read goes on.
 Every fact comes from the functions the full read uses: the same listing rules as ``collect``, the same
-document readers (``collect._read_docs``), the train.log reader run over the file's tail
+document readers (``kinds.DOCUMENTS``), the train.log reader run over the file's tail
 (``read_train_log_tail``), the same writer-process grouping of event files, and the same liveness and
 status rules (``assemble.is_live``, ``assemble.run_status``). What the quick stage cannot know is None.
 """
@@ -20,8 +20,9 @@ from ..model import ConfigDoc, Finding, Provenance
 from ..sources import rel
 from ..sources.confine import confined_to, layout_links
 from .assemble import LIVE_KINDS, LIVE_WINDOW_S, is_live, log_time, run_status
-from .collect import SLURM_LOG, Collected, _listdir, _read_docs
+from .collect import Collected, read_kinds
 from .discover import EVENT_FILE, WANDB_RUN_DIR, classify_dir
+from .kinds import DOCUMENTS, SLURM_LOG, listdir
 from .process_evidence import group_by_process
 from .progress import ListedFile
 
@@ -75,10 +76,10 @@ def glance(path: Path | str, now: float | None = None) -> RunGlance:
 
 
 def _glance(root: Path, kind: str, now: float) -> RunGlance:
-    names = _listdir(root)
+    names = listdir(root)
     files = list_files(root, kind, names)
     c = Collected(root=root, kind=kind)
-    _read_docs(c, names)
+    read_kinds(c, names, DOCUMENTS)
     findings = list(c.findings)
     newest = max((f.mtime_s for f in files if f.kind in LIVE_KINDS), default=0.0)
     status: str | None = None
@@ -90,7 +91,7 @@ def _glance(root: Path, kind: str, now: float) -> RunGlance:
     wandb = [f for f in files if f.kind == "wandb"]
     fresh = now - newest <= LIVE_WINDOW_S
     if "train.log" in names:
-        from ..sources.train_log import read_train_log_tail
+        from ..sources.train_log.reader import read_train_log_tail
 
         tail = read_train_log_tail(root / "train.log", "train.log")
         findings += tail.findings
@@ -104,7 +105,7 @@ def _glance(root: Path, kind: str, now: float) -> RunGlance:
         if tail.ended in ("completed", "crashed") or live or not ((cut and not fresh) or others):
             status = run_status((tail.ended or "unknown") if attempts else None, live)
     elif events:
-        from ..sources.tb_events import parse_event_file_name
+        from ..sources.tensorboard.reader import parse_event_file_name
 
         attempts = len(group_by_process([(f.path, parse_event_file_name(Path(f.path).name), None) for f in events]))
         exact = True
@@ -140,18 +141,18 @@ def list_files(root: Path, kind: str, names: list[str]) -> list[ListedFile]:
     if os.path.lexists(root / "model"):
         add(root / "model", "checkpoint", 0)
     if "eval" in names:
-        for stamp in _listdir(root / "eval"):
+        for stamp in listdir(root / "eval"):
             if (root / "eval" / stamp / "test_metrics.json").exists():
                 add(root / "eval" / stamp / "test_metrics.json", "eval")
     if "structured_logs" in names:
-        for name in _listdir(root / "structured_logs"):
+        for name in listdir(root / "structured_logs"):
             if ".jsonl" in name:
                 add(root / "structured_logs" / name, "structured_log")
     folders = [root] if WANDB_RUN_DIR.match(root.name) else []
     if "wandb" in names:
-        folders += [root / "wandb" / n for n in _listdir(root / "wandb") if WANDB_RUN_DIR.match(n)]
+        folders += [root / "wandb" / n for n in listdir(root / "wandb") if WANDB_RUN_DIR.match(n)]
     for folder in folders:
-        logs = [folder / n for n in _listdir(folder) if n.startswith("run-") and n.endswith(".wandb")]
+        logs = [folder / n for n in listdir(folder) if n.startswith("run-") and n.endswith(".wandb")]
         add(folder, "wandb", sum(_size(p) for p in logs))
     if kind == "hf-trainer" and "trainer_state.json" in names:
         add(root / "trainer_state.json", "hf_trainer")
@@ -164,7 +165,7 @@ def _list_event_files(root: Path, kind: str, names: list[str], add: Callable[[Pa
     if kind == "tensorboard" and not found:
         for name in names:
             if (root / name).is_dir():
-                found += [root / name / n for n in _listdir(root / name)
+                found += [root / name / n for n in listdir(root / name)
                           if EVENT_FILE.match(n) and os.path.isfile(root / name / n)]
     for path in found:
         add(path, "tb_events")
@@ -180,4 +181,4 @@ def _size(path: Path) -> int:
 def listing(path: Path | str) -> tuple[ListedFile, ...]:
     """What the full read of the run at ``path`` will read (a listing and stats only: no file is opened)."""
     root = Path(path).absolute()
-    return tuple(list_files(root, classify_dir(root) or "pimm", _listdir(root)))
+    return tuple(list_files(root, classify_dir(root) or "pimm", listdir(root)))
