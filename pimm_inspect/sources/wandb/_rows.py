@@ -4,9 +4,10 @@ A plain HistoryRecord is a sequence of ``item`` fields (key fields, then ``value
 one ``step`` (``HistoryStep``: an empty message or one ``num`` varint). Keys are decoded by the
 protobuf parser once per distinct encoding; numbers are parsed in bulk exactly as ``float`` /
 ``int`` would. An item whose value is not such a number (a string, ``null``, a list, a media dict)
-is decoded in Python by ``_history.item_entries``, the function the per-record path uses too. A
-record off this layout, or with a special key (``_step``, ``_timestamp``, ``_runtime``) whose value
-is not a plain number, is left to the protobuf parser.
+is decoded in Python by ``_history.item_entries``, the function the per-record path uses too; a
+special key (``_step``, ``_timestamp``, ``_runtime``) whose value is not such a number has its row's
+special items read by ``_history.row_entries``. A record off this layout, or with text that is not
+UTF-8, is left to the protobuf parser.
 """
 
 from __future__ import annotations
