@@ -306,3 +306,17 @@ def test_cheap_reads_are_not_written(tmp_path, monkeypatch):
     monkeypatch.setenv("PIMM_INSPECT_CACHE_MIN_DECODE_MS", "0")
     assert _cli("show", RUNS / "e2_rollback", "--json") == reference
     assert len(disk_cache.entries(cache)) == 4  # train.log, two event files, model/
+
+
+def test_reading_an_entry_marks_it_used_unless_marked_recently(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
+    reference = _cli("show", RUNS / "e2_rollback", "--json")
+    found = [p for p, _s, _t in disk_cache.entries(cache)]
+    long_ago = 1_000_000
+    os.utime(found[0], (long_ago, long_ago))
+    recent = found[1].stat().st_mtime_ns - 10**9  # marked a second ago: left as it is
+    os.utime(found[1], ns=(recent, recent))
+    assert _cli("show", RUNS / "e2_rollback", "--json") == reference
+    assert found[0].stat().st_mtime > long_ago + disk_cache.TOUCH_AFTER_S
+    assert found[1].stat().st_mtime_ns == recent

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ Deps = tuple[Dep, ...]
 
 ENTRY_SUFFIX = ".pimc"
 DEFAULT_MAX_BYTES = 2 * 1024**3
+TOUCH_AFTER_S = 600.0
+"""An entry read is marked used (its mtime set to now) only when it was last marked longer ago than this: eviction
+needs no finer order, and a warm ``ls`` of a big tree then writes no inode per entry read."""
 _enabled = True
 
 
@@ -128,17 +132,20 @@ class DiskCache:
         """The value stored under (kind, path, rel_path) by this code version, or None (missing, damaged, foreign)."""
         entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
         try:
-            data = entry.read_bytes()
+            with open(entry, "rb") as fh:
+                data = fh.read()
+                used_s = os.fstat(fh.fileno()).st_mtime
         except OSError:
             return None
         try:
             stored = codec.decode(data, header)
         except codec.BadEntry:
             return None  # damaged or foreign: ignored, and replaced by the next put
-        try:
-            os.utime(entry)  # least recently used = oldest mtime
-        except OSError:
-            pass
+        if time.time() - used_s > TOUCH_AFTER_S:
+            try:
+                os.utime(entry)  # least recently used = oldest mtime
+            except OSError:
+                pass
         return stored
 
     def put_value(self, kind: str, path: Path, rel_path: str, value: Any, extra_code: tuple[str, ...] = ()) -> None:
