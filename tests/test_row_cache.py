@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -56,14 +57,26 @@ def test_ls_identical_with_and_without_cache(path, tmp_path, monkeypatch):
     assert rows.load_row(path) == fresh
 
 
+def _quiet_tree(tmp_path: Path) -> Path:
+    """The fixture tree with every mtime a day old: a fresh clone's checkout makes a half-written run look live."""
+    tree = tmp_path / "runs"
+    shutil.copytree(RUNS, tree, symlinks=True)
+    old = time.time() - 86_400
+    for folder, dirs, files in os.walk(tree):
+        for name in dirs + files:
+            os.utime(os.path.join(folder, name), (old, old), follow_symlinks=False)
+    return tree
+
+
 def test_ls_of_the_whole_tree_identical_and_warm_from_rows(tmp_path, monkeypatch):
+    tree = _quiet_tree(tmp_path)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
-    reference = (_ls(RUNS), _ls(RUNS, "--json"))
+    reference = (_ls(tree), _ls(tree, "--json"))
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    assert (_ls(RUNS), _ls(RUNS, "--json")) == reference
+    assert (_ls(tree), _ls(tree, "--json")) == reference
     built = _builds(monkeypatch)
-    assert (_ls(RUNS), _ls(RUNS, "--json")) == reference
-    assert built == []  # no fixture run is live: every row came from the cache
+    assert (_ls(tree), _ls(tree, "--json")) == reference
+    assert built == []  # no run of the quiet tree is live: every row came from the cache
     assert len(json.loads(reference[1])["runs"]) == len(ALL)
 
 
