@@ -1,11 +1,11 @@
-"""The persistent cache of per-file reader results, outside every run directory.
+"""The persistent cache of per-file reader results and analysed rows, outside every run directory.
 
 Where: ``$PIMM_INSPECT_CACHE_DIR`` if set (``off`` turns the cache off), else
 ``$XDG_CACHE_HOME/pimm-inspect``, else ``~/.cache/pimm-inspect``. One file per (reader, file,
-run-relative name), keyed by the file's inode, size and mtime; written atomically (temp file +
-``os.replace``), read back with the no-pickle codec of ``_cache_codec`` and ignored when damaged or
-foreign. The total size is capped (``PIMM_INSPECT_CACHE_MAX_BYTES``, default 2 GB) by evicting the
-least recently used entries.
+run-relative name) or run row, named by that key and the code version, holding the fingerprints of
+everything the value was read from (``file_deps``); written atomically (temp file + ``os.replace``),
+read back with the no-pickle codec of ``_cache_codec`` and ignored when damaged or foreign. The total
+size is capped (``PIMM_INSPECT_CACHE_MAX_BYTES``, default 2 GB) by evicting the least recently used entries.
 """
 
 from __future__ import annotations
