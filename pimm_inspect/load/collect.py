@@ -76,9 +76,8 @@ def _read(c: Collected, kind: FileKind, path: Path, rel_path: str) -> None:
     # pimm's own files outside the run (launch-directory W&B folders, slurm_logs/) were matched to this run.
     outside = also_allowed(path) if not path.is_relative_to(c.root) else nullcontext()
     done = False
-    # An HF Trainer dir is read as a whole ("."); progress counts it as the trainer_state.json it is named by.
-    tracked = (c.root / kind.label, kind.label) if rel_path == "." and kind.label else (path, rel_path)
-    with _tracked(c, kind.source_kind, *tracked), _reading(c, kind.label or rel_path), outside:
+    with _tracked(c, kind.source_kind, *kind.counted_as(c.root, path, rel_path)), _reading(c, kind.label or rel_path), \
+            outside:
         result: Read[Any] = (kind.cached(c.cache, path, rel_path) if kind.cached is not None and c.cache is not None
                              else kind.reader()(path, rel_path))
         c.findings += result.findings

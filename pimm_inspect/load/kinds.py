@@ -42,6 +42,12 @@ class FileKind:
     """The ``ReadCache`` call for files that grow (a refresh reads only their appended bytes)."""
     label: str | None = None
     """How a reader failure names the file, when not by its own name."""
+    listed: bool = True
+    """Found from the listing alone (False: the finder needs what earlier kinds read, e.g. ``launch.sbatch``)."""
+
+    def counted_as(self, root: Path, path: Path, rel_path: str) -> tuple[Path, str]:
+        """The file progress counts for one found item: a whole HF Trainer dir (``"."``) is its state file."""
+        return (root / self.label, self.label) if rel_path == "." and self.label else (path, rel_path)
 
 
 def listdir(path: Path) -> list[str]:
@@ -119,8 +125,8 @@ def _find_event_files(c: Collected, names: list[str]) -> list[Found]:
 
 
 def _find_nested_event_files(c: Collected, names: list[str]) -> list[Found]:
-    """A plain TensorBoard run may keep its event files one level down (``runs/<name>/``)."""
-    if c.kind != "tensorboard" or c.tb_files:
+    """A plain TensorBoard run with no event file at its top may keep them one level down (``runs/<name>/``)."""
+    if c.kind != "tensorboard" or any(EVENT_FILE.match(n) for n in names):
         return []
     return [f for n in names if (c.root / n).is_dir() for f in _event_files_in(c, c.root / n, listdir(c.root / n))]
 
@@ -293,7 +299,7 @@ KINDS: tuple[FileKind, ...] = DOCUMENTS + (
     FileKind("slurm", _find_slurm_logs, _lazy("slurm.slurm_log", "read_slurm_log"),
              _store_to("slurm_logs", "slurm", append=True)),
     FileKind("slurm", _find_outside_slurm, _lazy("slurm.slurm_log", "read_slurm_log"), _store_outside_slurm,
-             label="slurm_logs"),
+             label="slurm_logs", listed=False),
     FileKind("wandb", _find_wandb, lambda: _read_wandb_folder, _store_to("wandb_runs", "wandb", append=True),
              _via_cache("wandb_run")),
     FileKind("hf_trainer", _find_hf, _lazy("hf"), _store_hf, label="trainer_state.json"),

@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import ConfigDoc, Finding, Provenance
-from ..sources import rel
 from ..sources.confine import confined_to, layout_links
 from .assemble import LIVE_KINDS, LIVE_WINDOW_S, is_live, log_time, run_status
 from .collect import Collected, read_kinds
-from .discover import EVENT_FILE, WANDB_RUN_DIR, classify_dir
-from .kinds import DOCUMENTS, SLURM_LOG, listdir
+from .discover import classify_dir
+from .kinds import DOCUMENTS, KINDS, listdir
 from .process_evidence import group_by_process
 from .progress import ListedFile
-
-DOCS = {"run_metadata.json": "json", "resolved_config.json": "json", "model_config.json": "json",
-        "config.py": "config_py", "hparams.yaml": "config_yaml", "launch.sbatch": "sbatch"}
-"""Small documents at the top of a run, by the source kind the full read gives them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,55 +114,24 @@ def _glance(root: Path, kind: str, now: float) -> RunGlance:
 
 
 def list_files(root: Path, kind: str, names: list[str]) -> list[ListedFile]:
-    """The files ``collect`` will read in the run at ``root`` (top-level ``names``), by its rules, with sizes."""
+    """The files ``collect`` will read in the run at ``root`` (top-level ``names``), found by the file-kind
+    table's own finders (those that need no earlier read), with sizes."""
+    c = Collected(root=root, kind=kind)
     out: list[ListedFile] = []
-
-    def add(path: Path, source_kind: str, size: int | None = None) -> None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        out.append(ListedFile(rel(path, root), source_kind, st.st_size if size is None else size, st.st_mtime))
-
-    for name in names:
-        if name in DOCS:
-            add(root / name, DOCS[name])
-        elif name == "train.log":
-            add(root / name, "train_log")
-        elif SLURM_LOG.match(name):
-            add(root / name, "slurm")
-    _list_event_files(root, kind, names, add)
-    if os.path.lexists(root / "model"):
-        add(root / "model", "checkpoint", 0)
-    if "eval" in names:
-        for stamp in listdir(root / "eval"):
-            if (root / "eval" / stamp / "test_metrics.json").exists():
-                add(root / "eval" / stamp / "test_metrics.json", "eval")
-    if "structured_logs" in names:
-        for name in listdir(root / "structured_logs"):
-            if ".jsonl" in name:
-                add(root / "structured_logs" / name, "structured_log")
-    folders = [root] if WANDB_RUN_DIR.match(root.name) else []
-    if "wandb" in names:
-        folders += [root / "wandb" / n for n in listdir(root / "wandb") if WANDB_RUN_DIR.match(n)]
-    for folder in folders:
-        logs = [folder / n for n in listdir(folder) if n.startswith("run-") and n.endswith(".wandb")]
-        add(folder, "wandb", sum(_size(p) for p in logs))
-    if kind == "hf-trainer" and "trainer_state.json" in names:
-        add(root / "trainer_state.json", "hf_trainer")
+    for file_kind in KINDS:
+        if not file_kind.listed:
+            continue
+        for path, rel_path in file_kind.find(c, names):
+            path, rel_path = file_kind.counted_as(root, path, rel_path)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            size = (0 if file_kind.source_kind == "checkpoint" else
+                    sum(_size(path / n) for n in listdir(path) if n.startswith("run-") and n.endswith(".wandb"))
+                    if file_kind.source_kind == "wandb" else st.st_size)
+            out.append(ListedFile(rel_path, file_kind.source_kind, size, st.st_mtime))
     return out
-
-
-def _list_event_files(root: Path, kind: str, names: list[str], add: Callable[[Path, str], None]) -> None:
-    """Event files at the top of the run; for a TensorBoard run without any, those one folder down (as collect)."""
-    found = [root / n for n in names if EVENT_FILE.match(n) and os.path.isfile(root / n)]
-    if kind == "tensorboard" and not found:
-        for name in names:
-            if (root / name).is_dir():
-                found += [root / name / n for n in listdir(root / name)
-                          if EVENT_FILE.match(n) and os.path.isfile(root / name / n)]
-    for path in found:
-        add(path, "tb_events")
 
 
 def _size(path: Path) -> int:
