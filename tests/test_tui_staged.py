@@ -245,7 +245,9 @@ async def test_a_big_run_shows_its_tail_and_does_not_hold_up_the_others(tmp_path
     async with app.run_test(size=(200, 40)) as pilot:
         await until(pilot, gate.entered.is_set, what="the big run's read")
         table = app.screen.query_one("#runs-table", DataTable)
-        await until(pilot, lambda: not table.flush_pending, what="the rows")
+        status = app.screen.query_one("#runs-status", Static)
+        # The count comes after every other run's row (messages are handled in order): then the rows are final.
+        await until(pilot, lambda: "loading 3/4" in str(status.render()) and not table.flush_pending, what="the rows")
         rows = {Path(k).name: [str(c) for c in table.get_row(k)] for k in row_keys(table)}
         # Every other run is read although aa_big comes first in the tree:
         assert [rows[n][3] for n in ("e2_clean", "e2_crashed", "hf_clean")] == ["finished", "crashed", "finished"]
