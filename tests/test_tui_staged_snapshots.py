@@ -34,7 +34,8 @@ def test_run_screen_from_its_quick_stage(snap_compare, monkeypatch, size):
     monkeypatch.setattr(tb_events, "read_event_file", gate)  # the full read waits at its first event file
 
     async def run_before(pilot) -> None:
-        await until(pilot, lambda: "attempt(s)" in title(pilot.app) and progress(pilot.app).startswith("reading"),
+        await until(pilot, lambda: "attempt(s)" in title(pilot.app)
+                    and progress(pilot.app).startswith("reading event files"),
                     what="the quick stage")
 
     app = make_app("fixtures/runs/e2_rollback", loader=CachingLoader(clock=lambda: FIXED_NOW), follow_interval_s=0,
