@@ -78,7 +78,8 @@ def row_with_facts(text: str) -> bool:
 
 def all_loaded(text: str) -> bool:
     """The status line counts the runs and nothing is loading any more."""
-    return re.search(r"\d+ run\(s\)", text) is not None and "loadin" not in text and "reading" not in text
+    busy = ("loadin", "reading", "searching", "refreshing")
+    return re.search(r"\d+ run\(s\)", text) is not None and not any(word in text for word in busy)
 
 
 def start(code: Path, path: Path, size: str, cache: str) -> float:

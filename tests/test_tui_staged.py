@@ -79,7 +79,8 @@ async def test_the_header_comes_before_the_full_read_then_tags_then_findings(mon
         await until(pilot, gate.entered.is_set, what="the full read")
         screen = app.screen
         assert isinstance(screen, RunScreen)
-        await until(pilot, lambda: "≥1 attempt(s)" in title(app), what="the quick stage's header")
+        await until(pilot, lambda: "≥1 attempt(s)" in title(app) and "event files" in progress(app),
+                    what="the quick stage's header and the progress of the read")
         # What the tail and the listing give, with nothing read in full yet:
         assert title(app) == "e2_rollback  pimm  finished  ≥1 attempt(s)  step ≥100"
         identity = plain(screen.query_one("#ov-identity", Static))
@@ -245,7 +246,9 @@ async def test_a_big_run_shows_its_tail_and_does_not_hold_up_the_others(tmp_path
     async with app.run_test(size=(200, 40)) as pilot:
         await until(pilot, gate.entered.is_set, what="the big run's read")
         table = app.screen.query_one("#runs-table", DataTable)
-        await until(pilot, lambda: not table.flush_pending, what="the rows")
+        status = app.screen.query_one("#runs-status", Static)
+        # The count comes after every other run's row (messages are handled in order): then the rows are final.
+        await until(pilot, lambda: "loading 3/4" in str(status.render()) and not table.flush_pending, what="the rows")
         rows = {Path(k).name: [str(c) for c in table.get_row(k)] for k in row_keys(table)}
         # Every other run is read although aa_big comes first in the tree:
         assert [rows[n][3] for n in ("e2_clean", "e2_crashed", "hf_clean")] == ["finished", "crashed", "finished"]
@@ -291,7 +294,8 @@ async def test_staged_screen_strings_are_data(tmp_path, monkeypatch):
     monkeypatch.setattr(tb_events, "read_event_file", gate)
     app = make_app(run, loader=CachingLoader(clock=lambda: FIXED_NOW), follow_interval_s=0)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: "attempt(s)" in title(app) and progress(app), what="the quick header")
+        await until(pilot, lambda: "attempt(s)" in title(app) and "reading event files" in progress(app),
+                    what="the quick header and the read's progress")
         text, raw, _ = rendered(app)
         assert "[bold red]BOLD" in text and "reading event files" in text
         assert not any(seq in raw for seq in DANGEROUS_OUTPUT)

@@ -239,7 +239,8 @@ class _Child:
                 with os.fdopen(write_end, "wb") as out:
                     def send(kind: str, payload: object) -> None:
                         data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-                        out.write(_HEADER.pack(len(data)) + data)
+                        out.write(_HEADER.pack(len(data)))
+                        out.write(data)  # not header + data: that would copy a big Run's pickle once more
                         out.flush()
 
                     def stage(item: Stage) -> None:

@@ -58,11 +58,13 @@ class TablePass:
             self.post(LoadFailed(f"{self.shown_as.as_posix()} is not a directory: give a run directory or a "
                                  "folder of runs"))
             return
+        self.post(LoadProgress(0, 0, "searching for runs…"))
         try:
             errors = self._discover()
             if errors is None:
                 return
             self.post(DiscoveryDone(self.paths, errors, classify_dir(self.root) is not None))
+            self.post(LoadProgress(self.done, len(self.paths)))  # the search is over: n of N from here
             for path in self.paths[FIRST_ROWS:]:
                 self._read(path)
             for path in self.big:
