@@ -11,7 +11,7 @@ pytest.importorskip("pytest_textual_snapshot")
 pytest.importorskip("textual_plotext")
 
 from pimm_inspect.load.quick import glance  # noqa: E402
-from pimm_inspect.sources import tb_events  # noqa: E402
+from pimm_inspect.sources.tensorboard import reader as tb_events  # noqa: E402
 from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
 from pimm_inspect.tui.loader import CachingLoader  # noqa: E402
