@@ -262,15 +262,18 @@ def _store_hf(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
         c.note(c.root / "trainer_state.json", "hf_trainer")
 
 
-def _via_cache(method: str) -> Callable[[Any, Path, str], Read[Any]]:
+def _via_cache(call: Callable[[Any, Path, str], Any]) -> Callable[[Any, Path, str], Read[Any]]:
+    """A ``ReadCache`` call (which keeps a growing file's earlier result) as a reader-protocol read."""
     def cached(cache: Any, path: Path, rel_path: str) -> Read[Any]:
-        if method == "model_dir":
-            result = cache.model_dir(path, run_root(path, rel_path))
-        else:
-            result = getattr(cache, method)(path, rel_path)
+        result = call(cache, path, rel_path)
         return read_of(result, getattr(result, "end_offset", 0))
     return cached
 
+
+_CACHED_TRAIN_LOG = _via_cache(lambda cache, path, rel_path: cache.train_log(path, rel_path))
+_CACHED_EVENT_FILE = _via_cache(lambda cache, path, rel_path: cache.event_file(path, rel_path))
+_CACHED_MODEL_DIR = _via_cache(lambda cache, path, rel_path: cache.model_dir(path, run_root(path, rel_path)))
+_CACHED_WANDB_RUN = _via_cache(lambda cache, path, rel_path: cache.wandb_run(path, rel_path))
 
 DOCUMENTS: tuple[FileKind, ...] = (
     FileKind("json", _named("run_metadata.json"), _lazy("config.json_docs", "read_run_metadata"), _store_metadata),
@@ -286,11 +289,11 @@ DOCUMENTS: tuple[FileKind, ...] = (
 """The small provenance and config documents at the top of a run (also all the quick stage reads whole)."""
 
 KINDS: tuple[FileKind, ...] = DOCUMENTS + (
-    FileKind("train_log", _find_train_log, _lazy("train_log"), _store_train_log, _via_cache("train_log")),
-    FileKind("tb_events", _find_event_files, _lazy("tensorboard"), _store_event_file, _via_cache("event_file")),
+    FileKind("train_log", _find_train_log, _lazy("train_log"), _store_train_log, _CACHED_TRAIN_LOG),
+    FileKind("tb_events", _find_event_files, _lazy("tensorboard"), _store_event_file, _CACHED_EVENT_FILE),
     FileKind("tb_events", _find_nested_event_files, _lazy("tensorboard"), _store_event_file,
-             _via_cache("event_file")),
-    FileKind("checkpoint", _find_model_dir, _lazy("checkpoint"), _store_model_dir, _via_cache("model_dir")),
+             _CACHED_EVENT_FILE),
+    FileKind("checkpoint", _find_model_dir, _lazy("checkpoint"), _store_model_dir, _CACHED_MODEL_DIR),
     FileKind("sbatch", _named("launch.sbatch"), _lazy("slurm.sbatch", "read_sbatch"), _store_to("sbatch", "sbatch")),
     FileKind("eval", _find_eval, _lazy("config.json_docs", "read_eval_metrics"),
              _store_to("eval_metrics", "eval", append=True)),
@@ -301,6 +304,6 @@ KINDS: tuple[FileKind, ...] = DOCUMENTS + (
     FileKind("slurm", _find_outside_slurm, _lazy("slurm.slurm_log", "read_slurm_log"), _store_outside_slurm,
              label="slurm_logs", listed=False),
     FileKind("wandb", _find_wandb, lambda: _read_wandb_folder, _store_to("wandb_runs", "wandb", append=True),
-             _via_cache("wandb_run")),
+             _CACHED_WANDB_RUN),
     FileKind("hf_trainer", _find_hf, _lazy("hf"), _store_hf, label="trainer_state.json"),
 )
