@@ -33,5 +33,5 @@ def test_every_figure_becomes_one_row_with_its_reference_and_ratio(tmp_path: Pat
                         "met_wall": True, "met_cpu": True, "note": "", "ratio": 30.0, "cpu_ratio": 30.0}]}
     rows = [line for line in report.table([doc]).splitlines() if line.startswith("| TensorBoard")]
     assert rows == ["| TensorBoard event files | mixed tags, 1,000,000 points (whole process) | 0.80 s / 0.60 s | "
-                    "EventAccumulator: 24.00 s / 18.00 s | 30.0x / 30.0x | <= 1 s, >= 25x | yes / yes |"]
+                    "EventAccumulator: 24.00 s / 18.00 s | 30.0x / 30.0x | <= 1 s, >= 25x | yes / yes | - |"]
     assert all(json.loads(p.read_text())["figures"] for p in (ROOT / "bench" / "results").glob("*.json"))
