@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from _results import Figure, save
+from _results import Figure, add_option, save
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -181,6 +181,7 @@ def main() -> int:
     parser.add_argument("--repeat-reference", type=int, default=1, help="runs of EventAccumulator (median)")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows: " + ", ".join(ROWS))
     parser.add_argument("--skip-accumulator", action="store_true", help="do not time EventAccumulator")
+    add_option(parser)
     args = parser.parse_args()
 
     header = (f"| {'row':46} | {'MB':>6} | {'points':>10} | {'ours s':>7} | {'ours CPU s':>10} | {'ours MiB':>8} | "
@@ -229,7 +230,8 @@ def main() -> int:
             theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu,
             note=f"peak {ours['rss_mib']:.0f} MiB"))
     print("\n".join(lines))
-    save("tb_events", "TensorBoard event files", figures, "python bench/bench_tb_events.py " + " ".join(sys.argv[1:]))
+    save("tb_events", "TensorBoard event files", figures, "python bench/bench_tb_events.py " + " ".join(sys.argv[1:]),
+         args.results_dir)
     for problem in problems:
         print("PROBLEM:", problem)
     if not problems:
