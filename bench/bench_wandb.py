@@ -37,6 +37,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+from _results import Figure, add_option, save  # noqa: E402
 
 METRICS = ("train/loss", "train/acc", "params/lr")
 
@@ -234,6 +237,7 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="another source tree (checkout) to time side by side")
     parser.add_argument("--shapes", type=int, default=0, metavar="ROWS", help="also time the wandb-written shapes")
     parser.add_argument("--skip-wandb", action="store_true", help="do not time wandb's own reader")
+    add_option(parser)
     args = parser.parse_args()
     directory = HERE / "_data" / f"wandb_{args.rows}"
     if (directory / "wandb").is_dir():
@@ -254,15 +258,40 @@ def main() -> int:
     cases.append(("per record: Record.FromString + json.loads (fresh process)", [py, "-c", _PER_RECORD, str(folder)], env))
     if not args.skip_wandb:
         cases.append(("import wandb + wandb's Record.FromString + json.loads", [py, "-c", _WANDB, str(folder)], env))
-    _medians, outputs = _table(f"{log.stat().st_size / 1e6:.1f} MB log, {args.rows:,} rows", cases, args.repeat)
+    medians, outputs = _table(f"{log.stat().st_size / 1e6:.1f} MB log, {args.rows:,} rows", cases, args.repeat)
     counts = {name: _rows(out) for name, out in outputs.items()}
     ok = True
     if len({v for v in counts.values() if v}) > 1:
         print(f"row counts differ: {counts}", file=sys.stderr)
         ok = False
+    save("wandb", "W&B transaction logs", figures(medians, args.rows, log.stat().st_size / 1e6),
+         "python bench/bench_wandb.py " + " ".join(sys.argv[1:]), args.results_dir)
     if args.shapes:
         ok = _shapes(args.shapes, args.repeat, env) and ok
     return 0 if ok else 1
+
+
+SHOW = "pimm-inspect show --json (whole process, no cache)"
+READER = "read_wandb_run (fresh process)"
+PER_RECORD = "per record: Record.FromString + json.loads (fresh process)"
+WANDB = "import wandb + wandb's Record.FromString + json.loads"
+
+
+def figures(medians: dict[str, tuple[float, float, float | None]], rows: int, size_mb: float) -> list[Figure]:
+    """The README rows from the medians of the main table (case -> wall s, CPU s, reader work CPU s).
+
+    ``show --json`` against wandb's own generated ``Record`` class decoding every record (or, with --skip-wandb,
+    ours), target <= 1.0 s; our reader alone against the per-record decode (no target).
+    """
+    show, reader, per_record = medians[SHOW], medians[READER], medians[PER_RECORD]
+    ref_name, ref = ("wandb's Record.FromString + json.loads, per record", medians[WANDB]) if WANDB in medians else (
+        "Record.FromString + json.loads, per record", per_record)
+    what = f"{rows:,}-row offline .wandb, 3 metrics, {size_mb:.1f} MB"
+    return [Figure(f"{what}: show --json", show[0], show[1], ref_name, ref[0], ref[1], "<= 1.0 s",
+                   show[0] <= 1.0, show[1] <= 1.0, what="whole process, no cache"),
+            Figure(f"{what}: read_wandb_run", reader[0], reader[1], "Record.FromString + json.loads, per record",
+                   per_record[0], per_record[1], what="whole process, reader only",
+                   note="-" if reader[2] is None else f"reader work {reader[2]:.3f} s CPU")]
 
 
 if __name__ == "__main__":
