@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
 from bench_wandb import timed  # noqa: E402  (same timing helper: wall and child CPU)
+from _results import Figure, add_option, save  # noqa: E402
 
 TARGETS = {"ls cold": 8.0, "ls warm": 2.0, "show warm": 0.6}
 """Issue 10's targets (wall seconds, whole process)."""
@@ -145,6 +146,7 @@ def main() -> int:
     parser.add_argument("--skip-ls", action="store_true")
     parser.add_argument("--baseline", type=Path, help="another checkout whose package is timed side by side")
     parser.add_argument("--no-pyc", action="store_true", help="keep the environment's PYTHONDONTWRITEBYTECODE")
+    add_option(parser)
     args = parser.parse_args()
     versions = {"this": REPO} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     bench = Bench(versions, pyc=not args.no_pyc)
@@ -181,7 +183,35 @@ def main() -> int:
             failed = True
     if bench.pyc_dir is not None:
         shutil.rmtree(bench.pyc_dir, ignore_errors=True)
+    this = {}  # this code's medians by "<command> <setting>" (the baseline's stay in the printed table only)
+    for label, column in bench.samples:
+        got = bench.median(label, column)
+        if column.startswith("this: ") and got is not None:
+            this[f"{label} {column.removeprefix('this: ')}"] = got
+    save("cache", "Persistent cache", figures(this, args.runs),
+         "python bench/bench_cache.py " + " ".join(sys.argv[1:]), args.results_dir)
     return 1 if failed else 0
+
+
+def figures(this: dict[str, tuple[float, float]], runs: int) -> list[Figure]:
+    """The README rows from this code's medians (``"ls cold"``, ``"show warm"`` ... -> wall s, CPU s).
+
+    Each cached setting against the same command with the cache off (the reference: every run decoded), with the
+    issue's target where it sets one (``TARGETS``).
+    """
+    what = {"ls": f"ls, {runs:,}-run tree", "show": "show --json, 1M-point run"}
+    out = []
+    for key, (wall, cpu) in this.items():
+        label, setting = key.split(" ", 1)
+        reference = this.get(f"{label} no cache")
+        if setting == "no cache" or reference is None:
+            continue
+        target = TARGETS.get(key)
+        out.append(Figure(f"{what[label]}, {setting}", wall, cpu, "no cache", reference[0], reference[1],
+                          "" if target is None else f"<= {target:g} s",
+                          None if target is None else wall <= target, None if target is None else cpu <= target,
+                          what="whole process"))
+    return out
 
 
 if __name__ == "__main__":

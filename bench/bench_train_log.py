@@ -292,7 +292,7 @@ def figures(medians: dict[str, dict], size_mb: float, train_lines: int, append_b
                       what="reader work, fresh process", note=f"whole process {tail['wall']:.2f} s"))
     refresh = next(v for k, v in medians.items() if k.startswith("this branch: refresh"))
     only_appended = refresh["bytes_read"] is not None and refresh["bytes_read"] <= append_bytes + (64 << 10)
-    out.append(Figure(f"{size_mb:,.0f} MB pimm log: refresh after {append_bytes / 1e6:.1f} MB appended",
+    out.append(Figure(f"{size_mb:,.0f} MB pimm log: refresh after {append_bytes / (1 << 20):g} MiB appended",
                       refresh["work"], refresh["cpu"], "full read (ours, cold)", ours["work"], ours["cpu"],
                       "reads only appended bytes", only_appended, only_appended, what="reader work",
                       note=f"read {refresh['bytes_read']:,.0f} bytes for {append_bytes:,} appended"))
