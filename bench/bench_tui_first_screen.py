@@ -36,6 +36,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from _results import Figure, add_option, save  # noqa: E402
+
 SESSION = "pimm-bench"
 STATUS_WORD = re.compile(r"\b(finished|running|stopped|crashed|unknown)\b")
 Probe = Callable[[str], bool]
@@ -89,7 +92,13 @@ def start(code: Path, path: Path, size: str, cache: str) -> float:
     tmux("new-session", "-d", "-s", SESSION, "-x", width, "-y", height, "bash", "--norc", "--noprofile")
     time.sleep(0.3)
     env = f"PYTHONPATH={shlex.quote(str(code))} PIMM_INSPECT_CACHE_DIR={shlex.quote(cache)}"
-    command = f"cd {shlex.quote(str(code))} && {env} {shlex.quote(sys.executable)} -m pimm_inspect {shlex.quote(str(path))}"
+    # The pane's shell has the tmux server's environment: pass on how this process byte-compiles (run_all.py
+    # sets a pycache prefix so no child compiles the package anew each start, as an installed package would not).
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        env += f" PYTHONPYCACHEPREFIX={shlex.quote(os.environ['PYTHONPYCACHEPREFIX'])}"
+    unset = "" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "unset PYTHONDONTWRITEBYTECODE; "
+    command = (f"{unset}cd {shlex.quote(str(code))} && {env} {shlex.quote(sys.executable)} -m pimm_inspect "
+               f"{shlex.quote(str(path))}")
     started = time.perf_counter()
     tmux("send-keys", "-t", SESSION, command, "Enter")
     return started
@@ -161,6 +170,7 @@ def main() -> int:
     parser.add_argument("--cache", choices=("cold", "off", "warm"), default="cold")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for one milestone")
     parser.add_argument("--all-timeout", type=float, default=120.0, help="seconds to wait for a whole tree")
+    add_option(parser)
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is needed (apt-get install tmux)", file=sys.stderr)
@@ -201,7 +211,57 @@ def main() -> int:
             limit = args.all_timeout if key == "all" else args.timeout
             shown = fmt(median) if median is not None else f"> {limit:.0f} (reached {len(reached)}/{len(values)})"
             print(f"| {scenario} | {code} | {key} | {shown} | {' '.join(fmt(v) for v in values)} |")
+    labels = {"tb": f"{args.events:,}-point event file, {args.tags} tags", "tree": f"{args.runs:,}-run tree"}
+    if "log" in inputs:
+        labels["log"] = f"{(inputs['log'] / 'train.log').stat().st_size / 1e6:,.0f} MB train.log"
+    reference = None
+    if len(codes) > 1:  # the second checkout, side by side, is the reference
+        sha = subprocess.run(["git", "-C", str(codes[1]), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=False).stdout.strip()
+        reference = f"{codes[1].name}{f' ({sha})' if sha else ''}"
+    ours = {s: results[(s, codes[0])] for s in scenarios}
+    theirs = {s: results[(s, codes[1])] for s in scenarios} if len(codes) > 1 else {}
+    save("tui_first_screen", "Terminal UI, time to screen", figures(ours, theirs, reference, labels, args.timeout,
+                                                                    args.all_timeout, args.cache),
+         "python bench/bench_tui_first_screen.py " + " ".join(sys.argv[1:]), args.results_dir)
     return 0
+
+
+TARGETS = {("tb", "header"): 1.0, ("tb", "tags"): 2.5, ("log", "header"): 1.0, ("tree", "first rows"): 2.0}
+"""Issue 10's targets, seconds after launch (the header: for any run size, so the 1 GB log's too)."""
+MILESTONES = {"header": "header (status, attempts)", "tags": "scalar tags shown", "curves": "first curve after `2`",
+              "first rows": "first rows with facts", "all": "every run read"}
+
+
+def figures(ours: dict[str, list[dict[str, float | None]]], theirs: dict[str, list[dict[str, float | None]]],
+            reference: str | None, labels: dict[str, str], timeout: float, all_timeout: float,
+            cache: str) -> list[Figure]:
+    """The README rows: one per scenario and milestone, the median of the first checkout's runs (``ours``) against
+    the second checkout's (``theirs``, when ``--code`` named two; else no reference), with the issue's target.
+
+    A milestone not reached in every run counts as the timeout (and misses its target); the note says so.
+    """
+    def median(runs: list[dict[str, float | None]], key: str) -> tuple[float | None, int]:
+        reached = [v for r in runs if (v := r.get(key)) is not None]
+        return (statistics.median(reached) if reached and len(reached) == len(runs) else None), len(reached)
+
+    out = []
+    for scenario, runs in ours.items():
+        for key in runs[0] if runs else ():
+            limit = all_timeout if key == "all" else timeout
+            got, reached = median(runs, key)
+            ref, ref_reached = median(theirs.get(scenario, []), key) if reference else (None, 0)
+            target = TARGETS.get((scenario, key))
+            notes = [] if got is not None else [f"not reached within {limit:.0f} s in {len(runs) - reached} of {len(runs)} runs"]
+            if reference and ref is None:
+                notes.append(f"reference not reached within {limit:.0f} s")
+            seconds = limit if got is None else got
+            out.append(Figure(f"{labels[scenario]}: {MILESTONES.get(key, key)}", seconds, None, reference, ref, None,
+                              "" if target is None else f"<= {target:g} s",
+                              None if target is None else got is not None and seconds <= target, None,
+                              what=f"{'after pressing 2' if key == 'curves' else 'after launch'}, tmux, cache {cache}",
+                              note="; ".join(notes)))
+    return out
 
 
 if __name__ == "__main__":
