@@ -173,6 +173,14 @@ def _agrees(ours: dict, theirs: dict) -> bool:
     return True
 
 
+def figure(row: Row, size: int, ours: dict, theirs: dict | None, targets: list[str], ok: bool, ok_cpu: bool) -> Figure:
+    """One README row: our medians against EventAccumulator's (``theirs``; None when not timed), the row's targets."""
+    return Figure(f"{row.label}, {ours['points']:,} points, {size / 1e6:.0f} MB", ours["seconds"], ours["cpu_seconds"],
+                  "EventAccumulator" if theirs else None, theirs["seconds"] if theirs else None,
+                  theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu,
+                  note=f"peak {ours['rss_mib']:.0f} MiB")
+
+
 def main() -> int:
     """Generate inputs if needed, time every row, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -224,11 +232,7 @@ def main() -> int:
             f"{ratio or nan:6.1f} | {cpu_ratio or nan:6.1f} | {', '.join(targets):>22} | "
             f"{('yes' if ok else 'no') + ' / ' + ('yes' if ok_cpu else 'no'):>11} |")
         print(lines[-1], file=sys.stderr)
-        figures.append(Figure(
-            f"{row.label}, {ours['points']:,} points, {path.stat().st_size / 1e6:.0f} MB", ours["seconds"],
-            ours["cpu_seconds"], "EventAccumulator" if theirs else None, theirs["seconds"] if theirs else None,
-            theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu,
-            note=f"peak {ours['rss_mib']:.0f} MiB"))
+        figures.append(figure(row, path.stat().st_size, ours, theirs, targets, ok, ok_cpu))
     print("\n".join(lines))
     save("tb_events", "TensorBoard event files", figures, "python bench/bench_tb_events.py " + " ".join(sys.argv[1:]),
          args.results_dir)
