@@ -295,7 +295,8 @@ def figures(medians: dict[str, dict], size_mb: float, train_lines: int, append_b
     out.append(Figure(f"{size_mb:,.0f} MB pimm log: refresh after {append_bytes / (1 << 20):g} MiB appended",
                       refresh["work"], refresh["cpu"], "full read (ours, cold)", ours["work"], ours["cpu"],
                       "reads only appended bytes", only_appended, only_appended, what="reader work",
-                      note=f"read {refresh['bytes_read']:,.0f} bytes for {append_bytes:,} appended"))
+                      note="bytes read not counted" if refresh["bytes_read"] is None
+                      else f"read {refresh['bytes_read']:,.0f} bytes for {append_bytes:,} appended"))
     return out
 
 

@@ -75,6 +75,9 @@ def test_train_log_figures(bench, tmp_path: Path) -> None:
     assert (cold.met_wall, cold.met_cpu, cold.reference, cold.ref_s) == (False, False, None, None)
     assert (refresh.met_wall, refresh.met_cpu) == (False, False)
     assert rendered(bench, tmp_path, "train_log", "pimm train.log", [cold])[0][3] == "-"
+    medians["this branch: refresh after +1 MB"]["bytes_read"] = None  # the reader's block loop was not counted
+    refresh = mod.figures(medians, 1094.0, 5_041_041, 1 << 20)[2]
+    assert (refresh.met_wall, refresh.note) == (False, "bytes read not counted")
 
 
 def test_wandb_figures(bench, tmp_path: Path) -> None:
