@@ -1,6 +1,7 @@
 """Benchmark: reading a 100k-row offline W&B transaction log, ours against decoding it record by record.
 
 Usage: python bench/bench_wandb.py [--rows 100000] [--repeat 5] [--baseline CHECKOUT] [--shapes ROWS] [--skip-wandb]
+                                   [--append-mb 1] [--results-dir DIR]
 
 Generates one offline run with the installed ``wandb`` (WANDB_MODE=offline, 3 metrics per
 ``run.log``) into bench/_data/ once per size, then times in one run, interleaved, as medians of
@@ -10,6 +11,9 @@ Generates one offline run with the installed ``wandb`` (WANDB_MODE=offline, 3 me
 - our reader alone (``read_wandb_run``, imports included; its work time is printed too),
 - with ``--baseline CHECKOUT`` (another revision's source tree, e.g. a worktree of main), the same
   two with that tree's code, side by side,
+- a refresh: a private copy of the run whose log is cut ``--append-mb`` MiB short is read through a
+  ``ReadCache`` (timed apart, the refresh's reference), the rest appended and the refresh timed; the
+  offsets the framing started from show whether only the appended records were decoded,
 - the per-record reference: our framing, then ``Record.FromString`` on every record and the
   history items' ``value_json`` decoded with ``json.loads``,
 - ``import wandb`` and wandb's own generated ``Record`` class on the same records (wandb 0.31 has
@@ -98,6 +102,44 @@ print(f"work {time.process_time() - started:.4f}")
 print(len(r.history_steps))
 """
 
+_REFRESH = """
+import json, shutil, sys, tempfile, time
+from pathlib import Path
+import pimm_inspect.sources.wandb._bulk as bulk
+from pimm_inspect.load import ReadCache
+source, append = Path(sys.argv[1]), int(sys.argv[2])
+scratch = Path(tempfile.mkdtemp(prefix="pimm-wandb-refresh-"))
+try:
+    folder = scratch / source.name
+    shutil.copytree(source, folder, symlinks=True)  # a private copy: its log is cut, then grows
+    log = next(folder.glob("run-*.wandb"))
+    data = log.read_bytes()
+    cut = len(data) - append
+    log.write_bytes(data[:cut])
+    cache = ReadCache(disk=None)
+    t, c = time.perf_counter(), time.process_time()
+    first = cache.wandb_run(folder, ".")
+    first_wall, first_cpu = time.perf_counter() - t, time.process_time() - c
+    starts = []
+    real = bulk.frame_batches
+    def spy(fh, state, start=0):
+        starts.append(start)
+        return real(fh, state, start)
+    bulk.frame_batches = spy
+    with open(log, "ab") as fh:
+        fh.write(data[cut:])
+    t, c = time.perf_counter(), time.process_time()
+    grown = cache.wandb_run(folder, ".")
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+finally:
+    shutil.rmtree(scratch, ignore_errors=True)
+print(f"work {cpu:.4f}")
+print("refresh " + json.dumps({"wall": wall, "cpu": cpu, "first_wall": first_wall, "first_cpu": first_cpu,
+                               "starts": starts, "first_end": first.end_offset, "size": len(data), "cut": cut,
+                               "incremental": cache.incremental_reads}))
+print(len(grown.history_steps))
+"""
+
 _SHAPE = """
 import hashlib, json, sys, time
 from pathlib import Path
@@ -170,9 +212,10 @@ def _work(out: str) -> float | None:
     return None
 
 
-def _table(title: str, cases: list[tuple[str, list[str], dict[str, str]]], repeat: int, base: str | None = None
-           ) -> tuple[dict[str, tuple[float, float, float | None]], dict[str, str]]:
-    """Time every case ``repeat`` times, interleaved; print a table of medians; return them and each case's last output."""
+def _table(title: str, cases: list[tuple[str, list[str], dict[str, str]]], repeat: int, base: str | None = None,
+           every: dict[str, list[str]] | None = None) -> tuple[dict[str, tuple[float, float, float | None]], dict[str, str]]:
+    """Time every case ``repeat`` times, interleaved; print a table of medians; return them and each case's last output
+    (every output, in order, is appended to ``every`` when given)."""
     results: dict[str, list[tuple[float, float, float | None]]] = {name: [] for name, _a, _e in cases}
     outputs: dict[str, str] = {}
     load_before = os.getloadavg()[0]
@@ -181,6 +224,8 @@ def _table(title: str, cases: list[tuple[str, list[str], dict[str, str]]], repea
             wall, cpu, out = timed(argv, env)
             results[name].append((wall, cpu, _work(out)))
             outputs[name] = out
+            if every is not None:
+                every.setdefault(name, []).append(out)
     load_after = os.getloadavg()[0]
     medians = {}
     for name, runs in results.items():
@@ -197,7 +242,7 @@ def _table(title: str, cases: list[tuple[str, list[str], dict[str, str]]], repea
 
 
 def _rows(out: str) -> str:
-    lines = [line for line in out.strip().splitlines() if not line.startswith("work ")]
+    lines = [line for line in out.strip().splitlines() if not line.startswith(("work ", "refresh "))]
     return lines[-1] if lines and not out.lstrip().startswith("{") else ""
 
 
@@ -237,6 +282,8 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="another source tree (checkout) to time side by side")
     parser.add_argument("--shapes", type=int, default=0, metavar="ROWS", help="also time the wandb-written shapes")
     parser.add_argument("--skip-wandb", action="store_true", help="do not time wandb's own reader")
+    parser.add_argument("--append-mb", type=float, default=1.0,
+                        help="MiB appended to the log before the timed refresh (at most half the log)")
     add_option(parser)
     args = parser.parse_args()
     directory = HERE / "_data" / f"wandb_{args.rows}"
@@ -255,20 +302,36 @@ def main() -> int:
         old = dict(env, PYTHONPATH=str(args.baseline.resolve()))
         cases += [("baseline: show --json (whole process)", [py, "-m", "pimm_inspect", "show", "--json", str(folder)], old),
                   ("baseline: read_wandb_run (fresh process)", [py, "-c", _OURS, str(folder)], old)]
+    append = min(int(args.append_mb * (1 << 20)), log.stat().st_size // 2)
+    cases.append((REFRESH, [py, "-c", _REFRESH, str(folder), str(append)], env))
     cases.append(("per record: Record.FromString + json.loads (fresh process)", [py, "-c", _PER_RECORD, str(folder)], env))
     if not args.skip_wandb:
         cases.append(("import wandb + wandb's Record.FromString + json.loads", [py, "-c", _WANDB, str(folder)], env))
-    medians, outputs = _table(f"{log.stat().st_size / 1e6:.1f} MB log, {args.rows:,} rows", cases, args.repeat)
+    outputs_all: dict[str, list[str]] = {}
+    medians, outputs = _table(f"{log.stat().st_size / 1e6:.1f} MB log, {args.rows:,} rows", cases, args.repeat,
+                              every=outputs_all)
     counts = {name: _rows(out) for name, out in outputs.items()}
     ok = True
     if len({v for v in counts.values() if v}) > 1:
         print(f"row counts differ: {counts}", file=sys.stderr)
         ok = False
-    save("wandb", "W&B transaction logs", figures(medians, args.rows, log.stat().st_size / 1e6),
+    refreshes = _refreshes(outputs_all)
+    save("wandb", "W&B transaction logs", figures(medians, args.rows, log.stat().st_size / 1e6, refreshes),
          "python bench/bench_wandb.py " + " ".join(sys.argv[1:]), args.results_dir)
     if args.shapes:
         ok = _shapes(args.shapes, args.repeat, env) and ok
     return 0 if ok else 1
+
+
+REFRESH = "refresh after the appended records (ReadCache; process: cut log read first, untimed)"
+
+
+def _refreshes(outputs: dict[str, list[str]]) -> list[dict]:
+    """The ``refresh {...}`` facts each run of the refresh case printed."""
+    import json
+
+    return [json.loads(line.split(" ", 1)[1]) for out in outputs.get(REFRESH, []) for line in out.splitlines()
+            if line.startswith("refresh ")]
 
 
 SHOW = "pimm-inspect show --json (whole process, no cache)"
@@ -277,21 +340,37 @@ PER_RECORD = "per record: Record.FromString + json.loads (fresh process)"
 WANDB = "import wandb + wandb's Record.FromString + json.loads"
 
 
-def figures(medians: dict[str, tuple[float, float, float | None]], rows: int, size_mb: float) -> list[Figure]:
+def figures(medians: dict[str, tuple[float, float, float | None]], rows: int, size_mb: float,
+            refreshes: list[dict] | None = None) -> list[Figure]:
     """The README rows from the medians of the main table (case -> wall s, CPU s, reader work CPU s).
 
     ``show --json`` against wandb's own generated ``Record`` class decoding every record (or, with --skip-wandb,
-    ours), target <= 1.0 s; our reader alone against the per-record decode (no target).
+    ours), target <= 1.0 s; our reader alone against the per-record decode (no target); a refresh after appended
+    records (medians of ``refreshes``, the facts the refresh child printed) against the read of the log before they
+    were appended, met when every refresh framed from the previous result's end and decoded no more than the
+    appended bytes (plus the record cut in two).
     """
     show, reader, per_record = medians[SHOW], medians[READER], medians[PER_RECORD]
     ref_name, ref = ("wandb's Record.FromString + json.loads, per record", medians[WANDB]) if WANDB in medians else (
         "Record.FromString + json.loads, per record", per_record)
     what = f"{rows:,}-row offline .wandb, 3 metrics, {size_mb:.1f} MB"
-    return [Figure(f"{what}: show --json", show[0], show[1], ref_name, ref[0], ref[1], "<= 1.0 s",
-                   show[0] <= 1.0, show[1] <= 1.0, what="whole process, no cache"),
-            Figure(f"{what}: read_wandb_run", reader[0], reader[1], "Record.FromString + json.loads, per record",
-                   per_record[0], per_record[1], what="whole process, reader only",
-                   note="-" if reader[2] is None else f"reader work {reader[2]:.3f} s CPU")]
+    out = [Figure(f"{what}: show --json", show[0], show[1], ref_name, ref[0], ref[1], "<= 1.0 s",
+                  show[0] <= 1.0, show[1] <= 1.0, what="whole process, no cache"),
+           Figure(f"{what}: read_wandb_run", reader[0], reader[1], "Record.FromString + json.loads, per record",
+                  per_record[0], per_record[1], what="whole process, reader only",
+                  note="-" if reader[2] is None else f"reader work {reader[2]:.3f} s CPU")]
+    if refreshes:
+        appended = statistics.median(r["size"] - r["cut"] for r in refreshes)
+        decoded = max(r["size"] - r["first_end"] for r in refreshes)
+        only = all(r["starts"] == [r["first_end"]] and r["incremental"] == 1
+                   and r["size"] - r["first_end"] <= r["size"] - r["cut"] + (64 << 10) for r in refreshes)
+        out.append(Figure(f"{what}: refresh after {appended / (1 << 20):.2g} MiB appended",
+                          statistics.median(r["wall"] for r in refreshes), statistics.median(r["cpu"] for r in refreshes),
+                          "read of the log before (ours)", statistics.median(r["first_wall"] for r in refreshes),
+                          statistics.median(r["first_cpu"] for r in refreshes), "decodes only appended records",
+                          only, only, what="reader work, in process",
+                          note=f"decoded at most {decoded:,.0f} bytes for {appended:,.0f} appended"))
+    return out
 
 
 if __name__ == "__main__":

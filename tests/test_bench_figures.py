@@ -95,6 +95,21 @@ def test_wandb_figures(bench, tmp_path: Path) -> None:
     show, _reader = mod.figures(medians, 100_000, 47.7)
     assert show.reference == "Record.FromString + json.loads, per record" and show.ref_s == 5.8
 
+    size, cut = 47_700_000, 47_700_000 - (1 << 20)
+    refreshes = [{"wall": w, "cpu": c, "first_wall": 1.0, "first_cpu": 0.5, "starts": [cut - 40], "first_end": cut - 40,
+                  "size": size, "cut": cut, "incremental": 1} for w, c in ((0.03, 0.02), (0.05, 0.03), (0.04, 0.02))]
+    refresh = mod.figures(medians, 100_000, 47.7, refreshes)[2]
+    assert refresh.row == "100,000-row offline .wandb, 3 metrics, 47.7 MB: refresh after 1 MiB appended"
+    assert (refresh.ours_s, refresh.ours_cpu_s, refresh.reference, refresh.ref_s) == (
+        0.04, 0.02, "read of the log before (ours)", 1.0)
+    assert (refresh.met_wall, refresh.met_cpu) == (True, True)
+    assert refresh.note == "decoded at most 1,048,616 bytes for 1,048,576 appended"
+    assert rendered(bench, tmp_path, "wandb", "W&B transaction logs", [refresh])[0][4] == "25.0x / 25.0x"
+    refreshes[1] = dict(refreshes[1], starts=[0, cut - 40])  # one refresh framed the log from the start again
+    assert mod.figures(medians, 100_000, 47.7, refreshes)[2].met_wall is False
+    refreshes[1] = dict(refreshes[1], starts=[0], first_end=0, incremental=0)  # a full read
+    assert mod.figures(medians, 100_000, 47.7, refreshes)[2].met_cpu is False
+
 
 def test_cache_figures(bench, tmp_path: Path) -> None:
     mod = bench("bench_cache")
