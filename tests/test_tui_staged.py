@@ -254,6 +254,8 @@ async def test_a_big_run_shows_its_tail_and_does_not_hold_up_the_others(tmp_path
         assert [rows[n][3] for n in ("e2_clean", "e2_crashed", "hf_clean")] == ["finished", "crashed", "finished"]
         assert rows["aa_big"][2:6] == ["pimm", "stopped", "≥1", f"≥{facts['steps']}"]  # from its tail
         assert "reading…" in rows["aa_big"]
+        # Sorted by name, a row keeps its place while its run is read (it does not sink below the read ones):
+        assert [Path(k).name for k in row_keys(table)] == ["aa_big", "e2_clean", "e2_crashed", "hf_clean"]
         gate.release.set()
         await settle(pilot)
         row = [str(c) for c in table.get_row((tree / "aa_big").as_posix())]

@@ -11,7 +11,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-FILTER_SYNTAX = "Filters: text = substring (case-insensitive), !text = does not contain, /regex/ = regular expression."
+FILTER_SYNTAX = ("Filters: text = substring (case-insensitive), !text = does not contain, /regex/ = regular expression;"
+                 " on the Runs table also cfg.<key> OP value, OP one of = != > < >= <= ~ (~ = contains),"
+                 " numbers compared as numbers (e.g. cfg.optimizer.lr>0.001).")
 
 
 TAB_TITLES = {"overview": "Overview tab", "curves": "Curves tab", "config": "Config tab",

@@ -90,7 +90,7 @@ class RunsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(data_text(f"runs under {self.base.as_posix()}"), id="runs-title")
-        yield Input(placeholder="/ filter: text, !text, /regex/, cfg.<key> op value (e.g. cfg.optimizer.lr>0.001)",
+        yield Input(placeholder="/ filter: text, !text, /regex/, cfg.optimizer.lr>0.001 (? for more)",
                     id="runs-filter")
         with Horizontal(id="runs-body"):
             yield self.table
