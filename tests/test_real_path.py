@@ -77,3 +77,21 @@ def test_no_descriptor_is_left_open(tmp_path):
             real_path(path)
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_resolving_a_path_is_not_reading_it(tmp_path):
+    """The kernel resolution opens with O_PATH: the load's dependency recorder must not count that as a read
+    (a cache folder resolved while a run is read would otherwise become a dependency of the run's row)."""
+    from pimm_inspect.load import file_deps
+
+    paths = _layout(tmp_path)
+    with file_deps.recording(str(tmp_path / "run")) as recorder:
+        for path in paths:
+            real_path(path)
+    assert recorder.result() == ()
+    with file_deps.recording(str(tmp_path / "run")) as recorder:
+        with open(paths[1], "rb"):
+            pass
+        file_deps.note_realpath(paths[2])
+    assert [(kind, path) for kind, path, _fp in recorder.result()] == [("f", paths[1]), ("r", paths[2])]
+    assert recorder.result()[1][2] == os.path.realpath(paths[2])
