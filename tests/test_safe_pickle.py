@@ -277,3 +277,13 @@ def test_the_opcode_limit_stops_at_exactly_the_limit(protocol: int) -> None:
         assert got.ok is ok, (limit, got.error)
         if not ok:
             assert "opcodes" in got.error and got.value is not None  # the partial tree read so far
+
+
+@pytest.mark.parametrize("number", [0, 1, -1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63), 2**64 + 5, 255 ** 40, -(7 ** 90)])
+def test_long1_reads_as_pickle_does(number: int) -> None:
+    data = pickle.dumps(number, protocol=2)
+    assert data[2] == pickle.LONG1[0] or abs(number) < 2**31
+    got, _ = safe_loads(data)
+    assert got.ok and got.value == number == pickle.loads(data)
+    truncated, _ = safe_loads(data[:4])  # the length byte promises more than there is
+    assert not truncated.ok and truncated.truncated

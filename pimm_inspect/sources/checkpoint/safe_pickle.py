@@ -265,6 +265,10 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
         except pickle._Stop as stop:  # type: ignore[attr-defined]
             return stop.value
 
+    def load_long1(self) -> None:
+        """LONG1 (torch's storage sizes and offsets past 2**31, timestamps): pickle's own, ``decode_long`` inlined."""
+        self.append(int.from_bytes(self.read(self.read(1)[0]), "little", signed=True))
+
     def load_frame(self) -> None:
         """FRAME: from now on every read goes through the unframer, as in pickle's own ``load``."""
         self.read = self._unframer.read
@@ -279,6 +283,7 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
     dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
     dispatch[pickle.BUILD[0]] = load_build
     dispatch[pickle.FRAME[0]] = load_frame
+    dispatch[pickle.LONG1[0]] = load_long1
     dispatch = {code: _metered(code, op) for code, op in dispatch.items()}
 
 
