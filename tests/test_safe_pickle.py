@@ -238,3 +238,52 @@ def test_the_budget_spans_every_pickle_of_one_file() -> None:
     assert unpickler.load().ok and unpickler.load().ok
     third = unpickler.load()
     assert not third.ok and "opcodes" in third.error
+
+
+def _plain_tree() -> dict:
+    """Plain data that every protocol writes with different opcodes (memo puts, frames, long strings)."""
+    return {"epoch": 3, "big": 2**70, "neg": -5, "f": 1.5, "s": "x" * 300, "b": b"\x00\xff" * 40_000,
+            "t": (1, (2, 3), [4.0, None, True]), "l": list(range(500)), "set": {1, 2}, "fz": frozenset({3}),
+            "nested": {"a": [{"k": i} for i in range(50)]}, "u": "\u00e9\u4e2d" * 10, "ba": bytearray(b"ab")}
+
+
+@pytest.mark.parametrize("protocol", range(0, pickle.HIGHEST_PROTOCOL + 1))
+def test_every_opcode_is_counted_once_and_the_value_is_picklings(protocol: int) -> None:
+    """The inline opcode count equals the pickle's opcodes, and framed (4+) and unframed pickles read the same."""
+    import pickletools
+
+    data = pickle.dumps(_plain_tree(), protocol=protocol)
+    opcodes = sum(1 for _ in pickletools.genops(data))
+    unpickler = SafeUnpickler(data + pickle.dumps("after", protocol=protocol))
+    first = unpickler.load()
+    assert first.ok and first.value == pickle.loads(data) and first.end_offset == len(data)
+    assert unpickler.budget.ops == opcodes
+    second = unpickler.load()  # the next pickle of the buffer starts where the first (framed or not) ended
+    assert second.ok and second.value == "after"
+
+
+@pytest.mark.parametrize("protocol", (2, 5))
+def test_the_opcode_limit_stops_at_exactly_the_limit(protocol: int) -> None:
+    import pickletools
+
+    from pimm_inspect.sources.checkpoint._pickle_budget import Budget
+
+    data = pickle.dumps(_plain_tree(), protocol=protocol)
+    opcodes = sum(1 for _ in pickletools.genops(data))
+    for limit, ok in ((opcodes, True), (opcodes - 1, False)):
+        unpickler = SafeUnpickler(data)
+        unpickler.budget = Budget(max_ops=limit)
+        got = unpickler.load()
+        assert got.ok is ok, (limit, got.error)
+        if not ok:
+            assert "opcodes" in got.error and got.value is not None  # the partial tree read so far
+
+
+@pytest.mark.parametrize("number", [0, 1, -1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63), 2**64 + 5, 255 ** 40, -(7 ** 90)])
+def test_long1_reads_as_pickle_does(number: int) -> None:
+    data = pickle.dumps(number, protocol=2)
+    assert data[2] == pickle.LONG1[0] or abs(number) < 2**31
+    got, _ = safe_loads(data)
+    assert got.ok and got.value == number == pickle.loads(data)
+    truncated, _ = safe_loads(data[:4])  # the length byte promises more than there is
+    assert not truncated.ok and truncated.truncated

@@ -176,3 +176,30 @@ def test_mask_text_prefilters_change_nothing_on_the_fixtures_strings():
         texts += [f.message for f in run.findings] + [f.explanation for f in run.findings]
     assert len(texts) > 500
     assert [secrets.mask_text(t) for t in texts] == [secrets_reference.mask_text(t) for t in texts]
+
+
+_REMEMBERED_CASES = ["api_key=sk-abcdefghijklmnopqrstuvwxyz0123", "--wandb-key 0123456789abcdef0123456789abcdef01234567",
+                     "lr=0.1", "plain words", "https://user:hunter2@example.com/x", "token: ghp_" + "a" * 36]
+
+
+@pytest.mark.parametrize("text", _REMEMBERED_CASES)
+def test_remembered_masking_is_the_masking(text):
+    """A short text is masked once per process: the first, the remembered and the worked-out answers agree."""
+    secrets._mask_short.cache_clear()
+    first = mask_text(text)
+    assert mask_text(text) == first == secrets._mask_text(text)
+    assert secrets._mask_short.cache_info().hits == 1
+
+
+def test_long_texts_are_never_remembered():
+    secrets._mask_short.cache_clear()
+    long_text = "x = 1 " * 60 + "api_key=sk-abcdefghijklmnopqrstuvwxyz0123"
+    assert len(long_text) > secrets.MEMO_MAX_CHARS
+    assert MASK in mask_text(long_text) and "sk-abc" not in mask_text(long_text)
+    assert secrets._mask_short.cache_info().currsize == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_remembered_masking_matches_for_any_text(text):
+    assert mask_text(text) == secrets._mask_text(text) == mask_text(text)

@@ -182,10 +182,25 @@ def _quoted_mask(value: str) -> str:
     return MASK
 
 
+MEMO_MAX_CHARS = 256
+"""Texts up to this long are masked once per process (``_mask_short``): a tree's configs repeat the same values."""
+
+
 def mask_text(text: str) -> str:
     """Mask secret-shaped substrings, values of secret-named flags and ``NAME=value`` assignments."""
     if not text:
         return text
+    return _mask_short(text) if len(text) <= MEMO_MAX_CHARS else _mask_text(text)
+
+
+@lru_cache(maxsize=16384)
+def _mask_short(text: str) -> str:
+    """``_mask_text`` of a short text, remembered: at most 16,384 texts of at most 256 characters (~10 MB)."""
+    return _mask_text(text)
+
+
+def _mask_text(text: str) -> str:
+    """``mask_text`` worked out (a pure function of the text)."""
     text = _mask_shapes(text)
 
     def flag_repl(match: re.Match[str]) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..sources.confine import real_path
 from . import _cache_codec as codec
 from .file_deps import Dep
 
@@ -106,8 +107,8 @@ class DiskCache:
     def usable_for(self, run_root: Path) -> bool:
         """False when the cache directory is inside the run (a cache must never be written into a run)."""
         if not self._real:
-            self._real = os.path.realpath(self.directory)
-        return not _inside(self._real, os.path.realpath(run_root))
+            self._real = real_path(self.directory)
+        return not _inside(self._real, real_path(run_root))
 
     def _entry(self, kind: str, path: Path, rel_path: str, version: str) -> tuple[Path, dict[str, Any]]:
         absolute = str(path.absolute())

@@ -26,6 +26,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+from ..sources.confine import real_path
+
 Dep = tuple[str, str, str]
 """(kind, absolute path, fingerprint): kind ``f`` for a file or probe, ``d`` for a listed folder, ``r`` for where a
 path really leads (a link retargeted to the same moved folder changes no stat, but changes what may be read)."""
@@ -34,6 +36,9 @@ _ACTIVE: list["Recorder"] = []
 """Recorders of the loads running now (any thread: a reader's helper thread is recorded too)."""
 _LOCK = threading.Lock()
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_PATH_ONLY = getattr(os, "O_PATH", 0)
+"""An ``O_PATH`` open reads nothing (``confine.real_path`` asks the kernel where a path leads with one):
+not a use; where a path leads is a dependency only through ``note_realpath``."""
 _hooked = False
 
 
@@ -85,7 +90,7 @@ def fingerprint(kind: str, path: str) -> str:
 def real_fingerprint(path: str) -> str:
     """Where ``path`` really is (links resolved): what decides whether a file is inside the run."""
     try:
-        return os.path.realpath(path)
+        return real_path(path)  # os.path.realpath's string, from the kernel where it can say it
     except (OSError, ValueError):
         return "-bad"
 
@@ -176,6 +181,8 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
         if isinstance(mode, str) and any(c in mode for c in "wax+") or (
                 isinstance(flags, int) and flags & _WRITE_FLAGS):
             return  # a write (only the cache writes, never into a run): nothing read
+        if _PATH_ONLY and isinstance(flags, int) and flags & _PATH_ONLY:
+            return  # resolving a path, not reading it
     elif event in ("os.listdir", "os.scandir"):
         kind = "d"
     else:

@@ -14,6 +14,39 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+_PROC_FD = "/proc/self/fd/"
+"""Where Linux names an open descriptor's real path (``real_path`` asks it instead of walking every component)."""
+_proc_usable = True
+
+
+def real_path(path: Path | str) -> str:
+    """``os.path.realpath(path)``, the same string, in three system calls where the kernel can say it.
+
+    ``os.path.realpath`` is written in Python and ``lstat``s every component of the path (~60 us for a path
+    eight folders deep); opening the path with ``O_PATH`` (no read access asked, never blocks, not even on a
+    FIFO) and reading ``/proc/self/fd/N`` back gives the kernel's resolution of an existing path in ~15 us.
+    A path that does not resolve (missing, dangling link, a loop), or no usable ``/proc``, goes to
+    ``os.path.realpath``, whose non-strict rules then decide.
+    """
+    global _proc_usable
+    flags = getattr(os, "O_PATH", 0)
+    if _proc_usable and flags and not isinstance(path, bytes):
+        try:
+            fd = os.open(path, flags | os.O_CLOEXEC)
+        except (OSError, ValueError, TypeError):
+            return os.path.realpath(path)
+        try:
+            real = os.readlink(f"{_PROC_FD}{fd}")
+        except OSError:
+            _proc_usable = False  # no /proc (a container without it, another OS): the walk from now on
+        else:
+            if real.startswith("/") and not real.endswith(" (deleted)"):
+                return real
+        finally:
+            os.close(fd)
+    return os.path.realpath(path)
+
+
 _CONFINED: ContextVar[tuple[str, tuple[str, ...]] | None] = ContextVar("pimm_inspect_confined", default=None)
 """(real run root, real paths also allowed) while a run is being read; None outside a load."""
 
@@ -22,7 +55,7 @@ _CONFINED: ContextVar[tuple[str, tuple[str, ...]] | None] = ContextVar("pimm_ins
 def confined_to(root: Path, allowed: tuple[Path, ...] = ()) -> Iterator[None]:
     """While active, ``open_regular`` refuses files whose real path leaves ``root`` (links out of the run),
     except under the ``allowed`` paths (pimm's own layout, such as a ``model`` link to ``$MODEL_DIR``)."""
-    token = _CONFINED.set((os.path.realpath(root), tuple(os.path.realpath(a) for a in allowed)))
+    token = _CONFINED.set((real_path(root), tuple(real_path(a) for a in allowed)))
     try:
         yield
     finally:
@@ -36,7 +69,7 @@ def also_allowed(path: Path) -> Iterator[None]:
     if current is None:
         yield
         return
-    token = _CONFINED.set((current[0], current[1] + (os.path.realpath(path),)))
+    token = _CONFINED.set((current[0], current[1] + (real_path(path),)))
     try:
         yield
     finally:
@@ -49,7 +82,7 @@ def layout_links(root: Path) -> tuple[Path, ...]:
     allowed = []
     for name in ("model", "wandb"):
         link = root / name
-        if os.path.islink(link) and Path(os.path.realpath(link)).name == name:
+        if os.path.islink(link) and Path(real_path(link)).name == name:
             allowed.append(link)
     return tuple(allowed)
 
@@ -66,12 +99,12 @@ def outside_run(path: Path, root: Path | str | None = None) -> str | None:
     confined = _CONFINED.get()
     allowed: tuple[str, ...]
     if root is not None:
-        base, allowed = os.path.realpath(root), ()
+        base, allowed = real_path(root), ()
     elif confined is not None:
         base, allowed = confined
     else:
         return None
-    real = os.path.realpath(path)
+    real = real_path(path)
     if _within(real, base) or any(_within(real, a) for a in allowed):
         return None
     return real
@@ -80,6 +113,6 @@ def outside_run(path: Path, root: Path | str | None = None) -> str | None:
 def link_target_text(path: Path) -> str:
     """The link's own target when ``path`` is a link, else where it resolves (for naming, never reading)."""
     try:
-        return os.readlink(path) if os.path.islink(path) else os.path.realpath(path)
+        return os.readlink(path) if os.path.islink(path) else real_path(path)
     except OSError:
-        return os.path.realpath(path)
+        return real_path(path)

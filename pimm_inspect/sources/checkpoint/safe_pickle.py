@@ -158,33 +158,24 @@ class _SafeMixin:
 
 
 def _metered(code: int, op: Any) -> Any:
-    """Wrap one opcode so it counts against the file's budget; calls also pay for their argument tuple.
+    """Wrap a calling opcode so it pays for its argument tuple (every opcode is counted by ``_PyUnpickler.load``).
 
     REDUCE/NEWOBJ hand ``*args`` to a stand-in or placeholder, which copies or keeps it: a memoised
     million-item tuple passed 3,000 times costs 3,000 copies, so each call is charged its length first.
     """
-    if code in (pickle.REDUCE[0], pickle.NEWOBJ[0], pickle.NEWOBJ_EX[0]):
-        offsets = (2, 1) if code == pickle.NEWOBJ_EX[0] else (1,)
+    if code not in (pickle.REDUCE[0], pickle.NEWOBJ[0], pickle.NEWOBJ_EX[0]):
+        return op
+    offsets = (2, 1) if code == pickle.NEWOBJ_EX[0] else (1,)
 
-        def run_call(self: Any) -> None:
-            budget = self.budget
-            budget.tick()
-            stack = self.stack
-            for offset in offsets:
-                if len(stack) >= offset and isinstance(stack[-offset], (tuple, list, dict)):
-                    budget.charge(8 * len(stack[-offset]), len(stack[-offset]))
-            op(self)
-
-        return run_call
-
-    def run(self: Any) -> None:
+    def run_call(self: Any) -> None:
         budget = self.budget
-        budget.ops += 1  # Budget.tick, inlined: this runs for every opcode
-        if budget.ops > budget.max_ops:
-            budget.tick()  # raises BudgetExceeded with its message
+        stack = self.stack
+        for offset in offsets:
+            if len(stack) >= offset and isinstance(stack[-offset], (tuple, list, dict)):
+                budget.charge(8 * len(stack[-offset]), len(stack[-offset]))
         op(self)
 
-    return run
+    return run_call
 
 
 class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
@@ -244,9 +235,55 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
                     if type(key) is str and not key.startswith("__"):
                         inst.__dict__[key] = value
 
+    def load(self) -> Any:
+        """``pickle._Unpickler.load`` with every opcode counted against the budget, read straight from the buffer.
+
+        The loop is pickle's own; what differs is only where the time goes: the opcode count is kept inline
+        (not by a wrapper called per opcode), and until a FRAME opcode (protocol 4+; torch writes protocol 2)
+        ``self.read`` is the buffer's own ``read`` rather than the unframer's, which would only forward to it.
+        """
+        self._unframer = pickle._Unframer(self._file_read, self._file_readline)  # type: ignore[attr-defined]
+        self.read = self._file_read
+        self.readinto = self._unframer.readinto
+        self.readline = self._unframer.readline
+        self.metastack: list[list[Any]] = []
+        self.stack = []
+        self.append = self.stack.append
+        self.proto = 0
+        budget = self.budget
+        max_ops = budget.max_ops
+        dispatch = self.dispatch
+        try:
+            while True:
+                key = self.read(1)
+                if not key:
+                    raise EOFError
+                budget.ops += 1
+                if budget.ops > max_ops:
+                    budget.tick()  # raises BudgetExceeded with its message
+                dispatch[key[0]](self)
+        except pickle._Stop as stop:  # type: ignore[attr-defined]
+            return stop.value
+
+    def load_long1(self) -> None:
+        """LONG1 (torch's storage sizes and offsets past 2**31, timestamps): pickle's own, ``decode_long`` inlined."""
+        self.append(int.from_bytes(self.read(self.read(1)[0]), "little", signed=True))
+
+    def load_frame(self) -> None:
+        """FRAME: from now on every read goes through the unframer, as in pickle's own ``load``."""
+        self.read = self._unframer.read
+        pickle._Unpickler.load_frame(self)  # type: ignore[attr-defined]
+
+    _file_read: Callable[[int], bytes]
+    _file_readline: Callable[[], bytes]
+    _unframer: Any
+    proto: int
+
     dispatch: ClassVar[dict[int, Callable[..., Any]]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
     dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
     dispatch[pickle.BUILD[0]] = load_build
+    dispatch[pickle.FRAME[0]] = load_frame
+    dispatch[pickle.LONG1[0]] = load_long1
     dispatch = {code: _metered(code, op) for code, op in dispatch.items()}
 
 
