@@ -20,6 +20,7 @@ NEVER = {"textual", "rich", "plotext", "textual_plotext", "pandas", "pyarrow", "
 DEFERRED = {
     "numpy.ma": "plain np.unique and np.median of floats import it (~40 ms): pimm_inspect.arrays avoids both",
     "crc32c": "imported at the first record of 256 bytes or more (importing it reads package metadata)",
+    "pimm_inspect.sources.wandb.links": "W&B link rules (and configparser), for runs with a W&B folder or run id",
     "pimm_inspect.report.text": "the Rich renderings, for output without --json",
     "pimm_inspect.cli.cmd_export": "another command's module", "pimm_inspect.cli.cmd_curves": "another command's module",
     "pimm_inspect.cli.cmd_config": "another command's module", "pimm_inspect.cli.cmd_ui": "another command's module",
