@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from ..arrays import median, unique_sorted
 from ..evidence import RankLogFacts
 from ..model import Finding, Run, Severity
 from . import _facts
@@ -43,12 +44,12 @@ def check_stalled(run: Run, now: float | None = None) -> list[Finding]:
     now = time.time() if now is None else now
     best = None
     for s in run.series:
-        finite = np.unique(s.wall_times_s[np.isfinite(s.wall_times_s)])
+        finite = unique_sorted(s.wall_times_s[np.isfinite(s.wall_times_s)])
         if finite.size > 3 and (best is None or finite.size > best.size):
             best = finite
     if best is None:
         return []
-    usual = float(np.median(np.diff(best)))
+    usual = float(median(np.diff(best)))
     last_step_s = float(best[-1])
     # Activity by the files' own clocks (structured-log records keep coming while a rank hangs).
     activity = [last_step_s] + [r.last_time_s for r in run.rank_logs if r.last_time_s]

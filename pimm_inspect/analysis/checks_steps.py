@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arrays import unique_sorted
 from ..load.attempts import restore_point
 from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
@@ -239,7 +240,7 @@ def check_gaps(run: Run) -> list[Finding]:
     skipped: dict[int, list[bool]] = defaultdict(list)
     by_index = {a.index: a for a in run.attempts}
     for by_attempt in _densest_by_kind(run).values():
-        steps = np.unique(np.concatenate([s.steps for s in by_attempt.values()]))
+        steps = unique_sorted(np.concatenate([s.steps for s in by_attempt.values()]))
         diffs = np.diff(steps)
         interval = int(np.median(diffs)) if diffs.size else 1
         far = max(2 * interval, interval + 1)

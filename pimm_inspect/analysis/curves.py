@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import unique_sorted
 from ..model import Run, ScalarSeries, make_series
 
 SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
@@ -136,7 +137,7 @@ def within_duplicates(s: ScalarSeries, differing_only: bool = False) -> tuple[in
         same_step = steps_sorted[1:] == steps_sorted[:-1]
         differs = same_step & ~((values_sorted[1:] == values_sorted[:-1]) |
                                 (np.isnan(values_sorted[1:]) & np.isnan(values_sorted[:-1])))
-        dup = np.unique(steps_sorted[1:][differs])
+        dup = unique_sorted(steps_sorted[1:][differs])
     if dup.size == 0:
         return None
     return int(dup.min()), int(dup.max()), int(dup.size)
@@ -192,7 +193,7 @@ def downsample_minmax(steps: np.ndarray, values: np.ndarray, buckets: int) -> tu
     filled_max = np.where(np.isnan(safe), -np.inf, safe)
     idx_min = _segment_arg(filled_min, starts, np.minimum)
     idx_max = _segment_arg(filled_max, starts, np.maximum)
-    keep = np.unique(np.concatenate([idx_min, idx_max]))
+    keep = unique_sorted(np.concatenate([idx_min, idx_max]))
     return steps[keep], values[keep]
 
 

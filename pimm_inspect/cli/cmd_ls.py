@@ -16,14 +16,15 @@ def command(roots: tuple[str, ...], as_json: bool) -> None:
 
     Example: pimm-inspect ls exp/panda
     """
-    from ..report.json_doc import SCHEMA_VERSION, dumps, ls_run
-    from ..report.text import plain_runs_table, runs_table, runs_table_row
-
     stream = stream_many(roots)
     if as_json:
+        from ..report.json_doc import SCHEMA_VERSION, dumps, ls_run
+
         doc = {"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, stream.base) for r in stream.rows]}
         click.echo(dumps(doc))
     else:
+        from ..report.text import plain_runs_table, runs_table, runs_table_row  # Rich: only for the table
+
         rows = [runs_table_row(r, stream.base) for r in stream.rows]
         out = console()
         plain = plain_runs_table(rows, out.width) if out.color_system is None else None

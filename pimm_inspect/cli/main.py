@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -9,17 +10,34 @@ import click
 from .. import __version__
 
 
+_COMMANDS = {"ls": "cmd_ls", "show": "cmd_show", "check": "cmd_check", "curves": "cmd_curves",
+             "config": "cmd_config", "export": "cmd_export", "url": "cmd_url", "ui": "cmd_ui", "cache": "cmd_cache"}
+"""Command name -> its module in this package, imported only when that command runs (or help lists them all)."""
+
+
 class _DefaultToUi(click.Group):
-    """A group whose first argument may be a PATH for the UI instead of a command name."""
+    """A group whose first argument may be a PATH for the UI instead of a command name; commands load lazily."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         lead = 1 if args and args[0] == "--no-cache" else 0  # global options before the command or PATH
         if len(args) == lead:
             args = [*args, "ui"]
-        elif args[lead] not in self.commands and not args[lead].startswith("-"):
-            _refuse_typo(ctx, args[lead], list(self.commands))
+        elif args[lead] not in _COMMANDS and not args[lead].startswith("-"):
+            _refuse_typo(ctx, args[lead], list(_COMMANDS))
             args = [*args[:lead], "ui", *args[lead:]]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command's module is imported here, so one command's run never imports the others' code."""
+        module = _COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        if cmd_name not in self.commands:
+            self.add_command(importlib.import_module(f"{__package__}.{module}").command, cmd_name)
+        return self.commands[cmd_name]
 
 
 def _refuse_typo(ctx: click.Context, word: str, commands: list[str]) -> None:
@@ -54,16 +72,6 @@ def cli(no_cache: bool) -> None:
         from ..load.disk_cache import set_enabled
 
         set_enabled(False)
-
-
-def _register() -> None:
-    from . import cmd_cache, cmd_check, cmd_config, cmd_curves, cmd_export, cmd_ls, cmd_show, cmd_ui, cmd_url
-
-    for module in (cmd_ls, cmd_show, cmd_check, cmd_curves, cmd_config, cmd_export, cmd_url, cmd_ui, cmd_cache):
-        cli.add_command(module.command)
-
-
-_register()
 
 
 def main() -> None:

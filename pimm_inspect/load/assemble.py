@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Finding, Run, Severity
 from . import evidence
 from .attempts import attempts_and_series, finish_attempts
@@ -134,8 +135,8 @@ def _step_cadence_s(c: Collected) -> float | None:
             best = walls
     if best is None:
         return None
-    diffs = np.diff(np.unique(best))
-    return float(np.median(diffs)) if diffs.size else None
+    diffs = np.diff(unique_sorted(best))
+    return float(median(diffs)) if diffs.size else None
 
 
 def log_time(text: str | None) -> float | None:

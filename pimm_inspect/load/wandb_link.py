@@ -14,8 +14,6 @@ def _str(value: Any) -> str | None:
 
 def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
     """Ids, project, entity, link and one sync command covering every never-synced folder of the run."""
-    from ..sources.wandb.links import run_url, sync_command  # W&B link rules, no wandb import
-
     runs = list(c.wandb_runs)
     ids: list[str] = []
     for run in runs:
@@ -24,6 +22,8 @@ def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
     for ck in sorted(checkpoints, key=lambda k: (k.global_step or -1)):
         if ck.wandb_run_id and ck.wandb_run_id not in ids:
             ids.append(ck.wandb_run_id)
+    if runs or ids:  # W&B link rules (no wandb import); a run without W&B folders or ids uses neither
+        from ..sources.wandb.links import run_url, sync_command
     resolved = next((d.data for d in c.configs if d.kind == "resolved_config"), None) or {}
     links = [r.link for r in runs if r.link is not None]
     project = next((r.project for r in runs if r.project), None) or _str(resolved.get("wandb_project"))

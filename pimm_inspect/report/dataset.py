@@ -22,7 +22,7 @@ from ..analysis.scalar_rows import NO_ATTEMPT, TagRows, scalar_rows
 from ..analysis.secrets import mask_text, mask_value
 from ..analysis.summary import summary_of
 from ..model import Run
-from .json_doc import _clean, safe_str
+from .json_text import clean as _clean, safe_str
 from .run_facts import started_at_iso
 
 if TYPE_CHECKING:

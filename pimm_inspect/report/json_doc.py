@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -14,6 +13,7 @@ from ..analysis.summary import run_row
 from ..evidence import RunRow
 from ..model import Finding, Run, WandbInfo
 from .run_facts import started_at_iso
+from .json_text import indented, safe_str
 from .safe_text import clean_json
 
 SCHEMA_VERSION = 1
@@ -166,29 +166,4 @@ def config_document(run: Run, base: Path, data: Any, kind: str) -> dict[str, Any
 
 def dumps(document: dict[str, Any]) -> str:
     """Serialize a document deterministically (NaN/inf become null; C1 and other controls escaped as ``\\uXXXX``)."""
-    return clean_json(json.dumps(_clean(document), indent=2, sort_keys=False, ensure_ascii=False))
-
-
-def safe_str(text: str) -> str:
-    """Text that always encodes: undecodable bytes of file names (surrogate escapes) become ``\\xNN``."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {safe_str(str(k)): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, float):
-        return _num(value)
-    if isinstance(value, str):
-        return safe_str(value)
-    if isinstance(value, (int, bool)) or value is None:
-        return value
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    return str(value)
+    return clean_json(indented(document))

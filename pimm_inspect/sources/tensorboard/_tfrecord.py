@@ -49,18 +49,35 @@ def masked(crc: int | np.ndarray):
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-_native_crc32c: Callable[..., int] | None
-try:  # optional C implementation (installed by the test and bench optional dependencies): long records at memory speed
-    from crc32c import crc32c as _native_crc32c
-except ImportError:  # numpy rows below, about 0.3 ms per 10 KB record
-    _native_crc32c = None
+def _not_loaded(data: bytes | bytearray | memoryview) -> int:
+    """``_native_crc32c`` before its first use (never called: scalar-only files never need the package)."""
+    raise AssertionError("crc32c package not looked up yet")
+
+
+_NOT_LOADED: Callable[..., int] = _not_loaded
+_native_crc32c: Callable[..., int] | None = _NOT_LOADED
+"""The optional C implementation (the test and bench extras install it): long records at memory speed; None
+when absent (numpy rows below then take about 0.3 ms per 10 KB record)."""
+
+
+def _native() -> Callable[..., int] | None:
+    global _native_crc32c
+    if _native_crc32c is _NOT_LOADED:
+        try:  # imported on first use: importing the package reads its installed metadata (~30 ms at start-up)
+            from crc32c import crc32c as native
+        except ImportError:
+            _native_crc32c = None
+        else:
+            _native_crc32c = native
+    return _native_crc32c
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
     """CRC-32C of one buffer (pure Python for short ones, numpy rows or the crc32c package for long ones)."""
     n = len(data)
-    if n >= 256 and _native_crc32c is not None:
-        return _native_crc32c(data)
+    native = _native() if n >= 256 else None
+    if native is not None:
+        return native(data)
     if n < 256:
         crc = 0xFFFFFFFF
         table = _TABLE_LIST

@@ -16,6 +16,7 @@ from typing import cast
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...arrays import unique_sorted
 from ._fast import Piece, decode_bucket
 from ._slow import SlowResult, decode_slow
 from ._tfrecord import crc32c, group_crc32c, masked, varying_columns
@@ -219,7 +220,7 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
     with_points = int(np.count_nonzero(points_per_record))
     if keep is not None:
         owner = np.repeat(np.arange(count, dtype=np.int64), points_per_record)
-        with_points = int(np.unique(owner[keep]).shape[0])
+        with_points = int(unique_sorted(owner[keep]).shape[0])
         tag_col, step_col, value_col, wall_col = tag_col[keep], step_col[keep], value_col[keep], wall_col[keep]
     acc.other_count += count - marker_records - with_points
     _group(tag_col, step_col, value_col, wall_col, window, acc)

@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 
+from ...arrays import unique_sorted
 from . import _patterns as P
 from ._tokens import token_scan
 
@@ -260,7 +261,7 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
         return None
     keep = np.flatnonzero(out.ok)
     epochs, max_epochs, iters, ipes = [f[keep] for f in out.fields]
-    other = np.unique(starts[~out.ok])
+    other = unique_sorted(starts[~out.ok])
     other_ends = ends[~out.ok][np.unique(starts[~out.ok], return_index=True)[1]] if other.size else other
     rows = FastRows(hits, starts[keep], epochs, max_epochs, iters, ipes, out.walls[keep],
                     [v[keep] for v in out.values], other, other_ends)
