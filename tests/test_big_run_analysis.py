@@ -1,0 +1,176 @@
+"""The analysis over a big run stays bounded: monotone step columns take one pass (no ``np.unique``, no copies of
+whole columns), and the fast paths give exactly what the simple forms give (property tests on random step
+columns with resumes, rollbacks, repeats and gaps)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pimm_inspect
+from pimm_inspect.analysis import checks_run, checks_steps
+from pimm_inspect.analysis.distinct import distinct_sorted, strictly_increasing
+from pimm_inspect.analysis.scalar_rows import POLICIES, row_counts, scalar_rows, select_rows
+from pimm_inspect.evidence import RankLogFacts
+from pimm_inspect.model import Attempt, Run, SourceFile, make_series
+from pimm_inspect.report.json_doc import scalar_summary
+
+RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
+
+
+@st.composite
+def step_columns(draw: st.DrawFn) -> list[np.ndarray]:
+    """One column per attempt as a resumed run writes them: each attempt starts after, at or before (a rollback)
+    where the one before stopped, mostly one step at a time, sometimes repeating or skipping steps."""
+    columns = []
+    last = draw(st.integers(-5, 50))
+    for _ in range(draw(st.integers(0, 5))):
+        start = last + draw(st.integers(-40, 40))
+        strides = draw(st.lists(st.sampled_from([1, 1, 1, 1, 2, 5, 0, -3]), max_size=60))
+        column = start + np.concatenate([[0], np.cumsum(strides, dtype=np.int64)]).astype(np.int64)
+        if draw(st.booleans()) and column.size:
+            column = column[: draw(st.integers(0, column.size))]  # an attempt killed early, or one with no step
+        columns.append(column)
+        if column.size:
+            last = int(column[-1])
+    return columns
+
+
+@settings(max_examples=300, deadline=None)
+@given(step_columns())
+def test_distinct_sorted_is_unique_of_the_concatenation(columns):
+    want = np.unique(np.concatenate(columns)) if columns else np.zeros(0, dtype=np.int64)
+    got = distinct_sorted(columns)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    joined = np.concatenate(columns) if columns else np.zeros(0, dtype=np.int64)
+    assert strictly_increasing(joined) == (joined.size == np.unique(joined).size and np.array_equal(joined, np.unique(joined)))
+
+
+def test_distinct_sorted_of_times_and_of_one_increasing_column():
+    walls = 1.7e9 + np.array([0.5, 0.5, 1.25, 3.0, 2.0, 3.0])
+    assert distinct_sorted([walls]).tolist() == np.unique(walls).tolist()
+    steps = np.arange(10, dtype=np.int64)
+    assert distinct_sorted([steps]) is steps  # nothing to drop or sort: no copy
+    assert distinct_sorted([np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)]).dtype == np.int64
+    assert distinct_sorted([]).shape == (0,)
+
+
+def _series_of(columns: list[np.ndarray], none_attempts: bool) -> list:
+    rng = np.random.default_rng(len(columns))
+    return [make_series("loss", c, rng.normal(size=c.size), 1.7e9 + c * 0.5, f"part{i % 2}.log",
+                        None if none_attempts and i % 2 else i + 1) for i, c in enumerate(columns)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(step_columns(), st.booleans(), st.sampled_from(POLICIES))
+def test_row_counts_agree_with_the_rows(columns, none_attempts, policy):
+    series = tuple(_series_of(columns, none_attempts))
+    run = Run(root=Path("/nowhere/run"), kind="pimm", era="E2", status="finished", name="run", series=series,
+              sources=(SourceFile("part0.log", "train_log", 1, 0.0), SourceFile("part1.log", "train_log", 1, 0.0)))
+    counts = row_counts(run, policy)
+    rows = scalar_rows(run, policy=policy)
+    assert [(c.tag, c.kind, c.points) for c in counts] == [(r.tag, r.kind, len(r)) for r in rows]
+    for count, block in zip(counts, rows):
+        assert (count.first_step, count.last_step) == ((int(block.steps.min()), int(block.steps.max())) if len(block)
+                                                       else (None, None))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in RUNS.iterdir() if p.is_dir()))
+def test_show_point_counts_are_those_of_the_rows_on_every_fixture(name):
+    run = pimm_inspect.load_run(RUNS / name)
+    want = {r.tag: {"points": len(r), "first_step": int(r.steps.min()) if len(r) else None,
+                    "last_step": int(r.steps.max()) if len(r) else None, "source": r.kind} for r in scalar_rows(run)}
+    assert scalar_summary(run) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(step_columns())
+def test_gap_check_sees_the_same_interval_as_with_unique(columns):
+    """check_gaps on attempts logged with these columns gives what the np.unique form gave (the old code)."""
+    columns = [c for c in columns if c.size]
+    attempts = tuple(Attempt(i + 1, first_step=int(c.min()), last_step=int(c.max()), resume_step=None)
+                     for i, c in enumerate(columns))
+    series = tuple(make_series("loss", c, np.ones(c.size), None, "train.log", i + 1) for i, c in enumerate(columns))
+    run = Run(root=Path("/nowhere/run"), kind="pimm", era="E2", status="finished", name="run", attempts=attempts,
+              series=series, sources=(SourceFile("train.log", "train_log", 1, 0.0),))
+    got = checks_steps.check_gaps(run)
+    with pytest.MonkeyPatch.context() as patch:  # the old form: np.unique of every attempt's steps
+        patch.setattr(checks_steps, "distinct_sorted", lambda arrays: np.unique(np.concatenate(arrays)))
+        want = checks_steps.check_gaps(run)
+    assert got == want
+
+
+def _big_run(points: int = 2_000_000, tags: int = 6) -> Run:
+    """One attempt of a train.log-like run: every tag shares one step and one time column."""
+    steps = np.arange(1, points + 1, dtype=np.int64)
+    walls = 1.78e9 + steps * 0.4
+    steps.flags.writeable = walls.flags.writeable = False
+    series = tuple(make_series(f"train_batch/t{i}", steps, np.full(points, float(i)), walls, "train.log", 1)
+                   for i in range(tags))
+    return Run(root=Path("/nowhere/run"), kind="pimm", era="E2", status="running", name="run",
+               attempts=(Attempt(1, first_step=1, last_step=points),), series=series,
+               sources=(SourceFile("train.log", "train_log", 1, 0.0),))
+
+
+def test_monotone_steps_are_never_uniqued_or_copied(monkeypatch):
+    """On one attempt of increasing steps the gap and stall checks and show's point counts take one pass:
+    no np.unique (its hash path needs ~8 s for 5M steps in numpy 2.4) and no copy of a whole column."""
+    run = _big_run()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("np.unique over a whole step or time column")
+
+    monkeypatch.setattr(np, "unique", refuse)
+    tracemalloc.start()
+    try:
+        assert checks_steps.check_gaps(run) == []
+        checks_run.check_stalled(run, now=1.78e9 + 2_000_000 * 0.4 + 10)
+        summary = scalar_summary(run)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert summary["train_batch/t0"] == {"points": 2_000_000, "first_step": 1, "last_step": 2_000_000,
+                                         "source": "train_log"}
+    # One column is 16 MB; the old scalar_summary held five per tag (96+ MB here), the checks a sorted copy.
+    assert peak < 40 << 20, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_stall_check_looks_at_a_shared_time_column_once():
+    """Tags of one train.log line share their time column: it is looked at once, with the old verdict."""
+    run = _big_run(points=1_000, tags=3)
+    rank = RankLogFacts("logs/rank0.jsonl", 0, None, 1_000, "heartbeat", 1.78e9 + 1_000 * 0.4 + 4_000, ())
+    run = dataclasses.replace(run, rank_logs=(rank,))
+    now = rank.last_time_s + 60
+    calls = []
+    real = checks_run.distinct_sorted
+
+    def spy(arrays):
+        calls.append(len(arrays[0]))
+        return real(arrays)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(checks_run, "distinct_sorted", spy)
+        stalled = checks_run.check_stalled(run, now=now)
+    assert calls == [1_000]
+    assert [f.code for f in stalled] == ["run.stalled"]
+    with pytest.MonkeyPatch.context() as patch:  # the old form: np.unique of every series' finite times
+        patch.setattr(checks_run, "distinct_sorted", lambda arrays: np.unique(np.concatenate(arrays)))
+        assert checks_run.check_stalled(run, now=now) == stalled
+
+
+def test_select_rows_general_path_still_finds_replays_exactly():
+    """Two attempts replaying steps 51-75 and a repeat inside one: rows per policy as the sort defines them."""
+    older = make_series("loss", np.r_[np.arange(1, 76), 75], np.r_[np.ones(75), 9.0], None, "train.log", 1)
+    newer = make_series("loss", np.arange(51, 101), np.full(50, 2.0), None, "train.log", 2)
+    every = select_rows("loss", "train_log", [older, newer], "all")
+    assert len(every) == 75 + 50 and every.values[every.steps == 75].tolist() == [9.0, 2.0]
+    newest = select_rows("loss", "train_log", [older, newer], "newest")
+    assert newest.steps.tolist() == list(range(1, 101)) and set(newest.values[50:].tolist()) == {2.0}
+    oldest = select_rows("loss", "train_log", [older, newer], "oldest")
+    assert oldest.values[74] == 1.0 and oldest.values[75:].tolist() == [2.0] * 25
