@@ -174,3 +174,87 @@ def test_select_rows_general_path_still_finds_replays_exactly():
     assert newest.steps.tolist() == list(range(1, 101)) and set(newest.values[50:].tolist()) == {2.0}
     oldest = select_rows("loss", "train_log", [older, newer], "oldest")
     assert oldest.values[74] == 1.0 and oldest.values[75:].tolist() == [2.0] * 25
+
+
+def _downsample_in_one_pass(steps, values, buckets):
+    """downsample_minmax as it was before it worked in chunks: six whole-length scratch arrays."""
+    from pimm_inspect.analysis.curves import _segment_arg
+
+    n = steps.shape[0]
+    if buckets <= 0 or n <= 2 * buckets:
+        return steps, values
+    starts = np.linspace(0, n, buckets + 1).astype(np.int64)[:-1]
+    safe = np.where(np.isfinite(values), values, np.nan)
+    filled_min = np.where(np.isnan(safe), np.inf, safe)
+    filled_max = np.where(np.isnan(safe), -np.inf, safe)
+    keep = np.unique(np.concatenate([_segment_arg(filled_min, starts, np.minimum),
+                                     _segment_arg(filled_max, starts, np.maximum)]))
+    return steps[keep], values[keep]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3_000), st.integers(0, 400), st.sampled_from([1, 7, 64, 1 << 16]), st.integers(0, 2**32 - 1))
+def test_downsample_in_chunks_keeps_the_same_points(n, buckets, chunk, seed):
+    from pimm_inspect.analysis import curves
+
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=n).round(1)  # ties: the first extreme of a bucket is kept
+    values[rng.random(n) < 0.05] = np.nan
+    values[rng.random(n) < 0.02] = np.inf
+    values[rng.random(n) < 0.02] = -np.inf
+    steps = np.arange(n, dtype=np.int64) * 3
+    want = _downsample_in_one_pass(steps, values, buckets)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(curves, "_CHUNK", chunk)
+        got = curves.downsample_minmax(steps, values, buckets)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1], equal_nan=True)
+
+
+@pytest.mark.parametrize("x_axis", ["step", "wall", "relative"])
+@pytest.mark.parametrize("smooth", [0.0, 0.6])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_lines_for_reads_ordered_columns_in_place_and_draws_the_same(x_axis, smooth, shuffled):
+    """Increasing steps skip the sort and the copies; the lines are those of the sorted copy (the old path)."""
+    from pimm_inspect.report import plot
+
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 20_001, dtype=np.int64)
+    if shuffled:
+        steps = np.r_[steps[:12_000], steps[9_000:]]  # a rollback: steps go back, the old path sorts
+    values = rng.normal(size=steps.size)
+    values[::97] = np.nan
+    walls = 1.78e9 + np.arange(steps.size) * 0.25
+    run = Run(root=Path("/nowhere/run"), kind="pimm", era="E2", status="finished", name="run",
+              series=(make_series("loss", steps, values, walls, "train.log", 1),),
+              sources=(SourceFile("train.log", "train_log", 1, 0.0),))
+    window = (2_000.0, 1.78e9 + 4_000)
+    (got,) = plot.lines_for(run, "loss", "all", smooth, x_axis, max_points=300, x_range=window)
+    # The old path: every series argsorted (or indexed by arange) and copied, steps as floats from the start.
+    from pimm_inspect.analysis.curves import downsample_minmax, ema
+
+    order = np.argsort(steps, kind="stable") if x_axis == "step" else np.arange(steps.size)
+    y = ema(values[order], smooth) if smooth else values[order]
+    x = {"step": steps[order].astype(np.float64), "wall": walls[order],
+         "relative": (walls[order] - walls.min()) / 3600.0}[x_axis]
+    keep = (x >= window[0]) & (x <= window[1])
+    x, y = downsample_minmax(x[keep], y[keep], 150)
+    finite = np.isfinite(y) & np.isfinite(x)
+    assert got.x.dtype == np.float64 and np.array_equal(got.x, x[finite])
+    assert np.array_equal(got.y, y[finite]) and got.label == "loss (attempt 1)"
+    assert not np.shares_memory(got.x, steps) and not np.shares_memory(got.y, values)
+
+
+def test_lines_for_a_long_ordered_curve_needs_no_copy_of_it():
+    """A 2M-point curve (16 MB a column) is drawn with a few MB of scratch; the old path sorted and copied it
+    whole and its downsampling held six whole-length scratch arrays (over 100 MB)."""
+    from pimm_inspect.report import plot
+
+    run = _big_run(tags=1)
+    tracemalloc.start()
+    try:
+        (line,) = plot.lines_for(run, "train_batch/t0", "all", 0.0, "step", max_points=400)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert line.x.size == 200 and line.x[0] == 1.0 and set(line.y.tolist()) == {0.0}  # flat: one point a bucket
+    assert peak < 8 << 20, f"peak {peak / 1e6:.0f} MB"

@@ -186,14 +186,28 @@ def downsample_minmax(steps: np.ndarray, values: np.ndarray, buckets: int) -> tu
     if buckets <= 0 or n <= 2 * buckets:
         return steps, values
     edges = np.linspace(0, n, buckets + 1).astype(np.int64)
-    starts = edges[:-1]
+    picks = []
+    first = 0
+    while first < buckets:  # whole buckets, about _CHUNK points at a time: a few MB of scratch, not 6 copies
+        last = min(buckets, max(first + 1, int(np.searchsorted(edges, edges[first] + _CHUNK, side="right")) - 1))
+        base = int(edges[first])
+        picks.append(_bucket_extremes(values[base:edges[last]], edges[first:last] - base) + base)
+        first = last
+    keep = np.unique(np.concatenate(picks))
+    return steps[keep], values[keep]
+
+
+_CHUNK = 1 << 16
+"""Points per pass of ``downsample_minmax``: its scratch arrays stay a few MB for a curve of any length."""
+
+
+def _bucket_extremes(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per bucket (starting at ``starts``, the last one ending with ``values``): the index of its first minimum,
+    then of its first maximum, non-finite values never chosen over finite ones."""
     safe = np.where(np.isfinite(values), values, np.nan)
     filled_min = np.where(np.isnan(safe), np.inf, safe)
     filled_max = np.where(np.isnan(safe), -np.inf, safe)
-    idx_min = _segment_arg(filled_min, starts, np.minimum)
-    idx_max = _segment_arg(filled_max, starts, np.maximum)
-    keep = np.unique(np.concatenate([idx_min, idx_max]))
-    return steps[keep], values[keep]
+    return np.concatenate([_segment_arg(filled_min, starts, np.minimum), _segment_arg(filled_max, starts, np.maximum)])
 
 
 def _segment_arg(values: np.ndarray, starts: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
