@@ -258,3 +258,87 @@ def test_lines_for_a_long_ordered_curve_needs_no_copy_of_it():
         tracemalloc.stop()
     assert line.x.size == 200 and line.x[0] == 1.0 and set(line.y.tolist()) == {0.0}  # flat: one point a bucket
     assert peak < 8 << 20, f"peak {peak / 1e6:.0f} MB"
+
+
+def _select_rows_by_lexsort(series, policy):
+    """select_rows's general path as it was: (steps, values, walls, attempts, source index) by lexsort."""
+    from pimm_inspect.analysis.scalar_rows import NO_ATTEMPT, _writer_order
+
+    ordered = [s for s in _writer_order(series) if len(s)]
+    sources = tuple(dict.fromkeys(s.source for s in ordered))
+    rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
+    steps = np.concatenate([s.steps for s in ordered])
+    attempts = np.concatenate([np.full(len(s), NO_ATTEMPT if s.attempt is None else s.attempt, dtype=np.int64)
+                               for s in ordered])
+    source_index = np.concatenate([np.full(len(s), sources.index(s.source), dtype=np.int64) for s in ordered])
+    position = np.arange(steps.shape[0], dtype=np.int64)
+    if policy == "all":
+        order = np.lexsort((position, rank, attempts, steps))
+        s_sorted, a_sorted = steps[order], attempts[order]
+        keep = np.ones(order.shape[0], dtype=bool)
+        keep[:-1] = (s_sorted[1:] != s_sorted[:-1]) | (a_sorted[1:] != a_sorted[:-1])
+    else:
+        order = np.lexsort((position, rank, steps))
+        s_sorted = steps[order]
+        keep = np.ones(order.shape[0], dtype=bool)
+        if policy == "newest":
+            keep[:-1] = s_sorted[1:] != s_sorted[:-1]
+        else:
+            keep[1:] = s_sorted[1:] != s_sorted[:-1]
+    chosen = order[keep]
+    values = np.concatenate([s.values for s in ordered])[chosen]
+    walls = np.concatenate([s.wall_times_s for s in ordered])[chosen]
+    return steps[chosen], values, walls, attempts[chosen], source_index[chosen]
+
+
+@settings(max_examples=300, deadline=None)
+@given(step_columns(), st.lists(st.sampled_from([None, 1, 2, 3]), min_size=6, max_size=6), st.sampled_from(POLICIES))
+def test_select_rows_by_stable_sort_is_the_lexsort(columns, attempt_of, policy):
+    """Writers whose attempts are out of writer order (None between numbers), repeats, rollbacks: same rows."""
+    rng = np.random.default_rng(len(columns))
+    series = [make_series("loss", c, rng.normal(size=c.size), 1.7e9 + rng.random(c.size), f"f{i % 3}", attempt_of[i])
+              for i, c in enumerate(columns)]
+    if sum(len(s) for s in series) == 0 or (len([s for s in series if len(s)]) == 1
+                                            and strictly_increasing(next(s for s in series if len(s)).steps)):
+        return  # the empty and the one-increasing-writer paths: tested above
+    got = select_rows("loss", "train_log", series, policy)
+    want = _select_rows_by_lexsort(series, policy)
+    for field, expected in zip(("steps", "values", "wall_times_s", "attempts", "source_index"), want):
+        assert np.array_equal(getattr(got, field), expected), field
+
+
+def _overlaps_by_intersect1d(series):
+    """curves.overlaps as it was: np.intersect1d for every pair of writers."""
+    from pimm_inspect.analysis import curves
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(curves, "strictly_increasing", lambda _steps: False)
+        return curves.overlaps(series)
+
+
+@settings(max_examples=300, deadline=None)
+@given(step_columns(), st.booleans())
+def test_overlaps_of_increasing_writers_without_intersect1d(columns, increasing_only):
+    from pimm_inspect.analysis.curves import overlaps
+
+    if increasing_only:
+        columns = [np.unique(c) for c in columns]  # every writer increasing: the searchsorted path throughout
+    rng = np.random.default_rng(len(columns))
+    series = [make_series("loss", c, rng.normal(size=c.size).round(1), None, f"events.{i}", i + 1)
+              for i, c in enumerate(columns)]
+    got, want = overlaps(series), _overlaps_by_intersect1d(series)
+    assert [dataclasses.replace(o, max_abs_diff=0.0) for o in got] == \
+        [dataclasses.replace(o, max_abs_diff=0.0) for o in want]
+    assert np.array_equal([o.max_abs_diff for o in got], [o.max_abs_diff for o in want], equal_nan=True)
+
+
+def test_a_resume_seam_is_found_exactly_on_a_long_run():
+    """Three attempts of 1M steps overlapping by 347 steps: the replays found are those of intersect1d."""
+    from pimm_inspect.analysis.curves import overlaps
+
+    cols = [np.arange(1, 1_000_348), np.arange(1_000_001, 2_000_348), np.arange(2_000_001, 3_000_001)]
+    series = [make_series("loss", c, np.sin(c * 0.01) + i, None, "train.log", i + 1) for i, c in enumerate(cols)]
+    got = overlaps(series)
+    assert [(o.first_step, o.last_step, o.count, o.older_attempt, o.newer_attempt) for o in got] == [
+        (1_000_001, 1_000_347, 347, 1, 2), (2_000_001, 2_000_347, 347, 2, 3)]
+    assert got == _overlaps_by_intersect1d(series)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import Run, ScalarSeries, make_series
+from .distinct import strictly_increasing
 
 SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
 """Preferred origin of a tag's points: the metric writer first, the text log last."""
@@ -90,20 +91,26 @@ class Overlap:
 def overlaps(series: list[ScalarSeries]) -> list[Overlap]:
     """Pairwise step overlaps between the writers of one tag, in writer order."""
     ordered = [s for _, s in sorted(((_order_key(s, i), s) for i, s in enumerate(series)), key=lambda t: t[0])]
+    increasing = [strictly_increasing(s.steps) for s in ordered]
     found: list[Overlap] = []
     for i, older in enumerate(ordered):
         if not len(older):
             continue
-        for newer in ordered[i + 1:]:
+        for j, newer in enumerate(ordered[i + 1:], i + 1):
             if not len(newer):
                 continue
-            common, old_idx, new_idx = np.intersect1d(older.steps, newer.steps, assume_unique=False,
-                                                      return_indices=True)
-            if common.size == 0:
-                continue
-            # intersect1d gives the first occurrence; compare the last value each writer logged.
-            old_last = _last_value_per_step(older, common)
-            new_last = _last_value_per_step(newer, common)
+            if increasing[i] and increasing[j]:  # each step once per writer (the usual case): no sort at all
+                common, old_at, new_at = _common_steps(older.steps, newer.steps)
+                if common.size == 0:
+                    continue
+                old_last, new_last = older.values[old_at], newer.values[new_at]
+            else:
+                common = np.intersect1d(older.steps, newer.steps, assume_unique=False, return_indices=True)[0]
+                if common.size == 0:
+                    continue
+                # intersect1d gives the first occurrence; compare the last value each writer logged.
+                old_last = _last_value_per_step(older, common)
+                new_last = _last_value_per_step(newer, common)
             with np.errstate(invalid="ignore"):
                 diff = np.abs(new_last - old_last)
             finite = diff[np.isfinite(diff)]
@@ -111,6 +118,16 @@ def overlaps(series: list[ScalarSeries]) -> list[Overlap]:
                                  older.source, newer.source, older.attempt, newer.attempt,
                                  float(finite.max()) if finite.size else float("nan")))
     return found
+
+
+def _common_steps(older: np.ndarray, newer: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The steps in both strictly increasing arrays, and where each holds them: only the part of ``newer``
+    inside ``older``'s range is looked up (a resume overlaps its predecessor by a few steps, not all of them)."""
+    lo, hi = int(np.searchsorted(newer, older[0], side="left")), int(np.searchsorted(newer, older[-1], side="right"))
+    candidates = newer[lo:hi]
+    at = np.searchsorted(older, candidates)  # every candidate is <= older[-1]: a valid index
+    hit = older[at] == candidates
+    return candidates[hit], at[hit], lo + np.flatnonzero(hit)
 
 
 def _last_value_per_step(s: ScalarSeries, steps: np.ndarray) -> np.ndarray:

@@ -71,20 +71,25 @@ def select_rows(tag: str, kind: str, series: list[ScalarSeries], policy: str = "
         return TagRows(tag, kind, only.steps.copy(), only.values.copy(), only.wall_times_s.copy(),
                        np.full(n, NO_ATTEMPT if only.attempt is None else only.attempt, dtype=np.int64),
                        np.zeros(n, dtype=np.int64), sources)
-    rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
     steps = np.concatenate([s.steps for s in ordered])
-    attempts = np.concatenate([np.full(len(s), NO_ATTEMPT if s.attempt is None else s.attempt, dtype=np.int64)
-                               for s in ordered])
+    attempt_of = [NO_ATTEMPT if s.attempt is None else s.attempt for s in ordered]
+    attempts = np.concatenate([np.full(len(s), a, dtype=np.int64) for s, a in zip(ordered, attempt_of)])
     source_index = np.concatenate([np.full(len(s), sources.index(s.source), dtype=np.int64) for s in ordered])
-    position = np.arange(steps.shape[0], dtype=np.int64)
+    # The rows lie in writer order (rank), each writer's in the order logged (position): a stable sort by step
+    # keeps that order among equal steps, as lexsort((position, rank, steps)) would, and merges the increasing
+    # runs of a resumed log in one pass (timsort) where lexsort makes a pass per key.
     if policy == "all":
         # One row per (step, attempt): sort so the latest write of each pair comes last, keep that one.
-        order = np.lexsort((position, rank, attempts, steps))
+        if all(a <= b for a, b in zip(attempt_of, attempt_of[1:])):  # attempts follow writer order: same ties
+            order = np.argsort(steps, kind="stable")
+        else:
+            rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
+            order = np.lexsort((np.arange(steps.shape[0], dtype=np.int64), rank, attempts, steps))
         s_sorted, a_sorted = steps[order], attempts[order]
         keep = np.ones(order.shape[0], dtype=bool)
         keep[:-1] = (s_sorted[1:] != s_sorted[:-1]) | (a_sorted[1:] != a_sorted[:-1])
     else:
-        order = np.lexsort((position, rank, steps))
+        order = np.argsort(steps, kind="stable")
         s_sorted = steps[order]
         keep = np.ones(order.shape[0], dtype=bool)
         if policy == "newest":
@@ -144,14 +149,26 @@ def row_counts(run: Run, policy: str = "all") -> list[TagCount]:
     """Per tag of ``scalar_rows(run, policy=policy)``: its row count and step range, without building the rows.
 
     One writer with strictly increasing steps (the usual case) keeps every point, so its count is its length;
-    only other tags have their rows selected, one tag at a time, so memory stays near one tag's rows.
+    so does one such writer per attempt under ``all``. Only other tags have their rows selected, one tag at a
+    time, so memory stays near one tag's rows.
     """
     out: list[TagCount] = []
     for tag, kind, group in _tag_groups(run, (), False):
         ordered = [s for s in group if len(s)]
+        if not ordered:
+            out.append(TagCount(tag, kind, 0, None, None))
+            continue
         if len(ordered) == 1 and strictly_increasing(ordered[0].steps):
             steps = ordered[0].steps
             out.append(TagCount(tag, kind, int(steps.shape[0]), int(steps[0]), int(steps[-1])))
+            continue
+        by_attempt: dict[int, list[np.ndarray]] = {}
+        for s in ordered:
+            by_attempt.setdefault(NO_ATTEMPT if s.attempt is None else s.attempt, []).append(s.steps)
+        if policy == "all" and all(len(cols) == 1 and strictly_increasing(cols[0]) for cols in by_attempt.values()):
+            # One increasing writer per attempt (a resumed train.log): every (step, attempt) pair is a row.
+            out.append(TagCount(tag, kind, sum(len(s) for s in ordered), min(int(s.steps[0]) for s in ordered),
+                                max(int(s.steps[-1]) for s in ordered)))
             continue
         rows = select_rows(tag, kind, group, policy)
         n = len(rows)
