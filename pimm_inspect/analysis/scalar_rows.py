@@ -129,7 +129,14 @@ def _tag_groups(run: Run, tags: tuple[str, ...] | list[str] | str,
 def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
                 all_sources: bool = False) -> list[TagRows]:
     """The scalar table of a run, tag by tag (sorted), preferred source kind only unless ``all_sources``."""
-    return [select_rows(tag, kind, group, policy) for tag, kind, group in _tag_groups(run, tags, all_sources)]
+    return list(iter_scalar_rows(run, tags, policy, all_sources))
+
+
+def iter_scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+                     all_sources: bool = False) -> Iterator[TagRows]:
+    """``scalar_rows`` one tag at a time: a writer that streams keeps one tag's rows in memory, not the table."""
+    for tag, kind, group in _tag_groups(run, tags, all_sources):
+        yield select_rows(tag, kind, group, policy)
 
 
 @dataclass(frozen=True, slots=True)
