@@ -4,8 +4,8 @@ the Parquet dataset of a whole tree of runs (tables runs, attempts, findings, sc
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
