@@ -20,7 +20,8 @@ parent's peak), plus the load average before and after:
 - the reference approach of spec 3.4 D: a Python loop over lines, the spec's regex per
   line, ``float`` per term, lists turned into numpy at the end;
 - the reader before the streaming rewrite (``tests/train_log_reference``);
-- ``python -m pimm_inspect show RUN --json`` on a run folder holding the log, disk cache off.
+- ``python -m pimm_inspect show RUN --json`` and ``check RUN --json`` on a run folder holding the log, disk
+  cache off, for this branch and for ``--baseline`` (whole process: start-up, read, checks, report).
 
 The file is in the page cache for every run ("cold" means a fresh process, not a cold disk).
 Exits 1 if the readers disagree on the number of Train: lines.
@@ -194,6 +195,12 @@ def python_child(body: str, path: Path, tree: Path = REPO, **names: object) -> l
     return [sys.executable, "-c", CHILD.format(repo=str(tree), path=str(path), body=body)]
 
 
+def cli_of(tree: Path, *args: str) -> list[str]:
+    """argv of ``python -m pimm_inspect ARGS`` running the ``pimm_inspect`` exported into ``tree``."""
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tree)!r}); "
+            "from pimm_inspect.cli.main import main; main()", *args]
+
+
 def main() -> int:
     """Generate if needed, run every approach side by side, print a table."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -222,6 +229,12 @@ def main() -> int:
          python_child(REFRESH, log, base, GROW_PATH=str(grow), APPEND_BYTES=append), False, refresh_env),
         ("`show RUN --json` (whole CLI, disk cache off)",
          [sys.executable, "-m", "pimm_inspect", "show", str(run_dir(log)), "--json"], False, refresh_env),
+        (f"{args.baseline} ({sha}): `show RUN --json` (whole CLI, disk cache off)",
+         cli_of(base, "show", str(run_dir(log)), "--json"), False, refresh_env),
+        ("`check RUN --json` (whole CLI, disk cache off)",
+         [sys.executable, "-m", "pimm_inspect", "check", str(run_dir(log)), "--json"], False, refresh_env),
+        (f"{args.baseline} ({sha}): `check RUN --json` (whole CLI, disk cache off)",
+         cli_of(base, "check", str(run_dir(log)), "--json"), False, refresh_env),
         ("per-line regex (spec 3.4 D), `float` per term", python_child(PER_LINE, log), True, None),
         ("reader before the streaming rewrite (`tests/train_log_reference`)", python_child(OLD, log), True, None),
     ]

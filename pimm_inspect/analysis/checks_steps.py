@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arrays import unique_sorted
 from ..load.attempts import restore_point
 from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
 from .curves import overlaps, within_duplicates
+from .distinct import distinct_sorted
 
 
 @dataclass
@@ -240,7 +240,7 @@ def check_gaps(run: Run) -> list[Finding]:
     skipped: dict[int, list[bool]] = defaultdict(list)
     by_index = {a.index: a for a in run.attempts}
     for by_attempt in _densest_by_kind(run).values():
-        steps = unique_sorted(np.concatenate([s.steps for s in by_attempt.values()]))
+        steps = distinct_sorted([s.steps for s in by_attempt.values()])
         diffs = np.diff(steps)
         interval = int(np.median(diffs)) if diffs.size else 1
         far = max(2 * interval, interval + 1)

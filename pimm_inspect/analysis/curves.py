@@ -8,6 +8,7 @@ import numpy as np
 
 from ..arrays import unique_sorted
 from ..model import Run, ScalarSeries, make_series
+from .distinct import strictly_increasing
 
 SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
 """Preferred origin of a tag's points: the metric writer first, the text log last."""
@@ -91,20 +92,26 @@ class Overlap:
 def overlaps(series: list[ScalarSeries]) -> list[Overlap]:
     """Pairwise step overlaps between the writers of one tag, in writer order."""
     ordered = [s for _, s in sorted(((_order_key(s, i), s) for i, s in enumerate(series)), key=lambda t: t[0])]
+    increasing = [strictly_increasing(s.steps) for s in ordered]
     found: list[Overlap] = []
     for i, older in enumerate(ordered):
         if not len(older):
             continue
-        for newer in ordered[i + 1:]:
+        for j, newer in enumerate(ordered[i + 1:], i + 1):
             if not len(newer):
                 continue
-            common, old_idx, new_idx = np.intersect1d(older.steps, newer.steps, assume_unique=False,
-                                                      return_indices=True)
-            if common.size == 0:
-                continue
-            # intersect1d gives the first occurrence; compare the last value each writer logged.
-            old_last = _last_value_per_step(older, common)
-            new_last = _last_value_per_step(newer, common)
+            if increasing[i] and increasing[j]:  # each step once per writer (the usual case): no sort at all
+                common, old_at, new_at = _common_steps(older.steps, newer.steps)
+                if common.size == 0:
+                    continue
+                old_last, new_last = older.values[old_at], newer.values[new_at]
+            else:
+                common = np.intersect1d(older.steps, newer.steps, assume_unique=False, return_indices=True)[0]
+                if common.size == 0:
+                    continue
+                # intersect1d gives the first occurrence; compare the last value each writer logged.
+                old_last = _last_value_per_step(older, common)
+                new_last = _last_value_per_step(newer, common)
             with np.errstate(invalid="ignore"):
                 diff = np.abs(new_last - old_last)
             finite = diff[np.isfinite(diff)]
@@ -112,6 +119,16 @@ def overlaps(series: list[ScalarSeries]) -> list[Overlap]:
                                  older.source, newer.source, older.attempt, newer.attempt,
                                  float(finite.max()) if finite.size else float("nan")))
     return found
+
+
+def _common_steps(older: np.ndarray, newer: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The steps in both strictly increasing arrays, and where each holds them: only the part of ``newer``
+    inside ``older``'s range is looked up (a resume overlaps its predecessor by a few steps, not all of them)."""
+    lo, hi = int(np.searchsorted(newer, older[0], side="left")), int(np.searchsorted(newer, older[-1], side="right"))
+    candidates = newer[lo:hi]
+    at = np.searchsorted(older, candidates)  # every candidate is <= older[-1]: a valid index
+    hit = older[at] == candidates
+    return candidates[hit], at[hit], lo + np.flatnonzero(hit)
 
 
 def _last_value_per_step(s: ScalarSeries, steps: np.ndarray) -> np.ndarray:
@@ -187,14 +204,28 @@ def downsample_minmax(steps: np.ndarray, values: np.ndarray, buckets: int) -> tu
     if buckets <= 0 or n <= 2 * buckets:
         return steps, values
     edges = np.linspace(0, n, buckets + 1).astype(np.int64)
-    starts = edges[:-1]
+    picks = []
+    first = 0
+    while first < buckets:  # whole buckets, about _CHUNK points at a time: a few MB of scratch, not 6 copies
+        last = min(buckets, max(first + 1, int(np.searchsorted(edges, edges[first] + _CHUNK, side="right")) - 1))
+        base = int(edges[first])
+        picks.append(_bucket_extremes(values[base:edges[last]], edges[first:last] - base) + base)
+        first = last
+    keep = unique_sorted(np.concatenate(picks))
+    return steps[keep], values[keep]
+
+
+_CHUNK = 1 << 16
+"""Points per pass of ``downsample_minmax``: its scratch arrays stay a few MB for a curve of any length."""
+
+
+def _bucket_extremes(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per bucket (starting at ``starts``, the last one ending with ``values``): the index of its first minimum,
+    then of its first maximum, non-finite values never chosen over finite ones."""
     safe = np.where(np.isfinite(values), values, np.nan)
     filled_min = np.where(np.isnan(safe), np.inf, safe)
     filled_max = np.where(np.isnan(safe), -np.inf, safe)
-    idx_min = _segment_arg(filled_min, starts, np.minimum)
-    idx_max = _segment_arg(filled_max, starts, np.maximum)
-    keep = unique_sorted(np.concatenate([idx_min, idx_max]))
-    return steps[keep], values[keep]
+    return np.concatenate([_segment_arg(filled_min, starts, np.minimum), _segment_arg(filled_max, starts, np.maximum)])
 
 
 def _segment_arg(values: np.ndarray, starts: np.ndarray, ufunc: np.ufunc) -> np.ndarray:

@@ -11,6 +11,7 @@ writer (the same choice as ``curves.merge``). Each row keeps the file it came fr
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ import numpy as np
 from ..model import Run, ScalarSeries
 from ._facts import SOURCE_PRIORITY, source_kind
 from .curves import POLICIES
+from .distinct import strictly_increasing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,27 +64,32 @@ def select_rows(tag: str, kind: str, series: list[ScalarSeries], policy: str = "
     if not ordered:
         empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         return TagRows(tag, kind, empty_i, empty_f, empty_f, empty_i, empty_i, sources)
-    if len(ordered) == 1 and bool(np.all(ordered[0].steps[1:] > ordered[0].steps[:-1])):
+    if len(ordered) == 1 and strictly_increasing(ordered[0].steps):
         # One writer, steps strictly increasing (the usual case): every policy keeps every row, in order.
         only = ordered[0]
         n = len(only)
         return TagRows(tag, kind, only.steps.copy(), only.values.copy(), only.wall_times_s.copy(),
                        np.full(n, NO_ATTEMPT if only.attempt is None else only.attempt, dtype=np.int64),
                        np.zeros(n, dtype=np.int64), sources)
-    rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
     steps = np.concatenate([s.steps for s in ordered])
-    attempts = np.concatenate([np.full(len(s), NO_ATTEMPT if s.attempt is None else s.attempt, dtype=np.int64)
-                               for s in ordered])
+    attempt_of = [NO_ATTEMPT if s.attempt is None else s.attempt for s in ordered]
+    attempts = np.concatenate([np.full(len(s), a, dtype=np.int64) for s, a in zip(ordered, attempt_of)])
     source_index = np.concatenate([np.full(len(s), sources.index(s.source), dtype=np.int64) for s in ordered])
-    position = np.arange(steps.shape[0], dtype=np.int64)
+    # The rows lie in writer order (rank), each writer's in the order logged (position): a stable sort by step
+    # keeps that order among equal steps, as lexsort((position, rank, steps)) would, and merges the increasing
+    # runs of a resumed log in one pass (timsort) where lexsort makes a pass per key.
     if policy == "all":
         # One row per (step, attempt): sort so the latest write of each pair comes last, keep that one.
-        order = np.lexsort((position, rank, attempts, steps))
+        if all(a <= b for a, b in zip(attempt_of, attempt_of[1:])):  # attempts follow writer order: same ties
+            order = np.argsort(steps, kind="stable")
+        else:
+            rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
+            order = np.lexsort((np.arange(steps.shape[0], dtype=np.int64), rank, attempts, steps))
         s_sorted, a_sorted = steps[order], attempts[order]
         keep = np.ones(order.shape[0], dtype=bool)
         keep[:-1] = (s_sorted[1:] != s_sorted[:-1]) | (a_sorted[1:] != a_sorted[:-1])
     else:
-        order = np.lexsort((position, rank, steps))
+        order = np.argsort(steps, kind="stable")
         s_sorted = steps[order]
         keep = np.ones(order.shape[0], dtype=bool)
         if policy == "newest":
@@ -100,23 +107,80 @@ def tag_matches(tag: str, patterns: tuple[str, ...] | list[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(tag, p) for p in patterns)
 
 
-def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
-                all_sources: bool = False) -> list[TagRows]:
-    """The scalar table of a run, tag by tag (sorted), preferred source kind only unless ``all_sources``."""
+def _tag_groups(run: Run, tags: tuple[str, ...] | list[str] | str,
+                all_sources: bool) -> Iterator[tuple[str, str, list[ScalarSeries]]]:
+    """(tag, source kind, its series) of the scalar table, tag by tag (sorted), preferred kind only unless ``all_sources``."""
     if isinstance(tags, str):
         tags = (tags,)
     by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
     for s in run.series:
         if tag_matches(s.tag, tags):
             by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
-    out: list[TagRows] = []
     for tag in sorted(by_tag):
         kinds = by_tag[tag]
         ranked = sorted(kinds, key=lambda k: SOURCE_PRIORITY.index(k) if k in SOURCE_PRIORITY else len(SOURCE_PRIORITY))
         if not all_sources:
             with_points = [k for k in ranked if any(len(s) for s in kinds[k])]
             ranked = with_points[:1] or ranked[:1]
-        out += [select_rows(tag, kind, kinds[kind], policy) for kind in ranked]
+        for kind in ranked:
+            yield tag, kind, kinds[kind]
+
+
+def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+                all_sources: bool = False) -> list[TagRows]:
+    """The scalar table of a run, tag by tag (sorted), preferred source kind only unless ``all_sources``."""
+    return list(iter_scalar_rows(run, tags, policy, all_sources))
+
+
+def iter_scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+                     all_sources: bool = False) -> Iterator[TagRows]:
+    """``scalar_rows`` one tag at a time: a writer that streams keeps one tag's rows in memory, not the table."""
+    for tag, kind, group in _tag_groups(run, tags, all_sources):
+        yield select_rows(tag, kind, group, policy)
+
+
+@dataclass(frozen=True, slots=True)
+class TagCount:
+    """How many rows ``scalar_rows`` gives one tag (of one source kind), and their step range."""
+
+    tag: str
+    kind: str
+    points: int
+    first_step: int | None
+    """Smallest step of the rows; None when there are none."""
+    last_step: int | None
+    """Largest step of the rows; None when there are none."""
+
+
+def row_counts(run: Run, policy: str = "all") -> list[TagCount]:
+    """Per tag of ``scalar_rows(run, policy=policy)``: its row count and step range, without building the rows.
+
+    One writer with strictly increasing steps (the usual case) keeps every point, so its count is its length;
+    so does one such writer per attempt under ``all``. Only other tags have their rows selected, one tag at a
+    time, so memory stays near one tag's rows.
+    """
+    out: list[TagCount] = []
+    for tag, kind, group in _tag_groups(run, (), False):
+        ordered = [s for s in group if len(s)]
+        if not ordered:
+            out.append(TagCount(tag, kind, 0, None, None))
+            continue
+        if len(ordered) == 1 and strictly_increasing(ordered[0].steps):
+            steps = ordered[0].steps
+            out.append(TagCount(tag, kind, int(steps.shape[0]), int(steps[0]), int(steps[-1])))
+            continue
+        by_attempt: dict[int, list[np.ndarray]] = {}
+        for s in ordered:
+            by_attempt.setdefault(NO_ATTEMPT if s.attempt is None else s.attempt, []).append(s.steps)
+        if policy == "all" and all(len(cols) == 1 and strictly_increasing(cols[0]) for cols in by_attempt.values()):
+            # One increasing writer per attempt (a resumed train.log): every (step, attempt) pair is a row.
+            out.append(TagCount(tag, kind, sum(len(s) for s in ordered), min(int(s.steps[0]) for s in ordered),
+                                max(int(s.steps[-1]) for s in ordered)))
+            continue
+        rows = select_rows(tag, kind, group, policy)
+        n = len(rows)
+        out.append(TagCount(tag, kind, n, int(rows.steps.min()) if n else None, int(rows.steps.max()) if n else None))
+        del rows
     return out
 
 

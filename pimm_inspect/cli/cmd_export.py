@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -46,7 +47,7 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
 
     Example: pimm-inspect export exp/ --format parquet -o runs_dataset
     """
-    from ..analysis.scalar_rows import scalar_rows, to_frame
+    from ..analysis.scalar_rows import TagRows, iter_scalar_rows, scalar_rows, to_frame
     from ..report.export import write_json
 
     if fmt == "parquet" and _dataset_wanted(output):
@@ -62,16 +63,24 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
             stderr("pimm-inspect: (for the dataset of every run under a folder, give -o a directory: "
                    "a name not ending in .parquet)")
         sys.exit(EXIT_USAGE)
-    rows = scalar_rows(target, tags, policy, all_sources)
-    tag_count = len({block.tag for block in rows if len(block)})
     if fmt == "json":
+        written: set[str] = set()
+
+        def streamed() -> Iterator[TagRows]:  # one tag's rows at a time, each dropped once written
+            for block in iter_scalar_rows(target, tags, policy, all_sources):
+                if len(block):
+                    written.add(block.tag)
+                yield block
+
         if output == "-":
-            count = write_json(rows, sys.stdout)
+            count = write_json(streamed(), sys.stdout)
         else:
             with open(output, "w", encoding="utf-8") as fh:
-                count = write_json(rows, fh)
-        stderr(f"pimm-inspect: wrote {count} points of {tag_count} tags to {output}")
+                count = write_json(streamed(), fh)
+        stderr(f"pimm-inspect: wrote {count} points of {len(written)} tags to {output}")
         return
+    rows = scalar_rows(target, tags, policy, all_sources)
+    tag_count = len({block.tag for block in rows if len(block)})
     frame = to_frame(rows)  # pandas only for CSV and Parquet
     if fmt == "parquet":
         if output == "-":

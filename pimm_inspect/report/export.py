@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import IO, TYPE_CHECKING, Callable, Iterator
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -30,22 +30,28 @@ def _floats(array: np.ndarray, non_finite: Callable[[str], str]) -> list[str]:
     return texts
 
 
-def json_records(rows: list[TagRows]) -> Iterator[str]:
+SLICE_ROWS = 1 << 16
+"""Rows turned into Python objects at a time: a tag of 5M points costs a few MB of lists, not over a GB."""
+
+
+def json_records(rows: Iterable[TagRows]) -> Iterator[str]:
     """One JSON object per row; floats by ``repr``, NaN/inf values as the documented strings."""
     for block in rows:
         if not len(block):
             continue
         sources = [json.dumps(s, ensure_ascii=False) for s in block.sources]
         head = '{"tag": ' + json.dumps(block.tag, ensure_ascii=False) + ', "step": '
-        values = _floats(block.values, lambda text: f'"{NON_FINITE[text]}"')
-        walls = _floats(block.wall_times_s, lambda _text: "null")
-        attempts = ["null" if a == NO_ATTEMPT else str(a) for a in block.attempts.tolist()]
-        files = [sources[i] for i in block.source_index.tolist()]
-        for step, value, wall, attempt, source in zip(block.steps.tolist(), values, walls, attempts, files):
-            yield f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, "source": {source}}}'
+        for start in range(0, len(block), SLICE_ROWS):
+            part = slice(start, start + SLICE_ROWS)
+            values = _floats(block.values[part], lambda text: f'"{NON_FINITE[text]}"')
+            walls = _floats(block.wall_times_s[part], lambda _text: "null")
+            attempts = ["null" if a == NO_ATTEMPT else str(a) for a in block.attempts[part].tolist()]
+            files = [sources[i] for i in block.source_index[part].tolist()]
+            for step, value, wall, attempt, source in zip(block.steps[part].tolist(), values, walls, attempts, files):
+                yield f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, "source": {source}}}'
 
 
-def write_json(rows: list[TagRows], fh: IO[str], batch: int = 10_000) -> int:
+def write_json(rows: Iterable[TagRows], fh: IO[str], batch: int = 10_000) -> int:
     """Write the rows as one JSON array (streamed in batches, one object per line); returns the row count."""
     count = 0
     pending: list[str] = []

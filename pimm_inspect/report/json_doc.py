@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..analysis.scalar_rows import scalar_rows
+from ..analysis.scalar_rows import row_counts
 from ..analysis.secrets import mask_text, mask_value
 from ..analysis.summary import run_row
 from ..evidence import RunRow
@@ -40,15 +40,8 @@ def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
 
     ``points`` counts the rows ``export`` writes (one per step and attempt), so the two always agree.
     """
-    summary = {}
-    for rows in scalar_rows(run):
-        summary[rows.tag] = {
-            "points": len(rows),
-            "first_step": int(rows.steps.min()) if len(rows) else None,
-            "last_step": int(rows.steps.max()) if len(rows) else None,
-            "source": rows.kind,
-        }
-    return summary
+    return {count.tag: {"points": count.points, "first_step": count.first_step, "last_step": count.last_step,
+                        "source": count.kind} for count in row_counts(run)}
 
 
 def show_run(run: Run, base: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.curves import downsample_minmax, ema, merge, preferred_series
+from ..analysis.distinct import strictly_increasing
 from ..model import Run
 from .safe_text import clean
 
@@ -48,20 +49,23 @@ def lines_for(run: Run, tag: str, policy: str = "all", smooth: float = 0.0, x_ax
     for s in merged:
         if not len(s):
             continue
-        order = np.argsort(s.steps, kind="stable") if x_axis == "step" else np.arange(len(s))
-        values = s.values[order]
+        # Steps in order already (the usual case): the columns are read as they are, never copied whole.
+        order = None if x_axis != "step" or strictly_increasing(s.steps) else np.argsort(s.steps, kind="stable")
+        values = s.values if order is None else s.values[order]
         if smooth > 0:
             values = ema(values, smooth)
+        x: np.ndarray
         if x_axis == "step":
-            x = s.steps[order].astype(np.float64)
+            x = s.steps if order is None else s.steps[order]  # int64 until downsampled: the same floats after
         elif x_axis == "wall":
-            x = s.wall_times_s[order]
+            x = s.wall_times_s
         else:
-            x = (s.wall_times_s[order] - t0) / 3600.0
+            x = (s.wall_times_s - t0) / 3600.0
         if x_range is not None:
             window = (x >= x_range[0]) & (x <= x_range[1])
             x, values = x[window], values[window]
         x, values = downsample_minmax(x, values, max_points // 2)
+        x = x.astype(np.float64)
         finite = np.isfinite(values) & np.isfinite(x)
         label = f"{tag}" + (f" (attempt {s.attempt})" if s.attempt is not None and policy == "all" else "")
         lines.append(Line(label, x[finite], values[finite], s.attempt))
