@@ -216,6 +216,19 @@ def test_a_same_size_rewrite_within_one_mtime_tick_of_the_read_is_not_missed(tmp
     assert _tables(out, "e2_clean")["runs"][0]["host"] == "sdfampere014"
 
 
+def test_new_checkpoint_in_the_model_dir_a_model_link_leads_to(tmp_path, monkeypatch):
+    """pimm's ``model`` link to ``$MODEL_DIR/.../model``: a checkpoint written there is a change of the run."""
+    run = _copy("e2_clean", tmp_path)
+    store = tmp_path / "model_store" / "e2_clean" / "model"  # outside the exported tree
+    store.parent.mkdir(parents=True)
+    shutil.move(str(run / "model"), store)
+    (run / "model").symlink_to(store)
+    _quiet(tmp_path / "model_store")
+    _quiet(run)
+    pth = next(p for p in sorted((RUNS / "e2_unsafe_checkpoint" / "model").rglob("*.pth")) if p.is_file())
+    _both_read_again(run.parent, run, _copy_in(pth, store / "model_last.pth"), tmp_path, monkeypatch)
+
+
 # -- every file kind (load/kinds.py), the same for both callers ----------------------------------------------
 
 def _append(path: Path, text: str) -> Callable[[], None]:
@@ -285,6 +298,9 @@ KIND_CHANGES: dict[str, tuple[str, str, Callable[[Path], Callable[[], None]]]] =
         next((RUNS / "wandb_clean" / "wandb").iterdir()),
         r / "wandb" / next((RUNS / "wandb_clean" / "wandb").iterdir()).name.replace("clean001", "other002"))),
     "trainer_state.json": ("hf_clean", ".", lambda r: _edit_json(r / "trainer_state.json", _hf_log)),
+    "HF event file in runs/": ("hf_clean", ".", lambda r: _copy_in(
+        next(p for p in sorted((RUNS / "hf_resumed" / "runs").rglob("events.out.*"))),
+        next((r / "runs").iterdir()) / "events.out.tfevents.1895946989.vm.99999.0")),
 }
 
 
@@ -307,7 +323,8 @@ def _row_deps(disk: disk_cache.DiskCache, run: Path) -> set[tuple[str, str, str]
 
 def _export_deps(out: Path, run_id: str) -> set[tuple[str, str, str]]:
     entry = json.loads((out / MANIFEST).read_text())["runs"][encode_partition(run_id)]
-    return {tuple(dep) for dep in entry["read"]["deps"]}
+    parts = entry["read"]["deps"].split("\0")  # kind, path, fingerprint, kind, ...
+    return set(zip(parts[0::3], parts[1::3], parts[2::3]))
 
 
 def test_both_callers_record_the_same_read_of_every_fixture_run_and_of_a_changed_copy(tmp_path, monkeypatch):
@@ -343,3 +360,27 @@ def test_both_callers_record_the_same_read_of_every_fixture_run_and_of_a_changed
     for run in runs:
         assert _row_deps(disk, run) == _export_deps(out, run_id_of(run, tree)), run
     assert export_dataset(tree, runs, out).rewritten == []
+
+
+def test_a_manifest_without_read_records_rewrites_each_run_once_and_a_damaged_one_is_refused(tmp_path, monkeypatch):
+    """A dataset written by the earlier rule (a ``tree`` digest per run) is brought under this one: every run is
+    rewritten once, then left alone; a read record cut short is damage."""
+    from pimm_inspect.report.dataset_store import DatasetProblem
+
+    run = _copy("e2_clean", tmp_path)
+    root, out = run.parent, tmp_path / "ds"
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    _export(root, out)
+    manifest = json.loads((out / MANIFEST).read_text())
+    good = json.dumps(manifest)
+    entry = manifest["runs"]["e2_clean"]
+    del entry["read"]
+    entry.update(tree="0" * 64, outside=[])
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    assert _export(root, out).rewritten == ["e2_clean"]
+    assert _export(root, out).unchanged == ["e2_clean"]
+    damaged = json.loads(good)
+    damaged["runs"]["e2_clean"]["read"]["deps"] += "\0f"  # a dependency cut short
+    (out / MANIFEST).write_text(json.dumps(damaged))
+    with pytest.raises(DatasetProblem, match="cannot be read"):
+        _export(root, out)
