@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import pimm_inspect
 from pimm_inspect.analysis import analyze, rows
 from pimm_inspect.cli.main import cli
-from pimm_inspect.load import disk_cache, file_deps, row_cache
+from pimm_inspect.load import disk_cache, file_deps, row_cache, safe
 from pimm_inspect.load.assemble import load_run_and_liveness
 from pimm_inspect.load.cache import ReadCache
 
@@ -208,7 +208,7 @@ def test_live_and_racy_runs_get_no_stored_row(tmp_path, monkeypatch):
     rows.load_row(fresh)
     assert row_cache.stored_row(disk, fresh.absolute()) is None
     run = _copy("e2_clean", tmp_path)
-    monkeypatch.setattr(rows, "load_run_and_liveness", lambda root: (load_run_and_liveness(root)[0], True))
+    monkeypatch.setattr(safe, "load_run_and_liveness", lambda root: (load_run_and_liveness(root)[0], True))
     rows.load_row(run)
     assert row_cache.stored_row(disk, run.absolute()) is None
     monkeypatch.undo()

@@ -10,21 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..evidence import RunRow
-from ..load.assemble import load_run_and_liveness
 from ..load.disk_cache import DiskCache
 from ..load.row_cache import cached_row, cached_rows
-from ..load.safe import failed_run
+from ..load.safe import load_reusable
 from . import analyze
 from .summary import run_row
 
 
 def build_row(root: Path) -> tuple[RunRow, bool]:
     """Load and analyse the run at ``root``: its row, and whether that row may be stored (not live, not failed)."""
-    try:
-        run, live = load_run_and_liveness(root)
-    except Exception as exc:  # as load_safely: a bug becomes an internal.load-failed finding, never a traceback
-        return run_row(analyze(failed_run(root, exc))), False
-    return run_row(analyze(run)), not live
+    run, reusable = load_reusable(root)  # the Parquet export loads its runs the same way
+    return run_row(analyze(run)), reusable
 
 
 def load_row(path: Path | str) -> RunRow:

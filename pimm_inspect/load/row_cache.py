@@ -1,31 +1,29 @@
 """Analysed rows (what ``ls`` prints for a run), kept in the disk cache while nothing the run was read from changed.
 
-A row is stored with the dependencies of the load that made it (``file_deps``: every file opened and folder
-listed, inside the run and outside it, each fingerprinted before it was read) and reused only while every
-fingerprint is the same, so a grown log, a new checkpoint, a new event file or W&B folder, a deleted or
-renamed file each make the next ``ls`` load the run again (through the per-file cache: only what changed is
-decoded). A row is not stored when the clock alone could change it (a live run: it turns ``stopped`` once its
-files stay quiet), when the load failed, or when a file it read had been modified within ``RACY_S`` before
-the load started (a same-size rewrite within one mtime tick of the read would go unseen).
+A row is stored with the record of the load that made it (``read_record``, the one rule of "has this run changed",
+which the Parquet export follows too: every file opened and folder listed, inside the run and outside it, each
+fingerprinted before it was read) and reused only while every fingerprint is the same, so a grown log, a new
+checkpoint, a new event file or W&B folder, a deleted or renamed file each make the next ``ls`` load the run again
+(through the per-file cache: only what changed is decoded). A row is not stored when the clock alone could change
+it (a live run: it turns ``stopped`` once its files stay quiet), when the load failed, or when a file it read had
+been modified within ``read_record.RACY_S`` before the load started (a same-size rewrite within one mtime tick of
+the read would go unseen).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
 from ..evidence import RunRow
-from . import file_deps
-from .disk_cache import DiskCache, valid_deps
+from . import read_record
+from .disk_cache import DiskCache
 
 ROW_KIND = "run_row"
 ROW_CODE = ("analysis",)
 """A row is made by load and analysis code: entries of any other version of either are ignored."""
-RACY_S = 2.0
-"""Files modified less than this long before the load started make its row unstorable (racy mtimes)."""
 
 RowBuild = Callable[[Path], tuple[RunRow, bool]]
 """Load and analyse one run: (its row, whether the row may be stored)."""
@@ -38,10 +36,10 @@ def stored_row(disk: DiskCache, root: Path) -> RunRow | None:
             and isinstance(stored[1], tuple) and isinstance(stored[2], RunRow)):
         return None  # missing, damaged or foreign
     made_s, flat, row = stored
-    deps = tuple(zip(flat[0::3], flat[1::3], flat[2::3]))
-    if len(flat) % 3 or not valid_deps(deps) or time.time() < made_s or row.root != root:
-        return None  # damaged, the clock went back, or a row of another path: never trusted
-    return row if file_deps.unchanged(deps) else None
+    record = read_record.from_flat(made_s, flat)
+    if record is None or row.root != root:
+        return None  # damaged, or a row of another path: never trusted
+    return row if read_record.unchanged(record) else None  # also None when the clock went back
 
 
 def cached_row(root: Path, build: RowBuild, disk: DiskCache | None) -> RunRow:
@@ -56,14 +54,9 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunR
     root = Path(root).absolute()
     if disk is None or not disk.usable_for(root):
         return build(root)[0]
-    started = time.time()
-    with file_deps.recording(str(root), str(disk.directory)) as recorder:
-        file_deps.note_realpath(root)
-        row, storable = build(root)
-    deps = recorder.result()
-    if storable and file_deps.newest_mtime_ns(deps) < (started - RACY_S) * 1e9:
-        flat = tuple(part for dep in deps for part in dep)  # one list of strings: quick to read back
-        disk.put_value(ROW_KIND, root, "", (started, flat, row), ROW_CODE)
+    row, record = read_record.record_read(root, partial(build, root), str(disk.directory))
+    if record.reusable:
+        disk.put_value(ROW_KIND, root, "", (record.started_s, read_record.flat(record), row), ROW_CODE)
     return row
 
 

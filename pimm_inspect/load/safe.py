@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Finding, Run, Severity
-from .assemble import load_run
+from .assemble import load_run, load_run_and_liveness
 from .cache import ReadCache
 from .discover import discover
 
@@ -29,6 +29,17 @@ def load_safely(path: Path, cache: ReadCache | None = None, now: float | None = 
         return load_run(path, now=now, cache=cache, progress=progress)
     except Exception as exc:  # the inspector must never show a traceback for bad input
         return failed_run(path, exc)
+
+
+def load_reusable(path: Path) -> tuple[Run, bool]:
+    """``load_safely`` (no progress, the transient cache) plus whether the result may be reused while the files it
+    was read from stay the same (``read_record``): False for a live run (the clock alone changes its status) and a
+    failed load. What ``ls`` rows and the Parquet export are made from."""
+    try:
+        run, live = load_run_and_liveness(path)
+    except Exception as exc:  # as load_safely: a bug becomes an internal.load-failed finding, never a traceback
+        return failed_run(path, exc), False
+    return run, not live
 
 
 def failed_run(path: Path, exc: BaseException) -> Run:

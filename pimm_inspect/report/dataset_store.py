@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterator
 
 from .. import __version__
+from ..load.read_record import ReadRecord, flat, from_flat
 from .dataset import DATASET_VERSION, TABLES
 
 if TYPE_CHECKING:
@@ -159,10 +160,9 @@ class RunEntry:
     """What one run's partitions were written from."""
 
     run_id: str
-    tree: str | None
-    """Digest of the run directory when it was read (``load.fingerprint``); None: always rewrite (incomplete
-    walk, or the export of this run failed)."""
-    outside: list[tuple[str, str, str]] = field(default_factory=list)
+    read: ReadRecord | None
+    """What the run's last read used (``load.read_record``); None: always rewrite (a live run, a failed load or
+    export, a file modified just before the read, or a manifest of an older pimm-inspect)."""
     written_at: str = ""
     seen_at: str = ""
     """When an export last found the run under ROOT."""
@@ -184,21 +184,40 @@ class Manifest:
         return json.dumps({
             "format": MANIFEST_FORMAT, "dataset_version": self.dataset_version,
             "pimm_inspect_version": self.pimm_inspect_version, "root": self.root, "options": self.options,
-            "runs": {value: {"run_id": e.run_id, "tree": e.tree, "outside": [list(o) for o in e.outside],
-                             "written_at": e.written_at, "seen_at": e.seen_at} for value, e in sorted(self.runs.items())},
+            "runs": {value: {"run_id": e.run_id, "read": _read_json(e.read), "written_at": e.written_at,
+                             "seen_at": e.seen_at} for value, e in sorted(self.runs.items())},
         }, indent=1, ensure_ascii=True)
+
+
+_SEP = "\0"
+"""Between the parts of a stored read record's dependencies (the one character no path or fingerprint holds)."""
+
+
+def _read_json(record: ReadRecord | None) -> dict[str, Any] | None:
+    """A read record as JSON: its start time and its dependencies as one string (kind, path, fingerprint, kind, ...
+    joined by NUL), quick to write and parse for thousands of runs."""
+    if record is None:
+        return None
+    return {"started_s": record.started_s, "deps": _SEP.join(flat(record))}
+
+
+def _read_of(data: Any) -> ReadRecord | None:
+    """A run's stored read record; None when there is none (a manifest without one: the run is rewritten)."""
+    if data is None:
+        return None
+    deps = data.get("deps") if isinstance(data, dict) else None
+    if not isinstance(deps, str):
+        raise ValueError("a run's read record has no dependency string")
+    record = from_flat(data.get("started_s"), tuple(deps.split(_SEP)) if deps else ())
+    if record is None:
+        raise ValueError("a run's read record is damaged")
+    return record
 
 
 def _entry(data: Any) -> RunEntry:
     if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
         raise ValueError("a run entry is not an object with a run_id")
-    outside = data.get("outside", [])
-    if not isinstance(outside, list) or not all(
-            isinstance(o, list) and len(o) == 3 and all(isinstance(x, str) for x in o) for o in outside):
-        raise ValueError("a run's outside files are not [path, kind, state] lists")
-    tree = data.get("tree")
-    return RunEntry(run_id=data["run_id"], tree=tree if isinstance(tree, str) else None,
-                    outside=[(o[0], o[1], o[2]) for o in outside], written_at=str(data.get("written_at", "")),
+    return RunEntry(run_id=data["run_id"], read=_read_of(data.get("read")), written_at=str(data.get("written_at", "")),
                     seen_at=str(data.get("seen_at", "")))
 
 

@@ -1,9 +1,11 @@
 """Export a tree of runs as a Parquet dataset, and bring an existing one up to date rewriting only what changed.
 
-For each run found under ROOT: its directory is fingerprinted by ``stat`` alone (``load.fingerprint``); when the
-fingerprint, the outside files it was read from, the export options and the writer all match the manifest and
-its four partition files exist, the run is not even loaded and its partitions are not touched. Otherwise it is
-loaded, analysed and its four partitions are rewritten (each atomically), and its manifest entry updated.
+For each run found under ROOT: when the manifest holds the record of its last read (``load.read_record``, the rule
+the ``ls`` row cache follows too: every file opened and folder listed, inside the run and outside it) and nothing
+in it changed (checked by ``stat`` and folder listings alone), the export options and the writer match and its
+four partition files exist, the run is not even loaded and its partitions are not touched. Otherwise it is
+loaded (its read recorded), analysed and its four partitions are rewritten (each atomically), and its manifest
+entry updated. A live run, a failed load or one that read a file modified just before is rewritten next time too.
 Runs in the manifest that are no longer under ROOT are kept (their partitions stay queryable) unless ``prune``.
 A run that cannot be loaded is exported with its findings; a bug while building its tables becomes an
 ``internal.export-failed`` finding of that run, and the export goes on.
@@ -11,19 +13,20 @@ A run that cannot be loaded is exported with its findings; a bug while building 
 
 from __future__ import annotations
 
-import bisect
 import os
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 from .. import __version__
 from ..analysis import analyze
-from ..load.fingerprint import outside_entries, outside_unchanged, tree_fingerprint
-from ..load.safe import load_safely
+from ..load.disk_cache import DiskCache
+from ..load.read_record import ReadRecord, record_read, unchanged
+from ..load.safe import load_reusable
 from ..model import Finding, Run, Severity
 from .dataset import (DATASET_VERSION, TABLES, attempts_table, findings_table, run_tables, runs_table,
                       schema)
@@ -87,23 +90,6 @@ def run_id_of(run_dir: Path, root: Path) -> str:
     return Path(os.path.relpath(run_dir, root)).as_posix()
 
 
-def _nested(run_dirs: list[Path]) -> dict[Path, frozenset[str]]:
-    """Per run, the run-relative paths of the runs found inside it (each fingerprinted on its own)."""
-    keyed = sorted((os.fsencode(d), d) for d in run_dirs)
-    keys = [k for k, _ in keyed]
-    nested: dict[Path, frozenset[str]] = {}
-    for key, run_dir in keyed:
-        prefix = key.rstrip(b"/") + b"/"
-        start = bisect.bisect_left(keys, prefix)
-        inner = []
-        for other in keys[start:]:
-            if not other.startswith(prefix):
-                break
-            inner.append(os.fsdecode(other[len(prefix):]))
-        nested[run_dir] = frozenset(inner)
-    return nested
-
-
 def _export_failed(run: Run, exc: BaseException) -> Run:
     """The run reduced to its identity and findings plus ``internal.export-failed``, whose tables always build."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -149,7 +135,8 @@ def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: Dataset
 
 def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, manifest: Manifest,
           report: DatasetReport, progress: Callable[[int, int, str], None] | None) -> None:
-    nested = _nested(run_dirs)
+    disk = DiskCache.configured()
+    cache_dir = str(disk.directory) if disk is not None else None  # the per-file cache's entries: not a run's files
     seen: set[str] = set()
     last_save = time.monotonic()
     for i, run_dir in enumerate(run_dirs, start=1):
@@ -161,17 +148,15 @@ def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, 
         if progress is not None:
             progress(i, len(run_dirs), run_id)
         stamp = _now().isoformat(timespec="seconds")
-        tree = tree_fingerprint(run_dir, nested.get(run_dir, frozenset()))
         entry = manifest.runs.get(value)
-        if (entry is not None and report.rewrite_all is None and tree.complete and entry.tree == tree.digest
-                and outside_unchanged(entry.outside) and has_partitions(out, value)):
+        if (entry is not None and report.rewrite_all is None and entry.read is not None and unchanged(entry.read)
+                and has_partitions(out, value)):
             entry.seen_at = stamp
             report.unchanged.append(run_id)
             continue
-        outside = _write_run(run_dir, run_id, value, out, options, report)
-        manifest.runs[value] = RunEntry(
-            run_id=run_id, tree=tree.digest if tree.complete and outside is not None else None,
-            outside=outside or [], written_at=stamp, seen_at=stamp)
+        record = _write_run(run_dir, run_id, value, out, options, report, cache_dir)
+        manifest.runs[value] = RunEntry(run_id=run_id, read=record if record is not None and record.reusable else None,
+                                        written_at=stamp, seen_at=stamp)
         (report.added if entry is None else report.rewritten).append(run_id)
         if time.monotonic() - last_save > MANIFEST_EVERY_S:
             write_manifest(out, manifest)
@@ -187,14 +172,14 @@ def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, 
 
 
 def _write_run(run_dir: Path, run_id: str, value: str, out: Path, options: DatasetOptions,
-               report: DatasetReport) -> list[tuple[str, str, str]] | None:
-    """Load one run and write its four partitions; returns what it was read from outside its directory, or None
-    when building its tables hit a bug (then exported as an ``internal.export-failed`` finding)."""
-    run = load_safely(run_dir)
+               report: DatasetReport, cache_dir: str | None) -> ReadRecord | None:
+    """Load one run and write its four partitions; returns the record of what its read used, or None when building
+    its tables hit a bug (then exported as an ``internal.export-failed`` finding)."""
+    run, read = record_read(run_dir, partial(load_reusable, run_dir), cache_dir)  # as an `ls` row is made
+    record: ReadRecord | None = read
     exported_at = _now()
     try:
         run = analyze(run)
-        outside = outside_entries(run)
         tables = run_tables(run, run_id, exported_at, options.tags, options.policy, options.all_sources)
     except Exception as exc:  # one run's bug must not stop the export of a thousand
         report.failed.append(run_id)
@@ -204,7 +189,7 @@ def _write_run(run_dir: Path, run_id: str, value: str, out: Path, options: Datas
                       "findings": findings_table(failed, run_id), "scalars": schema("scalars").empty_table()}
         except Exception:  # not even the run's identity builds: its old partitions (if any) stay as they were
             return None
-        outside = None
+        record = None
     for table_name in TABLES:
         write_partition(tables[table_name], out, table_name, value)
-    return outside
+    return record
