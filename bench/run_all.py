@@ -34,19 +34,22 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
-# bench name (the results file and report.py's order) -> script, full-run arguments, smoke-run arguments
+# bench name (the results file and report.py's order) -> script, full-run arguments, smoke-run arguments.
+# Repeats fit the whole set in ~25 min on 2 idle cores: the slow references (EventAccumulator, 30-60 s per file;
+# the per-line regex on the 1 GB log, ~80 s) run once or twice; train_log's baseline is the revision before the
+# issue-10 analysis work (1ffe7a5), so its show/check rows are a real before/after.
 BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
-    "tb_events": ("bench_tb_events.py", ["--repeat", "5", "--repeat-reference", "3"],
+    "tb_events": ("bench_tb_events.py", ["--repeat", "3", "--repeat-reference", "1"],
                   ["--events", "2000", "--repeat", "1", "--repeat-reference", "1"]),
-    "train_log": ("bench_train_log.py", ["--repeat", "3"],
+    "train_log": ("bench_train_log.py", ["--repeat", "2", "--baseline", "1ffe7a5"],
                   ["--size-mb", "2", "--repeat", "1", "--append-mb", "0.25"]),
-    "wandb": ("bench_wandb.py", ["--repeat", "5"], ["--rows", "300", "--repeat", "1"]),
-    "cache": ("bench_cache.py", ["--repeat", "5"], ["--runs", "4", "--repeat", "1", "--skip-show"]),
-    "tui_first_screen": ("bench_tui_first_screen.py", ["--repeat", "3"],
+    "wandb": ("bench_wandb.py", ["--repeat", "3"], ["--rows", "300", "--repeat", "1"]),
+    "cache": ("bench_cache.py", ["--repeat", "3"], ["--runs", "4", "--repeat", "1", "--skip-show"]),
+    "tui_first_screen": ("bench_tui_first_screen.py", ["--repeat", "2"],
                          ["--events", "2000", "--runs", "4", "--log-mb", "2", "--repeat", "1", "--timeout", "30",
                           "--all-timeout", "60"]),
-    "checkpoint": ("bench_checkpoint.py", ["--repeat", "5"], ["--sizes-mb", "3", "--repeat", "1"]),
-    "export": ("bench_dataset.py", ["--repeat", "3"], ["--runs", "4", "--repeat", "1", "--skip-big"]),
+    "checkpoint": ("bench_checkpoint.py", ["--repeat", "3"], ["--sizes-mb", "3", "--repeat", "1"]),
+    "export": ("bench_dataset.py", ["--repeat", "2"], ["--runs", "4", "--repeat", "1", "--skip-big"]),
 }
 
 
