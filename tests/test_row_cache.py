@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import io
 import os
 import shutil
 import time
@@ -330,10 +331,34 @@ def test_worker_count_follows_the_environment(monkeypatch):
     assert 1 <= row_cache.worker_count() <= 8
     monkeypatch.delenv("PIMM_INSPECT_JOBS")
     cores = len(os.sched_getaffinity(0))
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    monkeypatch.setattr(row_cache, "busy_now", lambda: 0.2)
     assert row_cache.worker_count() == min(cores, 8)  # an idle machine: every processor
-    monkeypatch.setattr(os, "getloadavg", lambda: (cores + 3.0, 0.0, 0.0))
+    monkeypatch.setattr(row_cache, "busy_now", lambda: cores + 3.0)
     assert row_cache.worker_count() == 1  # a busy one: one process
+
+
+def test_busy_now_counts_what_runs_now_not_the_lagging_load_average(monkeypatch):
+    """Right after a heavy command the 1-minute load average still says busy; the runnable count says idle."""
+    real_open = open
+
+    def fake_loadavg(text):
+        def fake_open(path, *args, **kwargs):
+            if path == "/proc/loadavg":
+                if text is None:
+                    raise FileNotFoundError(path)
+                return io.StringIO(text)
+            return real_open(path, *args, **kwargs)
+        return fake_open
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.5, 3.0, 1.0))
+    monkeypatch.setattr("builtins.open", fake_loadavg("1.98 1.20 0.80 1/412 9999\n"))
+    assert row_cache.busy_now() == 0.0  # only this process runs: the 1.98 of the last minute is the past
+    monkeypatch.setattr("builtins.open", fake_loadavg("3.00 2.00 1.00 4/412 9999\n"))
+    assert row_cache.busy_now() == 3.0  # three other tasks runnable now
+    monkeypatch.setattr("builtins.open", fake_loadavg("garbage\n"))
+    assert row_cache.busy_now() == 7.5  # unreadable: the load average stands in
+    monkeypatch.setattr("builtins.open", fake_loadavg(None))
+    assert row_cache.busy_now() == 7.5
 
 
 def test_model_link_retargeted_to_the_same_moved_folder_is_never_a_stale_row(tmp_path, monkeypatch):

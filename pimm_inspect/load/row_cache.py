@@ -61,8 +61,8 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunR
 
 
 def worker_count() -> int:
-    """Processes for loading runs: ``$PIMM_INSPECT_JOBS`` if set, else the processors this process may use that the
-    load average leaves idle (at least 1, at most 8): on a busy machine more processes only cost more CPU."""
+    """Processes for loading runs: ``$PIMM_INSPECT_JOBS`` if set, else the processors this process may use that other
+    work leaves idle now (at least 1, at most 8): on a busy machine more processes only cost more CPU."""
     configured = os.environ.get("PIMM_INSPECT_JOBS", "").strip()
     if configured:
         try:
@@ -73,11 +73,26 @@ def worker_count() -> int:
         available = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         available = os.cpu_count() or 1
-    try:
-        idle = available - os.getloadavg()[0]
-    except OSError:
-        idle = float(available)
+    idle = available - busy_now()
     return max(1, min(int(idle + 0.5), available, 8))
+
+
+def busy_now() -> float:
+    """Processors other work is using now: the runnable tasks of ``/proc/loadavg`` other than this process.
+
+    The 1-minute load average lags by a minute: right after a heavy command ends (or between the commands of a
+    script) it still says "busy" on an idle machine. It stands in only where ``/proc/loadavg`` cannot be read.
+    """
+    try:
+        with open("/proc/loadavg", encoding="ascii") as handle:
+            running = int(handle.read().split()[3].split("/")[0])
+        return float(max(0, running - 1))
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 POOL_MIN_RUNS = 16
