@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..arrays import unique_sorted
+
 
 def strictly_increasing(values: np.ndarray) -> bool:
     """True when every value is larger than the one before (no repeat, no step back)."""
@@ -30,13 +32,6 @@ def distinct_sorted(arrays: Sequence[np.ndarray]) -> np.ndarray:
     if not parts:
         return np.zeros(0, dtype=dtype)
     joined = parts[0].astype(dtype, copy=False) if len(parts) == 1 else np.concatenate(parts).astype(dtype, copy=False)
-    if joined.shape[0] < 2:
+    if strictly_increasing(joined):
         return joined
-    if not bool(np.all(joined[1:] >= joined[:-1])):
-        # Steps went back (a resume, a rollback): a stable sort (timsort) merges the increasing runs in one pass
-        # each, ~7 ms for 3 attempts of 5M steps where the default sort needs ~0.4 s.
-        joined = np.sort(joined, kind="stable")
-    fresh = np.empty(joined.shape[0], dtype=bool)
-    fresh[0] = True
-    np.not_equal(joined[1:], joined[:-1], out=fresh[1:])
-    return joined if bool(fresh.all()) else joined[fresh]
+    return unique_sorted(joined)  # repeats, or steps that went back (a resume, a rollback)
