@@ -1,13 +1,9 @@
 """Analysed rows (what ``ls`` prints for a run), kept in the disk cache while nothing the run was read from changed.
 
-A row is stored with the record of the load that made it (``read_record``, the one rule of "has this run changed",
-which the Parquet export follows too: every file opened and folder listed, inside the run and outside it, each
-fingerprinted before it was read) and reused only while every fingerprint is the same, so a grown log, a new
-checkpoint, a new event file or W&B folder, a deleted or renamed file each make the next ``ls`` load the run again
-(through the per-file cache: only what changed is decoded). A row is not stored when the clock alone could change
-it (a live run: it turns ``stopped`` once its files stay quiet), when the load failed, or when a file it read had
-been modified within ``read_record.RACY_S`` before the load started (a same-size rewrite within one mtime tick of
-the read would go unseen).
+A row is stored with the record of the load that made it and reused only while ``read_record.unchanged`` holds:
+``read_record`` is the one rule of "has this run changed" (the Parquet export follows it too) and says what counts
+as a change and when a result is never stored. A changed run is loaded again through the per-file cache, so only
+what changed is decoded.
 """
 
 from __future__ import annotations
