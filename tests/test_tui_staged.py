@@ -210,8 +210,8 @@ def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().split(") ")[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False  # gone (reading /proc/PID/stat of a process reaped after the open raises ESRCH)
 
 
 async def test_the_runs_table_streams_rows_and_progress(tmp_path):
