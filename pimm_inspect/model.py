@@ -225,6 +225,28 @@ class Attempt:
     ``restore_step + 1`` (the logged resume step, else the step before its first logged one when it
     resumed); None for a fresh start or a restart from scratch, and when unknown. Every range about
     replayed, skipped or lost steps starts from it."""
+    restored_checkpoint: str | None = None
+    """The checkpoint this attempt restored (its ``CheckpointInfo.path``, relative to the run root, when the run
+    holds it; else the path as the log names it, made relative to the run where it lies inside it); None for a
+    fresh start, a restart from scratch, or when no file says. Its step is ``restore_step``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayedRange:
+    """An inclusive step range that holds more than one copy of its steps, and who wrote each copy.
+
+    Ranges are cut wherever the set of writers changes, so three attempts over 51-75 and two over 76-90 are two
+    ranges: ``51-75: 3 copies (#1 #2 #3)`` and ``76-90: 2 copies (#2 #3)``. Computed once, by analysis.
+    """
+
+    first_step: int
+    last_step: int
+    copies: int
+    """How many copies of each step of the range exist (one per writing attempt or writer session)."""
+    attempts: tuple[int, ...]
+    """1-based attempts that wrote a copy, oldest first; empty when the writers are not attempts."""
+    paths: tuple[str, ...] = ()
+    """The files holding the copies, relative to the run root."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +311,8 @@ class Run:
     """run_metadata.json as read (scanned for secrets); None when absent or unreadable."""
     summary: RunSummary | None = None
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
+    replayed: tuple[ReplayedRange, ...] = ()
+    """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
     light: bool = False
     """True for a light copy (series and events dropped, ``summary`` kept) such as the runs table holds."""
 
