@@ -18,7 +18,7 @@ from ..load.progress import LoadCancelled
 from ..model import Run
 from ..report.safe_text import clean
 from .facts import is_light, light_run, relative_name
-from .loader import CachingLoader, Loader, StagedLoader, load_in_stages
+from ..session.staged import CachingLoader, Loader, StagedLoader, load_in_stages
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunGlanced, RunLoaded,
                        RunsFound)
 from .screens.compare import CompareScreen

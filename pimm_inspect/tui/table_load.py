@@ -20,7 +20,7 @@ from ..load.discover import classify_dir, iter_runs
 from ..load.progress import LoadCancelled
 from ..load.quick import listing
 from .facts import relative_name
-from .loader import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
+from ..session.staged import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
 from .messages import DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunGlanced, RunLoaded, RunsFound
 from .stages import progress_text
 
