@@ -313,8 +313,6 @@ class Run:
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
-    light: bool = False
-    """True for a light copy (series and events dropped, ``summary`` kept) such as the runs table holds."""
     scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
     """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it."""
 

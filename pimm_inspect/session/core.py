@@ -27,6 +27,7 @@ from .settings import Settings
 from .staged import CachingLoader, StageCallback
 from .store.cache import ReadCache
 from .store.disk_cache import DiskCache
+from .store.row_cache import stored_row
 from .store.trust import directory_problem
 
 if TYPE_CHECKING:
@@ -164,6 +165,18 @@ class Session:
         still valid, the others loaded and analysed now by the session's worker processes."""
         self.guard_cache(paths)
         return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs)
+
+    def stored_rows(self, paths: list[Path]) -> dict[Path, RunRow]:
+        """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
+        the others are missing."""
+        self.guard_cache(paths)
+        found: dict[Path, RunRow] = {}
+        for path in paths:
+            root = Path(path).absolute()
+            row = stored_row(self.disk, root) if self.disk is not None and self.disk.usable_for(root) else None
+            if row is not None:
+                found[path] = row
+        return found
 
     def stages(self, path: Path, on_stage: StageCallback | None = None,
                cancelled: Callable[[], bool] | None = None) -> Run:
