@@ -37,6 +37,8 @@ def test_reader_returns_a_read_naming_its_file_on_bad_input(kind, content: str, 
         assert finding.paths and all(p.startswith("thing") for p in finding.paths), finding
     if content == "garbage" and kind.source_kind not in FOLDER_KINDS and target.is_file():
         assert 0 <= result.bytes_read <= target.stat().st_size
+    if content == "garbage":
+        assert result.findings, f"{kind.source_kind}: garbage read without a finding saying so"
 
 
 def test_resumable_readers_report_where_they_stopped() -> None:

@@ -80,10 +80,6 @@ def check_replayed(run: Run) -> list[Finding]:
         for s in group:
             if kind != "train_log":
                 repeats += _repeated_in_session(run, s)
-    for first, last in (run.hf.replayed if run.hf is not None else ()) if not replays else ():
-        rep = replays.setdefault(("hf attempt", "hf resume"), _Replay(first, last))
-        rep.paths.add("trainer_state.json")
-        rep.kinds.add("hf_trainer")
     return [_replay_finding(run, key, rep) for key, rep in sorted(replays.items(), key=lambda kv: kv[1].first)] + repeats
 
 

@@ -9,6 +9,7 @@ process. Strings still go through the C string escaper. ``tests/test_json_text.p
 from __future__ import annotations
 
 import math
+import re
 from json.encoder import encode_basestring  # the C escaper when available (what ensure_ascii=False uses)
 from typing import Any
 
@@ -19,7 +20,13 @@ def safe_str(text: str) -> str:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
+        # A lone surrogate outside surrogateescape's U+DC80-U+DCFF (``"\udd00"`` in a JSON document) is no byte of a
+        # name: written as its ``\uXXXX`` escape, so the text always encodes (the Parquet dataset needs it).
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 def clean(value: Any) -> Any:

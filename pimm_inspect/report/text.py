@@ -154,6 +154,11 @@ def run_summary(run: Run, base: Path) -> Group:
                           _one_line("-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}"),
                           Text("<- picked" if ck.resume_candidate else ""))
         parts.append(table)
+    for result in run.eval_results:
+        what = ", ".join(x for x in (result.split, result.checkpoint) if x)
+        values = "  ".join(f"{name} {value:.4g}" for name, value in result.metrics[:8])
+        more = f"  (+{len(result.metrics) - 8} more)" if len(result.metrics) > 8 else ""
+        parts.append(_one_line(f"eval {result.stamp}" + (f" ({what})" if what else "") + f": {values or '-'}{more}"))
     notes = run_notes(run)
     if notes:
         parts.append(Text("notes", style="bold"))

@@ -21,7 +21,7 @@ class _Refused(Exception):
 
 def _check_tree(node: Any) -> None:
     """Walk the composed node graph iteratively: no aliases (billion laughs), bounded size and depth."""
-    import yaml  # PyYAML ships with wandb, a dependency; imported only for hparams.yaml
+    import yaml  # PyYAML (a declared dependency), imported only for hparams.yaml
 
     count = 0
     stack: list[tuple[Any, int]] = [(node, 0)]
