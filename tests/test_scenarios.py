@@ -18,6 +18,7 @@ EXPECTED = {
     "e2_incomplete_checkpoint": {"checkpoint.incomplete"},
     "e2_rollback": {"resume.rollback", "steps.replayed"},
     "e2_requeue_failed": {"slurm.attempts-mismatch"},
+    "e2_requeued_twice": {"resume.rollback", "steps.replayed"},
     "e2_secret_in_config": {"provenance.git-dirty", "provenance.secret"},
     "e2_wandb": set(),
     "e2_tb_gap": {"steps.gap"},
