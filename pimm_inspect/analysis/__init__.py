@@ -8,6 +8,7 @@ from collections.abc import Callable
 from ..model import Finding, Run
 from . import (checks_checkpoint, checks_provenance, checks_run, checks_slurm, checks_sources, checks_steps,
                checks_wandb)
+from .replays import compute_replayed
 from .summary import summarize
 
 Check = Callable[[Run], list[Finding]]
@@ -55,6 +56,7 @@ def run_checks(run: Run) -> list[Finding]:
 
 def analyze(run: Run) -> Run:
     """The run with reader findings plus every check's findings, worst first, and its derived row facts."""
+    run = dataclasses.replace(run, replayed=compute_replayed(run))  # the checks and every view read it
     combined = list(run.findings) + run_checks(run)
     combined.sort(key=lambda f: (-int(f.severity), f.code, f.steps or (0, 0)))
     return dataclasses.replace(run, findings=tuple(combined), summary=summarize(run))
