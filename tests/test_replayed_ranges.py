@@ -136,3 +136,27 @@ def test_a_thousand_one_point_event_files_are_one_range(tmp_path):
     assert out["findings"].count("steps.replayed") == 1
     assert out["note"].startswith("Steps written more than once: 0: 1000 copies (#1 #2 #3 #4 #5 #6 ... #1000);")
     assert out["peak"] < 300 << 20, f"traced peak {out['peak'] / 1e6:.0f} MB"
+
+
+def test_training_restarted_inside_one_process_is_found(tmp_path):
+    """detectron2 in a notebook: one pid, eight SummaryWriter files, each starting again at iteration 9 or 19."""
+    from click.testing import CliRunner
+
+    from pimm_inspect.cli.main import cli
+
+    run = pimm_inspect.load_run(RUNS / "rw_notebook_restart" / "output")
+    assert len({Path(p).name.rsplit(".", 2)[1] for a in run.attempts for p in a.sources}) == 1  # one pid
+    assert [a.origin for a in run.attempts] == ["fresh"] + ["restart"] * 7
+    assert [(a.first_step, a.last_step) for a in run.attempts][:3] == [(9, 59), (9, 29), (19, 79)]
+    found = _replays(run)
+    assert found and {f.steps for f in found} >= {(9, 9), (19, 19)}
+    at_19 = next(r for r in run.replayed if r.first_step == 19)
+    assert (at_19.copies, at_19.attempts) == (8, (1, 2, 3, 4, 5, 6, 7, 8))
+    note = policy_note(run)
+    assert "No step was written twice" not in note and "19: 8 copies" in note
+    total = sum(len(s) for s in run.series)
+    out = tmp_path / "rows.csv"
+    done = CliRunner().invoke(cli, ["export", str(RUNS / "rw_notebook_restart" / "output"), "--all-sources",
+                                    "--policy", "all", "--format", "csv", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert len(out.read_text().splitlines()) - 1 == total == 135

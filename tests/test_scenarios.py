@@ -58,6 +58,7 @@ EXPECTED = {
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
     "rw_pimm_tester_config": set(),
+    "rw_notebook_restart/output": {"steps.replayed"},
     "rw_renamed_tfevents/copied_run": set(),
     "rw_tb_restart/runs/baseline": {"steps.replayed"},
     "rw_tbx_add_scalars/runs/exp1": set(),

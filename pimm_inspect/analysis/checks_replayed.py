@@ -257,8 +257,8 @@ def _views(run: Run, r: ReplayedRange, newest: Attempt | None,
                          "drops the older copy; its Python loader ignores the first restart marker in a run, so it may "
                          "still show both.")
         elif newest is not None and newest.origin == "restart":
-            views.append(("TensorBoard", "both processes as one run (the newest copy per step by default)"))
-            lines.append("TensorBoard shows both processes as one run (its Python loader, EventAccumulator or tbparse, "
+            views.append(("TensorBoard", "every writer as one run (the newest copy per step by default)"))
+            lines.append("TensorBoard shows every writer as one run (its Python loader, EventAccumulator or tbparse, "
                          "draws a zig-zag; its default loader the newest copy): to compare them, give each launch its "
                          "own log folder, or move the older file into a folder of its own.")
         else:

@@ -138,6 +138,9 @@ def _widen(run: Run, written: _Written) -> tuple[int, int]:
     if not written.writers or not all(isinstance(w, int) for w in written.writers):
         return written.first, written.last
     by_index = {a.index: a for a in run.attempts}
+    newest = by_index.get(max(w for w in written.writers if isinstance(w, int)))
+    if newest is None or newest.restore_step is None or newest.origin == "restart":
+        return written.first, written.last  # only a resume says which steps were trained again, unlogged ones too
     spans = [_trained_span(by_index[w]) if w in by_index else None for w in written.writers if isinstance(w, int)]
     if any(span is None for span in spans):
         return written.first, written.last

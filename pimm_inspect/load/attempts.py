@@ -46,13 +46,15 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     elif c.tb_files:
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
-        for index, group in enumerate(group_by_process(c.tb_files), start=1):
+        for index, (group, went_back) in enumerate(writer_sessions(c.tb_files), start=1):
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
             started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
             if index == 1:
                 origin = "fresh"
+            elif went_back:  # a new writer in the same process whose steps went back: training started again
+                origin = "restart"
             else:  # a later process that starts where the earlier ones started (or after none logged) begins anew
                 origin = "resume" if first is not None and earliest is not None and first > earliest else "restart"
             if first is not None:
@@ -157,7 +159,8 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
     if not c.tb_files:
         return mapping
     if not segments:
-        return {p: index for index, group in enumerate(group_by_process(c.tb_files), start=1) for p, _n, _r in group}
+        return {p: index for index, (group, _back) in enumerate(writer_sessions(c.tb_files), start=1)
+                for p, _n, _r in group}
     if len(segments) == len(c.tb_files):
         for index, (rel_path, _n, _r) in enumerate(c.tb_files, start=1):
             mapping[rel_path] = segments[index - 1].index if segments else index
@@ -175,6 +178,35 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
         best = min(segments, key=lambda seg: abs((seg.first_step if seg.first_step is not None else 10**18) - first))
         mapping[rel_path] = best.index
     return mapping
+
+
+def _file_steps(result: Any) -> tuple[int | None, int | None]:
+    """(first, last) step an event file logged over all its tags; (None, None) when it logged none."""
+    firsts = [s.first_step for s in result.series.values() if len(s)]
+    lasts = [s.last_step for s in result.series.values() if len(s)]
+    return (min(firsts), max(lasts)) if firsts else (None, None)
+
+
+def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tuple[str, Any, Any]], bool]]:
+    """Event files as attempts: those of one writer process together (``group_by_process``), except that a new
+    writer session (a new file) of the same process whose first step goes back below a step the process already
+    logged starts again: a notebook kernel that ran ``trainer.train()`` several times into one folder. Each entry
+    is (files, True when it is such a restart inside one process)."""
+    out: list[tuple[list[tuple[str, Any, Any]], bool]] = []
+    for group in group_by_process(tb_files):
+        current: list[tuple[str, Any, Any]] = []
+        reached: int | None = None
+        went_back = False
+        for item in group:
+            first, last = _file_steps(item[2])
+            if current and first is not None and reached is not None and first < reached:
+                out.append((current, went_back))
+                current, reached, went_back = [], None, True
+            current.append(item)
+            if last is not None:
+                reached = last if reached is None else max(reached, last)
+        out.append((current, went_back))
+    return out
 
 
 def _close_attempts(attempts: list[Attempt], live: bool) -> list[Attempt]:
