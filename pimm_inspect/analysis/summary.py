@@ -126,3 +126,21 @@ def policy_note(run: Run, policy: str = "all") -> str:
                 seen.setdefault(viewer, shows)
     parts += [f"{viewer}: {shows}." for viewer, shows in seen.items()]
     return mask_text(" ".join(parts))
+
+
+def restored_by(run: Run) -> dict[str, tuple[tuple[int, int | None], ...]]:
+    """Per checkpoint path: the (attempt, restore step) of every attempt that restarted from it, oldest first."""
+    out: dict[str, list[tuple[int, int | None]]] = {}
+    for a in run.attempts:
+        if a.restored_checkpoint:
+            out.setdefault(a.restored_checkpoint, []).append((a.index, a.restore_step))
+    return {path: tuple(items) for path, items in out.items()}
+
+
+def restored_text(items: tuple[tuple[int, int | None], ...]) -> str:
+    """``#2 #3 @50`` (one restore step for all), else ``#2 @50, #3 @60``; empty without restores."""
+    steps = {step for _a, step in items}
+    if len(steps) == 1:
+        (step,) = steps
+        return " ".join(f"#{a}" for a, _s in items) + (f" @{step}" if step is not None else "")
+    return ", ".join(f"#{a}" + (f" @{step}" if step is not None else "") for a, step in items)
