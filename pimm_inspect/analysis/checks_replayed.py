@@ -218,7 +218,7 @@ def _replay_finding(run: Run, r: ReplayedRange, ctx: _Context) -> Finding:
         kind = "a per-step tag" if check.per_step else "the densest tag with copies"
         lines.append(f"Replay check: {exact} ({check.tag} is {kind}, compared step by step).")
     purged = _purged(run, r, ctx)
-    views, view_lines = _views(run, r, newest, purged)
+    views, view_lines = _views(run, r, newest, purged, check.written if check is not None else (first, last))
     lines += view_lines
     lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
                  "`newest` matches what TensorBoard's default loader shows.")
@@ -227,7 +227,8 @@ def _replay_finding(run: Run, r: ReplayedRange, ctx: _Context) -> Finding:
 
 
 def _tb_paths(run: Run, r: ReplayedRange) -> list[str]:
-    tb = {f.path for f in run.event_files}
+    """The event files among a range's files (a plain run's and the Trainer's ``runs/*`` ones alike)."""
+    tb = {f.path for f in run.event_files} | {src.path for src in run.sources if src.kind == "tb_events"}
     return [p for p in r.paths if p in tb]
 
 
@@ -239,17 +240,17 @@ def _purged(run: Run, r: ReplayedRange, ctx: _Context) -> bool:
         return False
     oldest = r.attempts[0] if r.attempts else None
     newer = [p for p in tb if ctx.attempt_of.get(p) != oldest] if oldest is not None else tb[1:]
-    return bool(newer) and all(any(m.kind == "session_log" and m.detail.upper() == "START" and m.step <= r.first_step
-                                   for m in files[p].markers) for p in newer)
+    return bool(newer) and all(p in files and any(m.kind == "session_log" and m.detail.upper() == "START"
+                                                  and m.step <= r.first_step for m in files[p].markers) for p in newer)
 
 
-def _views(run: Run, r: ReplayedRange, newest: Attempt | None,
-           purged: bool) -> tuple[list[tuple[str, str]], list[str]]:
+def _views(run: Run, r: ReplayedRange, newest: Attempt | None, purged: bool,
+           written: tuple[int, int]) -> tuple[list[tuple[str, str]], list[str]]:
     from .checks_steps import _wandb_view
 
     views: list[tuple[str, str]] = []
     lines: list[str] = []
-    span = _facts.fmt_range(r.first_step, r.last_step)
+    span = _facts.fmt_range(*written)  # the steps the files hold twice: what moving a file's steps aside means
     if len(_tb_paths(run, r)) > 1:
         if purged:
             views.append(("TensorBoard", "drops the older copy (the newer file starts with a purge marker)"))

@@ -165,9 +165,10 @@ def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
     """Every step range held more than once, with its copy count and writers, oldest step first."""
     series = drawn_series(run)
     ranges: dict[tuple[int, int, tuple[Writer, ...]], ReplayedRange] = {}
-    by_attempt: dict[int, list[ScalarSeries]] = defaultdict(list)
-    for s in series:
-        if s.attempt is not None:
+    by_attempt: dict[int, list[ScalarSeries]] = defaultdict(list)  # every copy's file, of every source kind
+    stale = stale_event_files(run)
+    for s in run.series:
+        if s.attempt is not None and len(s) and s.source not in stale:
             by_attempt[s.attempt].append(s)
     for written in written_ranges(series):
         first, last = _widen(run, written)
