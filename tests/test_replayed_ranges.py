@@ -160,3 +160,23 @@ def test_training_restarted_inside_one_process_is_found(tmp_path):
                                     "--policy", "all", "--format", "csv", "-o", str(out)])
     assert done.exit_code == 0, done.output
     assert len(out.read_text().splitlines()) - 1 == total == 135
+
+
+def test_findings_are_capped_one_per_range_plus_one_for_the_rest():
+    """200 writers over sliding windows: every step has another set of writers, so ~200 ranges; 50 findings name
+    their ranges and one more sums up the rest (with every file), where pairs gave ~1,000 findings."""
+    import dataclasses
+
+    series = tuple(dataclasses.replace(make_series("loss", np.arange(i, i + 6), np.full(6, float(i)), None, f"ev.{i}",
+                                                   i + 1), source_kind="tb_events") for i in range(200))
+    attempts = tuple(Attempt(i + 1, first_step=i, last_step=i + 5, origin="restart" if i else "fresh")
+                     for i in range(200))
+    run = analyze(Run(root=Path("/nowhere"), kind="tensorboard", era=None, status="unknown", series=series,
+                      attempts=attempts))
+    assert len(run.replayed) == 204 - 1  # steps 1..203 each held by 2-6 writers, every one a new set
+    assert all(r.copies == len(r.attempts) >= 2 for r in run.replayed)
+    found = _replays(run)
+    assert len(found) == 51
+    rest = found[-1]
+    assert rest.message.startswith(f"{len(run.replayed) - 50} more replayed step ranges")
+    assert set(rest.paths) == {p for r in run.replayed[50:] for p in r.paths}

@@ -133,32 +133,50 @@ def _trained_span(att: Attempt) -> tuple[int, int] | None:
     return start, att.last_step
 
 
-def _widen(run: Run, written: _Written) -> tuple[int, int]:
-    """A range of attempts' copies widened to the steps every one of those attempts trained, when that holds it."""
-    if not written.writers or not all(isinstance(w, int) for w in written.writers):
-        return written.first, written.last
-    by_index = {a.index: a for a in run.attempts}
-    newest = by_index.get(max(w for w in written.writers if isinstance(w, int)))
-    if newest is None or newest.restore_step is None or newest.origin == "restart":
-        return written.first, written.last  # only a resume says which steps were trained again, unlogged ones too
-    spans = [_trained_span(by_index[w]) if w in by_index else None for w in written.writers if isinstance(w, int)]
-    if any(span is None for span in spans):
-        return written.first, written.last
-    lo = max(span[0] for span in spans if span is not None)
-    hi = min(span[1] for span in spans if span is not None)
-    others = [_trained_span(a) for a in run.attempts if a.index not in written.writers]
-    if not (lo <= written.first and written.last <= hi):
-        return written.first, written.last
-    # Stop where another attempt's training begins or ends inside the span: there the set of copies changes.
-    for span in others:
-        if span is None:
-            continue
-        for edge in (span[0], span[1] + 1):
-            if written.last < edge <= hi:
-                hi = edge - 1
-            if lo < edge <= written.first:
-                lo = edge
-    return lo, hi
+class _Spans:
+    """Every attempt's trained span, and all span edges sorted, built once per run (not once per range)."""
+
+    def __init__(self, run: Run) -> None:
+        self.by_index = {a.index: a for a in run.attempts}
+        edges: list[tuple[int, int]] = []  # (step where the set of training attempts changes, attempt)
+        for a in run.attempts:
+            span = _trained_span(a)
+            if span is not None:
+                edges += [(span[0], a.index), (span[1] + 1, a.index)]
+        edges.sort()
+        self.steps = np.asarray([e for e, _a in edges], dtype=np.int64)
+        self.owners = [a for _e, a in edges]
+
+    def widen(self, written: _Written) -> tuple[int, int]:
+        """A range of attempts' copies widened to the steps every one of those attempts trained, when that
+        holds it, up to where another attempt's training begins or ends (there the set of copies changes)."""
+        if not written.writers or not all(isinstance(w, int) for w in written.writers):
+            return written.first, written.last
+        newest = self.by_index.get(max(w for w in written.writers if isinstance(w, int)))
+        if newest is None or newest.restore_step is None or newest.origin == "restart":
+            return written.first, written.last  # only a resume says which steps were trained again, unlogged too
+        spans = [_trained_span(self.by_index[w]) if w in self.by_index else None
+                 for w in written.writers if isinstance(w, int)]
+        if any(span is None for span in spans):
+            return written.first, written.last
+        lo = max(span[0] for span in spans if span is not None)
+        hi = min(span[1] for span in spans if span is not None)
+        if not (lo <= written.first and written.last <= hi):
+            return written.first, written.last
+        mine = set(written.writers)
+        at = int(np.searchsorted(self.steps, written.last, side="right"))  # first edge after the range
+        while at < len(self.owners) and int(self.steps[at]) <= hi:
+            if self.owners[at] not in mine:
+                hi = int(self.steps[at]) - 1
+                break
+            at += 1
+        at = int(np.searchsorted(self.steps, written.first, side="right")) - 1  # last edge at or before it
+        while at >= 0 and int(self.steps[at]) > lo:
+            if self.owners[at] not in mine:
+                lo = int(self.steps[at])
+                break
+            at -= 1
+        return lo, hi
 
 
 def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
@@ -170,8 +188,9 @@ def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
     for s in run.series:
         if s.attempt is not None and len(s) and s.source not in stale:
             by_attempt[s.attempt].append(s)
+    spans = _Spans(run)
     for written in written_ranges(series):
-        first, last = _widen(run, written)
+        first, last = spans.widen(written)
         attempts = tuple(w for w in written.writers if isinstance(w, int))
         files = {w for w in written.writers if isinstance(w, str)}
         paths = sorted(files | {s.source for a in attempts for s in by_attempt[a] if _touches(s, first, last)})
