@@ -54,6 +54,7 @@ EXPECTED = {
     "rw_launch_cwd_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "rw_launch_cwd_wandb/exp/panda/semseg/semseg-drift": {"provenance.config-drift", "resume.rollback",
                                                          "steps.replayed", "wandb.outside-run", "wandb.run-split"},
+    "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
     "rw_pimm_tester_config": set(),
