@@ -32,6 +32,7 @@ EXPECTED = {
     "hf_killed": {"provenance.secret"},
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
+    "hf_two_trainings": {"hf.new-training"},
     "tb_plain/runs/baseline": set(),
     "tb_plain/runs/lr-0.1": set(),
     "wandb_backwards_step": {"wandb.step-dropped"},

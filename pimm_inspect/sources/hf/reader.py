@@ -243,7 +243,9 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
                                   completed=done))
     replayed: list[tuple[int, int]] = []
     for j, later in enumerate(attempts):
-        for earlier in attempts[:j]:
+        for i, earlier in enumerate(attempts[:j]):
+            if of_training[i] is not None and of_training[i] != of_training[j]:
+                continue  # another training's steps: hf.new-training says so, they are no copies of these
             if (later.first_step is None or later.last_step is None or earlier.first_step is None
                     or earlier.last_step is None):
                 continue
@@ -325,7 +327,9 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     train_steps = [int(s) for t in ("train/loss",) for x in series if x.tag == t for s in x.steps]
     eval_steps = [int(s) for x in series if x.tag.startswith("eval/") for s in x.steps]
     checkpoint_steps = [c.dir_step for c in checkpoints if c.info.role == "checkpoint"]
-    intervals = {"logging": _mode_gap(train_steps), "eval": _mode_gap(eval_steps), "save": _mode_gap(checkpoint_steps)}
+    # The save grid of the newest training (another training's checkpoints lie on its own grid).
+    grid = list(found_trainings[-1].checkpoint_steps) if len(found_trainings) > 1 else checkpoint_steps
+    intervals = {"logging": _mode_gap(train_steps), "eval": _mode_gap(eval_steps), "save": _mode_gap(grid)}
     if tb_reader is True:
         tb_reader = _default_tb_reader()
     dirs, tb_series, more, tb_sources = _tb_dirs(run_dir, run_root, tb_reader or None)
@@ -335,7 +339,8 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     save_every = declared["save_steps"] or intervals["save"]
     attempts, replayed = _attempts(dirs, primary, found_trainings, log_every, save_every, checkpoints)
     if primary:
-        replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary])
+        replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
+                                                and training_key(s) in (None, training_key(primary))])
     merged = _merge(replayed)
     configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
     findings += more
