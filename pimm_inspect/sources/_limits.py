@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 MAX_NESTING_DEPTH = 50
@@ -37,7 +37,7 @@ class TagCap:
 
     __slots__ = ("known", "limit", "dropped", "dropped_points")
 
-    def __init__(self, known: Collection[str] = (), limit: int = MAX_TAGS_PER_FILE) -> None:
+    def __init__(self, known: Iterable[str] = (), limit: int = MAX_TAGS_PER_FILE) -> None:
         self.known: dict[str, str] = {name: name for name in known}
         """Admitted name -> the one string object every point of it shares."""
         self.limit = limit
