@@ -2,7 +2,7 @@
 
 Hostile inputs no training writes: hand-built bytes, in the exact formats of the real writers (a pimm train.log
 ``Train:`` line; TFRecord-framed ``Event`` protos with one ``simple_value`` each, as tensorboardX writes them).
-Used by tests/test_many_names.py and bench/bench_many_names.py.
+Used by tests/test_many_names.py.
 """
 
 from __future__ import annotations
