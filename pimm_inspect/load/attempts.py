@@ -104,7 +104,7 @@ def _hf_attempts(c: Collected) -> list[Attempt]:
                     resume_step=att.resumed_from_checkpoint,
                     resumed_from=f"checkpoint-{att.resumed_from_checkpoint}" if att.resumed_from_checkpoint else None,
                     ended="completed" if att.completed else "unknown", saved_steps=att.saved_steps,
-                    sources=(att.tb_dir,) if att.tb_dir else ()) for att in c.hf.attempts]
+                    sources=tuple(p for p in (att.tb_dir or att.state_path,) if p)) for att in c.hf.attempts]
 
 
 def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],

@@ -51,6 +51,8 @@ class HfAttempt:
     """Steps of the complete checkpoint-N folders this attempt saved (``trainings.checkpoint_owners``)."""
     completed: bool = False
     """True when its training's state reached its max_steps and this is that training's last attempt."""
+    state_path: str | None = None
+    """Without a TB folder: the trainer_state.json whose log_history segment gave the span (its evidence)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -207,15 +209,15 @@ def _reached_max_steps(state: StateDoc | None) -> bool:
 
 def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training]
            ) -> list[tuple[str | None, int | None, int | None, int | None]]:
-    """(TB folder, first step, last step, training) of each attempt: one per TB folder, else per log_history
-    segment of each training's newest state (training None: not known from the files)."""
+    """(TB folder or state file, first step, last step, training) of each attempt: one per TB folder, else per
+    log_history segment of each training's newest state (training None: not known from the files)."""
     if tb_dirs:
         return [(d.path, d.first_step, d.last_step, None) for d in tb_dirs]
     if len(found) < 2:
-        return [(None, lo, hi, None) for lo, hi in history_segments(primary)]
+        return [(primary.rel_path if primary else None, lo, hi, None) for lo, hi in history_segments(primary)]
     key = training_key(primary)
-    return [(None, lo, hi, t) for t, training in enumerate(found)
-            for lo, hi in history_segments(primary if training.key == key else training.newest)]
+    states = [primary if training.key == key and primary is not None else training.newest for training in found]
+    return [(state.rel_path, lo, hi, t) for t, state in enumerate(states) for lo, hi in history_segments(state)]
 
 
 def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training], log_every: int | None,
@@ -237,10 +239,10 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
             done = i == len(spans) - 1 and _reached_max_steps(primary)
         else:
             done = training in finished and all(t != training for t in of_training[i + 1:])
-        attempts.append(HfAttempt(i + 1, path, lo, hi, restored,
+        attempts.append(HfAttempt(i + 1, path if tb_dirs else None, lo, hi, restored,
                                   origin="fresh" if i == 0 else "resume" if restored is not None else "restart",
                                   saved_steps=tuple(sorted(s for s, owner in owners.items() if owner == i)),
-                                  completed=done))
+                                  completed=done, state_path=None if tb_dirs else path))
     replayed: list[tuple[int, int]] = []
     for j, later in enumerate(attempts):
         for i, earlier in enumerate(attempts[:j]):
