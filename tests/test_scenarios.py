@@ -33,6 +33,7 @@ EXPECTED = {
     "hf_killed": {"provenance.secret"},
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
+    "hf_two_trainings": {"hf.new-training"},
     "tb_plain/runs/baseline": set(),
     "tb_plain/runs/lr-0.1": set(),
     "wandb_backwards_step": {"wandb.step-dropped"},
@@ -55,6 +56,7 @@ EXPECTED = {
     "rw_launch_cwd_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "rw_launch_cwd_wandb/exp/panda/semseg/semseg-drift": {"provenance.config-drift", "resume.rollback",
                                                          "steps.replayed", "wandb.outside-run", "wandb.run-split"},
+    "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
     "rw_pimm_tester_config": set(),

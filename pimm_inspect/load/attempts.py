@@ -79,16 +79,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             if len(c.wandb_runs) > 1:
                 wandb_attempt[wrun.rel_path] = index
     elif c.hf is not None and c.hf.attempts:
-        for att in c.hf.attempts:
-            done = (att is c.hf.attempts[-1] and c.hf.max_steps is not None and c.hf.global_step is not None
-                    and c.hf.global_step >= c.hf.max_steps)
-            attempts.append(Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step,
-                                    origin="resume" if att.resumed_from_checkpoint else "fresh",
-                                    resume_step=att.resumed_from_checkpoint,
-                                    resumed_from=(f"checkpoint-{att.resumed_from_checkpoint}"
-                                                  if att.resumed_from_checkpoint else None),
-                                    ended="completed" if done else "unknown",
-                                    sources=(att.tb_dir,) if att.tb_dir else ()))
+        attempts += _hf_attempts(c)
     for rel_path, _name, result in c.tb_files:
         attempt = tb_attempt.get(rel_path)
         for s in result.series.values():
@@ -107,6 +98,16 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
     return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
+
+
+def _hf_attempts(c: Collected) -> list[Attempt]:
+    """HF Trainer attempts as the HF reader worked them out: origin, restore point, the checkpoints each saved."""
+    assert c.hf is not None
+    return [Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step, origin=att.origin,
+                    resume_step=att.resumed_from_checkpoint,
+                    resumed_from=f"checkpoint-{att.resumed_from_checkpoint}" if att.resumed_from_checkpoint else None,
+                    ended="completed" if att.completed else "unknown", saved_steps=att.saved_steps,
+                    sources=tuple(p for p in (att.tb_dir or att.state_path,) if p)) for att in c.hf.attempts]
 
 
 def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
@@ -320,7 +321,9 @@ def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
     if att.last_step is None or att.ended == "completed":
         return None
     if nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None:
-        kept = nxt.resume_step
+        # A save of this attempt after the next one's restore point still kept its steps (a resume that rewinds
+        # to the epoch start retrains them on top of them): a step kept by a checkpoint is never lost.
+        kept = max((nxt.resume_step, *att.saved_steps))
     elif att.saved_steps:
         kept = max(att.saved_steps)
     elif nxt is None and att.ended in ("running", "unknown"):
