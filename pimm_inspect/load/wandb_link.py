@@ -6,6 +6,7 @@ from typing import Any
 
 from ..model import CheckpointInfo, LogEvent, Provenance, WandbInfo
 from .collect import Collected
+from .wandb_order import ordered_folders
 
 
 def _str(value: Any) -> str | None:
@@ -66,7 +67,7 @@ def run_provenance(c: Collected) -> Provenance:
     """run_metadata.json's provenance, else the first W&B folder's files/wandb-metadata.json."""
     if c.provenance.source:
         return c.provenance
-    ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+    ordered = ordered_folders(c.wandb_runs)
     return next((r.provenance for r in ordered if r.provenance is not None), c.provenance)
 
 

@@ -22,10 +22,11 @@ DROPPED_STEP_WARNING = re.compile(
     r"Steps must be monotonically increasing, so this data will be ignored\.[^\n]*")
 """wandb-core's console warning (wandb 0.31) when ``run.log(step=...)`` goes backwards."""
 _CORE_DROP = re.compile(r'ignoring partial history record"[^\n]*?"step":(\d+)[^\n]*?"current":(\d+)')
-_FINISHING = re.compile(r"\] finishing run ([^\s/]+)/([^\s/]+)/([A-Za-z0-9_-]+)\s*$", re.M)
+_FINISHING = re.compile(r"\] finishing run ([^\s/]+)/([^\s/]+)/([^/\n]+?)[ \t\r]*$", re.M)
 """debug.log's ``finishing run entity/project/id`` (online runs; offline ones print ``project/id``)."""
 _UNKNOWN_ENTITY = re.compile(r"entity (\S+) not found during upsertBucket")
-_RUN_URL = re.compile(r"https?://[^\s'\"<>]+/[^\s/'\"<>]+/[^\s/'\"<>]+/runs/([A-Za-z0-9_-]+)")
+_RUN_URL = re.compile(r"https?://[^\s/'\"<>]+/[^\s/'\"<>]+/[^\s/'\"<>]+/runs/([^\s/'\"<>?#]+)")
+"""A run page URL as the client prints it (the id percent-encoded or not; compared unquoted)."""
 
 _ROLES = {
     "files/config.yaml": "config as W&B saved it for upload (YAML, one {value: ...} per key)",
@@ -262,8 +263,10 @@ def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFile
 
 def _urls(text: str, run_id: str | None) -> list[str]:
     """Run page URLs printed in a log (only those of this run id, when known)."""
+    from urllib.parse import unquote
+
     return [m.group(0).rstrip(".,)") for m in _RUN_URL.finditer(text)
-            if run_id is None or m.group(1) == run_id]
+            if run_id is None or unquote(m.group(1).rstrip(".,)")) == run_id]
 
 
 def _settings(path: Path) -> dict[str, str]:

@@ -315,6 +315,19 @@ def _tracebacks(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: 
     return tuple(found[-20:])
 
 
+def _union_dropped(*sources: list[DroppedStep]) -> list[DroppedStep]:
+    """Every dropped call any file records, once per (step, current step), in step order.
+
+    The console copy in the log, files/output.log and wandb-core's debug-internal.log can each hold only part
+    (the console is captured until the process stops printing; debug-internal notes every ignored row).
+    """
+    seen: dict[tuple[int, int], DroppedStep] = {}
+    for source in sources:
+        for drop in source:
+            seen.setdefault((drop.step, drop.current_step), drop)
+    return sorted(seen.values(), key=lambda d: (d.step, d.current_step))
+
+
 def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
                    previous: WandbRunResult | None = None) -> WandbRunResult:
     """Read one W&B run folder (transaction log, files/, logs/); never raises on damaged input.
@@ -340,7 +353,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     console_lines, console_total, log_dropped = state.console.view()
     if not state.has_console and files.output_log is not None:
         console_lines, console_total = list(files.output_log.lines), files.output_log.total
-    dropped = log_dropped or (files.output_log.dropped if files.output_log else []) or files.core_dropped
+    dropped = _union_dropped(log_dropped, files.output_log.dropped if files.output_log else [], files.core_dropped)
     steps = np.asarray(state.history.steps, dtype=np.int64)
     first_step = int(steps[0]) if len(steps) else None
 
