@@ -83,3 +83,11 @@ def test_every_dropped_step_is_counted_from_every_file_that_records_it():
     assert folder.dropped_steps == tuple(range(10, 19))  # the console log holds two, debug-internal.log all nine
     (dropped,) = [f for f in run.findings if f.code == "wandb.step-dropped"]
     assert "dropped 9 log call(s)" in dropped.message and dropped.steps == (10, 18)
+
+
+def test_wandb_017_server_rejection_in_python_log_text_means_no_link():
+    run = pimm_inspect.load_run(CLAIMS / "rejected_017")
+    assert run.wandb.server_rejection == "entity nobody-here not found during upsertBucket (HTTP 404)"
+    assert run.wandb.url is None and run.wandb.mode == "online"
+    result = CliRunner().invoke(cli, ["url", str(CLAIMS / "rejected_017")])
+    assert result.exit_code == 1 and result.stdout == "" and "rejected" in result.stderr

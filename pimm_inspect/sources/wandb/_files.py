@@ -229,6 +229,8 @@ def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
     """What wandb-core's JSON-lines log says about the server: contact, rejection, API URL."""
     import json
 
+    if "upsertBucket" in text and out.server_rejection is None:
+        _python_log_rejection(text, out)  # wandb <= 0.17: Python logging text, not JSON lines
     for line in text.splitlines():
         # Only lines that can hold one of these facts are parsed (a long run writes thousands of
         # flow-control lines); wandb-core's JSON writes these names and prefixes literally.
@@ -252,6 +254,19 @@ def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
             http = re.search(r"returned error (\d{3})", error)
             reason = found.group(0) if found else error[:200]
             out.server_rejection = f"{reason}" + (f" (HTTP {http.group(1)})" if http else "")
+
+
+_HTTP_STATUS = re.compile(r"\b(\d{3}) response executing GraphQL|\(Error (\d{3})\b|\b(\d{3}) Client Error")
+
+
+def _python_log_rejection(text: str, out: RunFiles) -> None:
+    """The server's refusal as the Python sender (wandb 0.17 and older) logs it: the GraphQL error body
+    (``entity X not found during upsertBucket``) and the HTTP status on the lines around it."""
+    found = _UNKNOWN_ENTITY.search(text)
+    if found is None:
+        return
+    status = next((g for m in _HTTP_STATUS.finditer(text) for g in m.groups() if g), None)
+    out.server_rejection = found.group(0) + (f" (HTTP {status})" if status else "")
 
 
 def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFiles) -> None:
