@@ -17,7 +17,7 @@ from ._files import ConsoleCollector, ConsoleLine, DroppedStep, RunFiles, read_r
 from ._bulk import decode_log
 from ._framing import FramingState
 from ._history import History, MetricDefinition, build_series, loads
-from .links import FolderLink, folder_link, metadata_provenance, without_userinfo
+from .links import FolderLink, folder_link, logged_link, metadata_provenance
 from ._proto import WandbProtoUnavailable, record_class
 
 __all__ = ["ConsoleLine", "DroppedStep", "MetricDefinition", "WandbRunResult", "find_wandb_dirs",
@@ -362,11 +362,9 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     entity = link.entity
     project = run.get("project") or files.settings.get("project") or (
         files.finished_entity[1] if files.finished_entity else None)
-    recorded_base = base_url or files.settings.get("base_url") or link.base_url
-    recorded_base = without_userinfo(recorded_base) if recorded_base else recorded_base
-    url = link.url or (files.logged_urls[-1] if files.logged_urls and not link.server_rejection
-                       and not link.sync_command else None)
-    url = without_userinfo(url) if url else url  # a run link never needs the settings' user:password
+    recorded_base = link.base_url  # vetted (link_rules): an address that cannot be a link is not kept
+    url = link.url or (logged_link(files) if not link.server_rejection and not link.sync_command
+                       and not link.refused else None)
     sync_command = link.sync_command
 
     config = _nested(state.config)
