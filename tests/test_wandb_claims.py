@@ -91,3 +91,15 @@ def test_wandb_017_server_rejection_in_python_log_text_means_no_link():
     assert run.wandb.url is None and run.wandb.mode == "online"
     result = CliRunner().invoke(cli, ["url", str(CLAIMS / "rejected_017")])
     assert result.exit_code == 1 and result.stdout == "" and "rejected" in result.stderr
+
+
+def test_one_id_in_two_projects_links_where_the_history_is_and_says_two_runs():
+    run = pimm_inspect.load_run(CLAIMS / "two_projects")
+    # The first folder (team-a/proj-a) never logged; both logged attempts went to team-b/proj-b.
+    assert run.wandb.entity == "team-b" and run.wandb.project == "proj-b"
+    assert run.wandb.url is not None and run.wandb.url.endswith("/team-b/proj-b/runs/twoproj1")
+    assert "2 projects (team-a/proj-a, team-b/proj-b)" in run.wandb.link_note and "2 W&B runs" in run.wandb.link_note
+    split = [f for f in run.findings if f.code == "wandb.run-split" and "projects" in f.message]
+    assert len(split) == 1 and "2 W&B runs" in split[0].message
+    result = CliRunner().invoke(cli, ["url", str(CLAIMS / "two_projects")])
+    assert result.exit_code == 0 and result.stdout.strip().endswith("/team-b/proj-b/runs/twoproj1")
