@@ -103,3 +103,46 @@ def test_one_id_in_two_projects_links_where_the_history_is_and_says_two_runs():
     assert len(split) == 1 and "2 W&B runs" in split[0].message
     result = CliRunner().invoke(cli, ["url", str(CLAIMS / "two_projects")])
     assert result.exit_code == 0 and result.stdout.strip().endswith("/team-b/proj-b/runs/twoproj1")
+
+
+def _replay_views(run) -> list[tuple[dict, str]]:
+    return [(dict(f.views), f.explanation) for f in run.findings if f.code == "steps.replayed"]
+
+
+RUNS = CLAIMS.parent / "runs"
+
+
+def test_hf_run_reporting_to_wandb_gets_the_view_its_folders_hold():
+    # The Trainer logs against train/global_step (define_metric); both folders hold 15-20; nothing was dropped.
+    ((views, text),) = _replay_views(pimm_inspect.load_run(RUNS / "hf_resumed_wandb"))
+    assert views["W&B"] == "2 copies of steps 15-20 (2 folders' histories), against train/global_step"
+    assert "against the step metric train/global_step (define_metric)" in text
+    assert "No dropped step is recorded" in text and "going backwards" not in text
+    assert "2 folder(s) of W&B id hfres0001" in text
+
+
+def test_hf_run_without_wandb_gets_no_wandb_claim():
+    ((views, text),) = _replay_views(pimm_inspect.load_run(RUNS / "hf_resumed"))
+    assert views["W&B"] == "not used by this run"
+    assert "dropped" not in text.split("W&B:", 1)[1].split(".")[0]
+
+
+def test_the_steps_wandb_dropped_are_named_with_the_file_that_records_them():
+    ((views, text),) = _replay_views(pimm_inspect.load_run(CLAIMS / "tb_dropped"))
+    assert views["W&B"] == "one copy of steps 10-19, the replayed log calls dropped as going backwards"
+    assert "W&B dropped 9 log call(s) at steps 10-18 as going backwards" in text
+    assert "against _step (W&B's own row counter)" in text
+
+
+def test_the_view_of_each_replay_in_six_attempts_counts_the_folders_holding_it():
+    run = pimm_inspect.load_run(_folders("mixed_ids", "sixfold1")[0])
+    views = _replay_views(run)
+    assert len(views) == 5
+    assert all(v["W&B"].startswith("2 copies of steps") for v, _text in views)
+    assert all("6 folder(s) of W&B id sixfold1" in text for _v, text in views)
+
+
+def test_a_pimm_run_naming_a_wandb_run_without_its_folders_says_they_are_not_here():
+    ((views, text),) = _replay_views(pimm_inspect.load_run(RUNS / "e1_legacy_cursor"))
+    assert views["W&B"].startswith("not here")
+    assert "none of its W&B folders is here" in text

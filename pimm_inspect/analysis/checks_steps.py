@@ -12,6 +12,7 @@ from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
 from .curves import overlaps, within_duplicates
 from .distinct import distinct_sorted
+from .wandb_view import wandb_view
 
 
 @dataclass
@@ -162,7 +163,7 @@ def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
                          "(EventAccumulator, tbparse) keeps both copies and draws a zig-zag. Nothing in the files marks the "
                          f"restart ({who}): to see one copy, move the older file's steps {copies} aside "
                          "or pass purge_step to the writer on resume.")
-    wandb_shows, wandb_sentence = _wandb_view(run, first)
+    wandb_shows, wandb_sentence = wandb_view(run, rep.tags, *written)  # from the run's W&B folders
     views.append(("W&B", wandb_shows))
     lines.append(wandb_sentence)
     lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
@@ -192,27 +193,6 @@ def _trained_twice(run: Run, key: tuple[str, str], rep: _Replay) -> tuple[int, i
     if last < first:
         return None
     return first, last
-
-
-def _wandb_view(run: Run, first: int) -> tuple[str, str]:
-    """(what W&B shows, the explanation's sentence about it)."""
-    if run.kind == "wandb":
-        return ("keeps the first value logged for a step, so the replayed copy may be dropped",
-                "W&B: each local folder is uploaded as-is by `wandb sync`; for one run id the server keeps the "
-                "first value logged for a step, so the replayed copy may be dropped.")
-    if run.kind == "hf-trainer":
-        return ("drops replayed steps as going backwards (if reporting)",
-                "W&B (if reporting): the Trainer logs with its own step, so replayed steps are dropped as going backwards.")
-    if not _facts.uses_wandb(run):
-        return "not used by this run", "W&B: not used by this run."
-    cursors = [ck for ck in run.checkpoints if ck.wandb_cursor is not None]
-    if cursors:
-        return ("shows only the replayed copy (history rewound by the checkpoint cursor)",
-                f"W&B: resumed with the checkpoint cursor (resume_from rewinds history to row {first}), "
-                "so W&B shows only the replayed copy.")
-    return ("keeps the first value logged for each step and drops the replays, or the resume started a new run",
-            "W&B: no history cursor in the checkpoint, so W&B keeps the first value logged for each step and "
-            "drops the replays with a warning, or the resume started a new run.")
 
 
 def _densest_by_kind(run: Run) -> dict[str, dict[int, ScalarSeries]]:

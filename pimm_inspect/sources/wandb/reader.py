@@ -109,6 +109,8 @@ class WandbRunResult:
     """Launch facts from files/wandb-metadata.json; None when the folder has none."""
     tracebacks: tuple[tuple[str, int, str], ...] = ()
     """(run-relative file, 1-based line of ``Traceback (most recent call last):``, the exception line) per traceback."""
+    resume_from: str | None = None
+    """The run record's branch point: ``resume_from <id>?_step=N`` (history rewound to N) or ``fork_from ...``."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -220,6 +222,12 @@ def _take_run(state: _LogState, run: Any) -> None:
         if value and not state.run.get(name):
             state.run[name] = value
     state.run["resumed"] = state.run.get("resumed", False) or run.resume or run.resumed
+    branch = run.branch_point if run.HasField("branch_point") else None
+    if branch is not None and branch.run and not state.run.get("resume_from"):
+        # wandb.init(resume_from="<id>?_step=N") / fork_from: where the server rewinds (or forks) the history.
+        metric = branch.metric or "_step"
+        value = int(branch.value) if float(branch.value).is_integer() else branch.value
+        state.run["resume_from"] = f"{'fork_from' if run.forked else 'resume_from'} {branch.run}?{metric}={value}"
     _apply_items(state.config, run.config)
     _take_telemetry(state, run.telemetry)
 
@@ -405,5 +413,5 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         # Only a log without its exit record can still grow: keep the state to continue from.
         end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
         link=link, provenance=metadata_provenance(files.metadata, prefix + "files/wandb-metadata.json"),
-        tracebacks=_tracebacks(files, console_lines, console_total, log_rel),
+        tracebacks=_tracebacks(files, console_lines, console_total, log_rel), resume_from=run.get("resume_from"),
     )
