@@ -133,3 +133,20 @@ def test_vet_base_shows_the_host_it_opens():
     assert vet_base("https://WandB.example.org:443/") == ("https://wandb.example.org:443", None)
     base, problem = vet_base("https://wandb.ai@evil.example")
     assert base is None and "***@evil.example" in problem and "wandb.ai" not in problem.split("***@")[1]
+
+
+@pytest.mark.parametrize("api_url", ["javascript:alert(1)//x", "file:///etc/passwd#", "-oProxyCommand=evil"])
+def test_a_hostile_api_url_in_debug_internal_log_gives_no_link(tmp_path, api_url):
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "runs" / "wandb_online", run_dir)
+    before = pimm_inspect.load_run(run_dir)
+    assert before.wandb.url is not None  # the real online run has a link
+    (log,) = run_dir.glob("wandb/*/logs/debug-internal.log")
+    with log.open("a") as fh:  # wandb-core names the API URL it failed to reach
+        fh.write(json.dumps({"time": "2026-12-01T08:02:20Z", "level": "ERROR", "msg": "api: request failed",
+                             "url": api_url, "status": 500}) + "\n")
+    run = pimm_inspect.load_run(run_dir)
+    assert run.wandb.url is None
+    assert [f for f in run.findings if f.code == "wandb.link-refused"]
+    result = CliRunner().invoke(cli, ["url", str(run_dir)])
+    assert result.exit_code == 1 and result.stdout == ""
