@@ -43,7 +43,7 @@ def _axes(folders: list[WandbRunFacts], tags: Iterable[str]) -> str:
 
 def _no_folder(run: Run) -> tuple[str, str]:
     if not _facts.uses_wandb(run):
-        return "not used by this run", "W&B: not used by this run (no W&B folder, id or setting)."
+        return "not used by this run", "W&B: not used by this run."  # no W&B folder, id or setting
     cursors = sorted({(ck.path, ck.wandb_cursor) for ck in run.checkpoints if ck.wandb_cursor is not None})
     cursor = (f" The checkpoint cursor ({cursors[-1][0]}: resume_step {cursors[-1][1]}) is the resume_from point "
               "pimm passes on resume, which rewinds the W&B history to it." if cursors else
