@@ -30,11 +30,13 @@ def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
     for ck in sorted(checkpoints, key=lambda k: (k.global_step or -1)):
         if ck.wandb_run_id and ck.wandb_run_id not in ids:
             ids.append(ck.wandb_run_id)
-    if not runs and not ids:  # a run without W&B folders or ids uses no W&B link rule (and imports none)
-        return WandbInfo()
+    resolved = next((d.data for d in c.configs if d.kind == "resolved_config"), None) or {}
+    if not runs and not ids:  # no W&B folder or id: no link rule applies (and none is imported)
+        return WandbInfo(project=_str(resolved.get("wandb_project")), entity=_str(resolved.get("wandb_entity")),
+                         entity_source="resolved_config.json (wandb_entity)" if _str(resolved.get("wandb_entity"))
+                         else None, base_url="https://wandb.ai", display_name=_str(resolved.get("wandb_run_name")))
     from ..sources.wandb.link_rules import DEFAULT_BASE_URL, build_link, name_problem, sync_command
 
-    resolved = next((d.data for d in c.configs if d.kind == "resolved_config"), None) or {}
     logged = [r for r in runs if len(r.history_steps)]
     home = logged[-1] if logged else (runs[-1] if runs else None)
     """The folder whose place on the server the link names: the newest one holding history."""
