@@ -70,6 +70,10 @@ def _is_model_dir(model: Path, names: set[str]) -> bool:
                or e.startswith("iter_") for e in entries)
 
 
+_SUFFIXED = re.compile(r"-\d+$")
+"""``-<n>``: what W&B appends to a folder started in the same second as another (``x_sync_dir_suffix``)."""
+
+
 def wandb_folder_id(folder: Path) -> str | None:
     """The W&B run id of a run folder: its ``run-<id>.wandb`` log's name, else what follows the folder's stamp."""
     match = WANDB_RUN_DIR.match(folder.name)
@@ -91,8 +95,10 @@ def wandb_groups(wandb_dir: Path, names: list[str] | None = None) -> dict[str, l
             return {}
     groups: dict[str, list[str]] = {}
     for name in sorted(names):
-        if WANDB_RUN_DIR.match(name):
-            run_id = wandb_folder_id(wandb_dir / name)
+        match = WANDB_RUN_DIR.match(name)
+        if match is not None:
+            # Only a name that may end in W&B's same-second suffix needs its log's name to tell the id.
+            run_id = wandb_folder_id(wandb_dir / name) if _SUFFIXED.search(match["id"]) else match["id"]
             if run_id is not None:
                 groups.setdefault(run_id, []).append(name)
     return groups
@@ -103,7 +109,13 @@ def same_id_siblings(folder: Path) -> list[Path]:
     run_id = wandb_folder_id(folder)
     if run_id is None:
         return [folder]
-    members = wandb_groups(folder.parent).get(run_id, [])
+    try:
+        names = os.listdir(folder.parent)
+    except OSError:
+        return [folder]
+    # A folder's name holds its id, maybe with a suffix: only those names can be of this id.
+    near = [n for n in names if (m := WANDB_RUN_DIR.match(n)) and (m["id"] == run_id or m["id"].startswith(run_id + "-"))]
+    members = wandb_groups(folder.parent, near).get(run_id, [])
     out = [folder.parent / n for n in members
            if n == folder.name or (not os.path.islink(folder.parent / n) and os.path.isdir(folder.parent / n))]
     return out if folder.name in members else [folder]
