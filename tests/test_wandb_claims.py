@@ -146,3 +146,9 @@ def test_a_pimm_run_naming_a_wandb_run_without_its_folders_says_they_are_not_her
     ((views, text),) = _replay_views(pimm_inspect.load_run(RUNS / "e1_legacy_cursor"))
     assert views["W&B"].startswith("not here")
     assert "none of its W&B folders is here" in text
+
+
+def test_a_rejected_entity_with_a_space_is_read_whole():
+    run = pimm_inspect.load_run(CLAIMS / "rejected_017_space")
+    assert run.wandb.server_rejection == "entity pimm team not found during upsertBucket (HTTP 404)"
+    assert run.wandb.url is None

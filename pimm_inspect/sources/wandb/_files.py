@@ -24,7 +24,8 @@ DROPPED_STEP_WARNING = re.compile(
 _CORE_DROP = re.compile(r'ignoring partial history record"[^\n]*?"step":(\d+)[^\n]*?"current":(\d+)')
 _FINISHING = re.compile(r"\] finishing run ([^\s/]+)/([^\s/]+)/([^/\n]+?)[ \t\r]*$", re.M)
 """debug.log's ``finishing run entity/project/id`` (online runs; offline ones print ``project/id``)."""
-_UNKNOWN_ENTITY = re.compile(r"entity (\S+) not found during upsertBucket")
+_UNKNOWN_ENTITY = re.compile(r"entity ([^\n\"]+?) not found during upsertBucket")
+"""The server's refusal; the entity may hold spaces (``entity pimm team/proj not found ...``)."""
 _RUN_URL = re.compile(r"https?://[^\s/'\"<>]+/[^\s/'\"<>]+/[^\s/'\"<>]+/runs/([^\s/'\"<>?#]+)")
 """A run page URL as the client prints it (the id percent-encoded or not; compared unquoted)."""
 
