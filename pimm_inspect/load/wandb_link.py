@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from ..model import CheckpointInfo, LogEvent, Provenance, WandbInfo
 from .collect import Collected
@@ -87,7 +88,8 @@ def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
     elif ids:
         note = next((link.note for link in links if link.note), None) or (
             f"W&B run id {ids[0]} but no entity is recorded, so the link cannot be formed: "
-            f"https://wandb.ai/<entity>/{project or '<project>'}/runs/{ids[0]}")
+            f"https://wandb.ai/<entity>/{quote(project, safe='') if project else '<project>'}/runs/"
+            f"{quote(ids[0], safe='')}")
     if len(spans) > 1:
         where = ", ".join(spans)
         note = (f"W&B id {ids[0]} was used in {len(spans)} projects ({where}): these are {len(spans)} W&B runs; "
