@@ -104,6 +104,7 @@ def wandb_json(info: WandbInfo) -> dict[str, Any]:
         "sync_command": info.sync_command, "mode": info.mode, "url_after_sync": info.url_after_sync,
         "entity_source": info.entity_source, "server_rejection": info.server_rejection,
         "link_note": mask_text(info.link_note) if info.link_note else None,
+        "link_refused": [mask_text(reason) for reason in info.link_refused],
     }
 
 

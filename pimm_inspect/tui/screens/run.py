@@ -389,7 +389,7 @@ class RunScreen(RunLoading):
         if self.run is None:
             return
         url, command = wandb_target(self.run)
-        text = url or command
+        text = links.copyable(url or command)  # only a vetted link or sync command reaches the clipboard
         if not text:
             self.notify(f"nothing to copy: {no_link_reason(self.run)}", severity="warning", timeout=10)
             return
