@@ -115,7 +115,8 @@ def csv_text(frame: pd.DataFrame) -> str:
     a line break: a new row that could start with a formula); numbers unquoted."""
     import csv
 
-    return csv_frame(frame).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+    text: str = csv_frame(frame).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+    return text
 
 
 @contextmanager
