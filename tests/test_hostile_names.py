@@ -104,3 +104,47 @@ def test_name_text_is_one_to_one() -> None:
     names = [os.fsdecode(RAW), LITERAL, "a\\b", "a\\\\b", "a\udcffb", "a\\xffb", "plain", "\ud800"]
     assert len({name_text(n) for n in names}) == len(names)
     assert name_text("plain/path") == "plain/path"
+
+
+def _wandb_under_raw_folder(tmp_path: Path) -> Path:
+    import shutil
+
+    shutil.copytree(RUNS / "wandb_offline_entity", tmp_path / "x", symlinks=True)
+    os.rename(os.fsencode(tmp_path / "x"), os.fsencode(tmp_path) + b"/" + RAW)
+    return Path(os.fsdecode(os.fsencode(tmp_path) + b"/" + RAW))
+
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+
+
+def test_url_names_a_folder_that_exists(tmp_path: Path) -> None:
+    """The `wandb sync` command of a run under a folder whose name is not UTF-8 names that folder, in bash."""
+    import shutil
+    import subprocess
+
+    run = _wandb_under_raw_folder(tmp_path)
+    result = CliRunner().invoke(cli, ["--no-cache", "url", str(run)])
+    command = result.stdout.strip()
+    assert command.startswith("wandb sync $'") and "\\xff\\xfe" in command
+    if shutil.which("bash"):  # the shell word names the real folder: `ls -d` on it succeeds
+        listed = subprocess.run(["bash", "-c", "ls -d " + command[len("wandb sync "):]], capture_output=True)
+        assert listed.returncode == 0 and listed.stdout.startswith(os.fsencode(tmp_path) + b"/" + RAW)
+    doc = json.loads(CliRunner().invoke(cli, ["--no-cache", "url", "--json", str(run)]).stdout)
+    assert doc["sync_command"] == command
+
+
+@pytest.mark.asyncio
+async def test_ui_copies_the_sync_command_of_a_run_under_a_raw_folder(tmp_path: Path) -> None:
+    from tests.tui_support import fixed_loader, settle
+
+    from pimm_inspect.tui.app import make_app
+
+    run = _wandb_under_raw_folder(tmp_path)
+    app = make_app(str(run), loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.is_running
+        assert app.clipboard.startswith("wandb sync $'") and "\\xff\\xfe" in app.clipboard
+    assert app.return_code in (None, 0) and app._exit_renderables == []

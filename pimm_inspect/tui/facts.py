@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -16,6 +15,7 @@ from typing import TypeVar
 from ..analysis.configs import flatten_config
 from ..analysis.summary import summary_of
 from ..model import Run, Severity
+from ..sources.wandb.links import shell_word
 
 
 
@@ -236,7 +236,7 @@ def wandb_target(run: Run) -> tuple[str | None, str | None]:
     if url:
         return url, None
     if run.wandb.sync_command and run.wandb.local_dirs:
-        return None, "wandb sync " + " ".join(shlex.quote((Path(run.root) / d).as_posix()) for d in run.wandb.local_dirs)
+        return None, "wandb sync " + " ".join(shell_word((Path(run.root) / d).as_posix()) for d in run.wandb.local_dirs)
     return None, run.wandb.sync_command
 
 

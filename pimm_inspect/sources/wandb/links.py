@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -61,7 +62,17 @@ def run_url(base: str | None, entity: str, project: str | None, run_id: str) -> 
 
 def sync_command(folders: list[Path]) -> str:
     """One ``wandb sync`` for every folder, by absolute path, shell-quoted so it pastes anywhere."""
-    return "wandb sync " + " ".join(shlex.quote(Path(f).absolute().as_posix()) for f in folders)
+    return "wandb sync " + " ".join(shell_word(Path(f).absolute().as_posix()) for f in folders)
+
+
+def shell_word(path: str) -> str:
+    """``shlex.quote(path)``; a path holding bytes that are not UTF-8 or non-printable characters is written in
+    bash/zsh's ``$'...'`` with ``\\xNN`` escapes, which names exactly those bytes (quoted as text, the command
+    would name a folder that does not exist, or carry control characters into the terminal)."""
+    if path.isprintable():
+        return shlex.quote(path)
+    raw = os.fsencode(path)
+    return "$'" + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b"'\\" else f"\\x{b:02x}" for b in raw) + "'"
 
 
 def folder_link(run_dir: Path, prefix: str, run: Mapping[str, Any], files: RunFiles, run_id: str | None,
