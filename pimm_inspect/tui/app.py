@@ -22,8 +22,8 @@ from ..report.safe_text import clean
 from ..session import Session
 from ..session.staged import Loader, StagedLoader, load_in_stages
 from .facts import relative_name
-from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RunGlanced,
-                       RunsFound)
+from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
+                       RunGlanced, RunsFound)
 from .screens.compare import CompareScreen
 from .screens.help import HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.run import TAB_ACTIONS, RunScreen
@@ -130,6 +130,10 @@ class InspectApp(App):
 
     def on_row_loaded(self, message: RowLoaded) -> None:
         self._keep(message.path, message.row)
+
+    def on_rows_loaded(self, message: RowsLoaded) -> None:
+        for path, row in message.rows:
+            self._keep(path, row)
 
     def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
         """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""
