@@ -13,17 +13,12 @@ import re
 from json.encoder import encode_basestring  # the C escaper when available (what ensure_ascii=False uses)
 from typing import Any
 
+from .safe_text import encodable_text
+
 
 def safe_str(text: str) -> str:
-    """Text that always encodes: undecodable bytes of file names (surrogate escapes) become ``\\xNN``."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        # A lone surrogate outside surrogateescape's U+DC80-U+DCFF (``"\udd00"`` in a JSON document) is no byte of a
-        # name: written as its ``\uXXXX`` escape, so the text always encodes (the Parquet dataset needs it).
-        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """Text that always encodes: undecodable bytes of file names as ``\\xNN``, lone surrogates as ``\\uXXXX``."""
+    return encodable_text(text)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
