@@ -46,7 +46,7 @@ svg text.bandlabel{fill:#7a5b00}svg text.seamlabel{fill:#c00}
 svg.swatch{vertical-align:middle}
 .readout{min-height:1.3em;font-size:.86em;color:var(--muted)}
 nav.toc a,table a{color:var(--info)}
-@media (max-width:600px){body{padding:8px}dl.facts{grid-template-columns:1fr}dl.facts dt{margin-top:4px}}
+@media (max-width:600px){body{padding:8px}dl.facts{grid-template-columns:minmax(4.5em,auto) 1fr;gap:2px 8px}svg.chart text{font-size:17px}}
 """.strip()
 
 SCRIPT = """

@@ -143,6 +143,8 @@ class RunFacts:
     config_doc: str
     config_rows: tuple[tuple[str, str], ...]
     config_more: int
+    config_listed: bool
+    """False in a big tree's sections: the run's whole config is left to its own report."""
     config_diffs: tuple[ConfigDiff, ...]
     wandb: tuple[tuple[str, str], ...]
     wandb_url: str | None
@@ -242,7 +244,8 @@ def _config_diffs(run: Run, scrub: Scrub) -> tuple[ConfigDiff, ...]:
 
 def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str, ...] = (),
               policy: str = "all", draw: bool = True) -> RunFacts:
-    """The facts of one analysed run; ``draw`` False leaves the curves out (a big tree's sections)."""
+    """The facts of one analysed run; ``draw`` False leaves the curves and the run's whole config listing out (the
+    sections of a big tree: its runs' own reports have them); the config diffs between attempts stay."""
     scrub = scrubber(redact)
     path = run_path(run, base)
     label = scrub(run.name if path == "." else path)
@@ -264,7 +267,7 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
     elsewhere = tuple((a.index, scrub(a.restored_checkpoint)) for a in run.attempts
                       if a.restored_checkpoint and a.restored_checkpoint not in held)
     doc = query_config(run)
-    flat = flatten_config(mask_value(doc.data)) if doc is not None else {}
+    flat = flatten_config(mask_value(doc.data)) if doc is not None and draw else {}
     config_rows = tuple((scrub(k), scrub(_value(v))) for k, v in list(flat.items())[:MAX_CONFIG_ROWS])
     info = run.wandb
     wandb_rows = [(label_, scrub(value)) for label_, value in (
@@ -284,7 +287,8 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
         gaps=tuple(f.steps for f in run.findings if f.code == "steps.gap" and f.steps is not None),
         findings=findings, counts=counts, checkpoints=checkpoints, restored_elsewhere=elsewhere,
         provenance=_provenance(run, scrub), config_doc=scrub(f"{doc.path} ({doc.kind})") if doc is not None else "",
-        config_rows=config_rows, config_more=max(0, len(flat) - MAX_CONFIG_ROWS), config_diffs=_config_diffs(run, scrub),
+        config_rows=config_rows, config_more=max(0, len(flat) - MAX_CONFIG_ROWS), config_listed=draw,
+        config_diffs=_config_diffs(run, scrub),
         wandb=tuple(wandb_rows), wandb_url=_link(info.url, scrub),
         wandb_sync=scrub(info.sync_command) if info.sync_command else None,
         notes=tuple(scrub(n, True) for n in run_notes(run)),

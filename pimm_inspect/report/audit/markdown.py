@@ -156,8 +156,7 @@ def _run(run: RunFacts, report: Report) -> list[str]:
         else:
             out += ["the same config.", ""]
     if run.config_doc:
-        out += [f"Config of the run: {code(run.config_doc)}, {len(run.config_rows) + run.config_more} keys "
-                "(see `pimm-inspect config`).", ""]
+        out += [f"Config of the run: {code(run.config_doc)} (see `pimm-inspect config`).", ""]
     out += ["### W&B", ""]
     if run.wandb_url:
         out += [f"Run page (copy it): {code(run.wandb_url)}", ""]
