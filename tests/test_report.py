@@ -268,3 +268,11 @@ def test_tree_report_has_a_summary_linking_each_run_and_overlays(tmp_path: Path)
     assert overlay.count('class="series"') == 3 and "<code>train/loss</code>" in overlay
     md = run_cli("report", tmp_path / "tree", "-o", "-", "--format", "md", "--tag", "train/loss").stdout
     assert "## Summary: 3 runs" in md and "### `train/loss` across runs" in md
+
+
+def test_report_is_documented_with_its_screenshot() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "pimm-inspect report RUN... -o FILE" in readme and "](docs/report.png)" in readme
+    shot = ROOT / "docs" / "report.png"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size < 200_000
+    assert "Example:" in run_cli("report", "--help").stdout
