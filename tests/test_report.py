@@ -276,3 +276,17 @@ def test_report_is_documented_with_its_screenshot() -> None:
     shot = ROOT / "docs" / "report.png"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size < 200_000
     assert "Example:" in run_cli("report", "--help").stdout
+
+
+def test_every_fixture_run_gets_a_report() -> None:
+    """Each committed fixture: the page and the Markdown are written, every attempt is drawn and listed, every
+    line drawn is a series of the page, and each finding's message is shown."""
+    for run_dir in sorted(p for p in RUNS.iterdir() if p.is_dir()):
+        report, (run,) = report_of([run_dir])
+        page, text = render_html(report), render_markdown(report)
+        facts = report.runs[0]
+        drawn = sum(1 for group in facts.charts for chart in group.charts for line in chart.lines if line.x.size)
+        assert page.count('class="series"') == drawn, run_dir.name
+        assert page.count('<tr class="attempt">') == len(run.attempts), run_dir.name
+        assert page.count('class="finding ') == len(run.findings) == text.count("\n**" ), run_dir.name
+        assert len(page.encode()) < 2_000_000 and text.startswith("# Training run audit"), run_dir.name
