@@ -177,12 +177,13 @@ def test_redact_removes_hosts_account_paths_and_users() -> None:
     for leak in ("sdfampere012", "neutrino:ml-dev", "/sdf/", str(RUNS)):
         assert leak not in page and leak not in text, leak
     assert "&lt;host&gt;" in page and "events.out.tfevents.1784212209.&lt;host&gt;" in page
+    assert "<dd>pimm E2</dd>" in page and "| launch command | `pimm submit configs/" in text  # `/user/pimm/` is no home
     plain, _ = report_of([RUNS / "e2_rollback"])
     assert "sdfampere012" in render_html(plain)  # the same report unredacted names the host
 
 
 def test_redactor_rules() -> None:
-    run = Run(root=Path("/data/u/alice/exp/run1"), kind="pimm", era=None, status="finished",
+    run = Run(root=Path("/data/home/a/alice/exp/run1"), kind="pimm", era=None, status="finished",
               run_metadata={"user": "alice", "host": "gpu-node-17.cluster.org", "cwd": "/home/alice/code",
                             "save_path": "exp/run1"})
     redact = Redactor.for_run(run)
@@ -190,7 +191,7 @@ def test_redactor_rules() -> None:
     assert redact("https://gitlab.lab.org/team/repo.git cloned") == "<git remote> cloned"
     assert redact("on gpu-node-17.cluster.org (gpu-node-17)") == "on <host> (<host>)"
     assert redact("cwd=/home/alice/code/exp/run1/model/last") == "cwd=model/last"
-    assert redact("log in /data/u/alice/exp/run1/train.log") == "log in train.log"
+    assert redact("log in /data/home/a/alice/exp/run1/train.log") == "log in train.log"
     assert redact("python /opt/envs/bin/python -u") == "python <path>/python -u"
     assert redact("user alice ran train/loss 1/2 at https://wandb.ai/x/y") == "user <user> ran train/loss 1/2 at https://wandb.ai/x/y"
 

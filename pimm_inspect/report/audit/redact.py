@@ -26,7 +26,7 @@ _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9
 _REMOTE = re.compile(r"(?:\bgit@[A-Za-z0-9.\-]+:[^\s'\"`<>|]+|\b(?:ssh|git|https?)://[^\s'\"`<>|]+?\.git\b)")
 _ABS_PATH = re.compile(r"(?<![\w.~:/\-\\<>])(?:~/|/)(?:[^\s/'\"`|<>(),;=]+/)*[^\s/'\"`|<>(),;=]*")
 """An absolute (or ``~``) path not inside a URL or a word: ``/sdf/home/u/x/run`` in ``cwd=/sdf/...``."""
-_HOME = re.compile(r"(?:^|/)(?:home|Users|u|user|users)/(?:[a-z]/)?([A-Za-z][\w.\-]{1,31})(?=/|$)")
+_HOME = re.compile(r"(?:^|/)(?:home|Users)/(?:[a-z]/)?([A-Za-z][\w.\-]{1,31})(?=/|$)")
 """The user folder of a home path: ``/home/alice``, ``/Users/alice``, ``/sdf/home/a/alice``."""
 _NOT_NAMES = {"root", "user", "users", "home", "group", "data", "scratch", "work", "tmp", "shared", "public",
               "local", "opt", "lib", "bin", "sdf", "fs", "project", "projects", "nobody", "admin"}
