@@ -91,7 +91,11 @@ def chart_block(chart: Chart) -> str:
     x0, x1 = chart.x_range
     axis = f"{int(x0)}".ljust(SPARK_COLUMNS - len(f"{int(x1)}")) + f"{int(x1)}"
     lines.append(" " * (width + 1) + axis)
-    lines.append(f"{'':>{width}} y {_fmt(chart.y_range[0])} .. {_fmt(chart.y_range[1])}")
+    finite = [line.y[np.isfinite(line.y)] for line in chart.lines]
+    finite = [values for values in finite if values.size]
+    if finite:
+        low, high = min(float(v.min()) for v in finite), max(float(v.max()) for v in finite)
+        lines.append(f"{'':>{width}} y {_fmt(low)} .. {_fmt(high)}")
     return block("\n".join(lines))
 
 
