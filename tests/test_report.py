@@ -226,6 +226,8 @@ def test_nice_ticks_cover_the_range() -> None:
     assert nice_ticks(0, 100, 5) == [0, 20, 40, 60, 80, 100]
     assert nice_ticks(0.37, 0.41, 4) == pytest.approx([0.37, 0.38, 0.39, 0.4, 0.41])
     assert nice_ticks(5, 5) == [5]
+    assert nice_ticks(4.5, 20.5, 6, integer=True) == [5, 10, 15, 20]
+    assert nice_ticks(0, 3, 6, integer=True) == [0, 1, 2, 3]
 
 
 def test_sparkline_places_attempts_on_a_shared_axis() -> None:

@@ -38,13 +38,16 @@ def _num(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".") if math.isfinite(value) else "0"
 
 
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (1, 2, 2.5, 5 times a power of ten)."""
+def nice_ticks(lo: float, hi: float, count: int = 5, integer: bool = False) -> list[float]:
+    """Round tick values covering [lo, hi] (1, 2, 2.5, 5 times a power of ten; whole numbers for steps)."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo] if math.isfinite(lo) else []
     raw = (hi - lo) / max(count, 1)
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    factors = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
+    step = next(m * power for m in factors if m * power >= raw)
+    if integer:
+        step = max(1.0, round(step))
     first = math.ceil(lo / step) * step
     ticks: list[float] = []
     value = first
@@ -144,7 +147,7 @@ def _axes(scale: Scale, height: int) -> list[str]:
         out.append(f'<line x1="{LEFT}" y1="{_num(y)}" x2="{LEFT + scale.width}" y2="{_num(y)}" stroke="#e4e4e4"/>'
                    f'<text x="{LEFT - 5}" y="{_num(y + 4.5)}" text-anchor="end" class="tick">{escape(tick_label(value))}</text>')
     base = TOP + scale.height
-    for value in nice_ticks(scale.x0, scale.x1, 6):
+    for value in nice_ticks(scale.x0, scale.x1, 6, integer=True):
         x = float(scale.x(value))
         out.append(f'<line x1="{_num(x)}" y1="{base}" x2="{_num(x)}" y2="{base + 4}" stroke="#888"/>'
                    f'<text x="{_num(x)}" y="{base + 17}" text-anchor="middle" class="tick">{escape(tick_label(value))}</text>')
@@ -266,7 +269,7 @@ def timeline_svg(facts: RunFacts) -> str:
             out.append(f'<rect class="gap" data-first="{first}" data-last="{last}" x="{_num(x)}" y="{y + 5}" '
                        f'width="{_num(w)}" height="13" fill="none" stroke="#c00" stroke-dasharray="3 2"/>')
     base = TOP + rows * ROW
-    for value in nice_ticks(lo, hi, 6):
+    for value in nice_ticks(lo, hi, 6, integer=True):
         x = float(scale.x(value))
         out.append(f'<line x1="{_num(x)}" y1="{base}" x2="{_num(x)}" y2="{base + 4}" stroke="#888"/>'
                    f'<text x="{_num(x)}" y="{base + 15}" text-anchor="middle" class="tick">{escape(tick_label(value))}</text>')
