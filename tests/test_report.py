@@ -293,3 +293,15 @@ def test_every_fixture_run_gets_a_report() -> None:
         assert page.count('<tr class="attempt">') == len(run.attempts), run_dir.name
         assert page.count('class="finding ') == len(run.findings) == text.count("\n**" ), run_dir.name
         assert len(page.encode()) < 2_000_000 and text.startswith("# Training run audit"), run_dir.name
+
+
+def test_many_attempts_are_all_listed_and_the_timeline_stays_bounded() -> None:
+    attempts = tuple(Attempt(i, first_step=10 * i, last_step=10 * i + 9) for i in range(1, 61))
+    series = tuple(make_series("loss", np.arange(10 * i, 10 * i + 10), np.ones(10) * i, None, f"f{i}", i)
+                   for i in range(1, 61))
+    run = Run(root=Path("/r/many"), kind="tensorboard", era=None, status="finished", attempts=attempts, series=series)
+    page = render_html(build_report(iter([run, run]), Path("/r"), 2))
+    assert page.count('class="logged"') == 2 * 40 and page.count('<tr class="attempt">') == 2 * 60
+    assert "draws the first 40 of 60 attempts" in page
+    ids = re.findall(r'<pattern id="([^"]+)"', page)
+    assert len(ids) == len(set(ids)) > 0, "pattern ids must be unique in the page"

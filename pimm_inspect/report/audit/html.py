@@ -14,7 +14,7 @@ from .assets import CSP, SCRIPT, STYLE
 from .charts import Chart
 from .document import Report
 from .facts import RunFacts
-from .svg import chart_svg, swatch, timeline_svg
+from .svg import TIMELINE_ATTEMPTS, chart_svg, swatch, timeline_svg
 
 POLICY_TEXT = {
     "all": "every attempt's copy of a replayed step is drawn, each attempt as its own line.",
@@ -46,7 +46,7 @@ def environment() -> Environment:
         chart_svg=lambda chart, chart_id: Markup(chart_svg(chart, str(chart_id))),
         timeline_svg=lambda run: Markup(timeline_svg(run)),
         swatch=lambda style, width=34: Markup(swatch(int(style), int(width))),
-        counts=_counts, steps=_steps, csp=Markup(CSP), style=Markup(STYLE), script=Markup(SCRIPT), mask=MASK)
+        counts=_counts, steps=_steps, timeline_attempts=TIMELINE_ATTEMPTS, csp=Markup(CSP), style=Markup(STYLE), script=Markup(SCRIPT), mask=MASK)
     env.filters["statusclass"] = lambda status: status if status in STATUSES else "unknown"
     return env
 

@@ -205,6 +205,8 @@ def chart_svg(chart: Chart, chart_id: str, height: int = HEIGHT) -> str:
 
 ROW = 24
 """Height of one timeline row."""
+TIMELINE_ATTEMPTS = 40
+"""Attempts drawn on a timeline; the attempts table lists every one."""
 
 
 def timeline_svg(facts: RunFacts) -> str:
@@ -215,11 +217,13 @@ def timeline_svg(facts: RunFacts) -> str:
     lo, hi = facts.step_range
     for first, last in [*((b.first_step, b.last_step) for b in facts.bands), *facts.gaps]:
         lo, hi = min(lo, first), max(hi, last)
-    rows = len(facts.attempts) + (1 if facts.bands else 0) + (1 if facts.gaps else 0)
+    attempts = facts.attempts[:TIMELINE_ATTEMPTS]
+    rows = len(attempts) + (1 if facts.bands else 0) + (1 if facts.gaps else 0)
     height = TOP + rows * ROW + BOTTOM
     scale = Scale((lo - 0.5, hi + 0.5), (0.0, 1.0), WIDTH, height)
+    hatch = f"lost-{escape(facts.anchor)}"
     out = [f'<svg class="timeline" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="attempt timeline">',
-           '<defs><pattern id="lost-hatch" width="5" height="5" patternUnits="userSpaceOnUse" '
+           f'<defs><pattern id="{hatch}" width="5" height="5" patternUnits="userSpaceOnUse" '
            'patternTransform="rotate(45)"><rect width="5" height="5" fill="#fde0dc"/>'
            '<line x1="0" y1="0" x2="0" y2="5" stroke="#c0392b" stroke-width="2"/></pattern></defs>']
 
@@ -227,7 +231,7 @@ def timeline_svg(facts: RunFacts) -> str:
         a, b = float(scale.x(first - 0.5)), float(scale.x(last + 0.5))
         return a, max(b - a, 1.5)
 
-    for row, attempt in enumerate(facts.attempts):
+    for row, attempt in enumerate(attempts):
         y = TOP + row * ROW
         colour, dash, kind = style_of(attempt.index - 1)
         out.append(f'<text x="{LEFT - 6}" y="{y + 15}" text-anchor="end" class="tick">#{attempt.index}</text>')
@@ -241,7 +245,7 @@ def timeline_svg(facts: RunFacts) -> str:
         if attempt.lost is not None:
             x, w = span(*attempt.lost)
             out.append(f'<rect class="lost" data-first="{attempt.lost[0]}" data-last="{attempt.lost[1]}" '
-                       f'x="{_num(x)}" y="{y + 8}" width="{_num(w)}" height="7" fill="url(#lost-hatch)"/>')
+                       f'x="{_num(x)}" y="{y + 8}" width="{_num(w)}" height="7" fill="url(#{hatch})"/>')
         for step in attempt.saved_steps:
             if lo <= step <= hi:
                 x = float(scale.x(step))
@@ -251,7 +255,7 @@ def timeline_svg(facts: RunFacts) -> str:
             x = float(scale.x(attempt.restore_step + 0.5))
             out.append(f'<polygon class="restore" data-step="{attempt.restore_step}" points="{_num(x)},{y + 4} '
                        f'{_num(x - 5)},{y - 3} {_num(x + 5)},{y - 3}" fill="#c00"/>')
-    row = len(facts.attempts)
+    row = len(attempts)
     if facts.bands:
         y = TOP + row * ROW
         out.append(f'<text x="{LEFT - 6}" y="{y + 15}" text-anchor="end" class="tick">replayed</text>')
