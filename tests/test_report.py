@@ -305,3 +305,34 @@ def test_many_attempts_are_all_listed_and_the_timeline_stays_bounded() -> None:
     assert "draws the first 40 of 60 attempts" in page
     ids = re.findall(r'<pattern id="([^"]+)"', page)
     assert len(ids) == len(set(ids)) > 0, "pattern ids must be unique in the page"
+
+
+def test_tree_report_holds_one_run_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree of many big runs is reported run by run: only display facts and downsampled overlays are kept."""
+    import tracemalloc
+
+    import pimm_inspect.analysis as analysis
+    from pimm_inspect.load import safe
+
+    for i in range(40):
+        (tmp_path / f"run{i:02d}").mkdir()
+        (tmp_path / f"run{i:02d}" / "train.log").write_text("")
+
+    def big_run(path: Path, cache: object = None) -> Run:
+        steps = np.arange(1_000_000)  # 24 MB of steps, values and wall times per run
+        return Run(root=Path(path).absolute(), kind="pimm", era="E2", status="finished", name=Path(path).name,
+                   attempts=(Attempt(1, first_step=0, last_step=999_999, ended="completed"),),
+                   series=(make_series("loss", steps, steps * 0.5, steps * 1.0, "train.log", 1),))
+
+    monkeypatch.setattr(safe, "load_safely", big_run)
+    monkeypatch.setattr(analysis, "analyze", lambda run: run)  # memory, not check speed, is under test
+    tracemalloc.start()
+    try:
+        result = run_cli("report", tmp_path, "-o", tmp_path / "tree.html", "--tag", "loss")
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    page = (tmp_path / "tree.html").read_text()
+    assert result.exit_code == 0 and page.count('<section class="run"') == 40
+    assert page.count('class="series"') == 24  # the overlay's first 24 runs; no per-run curves in a 40-run tree
+    assert peak < 200 * 1024 * 1024, f"peak {peak / 2**20:.0f} MiB: runs were kept in memory (all: ~960 MiB)"
