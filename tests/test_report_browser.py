@@ -175,3 +175,26 @@ def test_tree_report_links_and_overlays_in_the_browser(browser, tmp_path: Path) 
         _shoot(opened, "tree-desktop")
     finally:
         opened.close()
+
+
+def test_hover_readout_names_the_lines_under_the_cursor(browser, tmp_path: Path) -> None:
+    """Hovering a chart reads the values back from the drawing: only the attempts drawn at that step."""
+    _run, _facts, path = _write("hover", RUNS / "e2_rollback", tmp_path)
+    opened = Opened(browser, path, SIZES["desktop"])
+    try:
+        figure = opened.page.locator("figure", has_text="train_batch/loss")
+        chart = figure.locator("svg.chart")
+        chart.scroll_into_view_if_needed()
+        data = chart.evaluate("s => [s.dataset.x0, s.dataset.x1, s.dataset.left, s.dataset.pw, s.viewBox.baseVal.width]")
+        x0, x1, left, plot_width, view_width = (float(v) for v in data)
+        box = chart.bounding_box()
+        readouts = []
+        for step in (20, 90):
+            x = (left + (step - x0) / (x1 - x0) * plot_width) * box["width"] / view_width
+            chart.hover(position={"x": x, "y": box["height"] / 2})
+            readouts.append(figure.locator(".readout").text_content())
+        assert readouts[0].startswith("step ≈ 20: attempt 1 ≈ ") and "attempt 2" not in readouts[0]
+        assert readouts[1].startswith("step ≈ 90: attempt 2 ≈ ") and "attempt 1" not in readouts[1]
+        assert opened.console == []
+    finally:
+        opened.close()

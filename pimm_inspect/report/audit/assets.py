@@ -62,7 +62,7 @@ SCRIPT = """
     while(hi-lo>1){var mid=(lo+hi)>>1;if(list[mid][0]<x)lo=mid;else hi=mid;}
     return Math.abs(list[lo][0]-x)<=Math.abs(list[hi][0]-x)?list[lo]:list[hi];
   }
-  function num(v){return Math.abs(v)>=1e5||(Math.abs(v)<1e-3&&v!==0)?v.toExponential(3):v.toPrecision(4);}
+  function num(v){return Math.abs(v)>=1e6||(Math.abs(v)<1e-4&&v!==0)?v.toExponential(3):String(Number(v.toPrecision(5)));}
   var charts=document.querySelectorAll('svg.chart');
   for(var i=0;i<charts.length;i++){(function(svg){
     var fig=svg.closest('figure'),out=fig?fig.querySelector('.readout'):null;if(!out)return;
@@ -77,7 +77,7 @@ SCRIPT = """
       cursor.setAttribute('x1',q.x);cursor.setAttribute('x2',q.x);cursor.setAttribute('visibility','visible');
       var step=x0+(q.x-left)/pw*(x1-x0),parts=[];
       var paths=svg.querySelectorAll('path.series');
-      for(var j=0;j<paths.length;j++){var n=nearest(pts(paths[j]),q.x);if(!n)continue;
+      for(var j=0;j<paths.length;j++){var n=nearest(pts(paths[j]),q.x);if(!n||Math.abs(n[0]-q.x)>8)continue;
         var s=x0+(n[0]-left)/pw*(x1-x0),v=y1-(n[1]-top)/ph*(y1-y0);
         parts.push(paths[j].getAttribute('data-series')+' \\u2248 '+num(v)+' @ '+Math.round(s));}
       out.textContent='step \\u2248 '+Math.round(step)+(parts.length?': '+parts.join('; '):'')+' (read from the drawing)';
