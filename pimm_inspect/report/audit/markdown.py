@@ -18,6 +18,8 @@ from .facts import RunFacts
 
 SPARK = "▁▂▃▄▅▆▇█"
 SPARK_COLUMNS = 48
+MAX_FILES = 100
+"""Files listed per run in Markdown (a comment has a size limit); the HTML page lists every one."""
 _TICKS = re.compile(r"`+")
 
 
@@ -171,7 +173,10 @@ def _run(run: RunFacts, report: Report) -> list[str]:
     elif not run.wandb_url and not run.wandb_sync:
         out += ["Not used by this run.", ""]
     out += [f"### Files read ({len(run.sources)})", "",
-            table(["file", "kind", "bytes"], [[code(p, True), code(k, True), str(size)] for p, k, size in run.sources]), ""]
+            table(["file", "kind", "bytes"], [[code(p, True), code(k, True), str(size)]
+                                              for p, k, size in run.sources[:MAX_FILES]]), ""]
+    if len(run.sources) > MAX_FILES:
+        out += [f"{len(run.sources) - MAX_FILES} more files (the HTML report lists every one).", ""]
     return out
 
 
