@@ -146,7 +146,7 @@ def _run(run: RunFacts, report: Report) -> list[str]:
                  "picked" if ck.picked else "", ", ".join(f"attempt {i}" for i in ck.restored_by)]
                 for ck in run.checkpoints]
         out += ["### Checkpoints", "", table(["path", "format", "role", "complete", "step", "W&B id", "cursor",
-                                              "a resume picks", "restarted from by"], rows), ""]
+                                              "a resume picks", "attempts restarted from it"], rows), ""]
     out += [f"Attempt {i} restarted from {code(p)}, which this run does not hold." for i, p in run.restored_elsewhere]
     out += ["### Provenance and config per attempt", ""]
     if run.provenance:
