@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,8 @@ class AttemptProvenance:
     hosts: tuple[str, ...]
     command: str
     configs: tuple[str, ...]
+    files: tuple[str, ...]
+    """The files that hold what the attempt wrote (``Attempt.sources``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +157,6 @@ class RunFacts:
     charts_note: str = ""
     last_step: int | None = None
     best_metric: str = "-"
-    summary_extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _utc(seconds: float | None) -> str:
@@ -219,7 +220,8 @@ def _provenance(run: Run, scrub: Scrub) -> tuple[AttemptProvenance, ...]:
         command = next((c for path, c in commands.items() if any(s == path or s.startswith(path + "/")
                                                                    for s in a.sources)), "")
         docs = tuple(scrub(f"{doc.path} ({doc.kind})") for doc in attempt_configs(run, a.index))
-        out.append(AttemptProvenance(a.index, tuple(scrub(h) for h in hosts), scrub(command) if command else "", docs))
+        out.append(AttemptProvenance(a.index, tuple(scrub(h) for h in hosts), scrub(command) if command else "", docs,
+                                     tuple(scrub(path) for path in a.sources)))
     return tuple(out)
 
 

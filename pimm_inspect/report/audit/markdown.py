@@ -151,8 +151,9 @@ def _run(run: RunFacts, report: Report) -> list[str]:
     out += ["### Provenance and config per attempt", ""]
     if run.provenance:
         rows = [[str(p.index), code(", ".join(p.hosts), True), code(p.command, True),
-                 ", ".join(code(c, True) for c in p.configs) or "-"] for p in run.provenance]
-        out += [table(["#", "host (pid)", "command", "config documents"], rows), ""]
+                 ", ".join(code(c, True) for c in p.configs) or "-", ", ".join(code(f, True) for f in p.files) or "-"]
+                for p in run.provenance]
+        out += [table(["#", "host (pid)", "command", "config documents", "written to"], rows), ""]
     for d in run.config_diffs:
         out += [f"Config, attempt {d.left} vs attempt {d.right}:", ""]
         if d.rows:
