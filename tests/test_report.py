@@ -336,3 +336,18 @@ def test_tree_report_holds_one_run_at_a_time(tmp_path: Path, monkeypatch: pytest
     assert result.exit_code == 0 and page.count('<section class="run"') == 40
     assert page.count('class="series"') == 24  # the overlay's first 24 runs; no per-run curves in a 40-run tree
     assert peak < 200 * 1024 * 1024, f"peak {peak / 2**20:.0f} MiB: runs were kept in memory (all: ~960 MiB)"
+
+
+def test_attempts_resuming_at_one_step_share_a_seam_and_stack_their_labels() -> None:
+    steps = np.arange(1, 101)
+    run = Run(root=Path("/r"), kind="pimm", era="E2", status="finished",
+              attempts=(Attempt(1, first_step=1, last_step=75), Attempt(2, first_step=51, last_step=90),
+                        Attempt(3, first_step=51, last_step=100)),
+              series=(make_series("loss", steps[:75], np.ones(75), None, "a", 1),
+                      make_series("loss", steps[50:90], np.ones(40), None, "b", 2),
+                      make_series("loss", steps[50:], np.ones(50), None, "c", 3)))
+    svg = chart_svg(chart_for(run, "loss", "all", "loss"), "c")
+    assert svg.count('class="seam"') == 1 and "resume #2 #3</text>" in svg
+    labels = re.findall(r'<text x="[\d.]+" y="([\d.]+)" class="mark"[^>]*>(#\d)</text>', svg)
+    y = {tag: float(top) for top, tag in labels}
+    assert y["#3"] == y["#2"] - 13  # the same start point: #3's label above #2's

@@ -155,7 +155,7 @@ def _axes(scale: Scale, height: int) -> list[str]:
     return out
 
 
-def _line(line: ChartLine, scale: Scale) -> str:
+def _line(line: ChartLine, scale: Scale, starts: dict[tuple[int, int], int]) -> str:
     colour, dash, kind = style_of(line.style)
     d = path_data(np.asarray(scale.x(line.x)), np.asarray(scale.y(line.y)))
     if not d:
@@ -170,7 +170,11 @@ def _line(line: ChartLine, scale: Scale) -> str:
         x, y = float(scale.x(line.x[first])), float(scale.y(line.y[first]))
         out.append(marker(kind, x, y, colour))
         tag = f"#{line.attempt}" if line.attempt is not None else f"w{line.style + 1}"
-        out.append(f'<text x="{_num(x + 6)}" y="{_num(y - 6)}" class="mark" fill="{colour}">{escape(tag)}</text>')
+        spot = (round(x / 8), round(y / 8))  # lines that start at one point get their labels stacked, not overlaid
+        below = starts.get(spot, 0)
+        starts[spot] = below + 1
+        out.append(f'<text x="{_num(x + 6)}" y="{_num(y - 6 - 13 * below)}" class="mark" fill="{colour}">'
+                   f'{escape(tag)}</text>')
     return "".join(out)
 
 
@@ -188,17 +192,23 @@ def chart_svg(chart: Chart, chart_id: str, height: int = HEIGHT) -> str:
     for first, last, copies in chart.bands:
         x_a = float(scale.x(max(first - 0.5, scale.x0)))
         x_b = float(scale.x(min(last + 0.5, scale.x1)))
+        label = f"replayed {first}-{last} ×{copies}" if x_b - x_a > 150 else f"×{copies}"
         out.append(f'<rect class="band" data-first="{first}" data-last="{last}" data-copies="{copies}" '
                    f'x="{_num(x_a)}" y="{TOP}" width="{_num(max(x_b - x_a, 1.0))}" height="{scale.height}" '
-                   f'fill="url(#{pattern})" opacity="0.75"/>'
-                   f'<text x="{_num((x_a + x_b) / 2)}" y="{TOP + 11}" text-anchor="middle" class="bandlabel">'
-                   f'replayed {first}-{last} ×{copies}</text>')
+                   f'fill="url(#{pattern})" opacity="0.75" stroke="#c9a227" stroke-width="0.8"/>'
+                   f'<text x="{_num((x_a + x_b) / 2)}" y="{TOP + 12}" text-anchor="middle" class="bandlabel">'
+                   f'{escape(label)}</text>')
+    seams: dict[int, list[int]] = {}
     for step, attempt in chart.seams:
+        seams.setdefault(step, []).append(attempt)
+    for step, attempts in seams.items():
         x = float(scale.x(step))
+        who = " ".join(f"#{a}" for a in attempts)
         out.append(f'<line class="seam" data-step="{step}" x1="{_num(x)}" y1="{TOP}" x2="{_num(x)}" '
                    f'y2="{TOP + scale.height}" stroke="#c00" stroke-width="1" stroke-dasharray="3 2"/>'
-                   f'<text x="{_num(x + 3)}" y="{TOP + scale.height - 4}" class="seamlabel">resume #{attempt}</text>')
-    out += [_line(line, scale) for line in chart.lines]
+                   f'<text x="{_num(x + 3)}" y="{TOP + scale.height - 4}" class="seamlabel">resume {who}</text>')
+    starts: dict[tuple[int, int], int] = {}
+    out += [_line(line, scale, starts) for line in chart.lines]
     out.append("</svg>")
     return "".join(out)
 
