@@ -75,6 +75,8 @@ class Band:
 
 @dataclass(frozen=True, slots=True)
 class FindingRow:
+    """One finding as shown: masked message, explanation and what each viewer displays (``Finding.views``)."""
+
     severity: str
     code: str
     message: str
@@ -87,6 +89,8 @@ class FindingRow:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRow:
+    """One checkpoint as the checkpoints table shows it."""
+
     path: str
     format: str
     role: str
