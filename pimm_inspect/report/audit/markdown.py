@@ -56,6 +56,13 @@ def _steps(first: int | None, last: int | None) -> str:
     return str(first) if first == last else f"{first}-{last}"
 
 
+def _attempts(indices: tuple[int, ...]) -> str:
+    """``attempts 1, 2, 3``: GitHub would link a bare ``#1`` to issue 1 of the repository."""
+    if not indices:
+        return ""
+    return ("attempt " if len(indices) == 1 else "attempts ") + ", ".join(map(str, indices))
+
+
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts.get(s)) or "none"
 
@@ -116,7 +123,7 @@ def _run(run: RunFacts, report: Report) -> list[str]:
     else:
         out += ["No attempt could be told from the files.", ""]
     for band in run.bands:
-        who = " ".join(f"#{i}" for i in band.attempts)
+        who = _attempts(band.attempts)
         files = ", ".join(code(p) for p in band.paths)
         out.append(f"- replayed **{band.first_step}-{band.last_step}**: {band.copies} copies"
                    + (f" ({who})" if who else "") + (f" in {files}" if files else ""))
@@ -129,13 +136,13 @@ def _run(run: RunFacts, report: Report) -> list[str]:
             for chart in group.charts:
                 out += [f"{code(chart.tag)} ({chart.points} points"
                         + "".join(f"; replayed {a}-{b} ×{c}" for a, b, c in chart.bands)
-                        + "".join(f"; resume #{i} at {s}" for s, i in chart.seams) + ")", chart_block(chart), ""]
+                        + "".join(f"; attempt {i} resumes at {s}" for s, i in chart.seams) + ")", chart_block(chart), ""]
     if run.charts_note:
         out += [run.charts_note, ""]
     out += [f"### Findings ({_counts(run.counts)})", ""]
     for f in run.findings:
         where = (f" steps {f.steps[0]}-{f.steps[1]}" if f.steps else "") + (
-            " attempts " + " ".join(f"#{i}" for i in f.attempts) if f.attempts else "")
+            " " + _attempts(f.attempts) if f.attempts else "")
         out += [f"**{f.severity}** {code(f.code)}: {code(f.message)}{where}", ""]
         if f.explanation:
             out += [block(f.explanation), ""]
