@@ -139,6 +139,10 @@ def test_rollback_report_has_every_section() -> None:
     assert "rolled back 25 steps" in page and "save more often" in page
     assert "model/last" in page and "run_metadata.json" in page and "train.log (log_config)" in page
     assert "Config: attempt 1 vs attempt 2" in page
+    targets = re.findall(r'href="#([^"]+)"', page)
+    assert len(targets) == 7 and all(f'id="{t}"' in page for t in targets)  # the section links land
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
 
 
 def test_replayed_ranges_are_shaded_with_their_copy_counts() -> None:

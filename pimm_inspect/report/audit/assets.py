@@ -46,6 +46,8 @@ svg text.bandlabel{fill:#7a5b00}svg text.seamlabel{fill:#c00}
 svg.swatch{vertical-align:middle}
 .readout{min-height:1.3em;font-size:.86em;color:var(--muted)}
 nav.toc a,table a{color:var(--info)}
+nav.toc{font-size:.9em;margin:.2em 0 .5em}
+@media print{figure,.finding,tr{break-inside:avoid}nav.toc{display:none}}
 @media (max-width:600px){body{padding:8px}dl.facts{grid-template-columns:minmax(4.5em,auto) 1fr;gap:2px 8px}svg.chart text{font-size:17px}}
 """.strip()
 
