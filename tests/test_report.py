@@ -316,21 +316,20 @@ def test_tree_report_holds_one_run_at_a_time(tmp_path: Path, monkeypatch: pytest
     """A tree of many big runs is reported run by run: only display facts and downsampled overlays are kept."""
     import tracemalloc
 
-    import pimm_inspect.analysis as analysis
-    from pimm_inspect.load import safe
+    from pimm_inspect.session import core
 
     for i in range(40):
         (tmp_path / f"run{i:02d}").mkdir()
         (tmp_path / f"run{i:02d}" / "train.log").write_text("")
 
-    def big_run(path: Path, cache: object = None) -> Run:
+    def big_run(path: Path, cache: object = None, now: object = None, progress: object = None) -> Run:
         steps = np.arange(1_000_000)  # 24 MB of steps, values and wall times per run
         return Run(root=Path(path).absolute(), kind="pimm", era="E2", status="finished", name=Path(path).name,
                    attempts=(Attempt(1, first_step=0, last_step=999_999, ended="completed"),),
                    series=(make_series("loss", steps, steps * 0.5, steps * 1.0, "train.log", 1),))
 
-    monkeypatch.setattr(safe, "load_safely", big_run)
-    monkeypatch.setattr(analysis, "analyze", lambda run: run)  # memory, not check speed, is under test
+    monkeypatch.setattr(core, "load_safely", big_run)
+    monkeypatch.setattr(core, "analyze", lambda run: run)  # memory, not check speed, is under test
     tracemalloc.start()
     try:
         result = run_cli("report", tmp_path, "-o", tmp_path / "tree.html", "--tag", "loss")
