@@ -330,9 +330,10 @@ class Run:
 
     def scalars(self, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
                 all_sources: bool = False) -> Any:  # a pandas.DataFrame
-        """Tidy DataFrame (tag, step, value, wall_time, attempt, source): one row per (tag, step, attempt).
+        """Tidy DataFrame (tag, step, value, wall_time, attempt, source, seq), keyed (tag, step, attempt, source, seq).
 
-        ``tags`` are globs; ``policy`` is all/newest/oldest for replayed steps; each tag comes from its
+        ``policy="all"`` keeps every record as written (``seq`` numbers repeats of a step within one file and
+        attempt: 0, 1, ...); ``newest``/``oldest`` keep one row per (tag, step). ``tags`` are globs; each tag comes from its
         preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
         as ``pimm-inspect export`` and the point counts of ``show --json``.
         """

@@ -100,7 +100,8 @@ async def test_filter_substring_negation_regex_and_sort():
         assert not any(Path(k).name.startswith("e2_") for k in row_keys(table))
         box.value = "/^hf_/"
         await pilot.pause()
-        assert sorted(Path(k).name for k in row_keys(table)) == ["hf_clean", "hf_killed", "hf_resumed", "hf_resumed_wandb"]
+        assert sorted(Path(k).name for k in row_keys(table)) == ["hf_clean", "hf_killed", "hf_resumed", "hf_resumed_wandb",
+                                                                 "hf_two_trainings"]
         box.value = "steps.replayed"  # finding codes are searchable too
         await pilot.pause()
         assert "e2_rollback" in [Path(k).name for k in row_keys(table)]
@@ -205,7 +206,7 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         assert plot.spec.replays == ((51.0, 75.0),) and "replayed 51-75" in legend
         assert "⣿ attempt 1" in legend and "• attempt 2" in legend and "resume (#2)" in legend
         note = str(pane.query_one("#policy-note", Static).render())
-        assert note.startswith("Steps 51-75 exist twice") and "TensorBoard:" in note and "W&B" in note
+        assert note.startswith("Steps written more than once: 51-75: 2 copies (#1 #2)") and "TensorBoard:" in note and "W&B" in note
         assert "yellow" not in note
         await pilot.press("p")
         await settle(pilot)

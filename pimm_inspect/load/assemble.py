@@ -10,7 +10,7 @@ from typing import Any
 from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Finding, Run, Severity
 from . import evidence
-from .attempts import attempts_and_series, finish_attempts
+from .attempts import attempts_and_series, finish_attempts, restored_checkpoints
 from .collect import Collected, collect
 from .collected import FileCache
 from .discover import classify_dir
@@ -46,6 +46,8 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Fil
     status = _status(attempts, live)
     attempts = finish_attempts(attempts, live, c)
     checkpoints = _checkpoints(c)
+    save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
+    attempts = restored_checkpoints(attempts, checkpoints, root, save_paths)
     return Run(
         root=root,
         kind=kind,

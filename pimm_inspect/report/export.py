@@ -38,8 +38,10 @@ def json_records(rows: Iterable[TagRows]) -> Iterator[str]:
             walls = _floats(block.wall_times_s[part], lambda _text: "null")
             attempts = ["null" if a == NO_ATTEMPT else str(a) for a in block.attempts[part].tolist()]
             files = [sources[i] for i in block.source_index[part].tolist()]
-            for step, value, wall, attempt, source in zip(block.steps[part].tolist(), values, walls, attempts, files):
-                yield f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, "source": {source}}}'
+            for step, value, wall, attempt, source, seq in zip(block.steps[part].tolist(), values, walls, attempts,
+                                                               files, block.seq[part].tolist()):
+                yield (f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, '
+                       f'"source": {source}, "seq": {seq}}}')
 
 
 def write_json(rows: Iterable[TagRows], fh: IO[str], batch: int = 10_000) -> int:
