@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from pimm_inspect.analysis import analyze
 from pimm_inspect.cli.main import cli
 from pimm_inspect.load.safe import load_safely
-from pimm_inspect.model import Attempt, ReplayedRange, Run, make_series
+from pimm_inspect.model import Attempt, Run, make_series
 from pimm_inspect.report.audit.charts import PLOT_COLUMNS, chart_for
 from pimm_inspect.report.audit.document import build_report
 from pimm_inspect.report.audit.html import render_html
@@ -146,34 +146,30 @@ def test_rollback_report_has_every_section() -> None:
 
 
 def test_replayed_ranges_are_shaded_with_their_copy_counts() -> None:
-    """Run.replayed (set by analysis) is drawn as it is: a band per range on each chart and the timeline."""
-    import dataclasses
-
-    run = load(RUNS / "e2_rollback")
-    run = dataclasses.replace(run, replayed=(ReplayedRange(51, 75, 3, (1, 2, 3), ("a", "b")),
-                                             ReplayedRange(76, 90, 2, (2, 3), ("b",))))
-    report = build_report(iter([run]), RUNS / "e2_rollback", 1)
+    """Run.replayed (set by analysis) is drawn as it is: a band per range on each chart and on the timeline."""
+    report, (run,) = report_of([RUNS / "e2_requeued_twice"])
+    assert [(r.first_step, r.last_step, r.copies, r.attempts) for r in run.replayed] == [
+        (51, 75, 3, (1, 2, 3)), (76, 90, 2, (2, 3))]
     page = render_html(report)
-    assert page.count('class="band" data-first="51" data-last="75" data-copies="3"') == 14
-    assert page.count('class="band" data-first="76" data-last="90" data-copies="2"') == 14
-    assert page.count('class="tl-band"') == 2
-    assert "<b>51-75</b>: 3 copies (#1 #2 #3)" in page
+    charts = sum(len(group.charts) for group in report.runs[0].charts)
+    assert charts >= 10
+    assert page.count('class="band" data-first="51" data-last="75" data-copies="3"') == charts
+    assert page.count('class="band" data-first="76" data-last="90" data-copies="2"') == charts
+    assert page.count('class="tl-band"') == 2 and page.count('class="seam" data-step="51"') == charts
+    assert "<b>51-75</b>: 3 copies (#1 #2 #3)" in page and "<b>76-90</b>: 2 copies (#2 #3)" in page
+    assert "Steps written more than once: 51-75: 3 copies (#1 #2 #3); 76-90: 2 copies (#2 #3)" in page
     text = render_markdown(report)
     assert "replayed **51-75**: 3 copies (attempts 1, 2, 3)" in text and "replayed 76-90 ×2" in text
     assert not re.search(r"#\d", re.sub(r"```.*?```|`[^`]*`", "", text, flags=re.S)), "GitHub links #N to issue N"
 
 
 def test_checkpoints_say_which_attempts_restarted_from_them() -> None:
-    import dataclasses
-
-    run = load(RUNS / "e2_rollback")
-    attempts = tuple(dataclasses.replace(a, restored_checkpoint="model/last" if a.index == 2 else None)
-                     for a in run.attempts)
-    report = build_report(iter([dataclasses.replace(run, attempts=attempts)]), RUNS / "e2_rollback", 1)
-    (last,) = [ck for ck in report.runs[0].checkpoints if ck.path == "model/last"]
-    assert last.restored_by == (2,)
-    assert '<td class="restored-by">attempt 2</td>' in render_html(report)
-    assert "| attempt 2 |" in render_markdown(report)
+    report, _ = report_of([RUNS / "e2_requeued_twice"])
+    (last,) = [ck for ck in report.runs[0].checkpoints if ck.path == "model/model_last.pth"]
+    assert last.restored_by == ((2, 50), (3, 50))
+    cell = "attempt 2 (step 50), attempt 3 (step 50)"
+    assert f'<td class="restored-by">{cell}</td>' in render_html(report)
+    assert f"| {cell} |" in render_markdown(report)
 
 
 def test_redact_removes_hosts_account_paths_and_users() -> None:

@@ -24,7 +24,7 @@ ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--no-first-run", "--disa
         "--disable-component-update", "--disable-sync"]
 OUTPUT = Path(__file__).resolve().parent / "output" / "report"
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
-FIXTURES = ["e2_rollback", "e2_requeued_twice" if (RUNS / "e2_requeued_twice").is_dir() else "e2_requeue_failed",
+FIXTURES = ["e2_rollback", "e2_requeued_twice",
             "hf_resumed", "wandb_resumed_offline", "wandb_online"]
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
@@ -126,8 +126,6 @@ def test_report_of_a_fixture_in_the_browser(browser, fixture: str, tmp_path: Pat
 
 def test_rollback_replayed_band_is_drawn_where_the_copies_are(browser, tmp_path: Path) -> None:
     run, facts, path = _write("rollback", RUNS / "e2_rollback", tmp_path)
-    if not run.replayed:
-        pytest.xfail("Run.replayed is set by analysis with the claims work (issue 19), not on this branch yet")
     opened = Opened(browser, path, SIZES["desktop"])
     try:
         firsts = {b.get_attribute("data-first") + "-" + b.get_attribute("data-last")

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...analysis.configs import attempt_configs, config_differences, flatten_config, query_config
 from ...analysis.secrets import mask_text, mask_value
-from ...analysis.summary import summary_of
+from ...analysis.summary import policy_note, restored_by, summary_of
 from ...model import Attempt, Run
 from ..json_doc import run_notes, run_path
 from ..safe_text import clean, shorten
@@ -99,8 +99,8 @@ class CheckpointRow:
     wandb_id: str
     cursor: str
     picked: bool
-    restored_by: tuple[int, ...]
-    """Attempts that restarted from this checkpoint (``Attempt.restored_checkpoint``)."""
+    restored_by: tuple[tuple[int, int | None], ...]
+    """(attempt, restore step) of every attempt that restarted from this checkpoint (``analysis.summary.restored_by``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +159,9 @@ class RunFacts:
     sources: tuple[tuple[str, str, int], ...]
     charts: tuple[ChartGroup, ...] = ()
     charts_note: str = ""
+    policy_note: str = ""
+    """Which steps exist more than once, what the policy draws of them, what TensorBoard and W&B show
+    (``analysis.summary.policy_note``, the sentence every view shares)."""
     last_step: int | None = None
     best_metric: str = "-"
 
@@ -266,10 +269,11 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
     for f in run.findings:
         counts[f.severity.label] += 1
     held = {ck.path for ck in run.checkpoints}
+    restores = restored_by(run)
     checkpoints = tuple(CheckpointRow(
         scrub(ck.path), scrub(ck.format), scrub(ck.role), ck.complete, ck.global_step, scrub(ck.wandb_run_id or "-"),
         scrub("-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}"), ck.resume_candidate,
-        tuple(a.index for a in run.attempts if a.restored_checkpoint == ck.path)) for ck in run.checkpoints)
+        restores.get(ck.path, ())) for ck in run.checkpoints)
     elsewhere = tuple((a.index, scrub(a.restored_checkpoint)) for a in run.attempts
                       if a.restored_checkpoint and a.restored_checkpoint not in held)
     doc = query_config(run)
@@ -299,4 +303,5 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
         wandb_sync=scrub(info.sync_command) if info.sync_command else None,
         notes=tuple(scrub(n, True) for n in run_notes(run)),
         sources=tuple((scrub(s.path), scrub(s.kind), s.size_bytes) for s in run.sources),
-        charts=tuple(groups), charts_note=note, last_step=summary.last_step, best_metric=scrub(summary.best_metric))
+        charts=tuple(groups), charts_note=note, policy_note=scrub(policy_note(run, policy), True),
+        last_step=summary.last_step, best_metric=scrub(summary.best_metric))

@@ -130,7 +130,7 @@ def _run(run: RunFacts, report: Report) -> list[str]:
     out += [f"- gap (never logged): {first}-{last}" for first, last in run.gaps]
     out += [""] if run.bands or run.gaps else []
     if run.charts:
-        out += [f"### Curves (overlap policy `{report.policy}`)", ""]
+        out += [f"### Curves (overlap policy `{report.policy}`)", "", code(run.policy_note), ""]
         for group in run.charts:
             out += [f"#### {code(group.name)}", ""]
             for chart in group.charts:
@@ -150,7 +150,8 @@ def _run(run: RunFacts, report: Report) -> list[str]:
     if run.checkpoints:
         rows = [[code(ck.path, True), code(ck.format, True), code(ck.role, True), "yes" if ck.complete else "NO",
                  "-" if ck.step is None else str(ck.step), code(ck.wandb_id, True), code(ck.cursor, True),
-                 "picked" if ck.picked else "", ", ".join(f"attempt {i}" for i in ck.restored_by)]
+                 "picked" if ck.picked else "",
+                 ", ".join(f"attempt {i}" + (f" (step {step})" if step is not None else "") for i, step in ck.restored_by)]
                 for ck in run.checkpoints]
         out += ["### Checkpoints", "", table(["path", "format", "role", "complete", "step", "W&B id", "cursor",
                                               "a resume picks", "attempts restarted from it"], rows), ""]
