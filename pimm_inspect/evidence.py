@@ -111,6 +111,10 @@ class WandbRunFacts:
     """The launch command W&B recorded (program and args, from ``wandb-metadata.json``)."""
     command_source: str | None = None
     """The file that command was read from."""
+    resume_from: str | None = None
+    """The run record's ``resume_from``/``fork_from`` branch point (``resume_from <id>?_step=N``), if any."""
+    dropped_step_source: str | None = None
+    """The file the first dropped-step evidence was read from."""
 
 
 @dataclass(frozen=True, slots=True)

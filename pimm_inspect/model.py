@@ -273,6 +273,10 @@ class WandbInfo:
     """The server refused to create the run (e.g. HTTP 404 ``entity x not found during upsertBucket``)."""
     link_note: str | None = None
     """Why there is no link, where the entity came from, or that the host is assumed; None when plain."""
+    link_refused: tuple[str, ...] = ()
+    """Why no link or command was formed from what the run's files record (a server address that is not
+    http(s) with a valid host and no userinfo, a name with control characters or ``/ \\ # ? % :``, a folder
+    path that is not text): ``wandb.link-refused``."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -13,6 +13,7 @@ import numpy as np
 from ..model import Attempt, CheckpointInfo, ScalarSeries
 from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments, group_by_process
+from .wandb_order import ordered_folders, start_estimates
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
                    "Legacy checkpoint is mid-epoch", "State was saved with world_size",
@@ -63,12 +64,13 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
                                     origin=origin, sources=tuple(p for p, _n, _r in group)))
     elif c.wandb_runs and c.kind == "wandb":
-        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+        ordered = ordered_folders(c.wandb_runs)  # by the best start evidence, folder stamps included
+        starts, on_utc = start_estimates(c.wandb_runs)
         for index, wrun in enumerate(ordered, start=1):
             # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
             step_metrics = set(wrun.x_axis.values()) - {"_step"}
             steps = [s for s in wrun.series if len(s) and s.tag not in step_metrics]
-            started = (_utc(wrun.start_time_s))
+            started = _utc(wrun.start_time_s or (starts[wrun.rel_path] if on_utc else None))
             ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
                                     first_step=min((s.first_step for s in steps), default=None),
@@ -86,8 +88,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             series.append(dataclasses.replace(s, attempt=attempt))
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
         # One W&B id, several local folders: each folder is one process start (a requeued offline run).
-        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
-        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered, start=1)}
+        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered_folders(c.wandb_runs), start=1)}
     for run in c.wandb_runs:
         attempt = wandb_attempt.get(run.rel_path)
         # A declared step metric (pimm's hidden train/global_step) is the x axis of the others, not a curve.

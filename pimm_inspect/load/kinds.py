@@ -20,7 +20,7 @@ from ..model import Finding, Severity
 from ..sources import rel
 from ..sources.protocol import Read, Reader, read_of, run_root
 from .collected import Collected, FileCache
-from .discover import EVENT_FILE, WANDB_RUN_DIR
+from .discover import EVENT_FILE, WANDB_RUN_DIR, same_id_siblings
 from .file_deps import note_probe
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ def _store_outside_slurm(c: Collected, path: Path, rel_path: str, r: Read[Any]) 
 def _find_wandb(c: Collected, names: list[str]) -> list[Found]:
     folders: list[Path] = []
     if WANDB_RUN_DIR.match(c.root.name):
-        folders.append(c.root)
+        folders += same_id_siblings(c.root)  # one id's folders are one run, even beside other ids
     if "wandb" in names:
         folders += [c.root / "wandb" / n for n in listdir(c.root / "wandb") if WANDB_RUN_DIR.match(n)]
     if not folders and c.kind == "pimm":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -127,14 +126,12 @@ def fmt_step(step: int | None) -> str:
 def wandb_target(run: Run) -> tuple[str | None, str | None]:
     """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL.
 
-    The command names every local W&B folder by absolute path (a resumed offline run has several, and a
-    relative path only works from the run directory).
+    Both are the loader's vetted ones (the command names every never-synced folder by absolute path,
+    shell-quoted); nothing is rebuilt here.
     """
     url = run.wandb.url
     if url:
         return url, None
-    if run.wandb.sync_command and run.wandb.local_dirs:
-        return None, "wandb sync " + " ".join(shlex.quote((Path(run.root) / d).as_posix()) for d in run.wandb.local_dirs)
     return None, run.wandb.sync_command
 
 
