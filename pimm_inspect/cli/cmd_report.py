@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -33,21 +31,16 @@ def _inside_a_run(output: Path, run_dirs: list[Path]) -> Path | None:
 
 
 def _write(output: str, text: str) -> None:
-    """Write ``text`` to stdout (``-``) or to ``output`` through a temporary file renamed into place."""
+    """Write ``text`` to stdout (``-``) or to ``output`` through a temporary file renamed into place (the exports'
+    rule: a failure never leaves a partial file)."""
     if output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    path = Path(output)
-    handle, temporary = tempfile.mkstemp(prefix=".report-", dir=path.absolute().parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    from ..report.export import replaced_atomically
+
+    with replaced_atomically(output) as out:
+        out.write(text)
 
 
 @click.command("report")
