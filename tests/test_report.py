@@ -22,13 +22,14 @@ from pimm_inspect.report.audit.html import render_html
 from pimm_inspect.report.audit.markdown import code, render_markdown, sparkline
 from pimm_inspect.report.audit.redact import Redactor
 from pimm_inspect.report.audit.svg import chart_svg, nice_ticks, path_data
+from pimm_inspect.report.safe_text import clean
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "fixtures" / "runs"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 HOSTILE_TAGS = ("<img src=x onerror=\"window.__pwned=1\">", "<script>window.__pwned=2</script>",
                 "![x](http://tracker.example/p.png)", "@team ping", "a|b|c", "``tick`` and `one`",
-                "[click](javascript:alert(1))", "x&amp;y")
+                "[click](javascript:alert(1))", "x&amp;y", "train/\u200bloss\x1b[31m")
 """Tag names a hostile writer could choose: markup, script, Markdown image/link, mention, pipe, backticks."""
 HOSTILE_NAME = "<img src=y onerror=window.__pwned=4> & co"
 
@@ -83,8 +84,10 @@ def test_html_shows_hostile_strings_as_text_masks_secrets_and_allows_only_its_ow
     report, _ = report_of([hostile_run(tmp_path)])
     page = render_html(report)
     for tag in HOSTILE_TAGS:
-        escaped = tag.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+        shown = clean(tag, newlines=False)  # invisible and control characters as visible escapes, as everywhere
+        escaped = shown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
         assert escaped in page, tag
+    assert "train/\\u200bloss\\x1b[31m" in page and "\u200b" not in page and "\x1b" not in page
     assert "<img" not in page and page.count("<script>") == 1 and "__pwned=3</script>" not in page
     assert "&lt;img src=y onerror=window.__pwned=4&gt; &amp; co" in page
     assert SECRET not in page and "****" in page
