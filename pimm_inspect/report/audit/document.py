@@ -6,7 +6,6 @@ tree of thousands of big runs never sits in memory at once.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,10 +13,13 @@ from pathlib import Path
 
 from ... import __version__
 from ...model import Run
+from ..plot import select_tags
 from .charts import MAX_OVERLAY_RUNS, MAX_OVERLAY_TAGS, Chart, ChartLine, overlay_chart, overlay_line
 from .facts import RunFacts, run_facts, scrubber
 from .redact import Redactor, no_redaction
 
+OVERLAY_COLUMNS = 320
+"""Pixel columns each run's overlay line keeps its min and max for (half a chart: 24 runs stay small)."""
 TREE_CURVES_UP_TO = 20
 """A tree of at most this many runs gets every run's curves; a bigger one only the overlay of ``--tag``."""
 
@@ -68,8 +70,7 @@ def build_report(runs: Iterable[Run], base: Path, count: int, tags: tuple[str, .
         sections.append(facts)
         if tree and tags:
             scrub = scrubber(redactor)
-            matched = [t for t in run.tags() if any(fnmatch.fnmatchcase(t, p) for p in tags)]
-            for tag in matched:
+            for tag in select_tags(run, tags):
                 if tag not in overlay_lines and len(overlay_tags) >= MAX_OVERLAY_TAGS:
                     continue
                 if tag not in overlay_lines:
@@ -79,7 +80,7 @@ def build_report(runs: Iterable[Run], base: Path, count: int, tags: tuple[str, .
                 if len(lines) >= MAX_OVERLAY_RUNS:
                     left_out += 1
                     continue
-                line = overlay_line(run, tag, position, f"{facts.label}", columns=320)
+                line = overlay_line(run, tag, position, facts.label, columns=OVERLAY_COLUMNS)
                 if line is not None:
                     lines.append(line)
     overlays = []
