@@ -35,6 +35,6 @@ def command(path: str) -> None:
     if root.is_dir() and classify_dir(root.absolute()) is not None:
         loader.prefetch(root.absolute())  # one run: read it while the UI's modules import
 
-    from ..tui.app import make_app
+    from ..tui.app import make_app, run_app
 
-    make_app(path, loader=loader).run()
+    sys.exit(run_app(make_app(path, loader=loader)))
