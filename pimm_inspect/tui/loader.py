@@ -248,7 +248,9 @@ class _Child:
 
                     run = loader._load(path, stage)
                     cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
-                    send("analysed", (run.findings, run.summary, cache))
+                    # Everything analysis set (findings, summary, Run.replayed ...), without the series the
+                    # parent already has from the ReadDone stage.
+                    send("analysed", (dataclasses.replace(run, series=(), events=()), cache))
             finally:
                 os._exit(0)
         os.close(write_end)
@@ -316,7 +318,7 @@ class _Child:
                     self.kill()
                     raise LoadCancelled()
             elif kind == "analysed" and read is not None:
-                assert isinstance(payload, tuple)  # our own child's (findings, summary, cache)
-                findings, summary, cache = payload
-                return dataclasses.replace(read, findings=tuple(findings), summary=summary), cache
+                assert isinstance(payload, tuple)  # our own child's (analysed run without series, cache)
+                analysed, cache = payload
+                return dataclasses.replace(analysed, series=read.series, events=read.events), cache
 
