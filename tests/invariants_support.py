@@ -1,0 +1,402 @@
+"""Cross-view invariants: what every surface says about a run must agree, and every claim must follow from evidence.
+
+Shared by ``tests/test_invariants.py`` (every fixture run) and ``bench/realworld_invariants.py`` (a corpus of public
+runs kept outside the repository). ``gather(root)`` reads the surfaces of every run under ``root`` once, through the
+real CLI (click's CliRunner, ``--json``) and the Python API; ``check_run(surfaces)`` returns one ``Check`` per
+invariant that applies to the run, each failed one carrying the evidence. UI surfaces (the Overview and the Log tab
+through a Textual pilot) are gathered separately by ``ui_facts`` because they need an event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+import pimm_inspect
+from pimm_inspect.cli.main import cli
+from pimm_inspect.model import Run
+
+NOT_USED = "not used by this run"
+"""What a view says of W&B when the run has no W&B folder (the Overview's words too)."""
+
+INVARIANTS: dict[str, str] = {
+    "attempts.agree": "show --json, ls --json and the runs-table row give the same number of attempts",
+    "row.agree": "ls --json, show --json and the runs-table row give the same last step, status and W&B ids",
+    "saved.not-lost": "no step is both in an attempt's saved_steps and inside its lost_steps",
+    "lost.trained": "an attempt's lost_steps lie inside the steps it trained (restore point + 1 to its last step)",
+    "export.attempts": "every attempt an export row names exists",
+    "candidate.not-lost": "the picked checkpoint's (resume_candidate) step is not lost by the newest attempt that "
+                          "trained it",
+    "finding.steps": "every finding's steps lie inside the run's logged step range",
+    "finding.attempts": "every attempt a finding names exists, and for a replay holds a point in the replayed steps",
+    "replayed.ranges": "Run.replayed covers every steps.replayed range, each range's attempts wrote points in it",
+    "wandb.view": "a W&B view claims W&B facts only when the run has W&B folders ('not used by this run' otherwise)",
+    "points.export": "show --json point counts per tag = rows of export --policy all --format json",
+    "findings.agree": "check --json findings per severity = show --json and ls --json findings counts",
+    "cfg.filter": "the cfg. filter of the runs table sees the document config RUN --json prints",
+    "finding.paths": "every path a finding names exists (inside the run, or absolute outside it)",
+}
+"""Invariant id -> what it asserts (the ids are the test ids and the bench's counts)."""
+
+
+@dataclass
+class Check:
+    """One invariant checked on one run: ``ok``, and when not, the evidence (values each surface gave, files)."""
+
+    invariant: str
+    run: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Surfaces:
+    """Everything the surfaces said about one run."""
+
+    root: Path
+    rel: str
+    """The run's path relative to the tree root (the id of its checks)."""
+    run: Run
+    """The API's run (``pimm_inspect.load_run``)."""
+    show: dict[str, Any]
+    ls: dict[str, Any]
+    check: dict[str, Any]
+    export_rows: list[dict[str, Any]] | None
+    """Rows of ``export --policy all --format json``; None when export failed (exit code in ``errors``)."""
+    config: dict[str, Any] | None
+    """``config RUN --json``; None when the run has no config document (exit 2)."""
+    errors: list[str] = field(default_factory=list)
+    """Commands that failed unexpectedly (exit code and stderr)."""
+
+
+def invoke(*args: object) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _by_root(doc: dict[str, Any], base: Path) -> dict[Path, dict[str, Any]]:
+    return {(base / entry["path"]).resolve(): entry for entry in doc["runs"]}
+
+
+def gather(tree: Path, run_dirs: list[Path] | None = None,
+           progress: Callable[[int, int, Path], None] | None = None) -> Iterator[Surfaces]:
+    """The surfaces of every run under ``tree`` (or of ``run_dirs``): show, ls and check over the whole tree in one
+    call each, then per run ``export --policy all --format json`` and ``config --json``, and the API's run."""
+    tree = tree.resolve()
+    dirs = [Path(d).resolve() for d in (run_dirs if run_dirs is not None else pimm_inspect.discover(tree))]
+    whole: dict[str, dict[Path, dict[str, Any]]] = {}
+    for command, extra in (("show", ()), ("ls", ()), ("check", ("--fail-on", "never"))):
+        code, out, err = invoke(command, tree, "--json", *extra)
+        assert code == 0, f"{command} {tree} --json exited {code}: {err[-2000:]}"
+        whole[command] = _by_root(json.loads(out), tree)
+    for i, root in enumerate(dirs, start=1):
+        if progress is not None:
+            progress(i, len(dirs), root)
+        errors: list[str] = []
+        missing = [c for c in whole if root not in whole[c]]
+        if missing:
+            errors.append(f"{', '.join(missing)} --json over {tree} did not list this run")
+        code, out, err = invoke("export", root, "--policy", "all", "--format", "json", "-o", "-")
+        rows = json.loads(out) if code == 0 else None
+        if code != 0 and whole["show"].get(root, {}).get("scalars"):
+            errors.append(f"export exited {code}: {err.strip()[-500:]}")
+        code, out, err = invoke("config", root, "--json")
+        config = json.loads(out) if code == 0 else None
+        if code not in (0, 2):
+            errors.append(f"config --json exited {code}: {err.strip()[-500:]}")
+        yield Surfaces(root=root, rel=os.path.relpath(root, tree), run=pimm_inspect.load_run(root),
+                       show=whole["show"].get(root, {}), ls=whole["ls"].get(root, {}),
+                       check=whole["check"].get(root, {}), export_rows=rows, config=config, errors=errors)
+
+
+# -- the invariants ----------------------------------------------------------------------------------------------
+
+def _show_last_step(show: dict[str, Any]) -> int | None:
+    """The last step ``show --json`` implies: its attempts' last steps, else its tags' (the summary's rule)."""
+    steps = [a["last_step"] for a in show.get("attempts", []) if a["last_step"] is not None]
+    if steps:
+        return max(steps)
+    steps = [t["last_step"] for t in show.get("scalars", {}).values() if t["last_step"] is not None]
+    return max(steps) if steps else None
+
+
+def _inside(step: int, span: list[int] | tuple[int, int] | None) -> bool:
+    return bool(span) and span[0] <= step <= span[1]  # type: ignore[index]
+
+
+def _trained(attempt: dict[str, Any]) -> tuple[int, int] | None:
+    """The steps a ``show --json`` attempt trained: from its restore point + 1 (else its first step) to its last."""
+    if attempt["last_step"] is None:
+        return None
+    first = attempt["resume_step"] + 1 if attempt["resume_step"] is not None else attempt["first_step"]
+    return (min(first, attempt["last_step"]) if first is not None else attempt["last_step"], attempt["last_step"])
+
+
+def _logged_range(run: Run) -> tuple[int, int] | None:
+    """Smallest and largest step any series of the run holds (every source), any attempt spans, or a rank's
+    structured log reached."""
+    steps = [s for series in run.series if len(series) for s in (series.first_step, series.last_step)]
+    steps += [s for a in run.attempts for s in (a.first_step, a.last_step) if s is not None]
+    steps += [log.last_step for log in run.rank_logs if log.last_step is not None]
+    steps = [s for s in steps if s is not None]
+    return (min(steps), max(steps)) if steps else None
+
+
+def _attempt_points(run: Run, first: int, last: int) -> set[int]:
+    """Attempts that hold a point in steps ``first``..``last`` (any tag, any source)."""
+    out: set[int] = set()
+    for series in run.series:
+        if series.attempt is None or series.attempt in out or not len(series):
+            continue
+        if ((series.steps >= first) & (series.steps <= last)).any():
+            out.add(series.attempt)
+    return out
+
+
+def _wandb_folders(run: Run) -> list[str]:
+    """The run's W&B folders, as the model holds them (each ``WandbRunFacts.path``) and the sources read."""
+    return sorted({w.path for w in run.wandb_runs} | {s.path for s in run.sources if s.kind == "wandb"})
+
+
+def _flat(doc: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _flat(value, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, doc
+
+
+def config_probes(config: dict[str, Any], limit: int = 6) -> list[tuple[str, Any]]:
+    """Leaves of the printed config document a ``cfg.`` filter can name and compare exactly: numbers and plain
+    words (no masked value, no key with characters the filter's key syntax refuses), spread over the document."""
+    from pimm_inspect.tui.facts import _CFG_TERM  # the filter's own key syntax
+
+    leaves = []
+    for key, value in _flat(config.get("config")):
+        if not key or isinstance(value, bool) or _CFG_TERM.match(f"cfg.{key}=1") is None:
+            continue
+        if isinstance(value, (int, float)) and value == value and abs(value) < 1e15:
+            leaves.append((key, value))
+        elif isinstance(value, str) and value.replace("_", "").replace("-", "").isalnum() and "*" not in value:
+            leaves.append((key, value))
+    if len(leaves) <= limit:
+        return leaves
+    stride = len(leaves) / limit
+    return [leaves[int(i * stride)] for i in range(limit)]
+
+
+def check_run(s: Surfaces) -> list[Check]:
+    """Every invariant that applies to the run, checked."""
+    from pimm_inspect.tui.facts import compile_run_filter, last_step as ui_last_step, light_run
+
+    run, show, ls, rel = s.run, s.show, s.ls, s.rel
+    out: list[Check] = []
+
+    def add(invariant: str, ok: bool, detail: str = "") -> None:
+        out.append(Check(invariant, rel, bool(ok), "" if ok else detail))
+
+    for error in s.errors:
+        add("surfaces", False, error)
+    light = light_run(run)  # what the runs table holds for a row
+    ui_row = {"attempts": len(light.attempts), "status": light.status, "last_step": ui_last_step(light)}
+
+    if show and ls:
+        counts = {"show": len(show["attempts"]), "ls": ls["attempts"], "ui row": ui_row["attempts"],
+                  "API": len(run.attempts)}
+        add("attempts.agree", len(set(counts.values())) == 1, f"attempts: {counts}")
+        last = {"show": _show_last_step(show), "ls": ls["last_step"], "ui row": ui_row["last_step"]}
+        status = {"show": show["status"], "ls": ls["status"], "ui row": ui_row["status"]}
+        ids = {"show": tuple(show["wandb"]["run_ids"]), "ls": tuple(ls["wandb_run_ids"]),
+               "ui row": tuple(light.wandb.run_ids)}
+        add("row.agree", len(set(last.values())) == 1 and len(set(status.values())) == 1 and len(set(ids.values())) == 1,
+            f"last step: {last}; status: {status}; W&B ids: {ids}")
+
+    attempts = show.get("attempts", [])
+    if any(a["saved_steps"] and a["lost_steps"] for a in attempts):
+        both = {a["index"]: [x for x in a["saved_steps"] if _inside(x, a["lost_steps"])] for a in attempts}
+        both = {k: v for k, v in both.items() if v}
+        add("saved.not-lost", not both, f"saved and lost at once (attempt: steps): {both}; lost ranges: "
+            f"{ {a['index']: a['lost_steps'] for a in attempts} }")
+    picked = [c for c in show.get("checkpoints", []) if c["resume_candidate"] and c["global_step"] is not None]
+    if picked and any(a["lost_steps"] for a in attempts):
+        hit = []
+        for c in picked:  # the newest attempt that trained the step wrote the checkpoint there now
+            owner = next((a for a in reversed(attempts) if _inside(c["global_step"], _trained(a))), None)
+            if owner is not None and _inside(c["global_step"], owner["lost_steps"]):
+                hit.append((c["path"], c["global_step"], owner["index"], owner["lost_steps"]))
+        add("candidate.not-lost", not hit, "the picked checkpoint's step is inside the lost range of the newest "
+            f"attempt that trained it (checkpoint, step, attempt, lost): {hit}")
+    if any(a["lost_steps"] for a in attempts):
+        outside = [(a["index"], a["lost_steps"], _trained(a)) for a in attempts if a["lost_steps"]
+                   and not (_inside(a["lost_steps"][0], _trained(a)) and _inside(a["lost_steps"][1], _trained(a)))]
+        add("lost.trained", not outside, f"lost ranges outside the steps the attempt trained (attempt, lost, "
+            f"trained): {outside}")
+
+    findings = s.check.get("findings", [])
+    span = _logged_range(run)
+    with_steps = [f for f in findings if f["steps"]]
+    if with_steps:
+        outside = [(f["code"], f["steps"]) for f in with_steps
+                   if span is None or not (span[0] <= f["steps"][0] <= f["steps"][1] <= span[1])]
+        add("finding.steps", not outside, f"steps outside the logged range {span}: {outside}")
+    named = [f for f in findings if f["attempts"]]
+    if named:
+        n = len(run.attempts)
+        bad = [(f["code"], f["attempts"]) for f in named if any(not 1 <= i <= n for i in f["attempts"])]
+        for f in named:
+            if f["code"] == "steps.replayed" and f["steps"]:
+                wrote = _attempt_points(run, f["steps"][0], f["steps"][1])
+                silent = [i for i in f["attempts"] if i not in wrote]
+                if silent:
+                    bad.append((f["code"], f["steps"], f"attempts {silent} hold no point there (writers: "
+                                f"{sorted(wrote)})"))
+        add("finding.attempts", not bad, f"{n} attempts; findings naming attempts that do not exist or wrote "
+            f"nothing in their steps: {bad}")
+    replays = [f for f in findings if f["code"] == "steps.replayed" and f["steps"]]
+    if replays or run.replayed:
+        ranges = [(r.first_step, r.last_step, r.copies, r.attempts) for r in run.replayed]
+        uncovered = [f["steps"] for f in replays
+                     if not all(any(r.first_step <= x <= r.last_step for r in run.replayed)
+                                for x in (f["steps"][0], f["steps"][1]))]
+        bad_ranges = [(r.first_step, r.last_step, r.attempts) for r in run.replayed
+                      if r.copies < 2 or any(a not in _attempt_points(run, r.first_step, r.last_step)
+                                             for a in r.attempts)]
+        add("replayed.ranges", not uncovered and not bad_ranges,
+            f"Run.replayed {ranges}; steps.replayed ranges it does not cover: {uncovered}; ranges with fewer than 2 "
+            f"copies or naming an attempt that wrote nothing there: {bad_ranges}")
+    views = [(f["code"], f["views"]["W&B"]) for f in findings if "W&B" in f.get("views", {})]
+    if views:
+        folders = _wandb_folders(run)
+        if folders:
+            bad_views = [v for v in views if v[1].strip().rstrip(".") == NOT_USED]
+            add("wandb.view", not bad_views, f"the run has W&B folders {folders[:4]} but a view says: {bad_views}")
+        else:
+            bad_views = [v for v in views if v[1].strip().rstrip(".") != NOT_USED]
+            add("wandb.view", not bad_views, f"no W&B folder (sources: {sorted({x.kind for x in run.sources})}) but a "
+                f"view claims: {bad_views}")
+    scalars = show.get("scalars", {})
+    if s.export_rows is not None or scalars:
+        per_tag = Counter(r["tag"] for r in (s.export_rows or []))
+        shown = {tag: info["points"] for tag, info in scalars.items()}
+        diff = {t: (shown.get(t, 0), per_tag.get(t, 0)) for t in set(shown) | set(per_tag)
+                if shown.get(t, 0) != per_tag.get(t, 0)}
+        n = len(run.attempts)
+        strays = Counter(r["attempt"] for r in (s.export_rows or []) if r["attempt"] is not None
+                         and not 1 <= r["attempt"] <= n)
+        if s.export_rows:
+            add("export.attempts", not strays, f"export rows naming attempts the run does not have ({n} attempts): "
+                f"{dict(strays)}")
+        add("points.export", not diff and s.export_rows is not None,
+            f"(show points, export rows) per tag that differ: {dict(sorted(diff.items())[:8])}"
+            + (f" ({len(diff)} tags)" if len(diff) > 8 else ""))
+    if show and s.check and ls:
+        from_check = Counter(f["severity"] for f in findings)
+        counts = {"check": {k: from_check.get(k, 0) for k in ("error", "warning", "info")},
+                  "show": show["findings"], "ls": ls["findings"]}
+        add("findings.agree", counts["check"] == counts["show"] == counts["ls"], f"findings per severity: {counts}")
+    if s.config is not None:
+        probes = config_probes(s.config)
+        missed = []
+        for key, value in probes:
+            predicate = compile_run_filter(f"cfg.{key}={value}")
+            if not predicate(rel, light):
+                missed.append(f"cfg.{key}={value}")
+        if probes:
+            add("cfg.filter", not missed, f"config --json prints {s.config.get('kind')} from "
+                f"{s.config.get('source')}; the runs-table filter does not match: {missed[:4]}")
+    elif run.configs and any(isinstance(doc.data, dict) for doc in run.configs):
+        add("cfg.filter", False, "config --json exited 2 though the run holds parsed config documents "
+            f"{[d.kind for d in run.configs]}")
+    paths = sorted({p for f in findings for p in f["paths"]})
+    if paths:
+        gone = []
+        for p in paths:
+            target = Path(p)
+            if target.is_absolute():
+                if not os.path.lexists(target) or target.resolve().is_relative_to(s.root):
+                    gone.append(p + (" (absolute, inside the run)" if os.path.lexists(target) else ""))
+            elif not os.path.lexists(s.root / p):
+                gone.append(p)
+        add("finding.paths", not gone, f"paths named by findings that do not exist as given: {gone[:6]}")
+    return out
+
+
+# -- UI surfaces ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class UiFacts:
+    """What the UI shows of one run: the Overview's attempt rows and count, the Log tab's attempt start lines."""
+
+    overview_count: str
+    overview_rows: int
+    timeline_rows: int
+    log_starts: list[int] | None
+    """0-based lines the Log tab marks as attempt starts; None when the run has no train.log."""
+    log_path: str | None
+
+
+async def ui_facts(path: Path, loader: Callable[[Path], Run]) -> UiFacts:
+    """Open the run in the app (pilot), read the Overview, then the Log tab."""
+    from textual.widgets import Static
+
+    from pimm_inspect.tui.app import make_app
+    from pimm_inspect.tui.widgets.log_pane import LogPane
+    from pimm_inspect.tui.widgets.log_view import LogView
+
+    from tests.tui_support import settle
+
+    app = make_app(path, loader=loader, follow_interval_s=0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        identity = _plain(screen.query_one("#ov-identity", Static))
+        count = next((line.split()[-1] for line in identity.splitlines() if line.strip().startswith("attempts")), "")
+        rows = _plain(screen.query_one("#ov-attempts", Static))
+        overview_rows = sum(1 for line in rows.splitlines() if line.strip().startswith("#"))
+        strip = screen.query_one("TimelineStrip")
+        timeline_rows = len(strip.attempts)
+        await pilot.press("6")
+        await settle(pilot)
+        pane = screen.query_one(LogPane)
+        view = screen.query_one(LogView)
+        starts = view.attempt_lines.tolist() if pane.log_path else None
+        return UiFacts(count, overview_rows, timeline_rows, starts, pane.log_path)
+
+
+def _plain(widget: Any) -> str:
+    import io
+
+    from rich.console import Console
+
+    content = widget.content
+    if isinstance(content, str):
+        return content
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    console.print(content)
+    return console.export_text()
+
+
+def check_ui(s: Surfaces, ui: UiFacts) -> list[Check]:
+    """Overview attempts = show attempts; Log tab attempt starts = the model's attempts with a train.log start."""
+    run, show = s.run, s.show
+    out = [Check("ui.overview", s.rel, ui.overview_count == str(len(show["attempts"])) == str(ui.overview_rows)
+                 and ui.timeline_rows == len(show["attempts"]),
+                 f"Overview says {ui.overview_count!r} attempts, lists {ui.overview_rows} rows, draws "
+                 f"{ui.timeline_rows}; show --json has {len(show['attempts'])}")]
+    if ui.log_path is not None:
+        with_start = sorted({e.attempt for e in run.events if e.kind == "start" and e.source == ui.log_path
+                             and e.attempt is not None})
+        in_log = sorted(a.index for a in run.attempts if ui.log_path in a.sources)
+        ok = len(ui.log_starts or []) == len(with_start) and set(in_log) <= set(with_start)
+        out.append(Check("ui.log-starts", s.rel, ok, f"Log tab ({ui.log_path}) marks {len(ui.log_starts or [])} "
+                         f"attempt starts (lines {[x + 1 for x in ui.log_starts or []][:8]}); the model's attempts "
+                         f"with a start there: {with_start}; attempts whose sources include it: {in_log}"))
+    return out
