@@ -141,11 +141,12 @@ def _trained(attempt: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def _logged_range(run: Run) -> tuple[int, int] | None:
-    """Smallest and largest step any series of the run holds (every source), any attempt spans, or a rank's
-    structured log reached."""
+    """Smallest and largest step any series of the run holds (every source), any attempt spans, a rank's
+    structured log reached or a checkpoint was saved at (``checkpoint-1400`` is evidence of step 1400)."""
     steps = [s for series in run.series if len(series) for s in (series.first_step, series.last_step)]
     steps += [s for a in run.attempts for s in (a.first_step, a.last_step) if s is not None]
     steps += [log.last_step for log in run.rank_logs if log.last_step is not None]
+    steps += [ck.global_step for ck in run.checkpoints if ck.global_step is not None]
     steps = [s for s in steps if s is not None]
     return (min(steps), max(steps)) if steps else None
 
