@@ -49,7 +49,7 @@ SOURCES: list[tuple[str, str, bool]] = [
     ("yonatanyal/Mancala", "70873f0180a45209dc929f9b37645b3178f0af5a", False),  # 0.19.1, ids "Mancala 8"
     ("Asaf2101/Backgammon", "bfbabc3c58643bc243e7f1a7eb86ef3df2dd5cd5", False),  # 0.19.8, ids "Backgammon -test3"
     ("Yhwani/baseballAI", "6abf8807c57f7df7b9684966af8fa67e2b0ef398", False),  # detectron2 output/ (LFS pointers)
-    ("norlab-ulaval/droneSegmentation", "fa0e17ff9c927ae7253e660cf77879fa6573542d", False),  # detectron2
+    ("norlab-ulaval/droneSegmentation", "fa0e17ff9c927ae7253e660cf77879fa6573542d", True),  # detectron2, notebooks
     ("coffee19850519/pathway_retinanet", "a029f632e64ef0f1d91f8ea519897c45e21811b5", False),  # detectron2
     ("Noba1anc3/Publaynet", "e0d15b4e1b2e7a872e18e8aca30c57892a39e428", False),  # detectron2
     ("29aitch/AIchatbot", "055a529f37a3a05d38a4590e159ed4d61e38393c", False),  # HF Trainer

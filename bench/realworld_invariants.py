@@ -15,8 +15,8 @@ with the files it is about and a command that reproduces it:
   "evidence"}``; ``select`` is ``{"path": "repo/run/dir"}`` (the run at that folder) or ``{"under": "repo",
   "wandb_id": "id"}`` (the runs under ``repo`` that name the id); ``truth`` may hold ``runs`` (how many runs the
   selection must be), ``attempts``, ``origins`` (per attempt), ``replayed`` (step ranges held more than once:
-  each must lie inside a ``steps.replayed`` finding, and each finding must meet one), ``no_replay`` (true: no
-  ``steps.replayed`` finding), ``wandb_ids``, ``project`` (``entity/project`` the link must go to), ``status``,
+  each must lie inside a ``steps.replayed`` finding, and each finding must meet one), ``copies`` (``[first, last, n]``:
+  a ``Run.replayed`` range holds those steps in n copies), ``no_replay`` (true: no ``steps.replayed`` finding), ``wandb_ids``, ``project`` (``entity/project`` the link must go to), ``status``,
   ``findings_present`` / ``findings_absent`` (codes), ``lost`` (``{"attempt": [first, last] or null}``).
 
 Exit status 1 when anything failed.
@@ -85,6 +85,10 @@ def _judge(entry: dict[str, Any], chosen: list[Any]) -> list[str]:
         stray = [(a, b) for a, b in replays if not any(a <= y and x <= b for x, y in truth["replayed"])]
         if stray:
             wrong.append(f"steps.replayed {stray} meets no replayed range of the truth {truth['replayed']}")
+    for first, last, copies in truth.get("copies", []):
+        if not any(r.first_step <= first and last <= r.last_step and r.copies == copies for r in run.replayed):
+            wrong.append(f"steps {first}-{last}: {copies} copies, but Run.replayed says "
+                         f"{[(r.first_step, r.last_step, r.copies, r.attempts) for r in run.replayed][:6]}")
     if truth.get("no_replay") and replays:
         wrong.append(f"steps.replayed {replays} on a run that wrote no step twice")
     if "wandb_ids" in truth and sorted(run.wandb.run_ids) != sorted(truth["wandb_ids"]):

@@ -14,6 +14,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,11 @@ NOT_USED = "not used by this run"
 INVARIANTS: dict[str, str] = {
     "attempts.agree": "show --json, ls --json and the runs-table row give the same number of attempts",
     "row.agree": "ls --json, show --json and the runs-table row give the same last step, status and W&B ids",
+    "attempts.order": "attempts are numbered 1..n in the order of their UTC start times",
+    "status.ended": "a finished / crashed / running run's last attempt ended completed / crashed / running, and a run "
+                    "whose last attempt completed is finished",
+    "lost.evidence": "lost steps only with checkpoint evidence (a checkpoint, or a restore point)",
+    "url.agree": "url --json gives the W&B link fields show --json gives",
     "saved.not-lost": "no step is both in an attempt's saved_steps and inside its lost_steps",
     "lost.trained": "an attempt's lost_steps lie inside the steps it trained (restore point + 1 to its last step)",
     "export.attempts": "every attempt an export row names exists",
@@ -72,6 +78,8 @@ class Surfaces:
     """Rows of ``export --policy all --format json``; None when export failed (exit code in ``errors``)."""
     config: dict[str, Any] | None
     """``config RUN --json``; None when the run has no config document (exit 2)."""
+    url: dict[str, Any] | None = None
+    """``url RUN --json`` (exit 0 or 1)."""
     errors: list[str] = field(default_factory=list)
     """Commands that failed unexpectedly (exit code and stderr)."""
 
@@ -112,9 +120,13 @@ def gather(tree: Path, run_dirs: list[Path] | None = None,
         config = json.loads(out) if code == 0 else None
         if code not in (0, 2):
             errors.append(f"config --json exited {code}: {err.strip()[-500:]}")
+        code, out, err = invoke("url", root, "--json")
+        url = json.loads(out) if code in (0, 1) and out.strip() else None
+        if url is None:
+            errors.append(f"url --json exited {code}: {err.strip()[-500:]}")
         yield Surfaces(root=root, rel=os.path.relpath(root, tree), run=pimm_inspect.load_run(root),
                        show=whole["show"].get(root, {}), ls=whole["ls"].get(root, {}),
-                       check=whole["check"].get(root, {}), export_rows=rows, config=config, errors=errors)
+                       check=whole["check"].get(root, {}), export_rows=rows, config=config, url=url, errors=errors)
 
 
 # -- the invariants ----------------------------------------------------------------------------------------------
@@ -221,6 +233,24 @@ def check_run(s: Surfaces) -> list[Check]:
             f"last step: {last}; status: {status}; W&B ids: {ids}")
 
     attempts = show.get("attempts", [])
+    if attempts:
+        numbered = [a["index"] for a in attempts] == list(range(1, len(attempts) + 1))
+        starts = [datetime.fromisoformat(a["started_at_iso"]) for a in attempts
+                  if a["started_at_iso"] and a["started_at_iso"].endswith("+00:00")]
+        add("attempts.order", numbered and starts == sorted(starts), "attempt (index, UTC start) out of order: "
+            f"{[(a['index'], a['started_at_iso']) for a in attempts][:8]}")
+        last_ended = attempts[-1]["ended"]
+        want = {"finished": "completed", "crashed": "crashed", "running": "running"}.get(show["status"])
+        add("status.ended", (want is None or last_ended == want) and (last_ended != "completed"
+                                                                     or show["status"] == "finished"),
+            f"run status {show['status']!r}, last attempt ended {last_ended!r}")
+        if any(a["lost_steps"] for a in attempts):
+            evidence = bool(show["checkpoints"]) or any(a["resume_step"] is not None for a in attempts)
+            add("lost.evidence", evidence, f"lost steps {[(a['index'], a['lost_steps']) for a in attempts]} "
+                "without a checkpoint or a restore point")
+    if s.url is not None and show:
+        fields = {k: s.url.get(k) for k in show["wandb"]}
+        add("url.agree", fields == show["wandb"], f"url --json {fields} vs show --json {show['wandb']}")
     if any(a["saved_steps"] and a["lost_steps"] for a in attempts):
         both = {a["index"]: [x for x in a["saved_steps"] if _inside(x, a["lost_steps"])] for a in attempts}
         both = {k: v for k, v in both.items() if v}
