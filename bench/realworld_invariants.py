@@ -17,7 +17,8 @@ with the files it is about and a command that reproduces it:
   selection must be), ``attempts``, ``origins`` (per attempt), ``replayed`` (step ranges held more than once:
   each must lie inside a ``steps.replayed`` finding, and each finding must meet one), ``copies`` (``[first, last, n]``:
   a ``Run.replayed`` range holds those steps in n copies), ``no_replay`` (true: no ``steps.replayed`` finding), ``wandb_ids``, ``project`` (``entity/project`` the link must go to), ``status``,
-  ``findings_present`` / ``findings_absent`` (codes), ``lost`` (``{"attempt": [first, last] or null}``).
+  ``findings_present`` / ``findings_absent`` (codes), ``rejected`` (the server refused the run), ``url``,
+  ``sources_in_order`` (a mark each attempt's sources must hold, in attempt order), ``lost`` (``{"attempt": [first, last] or null}``).
 
 Exit status 1 when anything failed.
 """
@@ -99,6 +100,14 @@ def _judge(entry: dict[str, Any], chosen: list[Any]) -> list[str]:
             wrong.append(f"W&B project: tool {said!r} (url {run.wandb.url}), truth {truth['project']!r}")
     if "status" in truth and run.status != truth["status"]:
         wrong.append(f"status: tool {run.status}, truth {truth['status']}")
+    if "rejected" in truth and bool(run.wandb.server_rejection) != truth["rejected"]:
+        wrong.append(f"server rejection: tool {run.wandb.server_rejection!r} (url {run.wandb.url}), truth "
+                     f"{'rejected' if truth['rejected'] else 'accepted'}")
+    if "url" in truth and run.wandb.url != truth["url"]:
+        wrong.append(f"W&B url: tool {run.wandb.url}, truth {truth['url']}")
+    order = truth.get("sources_in_order", [])
+    if order and [any(mark in src for src in a.sources) for a, mark in zip(run.attempts, order)] != [True] * len(order):
+        wrong.append(f"attempt order: tool {[list(a.sources)[:2] for a in run.attempts]}, truth {order}")
     missing = set(truth.get("findings_present", [])) - codes
     if missing:
         wrong.append(f"findings missing: {sorted(missing)} (tool: {sorted(codes)})")

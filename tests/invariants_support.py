@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ from click.testing import CliRunner
 import pimm_inspect
 from pimm_inspect.cli.main import cli
 from pimm_inspect.model import Run
+
+FILTER_KEY = re.compile(r"[\w.\-\[\]]+")
+"""Keys the ``cfg.<key>`` filter syntax accepts (README: ``cfg.optimizer.lr>0.001``)."""
 
 NOT_USED = "not used by this run"
 """What a view says of W&B when the run has no W&B folder (the Overview's words too)."""
@@ -190,11 +194,9 @@ def _flat(doc: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def config_probes(config: dict[str, Any], limit: int = 6) -> list[tuple[str, Any]]:
     """Leaves of the printed config document a ``cfg.`` filter can name and compare exactly: numbers and plain
     words (no masked value, no key with characters the filter's key syntax refuses), spread over the document."""
-    from pimm_inspect.tui.facts import _CFG_TERM  # the filter's own key syntax
-
     leaves = []
     for key, value in _flat(config.get("config")):
-        if not key or isinstance(value, bool) or _CFG_TERM.match(f"cfg.{key}=1") is None:
+        if not key or isinstance(value, bool) or FILTER_KEY.fullmatch(key) is None:
             continue
         if isinstance(value, (int, float)) and value == value and abs(value) < 1e15:
             leaves.append((key, value))
