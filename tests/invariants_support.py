@@ -29,6 +29,9 @@ FILTER_KEY = re.compile(r"[\w.\-\[\]]+")
 """Keys the ``cfg.<key>`` filter syntax accepts (README: ``cfg.optimizer.lr>0.001``)."""
 
 NOT_USED = "not used by this run"
+DROPS = re.compile(r"\bdrop(s|ped)?\b", re.IGNORECASE)
+"""A W&B view saying W&B dropped steps: backed only by the steps a W&B folder recorded as dropped."""
+HEDGED = re.compile(r"\bmay\b", re.IGNORECASE)
 """What a view says of W&B when the run has no W&B folder (the Overview's words too)."""
 
 INVARIANTS: dict[str, str] = {
@@ -47,7 +50,8 @@ INVARIANTS: dict[str, str] = {
     "finding.steps": "every finding's steps lie inside the run's logged step range",
     "finding.attempts": "every attempt a finding names exists, and for a replay holds a point in the replayed steps",
     "replayed.ranges": "Run.replayed covers every steps.replayed range, each range's attempts wrote points in it",
-    "wandb.view": "a W&B view claims W&B facts only when the run has W&B folders ('not used by this run' otherwise)",
+    "wandb.view": "a W&B view claims W&B facts only when the run has W&B folders ('not used by this run' otherwise), "
+                  "and says W&B dropped steps only when a folder recorded dropped steps",
     "points.export": "show --json point counts per tag = rows of export --policy all --format json",
     "findings.agree": "check --json findings per severity = show --json and ls --json findings counts",
     "cfg.filter": "the cfg. filter of the runs table sees the document config RUN --json prints",
@@ -308,9 +312,13 @@ def check_run(s: Surfaces) -> list[Check]:
     views = [(f["code"], f["views"]["W&B"]) for f in findings if "W&B" in f.get("views", {})]
     if views:
         folders = _wandb_folders(run)
+        dropped = sorted({step for w in run.wandb_runs for step in w.dropped_steps})
         if folders:
-            bad_views = [v for v in views if v[1].strip().rstrip(".") == NOT_USED]
-            add("wandb.view", not bad_views, f"the run has W&B folders {folders[:4]} but a view says: {bad_views}")
+            bad_views = [v for v in views if v[1].strip().rstrip(".") == NOT_USED
+                         or (DROPS.search(v[1]) and not HEDGED.search(v[1]) and not dropped)]
+            add("wandb.view", not bad_views, f"the run has W&B folders {folders[:4]} (steps W&B recorded as dropped: "
+                f"{dropped[:8]}; step metrics: {sorted({m for w in run.wandb_runs for m in w.step_metrics.values()})})"
+                f" but a view says: {bad_views}")
         else:
             bad_views = [v for v in views if v[1].strip().rstrip(".") != NOT_USED]
             add("wandb.view", not bad_views, f"no W&B folder (sources: {sorted({x.kind for x in run.sources})}) but a "

@@ -34,6 +34,9 @@ _COPIES = "issue 19: copies per range (Run.replayed) are not computed yet, so no
 KNOWN: dict[tuple[str, str], str] = {
     ("wandb.view", "runs/e1_legacy_cursor"): _WANDB_VIEW,
     ("wandb.view", "runs/hf_resumed"): _WANDB_VIEW,
+    ("wandb.view", "runs/hf_resumed_wandb"): _WANDB_VIEW + ": 'drops replayed steps as going backwards' though its "
+                                                           "W&B logs plot against train/global_step and record no "
+                                                           "dropped step",
     ("cfg.filter", "runs/e0_legacy"): _CONFIG_RULE + ": train.log's Config: dump only",
     ("cfg.filter", "runs/rw_e0_epoch_skip"): _CONFIG_RULE + ": train.log's Config: dump only",
     ("cfg.filter", "runs/hf_clean"): _CONFIG_RULE + ": config prints config.json, the filter reads training args",
