@@ -42,6 +42,8 @@ INVARIANTS: dict[str, str] = {
                     "whose last attempt completed is finished",
     "lost.evidence": "lost steps only with checkpoint evidence (a checkpoint, or a restore point)",
     "url.agree": "url --json gives the W&B link fields show --json gives",
+    "hf.trainings": "trainer_state.json files with different max_steps / batch size (two trainings in one output dir) "
+                    "give as many attempts, or a finding that names max_steps",
     "saved.not-lost": "no step is both in an attempt's saved_steps and inside its lost_steps",
     "lost.trained": "an attempt's lost_steps lie inside the steps it trained (restore point + 1 to its last step)",
     "export.attempts": "every attempt an export row names exists",
@@ -171,6 +173,21 @@ def _logged_range(run: Run) -> tuple[int, int] | None:
     return (min(steps), max(steps)) if steps else None
 
 
+def _hf_trainings(root: Path) -> dict[str, list[str]]:
+    """(max_steps, train_batch_size) of each ``trainer_state.json`` of an HF output dir (read with ``json``, the
+    writer's own format) -> the files that say it."""
+    out: dict[str, list[str]] = {}
+    for path in sorted([root / "trainer_state.json", *root.glob("checkpoint-*/trainer_state.json")]):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict):
+            key = f"{doc.get('max_steps')}, {doc.get('train_batch_size')}"
+            out.setdefault(key, []).append(path.relative_to(root).as_posix())
+    return out
+
+
 def _attempt_points(run: Run, first: int, last: int) -> set[int]:
     """Attempts that hold a point in steps ``first``..``last`` (any tag, any source)."""
     out: set[int] = set()
@@ -278,6 +295,12 @@ def check_run(s: Surfaces) -> list[Check]:
             f"trained): {outside}")
 
     findings = s.check.get("findings", [])
+    trainings = _hf_trainings(s.root)
+    if len(trainings) > 1:
+        said = [f["code"] for f in findings if "max_steps" in f["message"] + f["explanation"]]
+        add("hf.trainings", len(run.attempts) >= len(trainings) or bool(said), f"trainer_state.json files of "
+            f"{len(trainings)} trainings (max_steps, train_batch_size -> files): {trainings}; the run has "
+            f"{len(run.attempts)} attempt(s) and no finding names max_steps")
     span = _logged_range(run)
     with_steps = [f for f in findings if f["steps"]]
     if with_steps:

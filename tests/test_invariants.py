@@ -118,7 +118,7 @@ def test_every_fixture_run_is_gathered_and_every_invariant_is_exercised(surfaces
     assert len(surfaces) == len(RUN_DIRS) >= 70
     assert all(s.show and s.ls and s.check for s in surfaces.values())
     applied = {c.invariant for run_checks in checks.values() for c in run_checks}
-    assert set(INVARIANTS) <= applied, sorted(set(INVARIANTS) - applied)
+    assert set(INVARIANTS) - BUILT_HERE <= applied, sorted(set(INVARIANTS) - BUILT_HERE - applied)
     assert all(run in surfaces for _invariant, run in KNOWN)
 
 
@@ -133,6 +133,30 @@ def test_a_contradiction_is_caught(surfaces: dict[str, Surfaces]) -> None:
     s.show["attempts"][0]["saved_steps"] = [60]
     failed = {c.invariant for c in check_run(s) if not c.ok}
     assert {"attempts.agree", "saved.not-lost"} <= failed
+
+
+BUILT_HERE = {"hf.trainings"}
+"""Invariants no fixture exercises yet; the test below builds their shape."""
+
+
+@pytest.mark.xfail(strict=True, reason="issue 19: two trainings in one HF output dir (different max_steps in "
+                                       "trainer_state.json) are shown as one fresh attempt with no finding")
+def test_two_trainings_in_one_hf_output_dir_are_two_attempts_or_a_finding(tmp_path: Path) -> None:
+    """hf_clean's output dir, with checkpoint-10 left by an earlier training of another length (its
+    trainer_state.json says max_steps 225, as a first training's checkpoint-225 would)."""
+    import json
+    import shutil
+
+    root = tmp_path / "hf_two_trainings"
+    shutil.copytree(FIXTURES / "runs" / "hf_clean", root)
+    state = root / "checkpoint-10" / "trainer_state.json"
+    doc = json.loads(state.read_text())
+    doc["max_steps"] = 225
+    state.write_text(json.dumps(doc, indent=2))
+    (s,) = list(gather(tmp_path))
+    checks = {c.invariant: c for c in check_run(s)}
+    assert "hf.trainings" in checks  # the rule applies: two (max_steps, batch size) pairs
+    assert checks["hf.trainings"].ok, checks["hf.trainings"].detail
 
 
 @pytest.mark.asyncio
