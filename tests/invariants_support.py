@@ -55,6 +55,8 @@ INVARIANTS: dict[str, str] = {
     "wandb.view": "a W&B view claims W&B facts only when the run has W&B folders ('not used by this run' otherwise), "
                   "and says W&B dropped steps only when a folder recorded dropped steps",
     "points.export": "show --json point counts per tag = rows of export --policy all --format json",
+    "export.every-record": "export --policy all --all-sources writes every record as read (rows per tag and file = "
+                           "the points the API's series hold)",
     "findings.agree": "check --json findings per severity = show --json and ls --json findings counts",
     "cfg.filter": "the cfg. filter of the runs table sees the document config RUN --json prints",
     "finding.paths": "every path a finding names exists (inside the run, or absolute outside it)",
@@ -86,6 +88,7 @@ class Surfaces:
     check: dict[str, Any]
     export_rows: list[dict[str, Any]] | None
     """Rows of ``export --policy all --format json``; None when export failed (exit code in ``errors``)."""
+    every_rows: list[dict[str, Any]] | None
     config: dict[str, Any] | None
     """``config RUN --json``; None when the run has no config document (exit 2)."""
     url: dict[str, Any] | None = None
@@ -126,6 +129,8 @@ def gather(tree: Path, run_dirs: list[Path] | None = None,
         rows = json.loads(out) if code == 0 else None
         if code != 0 and whole["show"].get(root, {}).get("scalars"):
             errors.append(f"export exited {code}: {err.strip()[-500:]}")
+        code, out, err = invoke("export", root, "--policy", "all", "--all-sources", "--format", "json", "-o", "-")
+        every = json.loads(out) if code == 0 else None
         code, out, err = invoke("config", root, "--json")
         config = json.loads(out) if code == 0 else None
         if code not in (0, 2):
@@ -136,7 +141,8 @@ def gather(tree: Path, run_dirs: list[Path] | None = None,
             errors.append(f"url --json exited {code}: {err.strip()[-500:]}")
         yield Surfaces(root=root, rel=os.path.relpath(root, tree), run=pimm_inspect.load_run(root),
                        show=whole["show"].get(root, {}), ls=whole["ls"].get(root, {}),
-                       check=whole["check"].get(root, {}), export_rows=rows, config=config, url=url, errors=errors)
+                       check=whole["check"].get(root, {}), export_rows=rows, every_rows=every, config=config,
+                       url=url, errors=errors)
 
 
 # -- the invariants ----------------------------------------------------------------------------------------------
@@ -361,6 +367,15 @@ def check_run(s: Surfaces) -> list[Check]:
         add("points.export", not diff and s.export_rows is not None,
             f"(show points, export rows) per tag that differ: {dict(sorted(diff.items())[:8])}"
             + (f" ({len(diff)} tags)" if len(diff) > 8 else ""))
+    if s.every_rows is not None and run.series:
+        written = Counter((r["tag"], r["source"]) for r in s.every_rows)
+        read: Counter[tuple[str, str]] = Counter()
+        for series in run.series:
+            read[(series.tag, series.source)] += len(series)
+        short = {f"{tag} @ {source}": (read[(tag, source)], written.get((tag, source), 0))
+                 for tag, source in read if read[(tag, source)] != written.get((tag, source), 0)}
+        add("export.every-record", not short, f"(points read, rows exported) per tag and file that differ "
+            f"({len(short)}): {dict(sorted(short.items())[:6])}")
     if show and s.check and ls:
         from_check = Counter(f["severity"] for f in findings)
         counts = {"check": {k: from_check.get(k, 0) for k in ("error", "warning", "info")},
