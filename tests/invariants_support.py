@@ -10,6 +10,7 @@ through a Textual pilot) are gathered separately by ``ui_facts`` because they ne
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections import Counter
@@ -32,6 +33,8 @@ NOT_USED = "not used by this run"
 DROPS = re.compile(r"\bdrop(s|ped)?\b", re.IGNORECASE)
 """A W&B view saying W&B dropped steps: backed only by the steps a W&B folder recorded as dropped."""
 HEDGED = re.compile(r"\bmay\b", re.IGNORECASE)
+FIGURE = re.compile(r"differ by up to (?P<x>[-+0-9.eE]+) in (?P<tag>\S+?)\.(\s|$)")
+"""The replay check's figure in a steps.replayed explanation (the tag it comes from, and the largest difference)."""
 """What a view says of W&B when the run has no W&B folder (the Overview's words too)."""
 
 INVARIANTS: dict[str, str] = {
@@ -42,6 +45,8 @@ INVARIANTS: dict[str, str] = {
                     "whose last attempt completed is finished",
     "lost.evidence": "lost steps only with checkpoint evidence (a checkpoint, or a restore point)",
     "url.agree": "url --json gives the W&B link fields show --json gives",
+    "replay.figure": "a replay's 'copies differ by up to X in TAG' is X recomputed from the copies of TAG, and TAG has "
+                     "the most steps written twice in the range (per-step tags before epoch means and summaries)",
     "hf.trainings": "trainer_state.json files with different max_steps / batch size (two trainings in one output dir) "
                     "give as many attempts, or a finding that names max_steps",
     "saved.not-lost": "no step is both in an attempt's saved_steps and inside its lost_steps",
@@ -177,6 +182,18 @@ def _logged_range(run: Run) -> tuple[int, int] | None:
     steps += [ck.global_step for ck in run.checkpoints if ck.global_step is not None]
     steps = [s for s in steps if s is not None]
     return (min(steps), max(steps)) if steps else None
+
+
+def _copies(run: Run, tag: str, first: int, last: int, attempts: set[int]) -> dict[int, list[float]]:
+    """Step -> the values the given attempts wrote for ``tag`` there (first value per attempt), where two or more did."""
+    per: dict[int, dict[int, float]] = {}
+    for series in run.series:
+        if series.tag != tag or series.attempt not in attempts:
+            continue
+        inside = (series.steps >= first) & (series.steps <= last)
+        for step, value in zip(series.steps[inside].tolist(), series.values[inside].tolist()):
+            per.setdefault(step, {}).setdefault(series.attempt, value)
+    return {step: list(values.values()) for step, values in per.items() if len(values) > 1}
 
 
 def _hf_trainings(root: Path) -> dict[str, list[str]]:
@@ -327,6 +344,22 @@ def check_run(s: Surfaces) -> list[Check]:
         add("finding.attempts", not bad, f"{n} attempts; findings naming attempts that do not exist or wrote "
             f"nothing in their steps: {bad}")
     replays = [f for f in findings if f["code"] == "steps.replayed" and f["steps"]]
+    figures = [(f, m) for f in replays for m in [FIGURE.search(f["explanation"])] if m and len(f["attempts"]) > 1]
+    if figures:
+        wrong = []
+        for f, m in figures:
+            first, last, writers = f["steps"][0], f["steps"][1], set(f["attempts"])
+            copies = _copies(run, m["tag"], first, last, writers)
+            diff = max((max(v) - min(v) for v in copies.values()), default=None)
+            said = float(m["x"])
+            if diff is None or not math.isclose(diff, said, rel_tol=5e-3, abs_tol=1e-12):
+                wrong.append(f"{m['tag']} {first}-{last}: said {said}, the copies differ by up to {diff}")
+            density = {tag: len(_copies(run, tag, first, last, writers)) for tag in run.tags()}
+            if len(copies) < max(density.values(), default=0):
+                best = sorted(t for t, n in density.items() if n == max(density.values()))[:3]
+                wrong.append(f"{m['tag']} {first}-{last}: the figure comes from {len(copies)} step(s) written twice, "
+                             f"while {best} have {max(density.values())}")
+        add("replay.figure", not wrong, "; ".join(wrong))
     if replays or run.replayed:
         ranges = [(r.first_step, r.last_step, r.copies, r.attempts) for r in run.replayed]
         uncovered = [f["steps"] for f in replays

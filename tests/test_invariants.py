@@ -30,6 +30,7 @@ _CONFIG_RULE = ("issue 19: the cfg. filter and config RUN choose different confi
 _SAVED_LOST = ("issue 19: lost and saved steps contradict the checkpoints (a step kept by a complete checkpoint, "
                "the picked one too, is called lost)")
 _COPIES = "issue 19: copies per range (Run.replayed) are not computed yet, so no surface can say them"
+_FIGURE = "issue 19: the replay check compares copies that are not like with like (per-step tags first)"
 _POLICY_ALL = ("issue 19: --policy all drops records (a value written twice at one step in one file: HF's train/epoch, "
                "Lightning's epoch, HF's post-training eval file of the same process)")
 
@@ -52,6 +53,10 @@ KNOWN: dict[tuple[str, str], str] = {
     ("candidate.not-lost", "runs/e1_legacy_cursor"): _SAVED_LOST + ": model_last.pth (g 60) is picked, attempt 1 "
                                                                    "lost 51-70",
     ("candidate.not-lost", "runs/hf_killed"): _SAVED_LOST + ": checkpoint-8 picked, lost 2-10, saved_steps []",
+    ("replay.figure", "runs/e2_rollback"): _FIGURE + ": train/loss (6 epoch means, 1 step written twice) while "
+                                                     "train_batch/loss has 25",
+    ("replay.figure", "runs/hf_resumed"): _FIGURE + ": train/train_loss, the end-of-training mean",
+    ("replay.figure", "runs/hf_resumed_wandb"): _FIGURE + ": train/train_loss, the end-of-training mean",
     **{("export.every-record", run): _POLICY_ALL for run in (
         "runs/hf_clean", "runs/hf_killed", "runs/hf_resumed", "runs/hf_resumed_wandb", "runs/rw_hf_post_eval/logs",
         "runs/rw_lightning/lightning_logs/version_0", "runs/rw_lightning/lightning_logs/version_1")},
