@@ -45,6 +45,8 @@ INVARIANTS: dict[str, str] = {
                     "whose last attempt completed is finished",
     "lost.evidence": "lost steps only with checkpoint evidence (a checkpoint, or a restore point)",
     "url.agree": "url --json gives the W&B link fields show --json gives",
+    "restore.checkpoint": "an attempt whose log names the checkpoint it resumed from carries that checkpoint "
+                          "(Attempt.restored_checkpoint), as a path that exists relative to the run (or absolute)",
     "replay.figure": "a replay's 'copies differ by up to X in TAG' is X recomputed from the copies of TAG, and TAG has "
                      "the most steps written twice in the range (per-step tags before epoch means and summaries)",
     "hf.trainings": "trainer_state.json files with different max_steps / batch size (two trainings in one output dir) "
@@ -294,6 +296,17 @@ def check_run(s: Surfaces) -> list[Check]:
             evidence = bool(show["checkpoints"]) or any(a["resume_step"] is not None for a in attempts)
             add("lost.evidence", evidence, f"lost steps {[(a['index'], a['lost_steps']) for a in attempts]} "
                 "without a checkpoint or a restore point")
+    resumed = [a for a in run.attempts if a.resumed_from]
+    if resumed:
+        missing = []
+        for a in resumed:
+            target = a.restored_checkpoint
+            if target is None:
+                missing.append(f"#{a.index} resumed from {a.resumed_from!r}: restored_checkpoint not set")
+            elif not os.path.lexists(target if os.path.isabs(target) else s.root / target):
+                missing.append(f"#{a.index} restored_checkpoint {target!r} is not a path of the run")
+        add("restore.checkpoint", not missing, f"{missing}; the run's checkpoints: "
+            f"{[c.path for c in run.checkpoints][:6]}")
     if s.url is not None and show:
         fields = {k: s.url.get(k) for k in show["wandb"]}
         add("url.agree", fields == show["wandb"], f"url --json {fields} vs show --json {show['wandb']}")

@@ -31,6 +31,8 @@ _SAVED_LOST = ("issue 19: lost and saved steps contradict the checkpoints (a ste
                "the picked one too, is called lost)")
 _COPIES = "issue 19: copies per range (Run.replayed) are not computed yet, so no surface can say them"
 _FIGURE = "issue 19: the replay check compares copies that are not like with like (per-step tags first)"
+_RESTORED = ("issue 19: which checkpoint each attempt restarted from is named only relative to the cluster's save path "
+             "(Attempt.restored_checkpoint, run-relative, is not set yet)")
 _POLICY_ALL = ("issue 19: --policy all drops records (a value written twice at one step in one file: HF's train/epoch, "
                "Lightning's epoch, HF's post-training eval file of the same process)")
 
@@ -57,6 +59,10 @@ KNOWN: dict[tuple[str, str], str] = {
                                                      "train_batch/loss has 25",
     ("replay.figure", "runs/hf_resumed"): _FIGURE + ": train/train_loss, the end-of-training mean",
     ("replay.figure", "runs/hf_resumed_wandb"): _FIGURE + ": train/train_loss, the end-of-training mean",
+    **{("restore.checkpoint", run): _RESTORED for run in (
+        "runs/e1_legacy_cursor", "runs/e2_config_drift", "runs/e2_exact_resume", "runs/e2_rollback", "runs/e2_tb_gap",
+        "runs/e2_wandb", "runs/hf_resumed", "runs/hf_resumed_wandb", "runs/rw_e0_epoch_skip",
+        "runs/rw_launch_cwd_wandb/exp/panda/semseg/semseg-drift")},
     **{("export.every-record", run): _POLICY_ALL for run in (
         "runs/hf_clean", "runs/hf_killed", "runs/hf_resumed", "runs/hf_resumed_wandb", "runs/rw_hf_post_eval/logs",
         "runs/rw_lightning/lightning_logs/version_0", "runs/rw_lightning/lightning_logs/version_1")},
