@@ -228,6 +228,8 @@ def _command(invariant: str, root: Path) -> str:
         "attempts.agree": f"pimm-inspect show {q} --json; pimm-inspect ls {q} --json",
         "row.agree": f"pimm-inspect show {q} --json; pimm-inspect ls {q} --json",
         "discovery.wandb": f"pimm-inspect ls {json.dumps(str(root.parent.parent))}",
+        "export.every-record": f"pimm-inspect export {q} --policy all --all-sources --format json -o -",
+        "url.agree": f"pimm-inspect url {q} --json; pimm-inspect show {q} --json",
     }.get(invariant, f"pimm-inspect check {q} --json; pimm-inspect show {q} --json")
 
 

@@ -1,13 +1,15 @@
 """Cross-view invariants on every fixture run: the surfaces agree, and every claim follows from the files.
 
 The surfaces are read through the real CLI (``show``/``ls``/``check --json`` over the whole fixtures tree, then
-``export --policy all --format json`` and ``config --json`` per run) and the API (``pimm_inspect.load_run``), and, on
-a few runs, through the UI (a Textual pilot: the Overview and the Log tab). The rules are in
+``export --policy all --format json`` with and without ``--all-sources``, ``config --json`` and ``url --json`` per
+run), the API (``pimm_inspect.load_run``) and the runs table's row functions, and, on at most 10 runs, through the UI
+(a Textual pilot: the Overview and the Log tab). The rules are in
 ``tests/invariants_support.py`` (``INVARIANTS`` says what each asserts); ``bench/realworld_invariants.py`` runs the
 same rules over a corpus of public runs kept outside the repository.
 
 A case that fails today because of a defect issue 19 lists (another branch fixes it) is in ``KNOWN``: its test is a
-strict xfail, so it turns into a failure, to be removed from ``KNOWN``, the moment the fix lands.
+strict xfail, so it turns into a failure (XPASS(strict)) the moment the fix lands; then remove it from ``KNOWN``.
+Every other case must hold: a failure there is a new defect.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ KNOWN: dict[tuple[str, str], str] = {
         "runs/rw_tb_restart/runs/baseline", "runs/wandb_resumed_offline")},
 }
 """(invariant, run relative to fixtures/) -> the issue-19 defect that makes it fail on main today."""
+
 
 def _rel(path: Path) -> str:
     return path.relative_to(FIXTURES).as_posix()
