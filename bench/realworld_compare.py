@@ -259,6 +259,19 @@ def main() -> int:
         if path.name.endswith(".wandb"):
             wandb_files.append((path, run))
             continue
+        if path.name == "trainer_state.json" and HF_CHECKPOINT.match(path.parent.name):
+            # A checkpoint's copy of the state is a prefix of the history the run reads from its newest state: each
+            # of its points must be among the run's Trainer-state points (as a set), not a series of its own.
+            every = _points(s for s in run.series if s.source_kind == "hf_trainer")
+            for tag, ref_points in _hf_reference(path).items():
+                checked += len(ref_points)
+                have = set(every.get(tag, []))
+                lacking = [p for p in ref_points if p not in have]
+                if lacking:
+                    problems.append(f"value mismatch: {path.relative_to(corpus)} tag {tag!r}: {len(lacking)} of "
+                                    f"{len(ref_points)} points are not in the run's Trainer-state points (first "
+                                    f"{lacking[0]})")
+            continue
         ours = _points(s for s in run.series if s.source == rel)
         ref = _hf_reference(path) if path.name == "trainer_state.json" else _tb_reference(path)
         checked += _compare(str(path.relative_to(corpus)), ours, ref, problems, as_set=path.name == "trainer_state.json")
