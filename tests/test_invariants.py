@@ -194,3 +194,35 @@ async def test_ui_overview_and_log_tab_agree_with_show(run: str, surfaces: dict[
 def test_known_cases_are_real_runs_and_invariants() -> None:
     assert {invariant for invariant, _run in KNOWN} <= set(INVARIANTS)
     assert all((FIXTURES / run).is_dir() for _invariant, run in KNOWN)
+
+
+@pytest.mark.asyncio
+async def test_ui_runs_table_rows_agree_with_ls(surfaces: dict[str, Surfaces]) -> None:
+    """The runs table on fixtures/runs (the real app and loader, the clock ls uses) shows each run's status, attempts
+    and last step as ls --json gives them."""
+    from tests.tui_support import settle
+    from pimm_inspect.tui.app import make_app
+    from pimm_inspect.tui.widgets.runs_table import RunsTable
+
+    root = FIXTURES / "runs"
+    app = make_app(root, follow_interval_s=0)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        shown = [c.key for c in table.columns_shown()]
+        differ, compared = [], 0
+        for rel, s in surfaces.items():
+            if not rel.startswith("runs/"):
+                continue
+            compared += 1
+            key = s.root.as_posix()
+            assert key in table.runs, f"{rel} is not a loaded row of the runs table"
+            cells = dict(zip(shown, (str(c) for c in table.cells(key))))
+            want = {"status": s.ls["status"], "att": str(s.ls["attempts"]),
+                    "step": "-" if s.ls["last_step"] is None else str(s.ls["last_step"])}
+            got = {k: cells.get(k) for k in want}
+            if got != want:
+                differ.append(f"{rel}: table {got}, ls {want}")
+        assert not differ, "\n".join(differ)
+        assert compared >= 50
+
