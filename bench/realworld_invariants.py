@@ -11,14 +11,16 @@ with the files it is about and a command that reproduces it:
   the CLI (``show``/``ls``/``check --json`` over each repository folder, ``export``/``config --json`` per run) and the
   API, and, with ``--ui N``, the Overview and Log tab of the first N runs with several attempts (a Textual pilot);
 * discovery: every W&B folder holding a ``.wandb`` log (W&B's own rule) is read by some run;
-* judgments (``--judgments``, default ``CORPUS_DIR/judgments.json``, else ``bench/realworld_judgments.json``): a list of ``{"id", "select", "truth",
-  "evidence"}``; ``select`` is ``{"path": "repo/run/dir"}`` (the run at that folder) or ``{"under": "repo",
-  "wandb_id": "id"}`` (the runs under ``repo`` that name the id); ``truth`` may hold ``runs`` (how many runs the
-  selection must be), ``attempts``, ``origins`` (per attempt), ``replayed`` (step ranges held more than once:
-  each must lie inside a ``steps.replayed`` finding, and each finding must meet one), ``copies`` (``[first, last, n]``:
-  a ``Run.replayed`` range holds those steps in n copies), ``no_replay`` (true: no ``steps.replayed`` finding), ``wandb_ids``, ``project`` (``entity/project`` the link must go to), ``status``,
+* judgments (``--judgments``, default ``CORPUS_DIR/judgments.json``, else ``bench/realworld_judgments.json``): a
+  list of ``{"id", "select", "truth", "evidence"}``. ``select`` is ``{"path": "repo/run/dir"}`` (the run at that
+  folder) or ``{"under": "repo", "wandb_id": "id"}`` (the runs under ``repo`` that name the id). ``truth`` may hold
+  ``runs`` (how many runs the selection must be), ``attempts``, ``origins`` (per attempt), ``replayed`` (step
+  ranges held more than once: each must lie inside a ``steps.replayed`` finding, and each finding must meet one),
+  ``copies`` (``[first, last, n]``: a ``Run.replayed`` range holds those steps in n copies), ``no_replay`` (no
+  ``steps.replayed`` finding), ``wandb_ids``, ``project`` (``entity/project`` the link must go to), ``status``,
   ``findings_present`` / ``findings_absent`` (codes), ``rejected`` (the server refused the run), ``url``,
-  ``sources_in_order`` (a mark each attempt's sources must hold, in attempt order), ``lost`` (``{"attempt": [first, last] or null}``).
+  ``sources_in_order`` (a mark each attempt's sources must hold, in attempt order), ``lost`` (``{"attempt":
+  [first, last] or null}``).
 
 Exit status 1 when anything failed.
 """
@@ -31,7 +33,7 @@ import json
 import os
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +135,8 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("PIMM_INSPECT_CACHE_DIR", "off")
     import pimm_inspect
-    from tests.invariants_support import INVARIANTS, check_run, check_ui, gather, ui_facts
+    from tests.invariants_support import INVARIANTS, Check, check_run, gather
+    from tests.invariants_ui import check_ui, ui_facts
 
     described = {**INVARIANTS, **EXTRA}
     corpus = args.corpus.resolve()
@@ -159,8 +162,6 @@ def main() -> int:
             path = Path(source.path) if os.path.isabs(source.path) else s.root / source.path
             read.add(path.resolve())
             read.add(path.resolve().parent)
-    from tests.invariants_support import Check
-
     for folder in _wandb_folders(corpus) if not args.only else []:
         rel = os.path.relpath(folder, corpus)
         checks.append(Check("discovery.wandb", rel, folder.resolve() in read,
@@ -187,7 +188,8 @@ def main() -> int:
         per[c.invariant][1] += not c.ok
     report = {
         "corpus": str(corpus), "repositories": len(repos), "runs": len(surfaces), "checks": len(checks),
-        "failures": len(failed), "per_invariant": {k: {"checks": v[0], "failures": v[1]} for k, v in sorted(per.items())},
+        "failures": len(failed),
+        "per_invariant": {k: {"checks": v[0], "failures": v[1]} for k, v in sorted(per.items())},
         "judgments": len(judged), "judgments_wrong": sum(not j["ok"] for j in judged),
         "seconds": round(time.monotonic() - started, 1),
         "failed": [{"invariant": c.invariant, "run": c.run, "detail": c.detail,
@@ -208,7 +210,8 @@ def main() -> int:
                   f"  reproduce: {f['reproduce']}")
         for j in judged:
             if not j["ok"]:
-                print(f"\nWRONG {j['id']} {j['select']}\n  " + "\n  ".join(j["wrong"]) + f"\n  evidence: {j['evidence']}")
+                print(f"\nWRONG {j['id']} {j['select']}\n  " + "\n  ".join(j["wrong"])
+                      + f"\n  evidence: {j['evidence']}")
         print("\n" + ("clean" if not failed and not any(not j["ok"] for j in judged) else "failures above"))
     return 1 if failed or any(not j["ok"] for j in judged) else 0
 

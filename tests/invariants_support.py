@@ -3,8 +3,9 @@
 Shared by ``tests/test_invariants.py`` (every fixture run) and ``bench/realworld_invariants.py`` (a corpus of public
 runs kept outside the repository). ``gather(root)`` reads the surfaces of every run under ``root`` once, through the
 real CLI (click's CliRunner, ``--json``) and the Python API; ``check_run(surfaces)`` returns one ``Check`` per
-invariant that applies to the run, each failed one carrying the evidence. UI surfaces (the Overview and the Log tab
-through a Textual pilot) are gathered separately by ``ui_facts`` because they need an event loop.
+invariant that applies to the run, each failed one carrying the evidence (``gather`` and the surfaces live in
+``tests/invariants_surfaces.py``). UI surfaces (the Overview and the Log tab through a Textual pilot) are in
+``tests/invariants_ui.py`` because they need an event loop.
 """
 
 from __future__ import annotations
@@ -15,16 +16,14 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-import pimm_inspect
-from pimm_inspect.cli.main import cli
 from pimm_inspect.model import Run
+from tests.invariants_surfaces import Check, Surfaces, gather, invoke
+
+__all__ = ["INVARIANTS", "Check", "Surfaces", "check_run", "gather", "invoke"]
 
 FILTER_KEY = re.compile(r"[\w.\-\[\]]+")
 """Keys the ``cfg.<key>`` filter syntax accepts (README: ``cfg.optimizer.lr>0.001``)."""
@@ -71,89 +70,6 @@ INVARIANTS: dict[str, str] = {
 """Invariant id -> what it asserts (the ids are the test ids and the bench's counts)."""
 
 
-@dataclass
-class Check:
-    """One invariant checked on one run: ``ok``, and when not, the evidence (values each surface gave, files)."""
-
-    invariant: str
-    run: str
-    ok: bool
-    detail: str = ""
-
-
-@dataclass
-class Surfaces:
-    """Everything the surfaces said about one run."""
-
-    root: Path
-    rel: str
-    """The run's path relative to the tree root (the id of its checks)."""
-    run: Run
-    """The API's run (``pimm_inspect.load_run``)."""
-    show: dict[str, Any]
-    ls: dict[str, Any]
-    check: dict[str, Any]
-    export_rows: list[dict[str, Any]] | None
-    """Rows of ``export --policy all --format json``; None when export failed (exit code in ``errors``)."""
-    every_rows: list[dict[str, Any]] | None
-    config: dict[str, Any] | None
-    """``config RUN --json``; None when the run has no config document (exit 2)."""
-    url: dict[str, Any] | None = None
-    """``url RUN --json`` (exit 0 or 1)."""
-    errors: list[str] = field(default_factory=list)
-    """Commands that failed unexpectedly (exit code and stderr)."""
-
-
-def invoke(*args: object) -> tuple[int, str, str]:
-    """Run the CLI in-process: (exit code, stdout, stderr)."""
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
-def _by_root(doc: dict[str, Any], base: Path) -> dict[Path, dict[str, Any]]:
-    return {(base / entry["path"]).resolve(): entry for entry in doc["runs"]}
-
-
-def gather(tree: Path, run_dirs: list[Path] | None = None,
-           progress: Callable[[int, int, Path], None] | None = None) -> Iterator[Surfaces]:
-    """The surfaces of every run under ``tree`` (or of ``run_dirs``): show, ls and check over the whole tree in one
-    call each, then per run ``export --policy all --format json`` and ``config --json``, and the API's run."""
-    tree = tree.resolve()
-    dirs = [Path(d).resolve() for d in (run_dirs if run_dirs is not None else pimm_inspect.discover(tree))]
-    whole: dict[str, dict[Path, dict[str, Any]]] = {}
-    for command, extra in (("show", ()), ("ls", ()), ("check", ("--fail-on", "never"))):
-        code, out, err = invoke(command, tree, "--json", *extra)
-        assert code == 0, f"{command} {tree} --json exited {code}: {err[-2000:]}"
-        whole[command] = _by_root(json.loads(out), tree)
-    for i, root in enumerate(dirs, start=1):
-        if progress is not None:
-            progress(i, len(dirs), root)
-        errors: list[str] = []
-        missing = [c for c in whole if root not in whole[c]]
-        if missing:
-            errors.append(f"{', '.join(missing)} --json over {tree} did not list this run")
-        code, out, err = invoke("export", root, "--policy", "all", "--format", "json", "-o", "-")
-        rows = json.loads(out) if code == 0 else None
-        if code != 0 and whole["show"].get(root, {}).get("scalars"):
-            errors.append(f"export exited {code}: {err.strip()[-500:]}")
-        code, out, err = invoke("export", root, "--policy", "all", "--all-sources", "--format", "json", "-o", "-")
-        every = json.loads(out) if code == 0 else None
-        code, out, err = invoke("config", root, "--json")
-        config = json.loads(out) if code == 0 else None
-        if code not in (0, 2):
-            errors.append(f"config --json exited {code}: {err.strip()[-500:]}")
-        code, out, err = invoke("url", root, "--json")
-        url = json.loads(out) if code in (0, 1) and out.strip() else None
-        if url is None:
-            errors.append(f"url --json exited {code}: {err.strip()[-500:]}")
-        yield Surfaces(root=root, rel=os.path.relpath(root, tree), run=pimm_inspect.load_run(root),
-                       show=whole["show"].get(root, {}), ls=whole["ls"].get(root, {}),
-                       check=whole["check"].get(root, {}), export_rows=rows, every_rows=every, config=config,
-                       url=url, errors=errors)
-
-
-# -- the invariants ----------------------------------------------------------------------------------------------
-
 def _show_last_step(show: dict[str, Any]) -> int | None:
     """The last step ``show --json`` implies: its attempts' last steps, else its tags' (the summary's rule)."""
     steps = [a["last_step"] for a in show.get("attempts", []) if a["last_step"] is not None]
@@ -187,7 +103,7 @@ def _logged_range(run: Run) -> tuple[int, int] | None:
 
 
 def _copies(run: Run, tag: str, first: int, last: int, attempts: set[int]) -> dict[int, list[float]]:
-    """Step -> the values the given attempts wrote for ``tag`` there (first value per attempt), where two or more did."""
+    """Step -> the values the given attempts wrote for ``tag`` (first value per attempt), where two or more did."""
     per: dict[int, dict[int, float]] = {}
     for series in run.series:
         if series.tag != tag or series.attempt not in attempts:
@@ -254,18 +170,30 @@ def config_probes(config: dict[str, Any], limit: int = 6) -> list[tuple[str, Any
     return [leaves[int(i * stride)] for i in range(limit)]
 
 
+
+Add = Callable[[str, bool, str], None]
+"""Records one checked invariant: (id, held, evidence when it did not)."""
+
+
 def check_run(s: Surfaces) -> list[Check]:
     """Every invariant that applies to the run, checked."""
-    from pimm_inspect.tui.facts import compile_run_filter, last_step as ui_last_step, light_run
-
-    run, show, ls, rel = s.run, s.show, s.ls, s.rel
     out: list[Check] = []
 
     def add(invariant: str, ok: bool, detail: str = "") -> None:
-        out.append(Check(invariant, rel, bool(ok), "" if ok else detail))
+        out.append(Check(invariant, s.rel, bool(ok), "" if ok else detail))
 
     for error in s.errors:
         add("surfaces", False, error)
+    for group in (_rows, _attempts, _restores, _findings, _replays, _wandb_views, _exports, _config, _paths):
+        group(s, add)
+    return out
+
+
+def _rows(s: Surfaces, add: Add) -> None:
+    """Attempts, last step, status and W&B ids on every surface that lists runs."""
+    from pimm_inspect.tui.facts import last_step as ui_last_step, light_run
+
+    run, show, ls = s.run, s.show, s.ls
     light = light_run(run)  # what the runs table holds for a row
     ui_row = {"attempts": len(light.attempts), "status": light.status, "last_step": ui_last_step(light)}
 
@@ -277,9 +205,14 @@ def check_run(s: Surfaces) -> list[Check]:
         status = {"show": show["status"], "ls": ls["status"], "ui row": ui_row["status"]}
         ids = {"show": tuple(show["wandb"]["run_ids"]), "ls": tuple(ls["wandb_run_ids"]),
                "ui row": tuple(light.wandb.run_ids)}
-        add("row.agree", len(set(last.values())) == 1 and len(set(status.values())) == 1 and len(set(ids.values())) == 1,
-            f"last step: {last}; status: {status}; W&B ids: {ids}")
+        agree = all(len(set(values.values())) == 1 for values in (last, status, ids))
+        add("row.agree", agree, f"last step: {last}; status: {status}; W&B ids: {ids}")
 
+
+
+def _attempts(s: Surfaces, add: Add) -> None:
+    """The attempts' order, ends, and lost / saved / picked steps."""
+    show = s.show
     attempts = show.get("attempts", [])
     if attempts:
         numbered = [a["index"] for a in attempts] == list(range(1, len(attempts) + 1))
@@ -296,20 +229,6 @@ def check_run(s: Surfaces) -> list[Check]:
             evidence = bool(show["checkpoints"]) or any(a["resume_step"] is not None for a in attempts)
             add("lost.evidence", evidence, f"lost steps {[(a['index'], a['lost_steps']) for a in attempts]} "
                 "without a checkpoint or a restore point")
-    resumed = [a for a in run.attempts if a.resumed_from]
-    if resumed:
-        missing = []
-        for a in resumed:
-            target = a.restored_checkpoint
-            if target is None:
-                missing.append(f"#{a.index} resumed from {a.resumed_from!r}: restored_checkpoint not set")
-            elif not os.path.lexists(target if os.path.isabs(target) else s.root / target):
-                missing.append(f"#{a.index} restored_checkpoint {target!r} is not a path of the run")
-        add("restore.checkpoint", not missing, f"{missing}; the run's checkpoints: "
-            f"{[c.path for c in run.checkpoints][:6]}")
-    if s.url is not None and show:
-        fields = {k: s.url.get(k) for k in show["wandb"]}
-        add("url.agree", fields == show["wandb"], f"url --json {fields} vs show --json {show['wandb']}")
     if any(a["saved_steps"] and a["lost_steps"] for a in attempts):
         both = {a["index"]: [x for x in a["saved_steps"] if _inside(x, a["lost_steps"])] for a in attempts}
         both = {k: v for k, v in both.items() if v}
@@ -330,6 +249,30 @@ def check_run(s: Surfaces) -> list[Check]:
         add("lost.trained", not outside, f"lost ranges outside the steps the attempt trained (attempt, lost, "
             f"trained): {outside}")
 
+
+
+def _restores(s: Surfaces, add: Add) -> None:
+    """The checkpoint each resumed attempt restored; the W&B link fields of url and show."""
+    run, show = s.run, s.show
+    resumed = [a for a in run.attempts if a.resumed_from]
+    if resumed:
+        missing = []
+        for a in resumed:
+            target = a.restored_checkpoint
+            if target is None:
+                missing.append(f"#{a.index} resumed from {a.resumed_from!r}: restored_checkpoint not set")
+            elif not os.path.lexists(target if os.path.isabs(target) else s.root / target):
+                missing.append(f"#{a.index} restored_checkpoint {target!r} is not a path of the run")
+        add("restore.checkpoint", not missing, f"{missing}; the run's checkpoints: "
+            f"{[c.path for c in run.checkpoints][:6]}")
+    if s.url is not None and show:
+        fields = {k: s.url.get(k) for k in show["wandb"]}
+        add("url.agree", fields == show["wandb"], f"url --json {fields} vs show --json {show['wandb']}")
+
+
+def _findings(s: Surfaces, add: Add) -> None:
+    """Every finding's steps and attempts follow from the run's files."""
+    run = s.run
     findings = s.check.get("findings", [])
     trainings = _hf_trainings(s.root)
     if len(trainings) > 1:
@@ -356,6 +299,12 @@ def check_run(s: Surfaces) -> list[Check]:
                                 f"{sorted(wrote)})"))
         add("finding.attempts", not bad, f"{n} attempts; findings naming attempts that do not exist or wrote "
             f"nothing in their steps: {bad}")
+
+
+def _replays(s: Surfaces, add: Add) -> None:
+    """The replay check's figure and the copies per range."""
+    run = s.run
+    findings = s.check.get("findings", [])
     replays = [f for f in findings if f["code"] == "steps.replayed" and f["steps"]]
     figures = [(f, m) for f in replays for m in [FIGURE.search(f["explanation"])] if m and len(f["attempts"]) > 1]
     if figures:
@@ -384,6 +333,12 @@ def check_run(s: Surfaces) -> list[Check]:
         add("replayed.ranges", not uncovered and not bad_ranges,
             f"Run.replayed {ranges}; steps.replayed ranges it does not cover: {uncovered}; ranges with fewer than 2 "
             f"copies or naming an attempt that wrote nothing there: {bad_ranges}")
+
+
+def _wandb_views(s: Surfaces, add: Add) -> None:
+    """What a view says W&B shows follows from the run's W&B folders."""
+    run = s.run
+    findings = s.check.get("findings", [])
     views = [(f["code"], f["views"]["W&B"]) for f in findings if "W&B" in f.get("views", {})]
     if views:
         folders = _wandb_folders(run)
@@ -398,6 +353,12 @@ def check_run(s: Surfaces) -> list[Check]:
             bad_views = [v for v in views if v[1].strip().rstrip(".") != NOT_USED]
             add("wandb.view", not bad_views, f"no W&B folder (sources: {sorted({x.kind for x in run.sources})}) but a "
                 f"view claims: {bad_views}")
+
+
+def _exports(s: Surfaces, add: Add) -> None:
+    """Point counts and export rows agree, and every record is exported."""
+    run, show, ls = s.run, s.show, s.ls
+    findings = s.check.get("findings", [])
     scalars = show.get("scalars", {})
     if s.export_rows is not None or scalars:
         per_tag = Counter(r["tag"] for r in (s.export_rows or []))
@@ -427,6 +388,14 @@ def check_run(s: Surfaces) -> list[Check]:
         counts = {"check": {k: from_check.get(k, 0) for k in ("error", "warning", "info")},
                   "show": show["findings"], "ls": ls["findings"]}
         add("findings.agree", counts["check"] == counts["show"] == counts["ls"], f"findings per severity: {counts}")
+
+
+def _config(s: Surfaces, add: Add) -> None:
+    """The cfg. filter sees the document config prints."""
+    from pimm_inspect.tui.facts import compile_run_filter, light_run
+
+    run, rel = s.run, s.rel
+    light = light_run(run)
     if s.config is not None:
         probes = config_probes(s.config)
         missed = []
@@ -440,6 +409,11 @@ def check_run(s: Surfaces) -> list[Check]:
     elif run.configs and any(isinstance(doc.data, dict) for doc in run.configs):
         add("cfg.filter", False, "config --json exited 2 though the run holds parsed config documents "
             f"{[d.kind for d in run.configs]}")
+
+
+def _paths(s: Surfaces, add: Add) -> None:
+    """Every path a finding names exists."""
+    findings = s.check.get("findings", [])
     paths = sorted({p for f in findings for p in f["paths"]})
     if paths:
         gone = []
@@ -451,77 +425,3 @@ def check_run(s: Surfaces) -> list[Check]:
             elif not os.path.lexists(s.root / p):
                 gone.append(p)
         add("finding.paths", not gone, f"paths named by findings that do not exist as given: {gone[:6]}")
-    return out
-
-
-# -- UI surfaces ---------------------------------------------------------------------------------------------------
-
-@dataclass
-class UiFacts:
-    """What the UI shows of one run: the Overview's attempt rows and count, the Log tab's attempt start lines."""
-
-    overview_count: str
-    overview_rows: int
-    timeline_rows: int
-    log_starts: list[int] | None
-    """0-based lines the Log tab marks as attempt starts; None when the run has no train.log."""
-    log_path: str | None
-
-
-async def ui_facts(path: Path, loader: Callable[[Path], Run]) -> UiFacts:
-    """Open the run in the app (pilot), read the Overview, then the Log tab."""
-    from textual.widgets import Static
-
-    from pimm_inspect.tui.app import make_app
-    from pimm_inspect.tui.widgets.log_pane import LogPane
-    from pimm_inspect.tui.widgets.log_view import LogView
-
-    from tests.tui_support import settle
-
-    app = make_app(path, loader=loader, follow_interval_s=0)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        identity = _plain(screen.query_one("#ov-identity", Static))
-        count = next((line.split()[-1] for line in identity.splitlines() if line.strip().startswith("attempts")), "")
-        rows = _plain(screen.query_one("#ov-attempts", Static))
-        overview_rows = sum(1 for line in rows.splitlines() if line.strip().startswith("#"))
-        strip = screen.query_one("TimelineStrip")
-        timeline_rows = len(strip.attempts)
-        await pilot.press("6")
-        await settle(pilot)
-        pane = screen.query_one(LogPane)
-        view = screen.query_one(LogView)
-        starts = view.attempt_lines.tolist() if pane.log_path else None
-        return UiFacts(count, overview_rows, timeline_rows, starts, pane.log_path)
-
-
-def _plain(widget: Any) -> str:
-    import io
-
-    from rich.console import Console
-
-    content = widget.content
-    if isinstance(content, str):
-        return content
-    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
-    console.print(content)
-    return console.export_text()
-
-
-def check_ui(s: Surfaces, ui: UiFacts) -> list[Check]:
-    """Overview attempts = show attempts; Log tab attempt starts = the model's attempts with a train.log start."""
-    run, show = s.run, s.show
-    out = [Check("ui.overview", s.rel, ui.overview_count == str(len(show["attempts"])) == str(ui.overview_rows)
-                 and ui.timeline_rows == len(show["attempts"]),
-                 f"Overview says {ui.overview_count!r} attempts, lists {ui.overview_rows} rows, draws "
-                 f"{ui.timeline_rows}; show --json has {len(show['attempts'])}")]
-    if ui.log_path is not None:
-        with_start = sorted({e.attempt for e in run.events if e.kind == "start" and e.source == ui.log_path
-                             and e.attempt is not None})
-        in_log = sorted(a.index for a in run.attempts if ui.log_path in a.sources)
-        ok = len(ui.log_starts or []) == len(with_start) and set(in_log) <= set(with_start)
-        out.append(Check("ui.log-starts", s.rel, ok, f"Log tab ({ui.log_path}) marks {len(ui.log_starts or [])} "
-                         f"attempt starts (lines {[x + 1 for x in ui.log_starts or []][:8]}); the model's attempts "
-                         f"with a start there: {with_start}; attempts whose sources include it: {in_log}"))
-    return out

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import pimm_inspect
-from tests.invariants_support import INVARIANTS, Check, Surfaces, check_run, check_ui, gather, ui_facts
+from tests.invariants_support import INVARIANTS, Check, Surfaces, check_run, gather
+from tests.invariants_ui import check_ui, ui_facts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RUN_DIRS = pimm_inspect.discover(FIXTURES)
