@@ -34,6 +34,8 @@ DROPS = re.compile(r"\bdrop(s|ped)?\b", re.IGNORECASE)
 HEDGED = re.compile(r"\bmay\b", re.IGNORECASE)
 FIGURE = re.compile(r"differ by up to (?P<x>[-+0-9.eE]+) in (?P<tag>\S+?)\.(\s|$)")
 """The replay check's figure in a steps.replayed explanation (the tag it comes from, and the largest difference)."""
+PROGRESS = re.compile(r"(^|/)(epoch|learning_rate|lr|global_step|step)$|^(time|params)/")
+"""Progress and schedule tags (epoch, learning rate, step counters, timings): not what a replay check compares."""
 """What a view says of W&B when the run has no W&B folder (the Overview's words too)."""
 
 INVARIANTS: dict[str, str] = {
@@ -316,7 +318,8 @@ def _replays(s: Surfaces, add: Add) -> None:
             said = float(m["x"])
             if diff is None or not math.isclose(diff, said, rel_tol=5e-3, abs_tol=1e-12):
                 wrong.append(f"{m['tag']} {first}-{last}: said {said}, the copies differ by up to {diff}")
-            density = {tag: len(_copies(run, tag, first, last, writers)) for tag in run.tags()}
+            density = {tag: len(_copies(run, tag, first, last, writers))
+                       for tag in run.tags() if not PROGRESS.search(tag)}
             if len(copies) < max(density.values(), default=0):
                 best = sorted(t for t, n in density.items() if n == max(density.values()))[:3]
                 wrong.append(f"{m['tag']} {first}-{last}: the figure comes from {len(copies)} step(s) written twice, "
