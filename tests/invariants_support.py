@@ -29,11 +29,15 @@ FILTER_KEY = re.compile(r"[\w.\-\[\]]+")
 """Keys the ``cfg.<key>`` filter syntax accepts (README: ``cfg.optimizer.lr>0.001``)."""
 
 NOT_USED = "not used by this run"
+NOT_THERE = re.compile(r"not (used by this run|here)\b")
+"""What a W&B view may say without a W&B folder: not used, or not here (the run names a W&B run, no folder of it)."""
 DROPS = re.compile(r"\bdrop(s|ped)?\b", re.IGNORECASE)
 """A W&B view saying W&B dropped steps: backed only by the steps a W&B folder recorded as dropped."""
 HEDGED = re.compile(r"\bmay\b", re.IGNORECASE)
-FIGURE = re.compile(r"differ by up to (?P<x>[-+0-9.eE]+) in (?P<tag>\S+?)\.(\s|$)")
+FIGURE = re.compile(r"differ by up to (?P<x>[-+0-9.eE]+) in (?P<tag>[^\s(]+?)[.,;]?(\s|$)")
 """The replay check's figure in a steps.replayed explanation (the tag it comes from, and the largest difference)."""
+KINDS = ("tb_events", "wandb", "hf_trainer", "train_log")
+"""Source kinds whose copies a replay check compares (each within its own kind)."""
 PROGRESS = re.compile(r"(^|/)(epoch|learning_rate|lr|global_step|step)$|^(time|params)/")
 """Progress and schedule tags (epoch, learning rate, step counters, timings): not what a replay check compares."""
 """What a view says of W&B when the run has no W&B folder (the Overview's words too)."""
@@ -47,7 +51,8 @@ INVARIANTS: dict[str, str] = {
     "lost.evidence": "lost steps only with checkpoint evidence (a checkpoint, or a restore point)",
     "url.agree": "url --json gives the W&B link fields show --json gives",
     "restore.checkpoint": "an attempt whose log names the checkpoint it resumed from carries that checkpoint "
-                          "(Attempt.restored_checkpoint), as a path that exists relative to the run (or absolute)",
+                          "(Attempt.restored_checkpoint), as a path of the run (or, when the run holds no checkpoint "
+                          "of that name, as the log names it)",
     "replay.figure": "a replay's 'copies differ by up to X in TAG' is X recomputed from the copies of TAG, and TAG has "
                      "the most steps written twice in the range (per-step tags before epoch means and summaries)",
     "hf.trainings": "trainer_state.json files with different max_steps / batch size (two trainings in one output dir) "
@@ -60,7 +65,8 @@ INVARIANTS: dict[str, str] = {
     "finding.steps": "every finding's steps lie inside the run's logged step range",
     "finding.attempts": "every attempt a finding names exists, and for a replay holds a point in the replayed steps",
     "replayed.ranges": "Run.replayed covers every steps.replayed range, each range's attempts wrote points in it",
-    "wandb.view": "a W&B view claims W&B facts only when the run has W&B folders ('not used by this run' otherwise), "
+    "wandb.view": "a W&B view claims W&B facts only when the run has W&B folders ('not used by this run' or 'not "
+                  "here' otherwise), "
                   "and says W&B dropped steps only when a folder recorded dropped steps",
     "points.export": "show --json point counts per tag = rows of export --policy all --format json",
     "export.every-record": "export --policy all --all-sources writes every record as read (rows per tag and file = "
@@ -104,11 +110,13 @@ def _logged_range(run: Run) -> tuple[int, int] | None:
     return (min(steps), max(steps)) if steps else None
 
 
-def _copies(run: Run, tag: str, first: int, last: int, attempts: set[int]) -> dict[int, list[float]]:
-    """Step -> the values the given attempts wrote for ``tag`` (first value per attempt), where two or more did."""
+def _copies(run: Run, tag: str, first: int, last: int, attempts: set[int],
+            kind: str | None = None) -> dict[int, list[float]]:
+    """Step -> the values the given attempts wrote for ``tag`` (first value per attempt) in sources of ``kind`` (every
+    kind when None), where two or more did."""
     per: dict[int, dict[int, float]] = {}
     for series in run.series:
-        if series.tag != tag or series.attempt not in attempts:
+        if series.tag != tag or series.attempt not in attempts or (kind is not None and series.source_kind != kind):
             continue
         inside = (series.steps >= first) & (series.steps <= last)
         for step, value in zip(series.steps[inside].tolist(), series.values[inside].tolist()):
@@ -193,11 +201,12 @@ def check_run(s: Surfaces) -> list[Check]:
 
 def _rows(s: Surfaces, add: Add) -> None:
     """Attempts, last step, status and W&B ids on every surface that lists runs."""
-    from pimm_inspect.tui.facts import last_step as ui_last_step, light_run
+    from pimm_inspect.analysis.summary import run_row  # the row ls prints and the runs table shows
+    from pimm_inspect.tui.facts import last_step as ui_last_step
 
     run, show, ls = s.run, s.show, s.ls
-    light = light_run(run)  # what the runs table holds for a row
-    ui_row = {"attempts": len(light.attempts), "status": light.status, "last_step": ui_last_step(light)}
+    row = run_row(run)
+    ui_row = {"attempts": row.attempts, "status": row.status, "last_step": ui_last_step(row)}
 
     if show and ls:
         counts = {"show": len(show["attempts"]), "ls": ls["attempts"], "ui row": ui_row["attempts"],
@@ -206,10 +215,9 @@ def _rows(s: Surfaces, add: Add) -> None:
         last = {"show": _show_last_step(show), "ls": ls["last_step"], "ui row": ui_row["last_step"]}
         status = {"show": show["status"], "ls": ls["status"], "ui row": ui_row["status"]}
         ids = {"show": tuple(show["wandb"]["run_ids"]), "ls": tuple(ls["wandb_run_ids"]),
-               "ui row": tuple(light.wandb.run_ids)}
+               "ui row": tuple(row.wandb_run_ids)}
         agree = all(len(set(values.values())) == 1 for values in (last, status, ids))
         add("row.agree", agree, f"last step: {last}; status: {status}; W&B ids: {ids}")
-
 
 
 def _attempts(s: Surfaces, add: Add) -> None:
@@ -264,7 +272,11 @@ def _restores(s: Surfaces, add: Add) -> None:
             if target is None:
                 missing.append(f"#{a.index} resumed from {a.resumed_from!r}: restored_checkpoint not set")
             elif not os.path.lexists(target if os.path.isabs(target) else s.root / target):
-                missing.append(f"#{a.index} restored_checkpoint {target!r} is not a path of the run")
+                # Allowed only as the log names it, when the run holds no checkpoint of that name.
+                held = [c.path for c in run.checkpoints if Path(c.path).name == Path(target).name]
+                if not (a.resumed_from and Path(a.resumed_from).name == Path(target).name) or held:
+                    missing.append(f"#{a.index} restored_checkpoint {target!r} is not a path of the run"
+                                   + (f" though the run holds {held}" if held else ""))
         add("restore.checkpoint", not missing, f"{missing}; the run's checkpoints: "
             f"{[c.path for c in run.checkpoints][:6]}")
     if s.url is not None and show:
@@ -313,16 +325,21 @@ def _replays(s: Surfaces, add: Add) -> None:
         wrong = []
         for f, m in figures:
             first, last, writers = f["steps"][0], f["steps"][1], set(f["attempts"])
-            copies = _copies(run, m["tag"], first, last, writers)
-            diff = max((max(v) - min(v) for v in copies.values()), default=None)
             said = float(m["x"])
-            if diff is None or not math.isclose(diff, said, rel_tol=5e-3, abs_tol=1e-12):
-                wrong.append(f"{m['tag']} {first}-{last}: said {said}, the copies differ by up to {diff}")
-            density = {tag: len(_copies(run, tag, first, last, writers))
+            kinds = sorted({x.source_kind for x in run.series if x.tag == m["tag"] and x.source_kind})
+            found = {}  # source kind -> largest difference between copies (copies compared within one kind)
+            for kind in kinds:
+                copies = _copies(run, m["tag"], first, last, writers, kind)
+                if copies:
+                    found[kind] = (max(max(v) - min(v) for v in copies.values()), len(copies))
+            if not any(math.isclose(d, said, rel_tol=5e-3, abs_tol=1e-12) for d, _n in found.values()):
+                wrong.append(f"{m['tag']} {first}-{last}: said {said}, the copies differ by up to {found} per source")
+            steps_twice = max((n for _d, n in found.values()), default=0)
+            density = {tag: max(len(_copies(run, tag, first, last, writers, kind)) for kind in KINDS)
                        for tag in run.tags() if not PROGRESS.search(tag)}
-            if len(copies) < max(density.values(), default=0):
+            if steps_twice < max(density.values(), default=0):
                 best = sorted(t for t, n in density.items() if n == max(density.values()))[:3]
-                wrong.append(f"{m['tag']} {first}-{last}: the figure comes from {len(copies)} step(s) written twice, "
+                wrong.append(f"{m['tag']} {first}-{last}: the figure comes from {steps_twice} step(s) written twice, "
                              f"while {best} have {max(density.values())}")
         add("replay.figure", not wrong, "; ".join(wrong))
     if replays or run.replayed:
@@ -353,7 +370,7 @@ def _wandb_views(s: Surfaces, add: Add) -> None:
                 f"{dropped[:8]}; step metrics: {sorted({m for w in run.wandb_runs for m in w.step_metrics.values()})})"
                 f" but a view says: {bad_views}")
         else:
-            bad_views = [v for v in views if v[1].strip().rstrip(".") != NOT_USED]
+            bad_views = [v for v in views if not NOT_THERE.match(v[1].strip())]
             add("wandb.view", not bad_views, f"no W&B folder (sources: {sorted({x.kind for x in run.sources})}) but a "
                 f"view claims: {bad_views}")
 
@@ -395,16 +412,17 @@ def _exports(s: Surfaces, add: Add) -> None:
 
 def _config(s: Surfaces, add: Add) -> None:
     """The cfg. filter sees the document config prints."""
-    from pimm_inspect.tui.facts import compile_run_filter, light_run
+    from pimm_inspect.analysis.run_filter import compile_run_filter  # the runs table's filter, on the run's row
+    from pimm_inspect.analysis.summary import run_row
 
     run, rel = s.run, s.rel
-    light = light_run(run)
+    row = run_row(run)
     if s.config is not None:
         probes = config_probes(s.config)
         missed = []
         for key, value in probes:
             predicate = compile_run_filter(f"cfg.{key}={value}")
-            if not predicate(rel, light):
+            if not predicate(rel, row):
                 missed.append(f"cfg.{key}={value}")
         if probes:
             add("cfg.filter", not missed, f"config --json prints {s.config.get('kind')} from "

@@ -74,6 +74,8 @@ def check_ui(s: Surfaces, ui: UiFacts) -> list[Check]:
     if ui.log_path is not None:
         with_start = sorted({e.attempt for e in run.events if e.kind == "start" and e.source == ui.log_path
                              and e.attempt is not None})
+        if run.train_log is not None and run.train_log.path == ui.log_path and run.train_log.attempt_starts:
+            with_start = sorted({st.attempt for st in run.train_log.attempt_starts if st.attempt is not None})
         in_log = sorted(a.index for a in run.attempts if ui.log_path in a.sources)
         ok = len(ui.log_starts or []) == len(with_start) and set(in_log) <= set(with_start)
         out.append(Check("ui.log-starts", s.rel, ok, f"Log tab ({ui.log_path}) marks {len(ui.log_starts or [])} "
