@@ -74,6 +74,8 @@ INVARIANTS: dict[str, str] = {
     "findings.agree": "check --json findings per severity = show --json and ls --json findings counts",
     "cfg.filter": "the cfg. filter of the runs table sees the document config RUN --json prints",
     "finding.paths": "every path a finding names exists (inside the run, or absolute outside it)",
+    "sources.paths": "every file the model says it read (Run.sources, each series' source) exists as given: relative "
+                     "to the run root, or absolute",
 }
 """Invariant id -> what it asserts (the ids are the test ids and the bench's counts)."""
 
@@ -122,6 +124,17 @@ def _copies(run: Run, tag: str, first: int, last: int, attempts: set[int],
         for step, value in zip(series.steps[inside].tolist(), series.values[inside].tolist()):
             per.setdefault(step, {}).setdefault(series.attempt, value)
     return {step: list(values.values()) for step, values in per.items() if len(values) > 1}
+
+
+def _figure(text: str, run: Run) -> dict[str, str] | None:
+    """The replay check's figure: ``{"x": largest difference, "tag": the tag it names}`` (the longest of the run's tags
+    the text names there, as tags may hold spaces), or None when the explanation gives none."""
+    match = FIGURE.search(text)
+    if match is None:
+        return None
+    rest = text[match.start("tag"):]
+    tags = [t for t in run.tags() if rest.startswith(t)]
+    return {"x": match["x"], "tag": max(tags, key=len) if tags else match["tag"]}
 
 
 def _hf_trainings(root: Path) -> dict[str, list[str]]:
@@ -194,7 +207,8 @@ def check_run(s: Surfaces) -> list[Check]:
 
     for error in s.errors:
         add("surfaces", False, error)
-    for group in (_rows, _attempts, _restores, _findings, _replays, _wandb_views, _exports, _config, _paths):
+    for group in (_rows, _attempts, _restores, _findings, _replays, _wandb_views, _exports, _config, _paths,
+                  _sources):
         group(s, add)
     return out
 
@@ -320,7 +334,7 @@ def _replays(s: Surfaces, add: Add) -> None:
     run = s.run
     findings = s.check.get("findings", [])
     replays = [f for f in findings if f["code"] == "steps.replayed" and f["steps"]]
-    figures = [(f, m) for f in replays for m in [FIGURE.search(f["explanation"])] if m and len(f["attempts"]) > 1]
+    figures = [(f, m) for f in replays for m in [_figure(f["explanation"], run)] if m and len(f["attempts"]) > 1]
     if figures:
         wrong = []
         for f, m in figures:
@@ -430,6 +444,15 @@ def _config(s: Surfaces, add: Add) -> None:
     elif run.configs and any(isinstance(doc.data, dict) for doc in run.configs):
         add("cfg.filter", False, "config --json exited 2 though the run holds parsed config documents "
             f"{[d.kind for d in run.configs]}")
+
+
+def _sources(s: Surfaces, add: Add) -> None:
+    """Every path of the model's sources exists relative to the run root (or is absolute)."""
+    given = sorted({src.path for src in s.run.sources} | {series.source for series in s.run.series})
+    if given:
+        gone = [p for p in given if not os.path.lexists(p if os.path.isabs(p) else s.root / p)]
+        add("sources.paths", not gone, f"source paths that are neither run-relative nor absolute ({len(gone)}): "
+            f"{gone[:4]}")
 
 
 def _paths(s: Surfaces, add: Add) -> None:
