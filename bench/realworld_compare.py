@@ -278,9 +278,15 @@ def main() -> int:
     refs = _wandb_reference([p for p, _r in wandb_files])
     for path, run in wandb_files:
         doc = refs.get(str(path))
-        folder_rel = next(s.path for s in run.sources if s.kind == "wandb" and (Path(s.path) if os.path.isabs(s.path)
-                                                                                 else run.root / s.path).resolve()
-                          == path.parent.resolve())
+        folder_rel = next((s.path for s in run.sources if s.kind == "wandb" and (
+            Path(s.path) if os.path.isabs(s.path) else run.root / s.path).resolve() == path.parent.resolve()), None)
+        if folder_rel is None:  # the run reads the log but names its folder by a path that is not run-relative
+            folder_rel = next((s.path for s in run.sources if s.kind == "wandb" and not os.path.isabs(s.path)
+                               and (run.root.parent / s.path).resolve() == path.parent.resolve()), None)
+            problems.append(f"source path not run-relative: {path.parent.relative_to(corpus)} is a source of "
+                            f"{run.root.relative_to(corpus)} named {folder_rel!r}")
+            if folder_rel is None:
+                continue
         mine = [s for s in run.series if s.source == folder_rel or s.source.startswith(folder_rel.rstrip("/") + "/")
                 or (folder_rel == "." and s.source.endswith(".wandb"))]
         checked += _compare(str(path.relative_to(corpus)), _points(mine), _wandb_points(doc), problems)

@@ -15,11 +15,13 @@ with the files it is about and a command that reproduces it:
   list of ``{"id", "select", "truth", "evidence"}``. ``select`` is ``{"path": "repo/run/dir"}`` (the run at that
   folder) or ``{"under": "repo", "wandb_id": "id"}`` (the runs under ``repo`` that name the id). ``truth`` may hold
   ``runs`` (how many runs the selection must be), ``attempts``, ``origins`` (per attempt), ``replayed`` (step
-  ranges held more than once: each must lie inside a ``steps.replayed`` finding, and each finding must meet one),
+  ranges held more than once: each end must lie in a ``steps.replayed`` finding's range, and each finding must
+  meet one),
   ``copies`` (``[first, last, n]``: a ``Run.replayed`` range holds those steps in n copies), ``no_replay`` (no
   ``steps.replayed`` finding), ``wandb_ids``, ``project`` (``entity/project`` the link must go to), ``status``,
   ``findings_present`` / ``findings_absent`` (codes), ``rejected`` (the server refused the run), ``url``,
-  ``sources_in_order`` (a mark each attempt's sources must hold, in attempt order), ``lost`` (``{"attempt":
+  ``sources_in_order`` (a mark each attempt's sources must hold, in attempt order), ``messages_absent`` (words no
+  finding may say), ``lost`` (``{"attempt":
   [first, last] or null}``).
 
 Exit status 1 when anything failed.
@@ -82,8 +84,12 @@ def _judge(entry: dict[str, Any], chosen: list[Any]) -> list[str]:
         wrong.append(f"origins: tool {[a.origin for a in run.attempts]}, truth {truth['origins']}")
     replays = [tuple(f["steps"]) for f in findings if f["code"] == "steps.replayed" and f["steps"]]
     for first, last in truth.get("replayed", []):
-        if not any(a <= first and last <= b for a, b in replays):
-            wrong.append(f"replayed {first}-{last} is not inside any steps.replayed finding (tool: {replays})")
+        # The tool cuts a range where the set of writers changes: each end must lie in one of its ranges, and no
+        # range may leave the truth's.
+        ends = [any(a <= x <= b for a, b in replays) for x in (first, last)]
+        if not all(ends):
+            wrong.append(f"replayed {first}-{last}: {'first' if not ends[0] else 'last'} step in no steps.replayed "
+                         f"finding (tool: {replays[:8]}{' ...' if len(replays) > 8 else ''}, {len(replays)} findings)")
     if "replayed" in truth:
         stray = [(a, b) for a, b in replays if not any(a <= y and x <= b for x, y in truth["replayed"])]
         if stray:
@@ -108,8 +114,13 @@ def _judge(entry: dict[str, Any], chosen: list[Any]) -> list[str]:
     if "url" in truth and run.wandb.url != truth["url"]:
         wrong.append(f"W&B url: tool {run.wandb.url}, truth {truth['url']}")
     order = truth.get("sources_in_order", [])
-    if order and [any(mark in src for src in a.sources) for a, mark in zip(run.attempts, order)] != [True] * len(order):
+    placed = [[str(s.root / src) if not os.path.isabs(src) else src for src in a.sources] for a in run.attempts]
+    if order and [any(mark in src for src in srcs) for srcs, mark in zip(placed, order)] != [True] * len(order):
         wrong.append(f"attempt order: tool {[list(a.sources)[:2] for a in run.attempts]}, truth {order}")
+    said = [f["message"] for f in findings]
+    for claim in truth.get("messages_absent", []):
+        if any(claim in message for message in said):
+            wrong.append(f"a finding says {claim!r}: {next(m for m in said if claim in m)!r}")
     missing = set(truth.get("findings_present", [])) - codes
     if missing:
         wrong.append(f"findings missing: {sorted(missing)} (tool: {sorted(codes)})")
