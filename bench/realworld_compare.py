@@ -226,6 +226,7 @@ def main() -> int:
     for run in runs:
         read = list(run.sources) + [type(run.sources[0])(s.source, "series", 0, 0.0) for s in run.series
                                     if run.sources] if run.sources else []
+        read += [type(run.sources[0])(w.path, "wandb", 0, 0.0) for w in run.wandb_runs] if run.sources else []
         for src in read:
             path = Path(src.path) if os.path.isabs(src.path) else run.root / src.path
             if src.kind == "wandb" and path.is_dir():
@@ -285,10 +286,9 @@ def main() -> int:
                                and (run.root.parent / s.path).resolve() == path.parent.resolve()), None)
             problems.append(f"source path not run-relative: {path.parent.relative_to(corpus)} is a source of "
                             f"{run.root.relative_to(corpus)} named {folder_rel!r}")
-            if folder_rel is None:
-                continue
-        mine = [s for s in run.series if s.source == folder_rel or s.source.startswith(folder_rel.rstrip("/") + "/")
-                or (folder_rel == "." and s.source.endswith(".wandb"))]
+        log = path.resolve()
+        mine = [s for s in run.series
+                if (Path(s.source) if os.path.isabs(s.source) else run.root / s.source).resolve() == log]
         checked += _compare(str(path.relative_to(corpus)), _points(mine), _wandb_points(doc), problems)
         summary = path.parent / "files" / "wandb-summary.json"
         if summary.is_file() and doc["complete"]:  # a cut log lost the rows the summary was made from

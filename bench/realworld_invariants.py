@@ -168,9 +168,9 @@ def main() -> int:
                 c.run = s.rel
                 checks.append(c)
     read = set()
-    for s in surfaces.values():
-        for source in s.run.sources:
-            path = Path(source.path) if os.path.isabs(source.path) else s.root / source.path
+    for s in surfaces.values():  # the W&B folders' own paths too (Run.sources may name one by a bare folder name)
+        for source in [*(x.path for x in s.run.sources), *(w.path for w in s.run.wandb_runs)]:
+            path = Path(source) if os.path.isabs(source) else s.root / source
             read.add(path.resolve())
             read.add(path.resolve().parent)
     for folder in _wandb_folders(corpus) if not args.only else []:
