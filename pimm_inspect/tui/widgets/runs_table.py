@@ -191,6 +191,8 @@ class RunsTable(DataTable):
             self.relayout()
         else:
             for key in self._dirty:
+                if key not in self.rows:
+                    continue  # filtered out (and staying so): its run is stored, nothing of it is on screen
                 for column, value in zip(self.columns_shown(), self.cells(key)):
                     self.update_cell(key, column.key, value)
         self._dirty.clear()
