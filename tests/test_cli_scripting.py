@@ -175,3 +175,22 @@ def test_a_mistyped_command_is_suggested(tmp_path, monkeypatch):
     result = run_cli("chekc")
     assert result.exit_code == 0 and "chekc" in result.stdout and "pimm" in result.stdout
     assert run_cli("no_such_run_here").exit_code == 2  # far from every command: still a missing path
+
+
+def test_config_kind_absent_is_a_usage_error_naming_the_documents_the_run_has():
+    """Issue 24: `config --kind wandb_config` on a run without one printed another document and exited 0."""
+    result = run_cli("config", RUNS / "hf_clean", "--kind", "wandb_config")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "hf_clean has no wandb_config document (it has: hf_training_args, model_config)" in result.stderr
+
+
+def test_config_prints_first_the_document_the_cfg_filter_reads():
+    """Issue 19: one rule picks a run's config: `config RUN --json` leads with `query_config`'s document."""
+    import pimm_inspect
+    from pimm_inspect.analysis.configs import query_config
+
+    for name in ("hf_clean", "e0_legacy", "e2_clean"):
+        doc = query_config(pimm_inspect.load_run(RUNS / name))
+        assert doc is not None, name
+        printed = json.loads(run_cli("config", RUNS / name, "--json").stdout)
+        assert (printed["source"], printed["documents"][0]["kind"]) == (doc.path, doc.kind), name
