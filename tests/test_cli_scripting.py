@@ -194,3 +194,33 @@ def test_config_prints_first_the_document_the_cfg_filter_reads():
         assert doc is not None, name
         printed = json.loads(run_cli("config", RUNS / name, "--json").stdout)
         assert (printed["source"], printed["documents"][0]["kind"]) == (doc.path, doc.kind), name
+
+
+@pytest.mark.parametrize("inside", ["train.log", "model", "model/model_best.pth"])
+def test_a_path_inside_a_run_names_the_run(inside: str) -> None:
+    """Issue 24: ``RUN/train.log`` or ``RUN/model`` got "no run found" (or was taken for a run): say whose it is."""
+    from click.testing import CliRunner
+
+    from pimm_inspect.cli.main import cli
+
+    run = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_rollback"
+    assert (run / inside).exists()
+    for command in ("show", "check", "ls"):
+        result = CliRunner().invoke(cli, [command, str(run / inside)])
+        assert result.exit_code == 2, (command, result.output)
+        assert f"is inside the run {run}" in result.stderr and result.stdout == ""
+
+
+def test_an_hf_checkpoint_folder_is_part_of_its_run(tmp_path: Path) -> None:
+    import pimm_inspect
+    from pimm_inspect.session import NotARunError
+
+    run = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "hf_resumed"
+    checkpoint = next(p for p in sorted(run.iterdir()) if p.name.startswith("checkpoint-"))
+    with pytest.raises(NotARunError) as raised:
+        pimm_inspect.load_run(checkpoint)
+    assert raised.value.inside == run and "load that run" in str(raised.value)
+    with pytest.raises(FileNotFoundError):
+        pimm_inspect.load_run(tmp_path / "typo")
+    with pytest.raises(NotARunError, match="discover"):
+        pimm_inspect.load_run(run.parent)
