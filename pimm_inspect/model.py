@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -313,8 +313,8 @@ class Run:
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
-    light: bool = False
-    """True for a light copy (series and events dropped, ``summary`` kept) such as the runs table holds."""
+    scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
+    """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it."""
 
     def tags(self) -> list[str]:
         """Sorted unique scalar tags."""
@@ -337,10 +337,11 @@ class Run:
         preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
         as ``pimm-inspect export`` and the point counts of ``show --json``.
         """
-        # The row rules live in analysis (shared with export and show); imported here only when called.
-        from .analysis.scalar_rows import scalar_rows, to_frame
-
-        return to_frame(scalar_rows(self, tags, policy, all_sources))
+        # The row rules live in analysis (shared with export and show), which hands them to the Run it analyses:
+        # the model never imports a layer above it.
+        if self.scalar_table is None:
+            raise ValueError("Run.scalars() needs an analysed run: use pimm_inspect.load_run or Session.load")
+        return self.scalar_table(self, tags, policy, all_sources)
 
 
 def make_series(

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pimm_inspect.evidence import RunRow
+
 pytest.importorskip("textual")
 pytest.importorskip("textual_plotext")
 
@@ -507,7 +509,8 @@ async def test_live_follow_reads_only_appended_bytes(tmp_path):
         assert run.status == "finished" and max(a.last_step for a in run.attempts) == 100 > before
         assert app.loader.incremental_reads >= 2
         assert app.loader.caches == {}  # a finished run keeps no reader results
-        assert app.runs[log.parent.absolute()].series == ()  # the table's copy is light
+        row = app.runs[log.parent.absolute()]  # the table holds the run's row (the rule of ls), no series
+        assert isinstance(row, RunRow) and row.status == "finished" and row.summary.last_step == 100
 
 
 async def test_config_diff_between_documents_and_between_runs():

@@ -12,6 +12,7 @@ import numpy as np
 from ..evidence import RunRow, RunSummary
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
+from .configs import flatten_config, query_config
 from .secrets import mask_text
 
 
@@ -75,10 +76,14 @@ def run_row(run: Run) -> RunRow:
     if run.findings:
         worst = max(f.severity for f in run.findings)
         top = mask_text(next(f for f in run.findings if f.severity == worst).message)
+    command = run.provenance.launch_command or run.provenance.command
+    config = query_config(run)
     return RunRow(root=run.root, name=run.name, kind=run.kind, era=run.era, status=run.status,
                   attempts=len(run.attempts), wandb_run_ids=tuple(run.wandb.run_ids), errors=counts[Severity.ERROR],
                   warnings=counts[Severity.WARNING], infos=counts[Severity.INFO], summary=summary_of(run),
-                  top_finding=top)
+                  top_finding=top, findings=tuple(run.findings), attempt_facts=tuple(run.attempts),
+                  command=mask_text(command) if command else None,
+                  config=tuple(flatten_config(config.data).items()) if config is not None else ())
 
 
 def summary_of(run: Run) -> RunSummary:

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows, scalar_rows, to_frame
-from ..model import Run
-
-if TYPE_CHECKING:
-    import pandas as pd
+from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows
 
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 """JSON has no NaN/inf: a non-finite ``value`` is written as one of these strings (what ``float()`` reads back)."""
-
-
-def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all", all_sources: bool = False) -> pd.DataFrame:
-    """Columns tag, step, value, wall_time, attempt, source, seq: every record under ``all``, one per step under
-    ``newest``/``oldest``."""
-    return to_frame(scalar_rows(run, tags, policy, all_sources))
 
 
 def _floats(array: np.ndarray, non_finite: Callable[[str], str]) -> list[str]:
@@ -72,4 +62,4 @@ def write_json(rows: Iterable[TagRows], fh: IO[str], batch: int = 10_000) -> int
     return count
 
 
-__all__ = ["COLUMNS", "NON_FINITE", "json_records", "scalar_frame", "write_json"]
+__all__ = ["COLUMNS", "NON_FINITE", "json_records", "write_json"]

@@ -15,7 +15,7 @@ from ...model import Run
 from ...report.safe_text import data_text
 from .. import links
 from ..facts import no_link_reason, relative_name, wandb_target
-from ..loader import Loader, StagedLoader
+from ...session.staged import Loader, StagedLoader
 from ..stages import run_title
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curve_spec import replayed_ranges, stale_sources

@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
-from ..model import Finding, ScalarSeries, make_series
-from . import file_deps
+from ...load import file_deps
+from ...load.kinds import read_wandb_folder
+from ...model import make_series
 from .disk_cache import Deps, DiskCache
 
 if TYPE_CHECKING:
-    from ..sources.checkpoint.reader import ModelDirResult
-    from ..sources.tensorboard.reader import EventFileResult
-    from ..sources.train_log.reader import TrainLogResult
-    from ..sources.wandb.reader import WandbRunResult
+    from ...sources.checkpoint.reader import ModelDirResult
+    from ...sources.tensorboard.reader import EventFileResult
+    from ...sources.train_log.reader import TrainLogResult
+    from ...sources.wandb.reader import WandbRunResult
 
 _R = TypeVar("_R")
 
@@ -67,16 +68,9 @@ def _recorded(run_root: Path, main: Path, read: Callable[[], _R]) -> tuple[_R, D
     return result, recorder.result(), time.process_time() - started
 
 
-def min_store_s() -> float:
-    """A full read that took less CPU than this is not written to disk (``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``,
-    default 5 ms): reading the entry back would cost about as much as decoding the file again."""
-    try:
-        return float(os.environ.get("PIMM_INSPECT_CACHE_MIN_DECODE_MS", DEFAULT_MIN_DECODE_MS)) / 1000.0
-    except ValueError:
-        return DEFAULT_MIN_DECODE_MS / 1000.0
-
-
 DEFAULT_MIN_DECODE_MS = 5.0
+"""A full read that took less CPU than this is not written to disk: reading the entry back would cost about as much
+as decoding the file again (``Settings.cache_min_decode_s``, from ``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``)."""
 
 
 @dataclass
@@ -90,8 +84,10 @@ class ReadCache:
     entries: dict[str, _Entry] = field(default_factory=dict)
     incremental_reads: int = 0
     """How many reads used only appended bytes (for tests and the UI's live indicator)."""
-    disk: DiskCache | None = field(default_factory=DiskCache.configured)
-    """The persistent layer (None when the disk cache is off)."""
+    disk: DiskCache | None = None
+    """The persistent layer (None: results live in this process only; the session hands in its disk cache)."""
+    min_store_s: float = DEFAULT_MIN_DECODE_MS / 1000.0
+    """A full read that took less CPU than this is not written to disk (``DEFAULT_MIN_DECODE_MS``)."""
     keep_in_memory: bool = True
     """False for one-shot commands over many runs: results then live only on disk."""
 
@@ -130,7 +126,7 @@ class ReadCache:
                     return merged
         result, deps, cost = _recorded(run_root, path, full_read)
         if sig is not None:
-            self._store(key, sig, deps, result, disk if cost >= min_store_s() else None, kind, path, rel_path)
+            self._store(key, sig, deps, result, disk if cost >= self.min_store_s else None, kind, path, rel_path)
         return result
 
     def _store(self, key: str, sig: tuple[int, int, int], deps: Deps, result: Any, disk: DiskCache | None,
@@ -143,7 +139,7 @@ class ReadCache:
 
     def event_file(self, path: Path, rel_path: str) -> EventFileResult:
         """``read_event_file`` that reuses and extends the previous result of a growing file."""
-        from ..sources.tensorboard.reader import read_event_file
+        from ...sources.tensorboard.reader import read_event_file
 
         def extend(old: EventFileResult) -> EventFileResult | None:
             if old.end_offset <= 0 or any(f.code == "file.corrupt" for f in old.findings):
@@ -169,7 +165,7 @@ class ReadCache:
 
     def model_dir(self, model: Path, run_root: Path) -> ModelDirResult:
         """``read_model_dir``, reused while nothing it read (each file and folder of the tree it visited) changed."""
-        from ..sources.checkpoint.reader import read_model_dir
+        from ...sources.checkpoint.reader import read_model_dir
 
         key = f"model_dir:{model}"
         disk = self.disk if self.disk is not None and self.disk.usable_for(run_root) else None
@@ -181,13 +177,13 @@ class ReadCache:
             cached: ModelDirResult = entry.result
             return cached
         result, deps, cost = _recorded(run_root, model, lambda: read_model_dir(model, run_root))
-        self._store(key, (0, 0, 0), deps, result, disk if cost >= min_store_s() else None, "model_dir", model,
+        self._store(key, (0, 0, 0), deps, result, disk if cost >= self.min_store_s else None, "model_dir", model,
                     str(run_root))
         return result
 
     def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
         """``read_train_log`` that decodes only the bytes appended to a growing log."""
-        from ..sources.train_log.reader import read_train_log
+        from ...sources.train_log.reader import read_train_log
 
         def extend(old: TrainLogResult) -> TrainLogResult | None:
             if old.resume is None:
@@ -196,21 +192,6 @@ class ReadCache:
 
         return self._cached(path, lambda: read_train_log(path, rel_path), extend, "train_log", rel_path,
                             _run_root(path, rel_path))
-
-
-def read_wandb_folder(folder: Path, rel_path: str, previous: WandbRunResult | None = None) -> WandbRunResult:
-    """``read_wandb_run``, with the W&B ``settings`` file beside the folder noted as read even when absent (the
-    reader looks for it without listing that folder, so a settings file created later must count as a change)."""
-    from ..sources.wandb.reader import read_wandb_run
-
-    file_deps.note_probe(folder.parent / "settings")
-    return read_wandb_run(folder, rel_path, previous=previous)
-
-
-def transient_cache() -> ReadCache | None:
-    """A cache for one command over many runs: disk only (None when the disk cache is off)."""
-    disk = DiskCache.configured()
-    return ReadCache(disk=disk, keep_in_memory=False) if disk is not None else None
 
 
 def _merge_events(old: EventFileResult, new: EventFileResult) -> EventFileResult:
