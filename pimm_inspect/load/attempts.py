@@ -34,6 +34,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     c.train_log = fold_evaluator_segments(c.train_log)  # a tester's config line is no process start
     segments = list(c.train_log.segments) if c.train_log is not None else []
     tb_attempt = _map_event_files(c, segments)
+    tb_parts = tb_sessions(c.tb_files) if not segments else list(c.tb_files)
+    part_attempt: dict[int, int] = {}  # id(result part) -> attempt, for a file that holds several writer sessions
     wandb_attempt: dict[str, int] = {}
     if segments:
         for seg in segments:
@@ -47,7 +49,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     elif c.tb_files:
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
-        for index, (group, went_back) in enumerate(writer_sessions(c.tb_files), start=1):
+        for index, (group, went_back) in enumerate(writer_sessions(tb_parts), start=1):
+            part_attempt.update((id(r), index) for _p, _n, r in group)
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
@@ -61,7 +64,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             if first is not None:
                 earliest = first if earliest is None else min(earliest, first)
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
-                                    origin=origin, sources=tuple(p for p, _n, _r in group)))
+                                    origin=origin, sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
     elif c.wandb_runs and c.kind == "wandb":
         ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
         for index, wrun in enumerate(ordered, start=1):
@@ -89,8 +92,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
                                                   if att.resumed_from_checkpoint else None),
                                     ended="completed" if done else "unknown",
                                     sources=(att.tb_dir,) if att.tb_dir else ()))
-    for rel_path, _name, result in c.tb_files:
-        attempt = tb_attempt.get(rel_path)
+    for rel_path, _name, result in tb_parts:
+        attempt = part_attempt.get(id(result), tb_attempt.get(rel_path))
         for s in result.series.values():
             series.append(dataclasses.replace(s, attempt=attempt))
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
@@ -188,6 +191,46 @@ def _file_steps(result: Any) -> tuple[int | None, int | None]:
     return (min(firsts), max(lasts)) if firsts else (None, None)
 
 
+def tb_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[str, Any, Any]]:
+    """Event files, each file that holds more than one writer session of a restarted training cut in parts.
+
+    Writers open a new file per session, but a file can hold two: files joined end to end (``cat``, an object
+    store's compose), a writer that appends. A ``file_version`` record after the first record starts a session;
+    it is a restart when the steps go back there: each tag's points are cut where its steps go back."""
+    out: list[tuple[str, Any, Any]] = []
+    for rel_path, name, result in tb_files:
+        later = [m for m in result.markers if m.kind == "file_version" and m.record_index > 0]
+        parts = _cut_sessions(result, later) if later else [result]
+        out += [(rel_path, name, part) for part in parts]
+    return out
+
+
+def _cut_sessions(result: Any, later: list[Any]) -> list[Any]:
+    """``result`` as one part per writer session when a later session's steps go back, else whole.
+
+    A tag's points are cut at the first ``len(later)`` places its steps go back (each session writes steps in
+    order); a tag whose steps never go back belongs to the session its first point's wall time falls in."""
+    sessions = len(later) + 1
+    edges = np.asarray(sorted(m.wall_time_s for m in later), dtype=np.float64)
+    pieces: list[dict[str, ScalarSeries]] = [{} for _ in range(sessions)]
+    went_back = False
+    for tag, s in result.series.items():
+        back = (np.flatnonzero(s.steps[1:] < s.steps[:-1]) + 1)[:sessions - 1].tolist() if len(s) > 1 else []
+        if back:
+            went_back = True
+            bounds = [0] + back + [len(s)]
+            for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+                pieces[k][tag] = dataclasses.replace(s, steps=s.steps[lo:hi], values=s.values[lo:hi],
+                                                     wall_times_s=s.wall_times_s[lo:hi])
+            continue
+        first_wall = float(s.wall_times_s[0]) if len(s) and np.isfinite(s.wall_times_s[0]) else float("-inf")
+        pieces[min(int(np.searchsorted(edges, first_wall, side="right")), sessions - 1)][tag] = s
+    pieces = [p for p in pieces if p]
+    if not went_back or len(pieces) < 2:
+        return [result]
+    return [dataclasses.replace(result, series=piece) for piece in pieces]
+
+
 def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tuple[str, Any, Any]], bool]]:
     """Event files as attempts: those of one writer process together (``group_by_process``), except that a new
     writer session (a new file) of the same process whose first step goes back below a step the process already
@@ -200,7 +243,8 @@ def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tup
         went_back = False
         for item in group:
             first, last = _file_steps(item[2])
-            if current and first is not None and reached is not None and first < reached:
+            if current and current[-1][0] == item[0] or (
+                    current and first is not None and reached is not None and first < reached):
                 out.append((current, went_back))
                 current, reached, went_back = [], None, True
             current.append(item)
