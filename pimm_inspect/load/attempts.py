@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Set
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from ..model import Attempt, CheckpointInfo, ScalarSeries
+from ..model import Attempt, ScalarSeries
 from .collect import Collected
-from .process_evidence import epoch_axis_tags, fold_evaluator_segments, group_by_process
+from .process_evidence import epoch_axis_tags, fold_evaluator_segments
+from .tb_sessions import tb_sessions, writer_sessions
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
                    "Legacy checkpoint is mid-epoch", "State was saved with world_size",
@@ -184,76 +184,6 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
     return mapping
 
 
-def _file_steps(result: Any) -> tuple[int | None, int | None]:
-    """(first, last) step an event file logged over all its tags; (None, None) when it logged none."""
-    firsts = [s.first_step for s in result.series.values() if len(s)]
-    lasts = [s.last_step for s in result.series.values() if len(s)]
-    return (min(firsts), max(lasts)) if firsts else (None, None)
-
-
-def tb_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[str, Any, Any]]:
-    """Event files, each file that holds more than one writer session of a restarted training cut in parts.
-
-    Writers open a new file per session, but a file can hold two: files joined end to end (``cat``, an object
-    store's compose), a writer that appends. A ``file_version`` record after the first record starts a session;
-    it is a restart when the steps go back there: each tag's points are cut where its steps go back."""
-    out: list[tuple[str, Any, Any]] = []
-    for rel_path, name, result in tb_files:
-        later = [m for m in result.markers if m.kind == "file_version" and m.record_index > 0]
-        parts = _cut_sessions(result, later) if later else [result]
-        out += [(rel_path, name, part) for part in parts]
-    return out
-
-
-def _cut_sessions(result: Any, later: list[Any]) -> list[Any]:
-    """``result`` as one part per writer session when a later session's steps go back, else whole.
-
-    A tag's points are cut at the first ``len(later)`` places its steps go back (each session writes steps in
-    order); a tag whose steps never go back belongs to the session its first point's wall time falls in."""
-    sessions = len(later) + 1
-    edges = np.asarray(sorted(m.wall_time_s for m in later), dtype=np.float64)
-    pieces: list[dict[str, ScalarSeries]] = [{} for _ in range(sessions)]
-    went_back = False
-    for tag, s in result.series.items():
-        back = (np.flatnonzero(s.steps[1:] < s.steps[:-1]) + 1)[:sessions - 1].tolist() if len(s) > 1 else []
-        if back:
-            went_back = True
-            bounds = [0] + back + [len(s)]
-            for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-                pieces[k][tag] = dataclasses.replace(s, steps=s.steps[lo:hi], values=s.values[lo:hi],
-                                                     wall_times_s=s.wall_times_s[lo:hi])
-            continue
-        first_wall = float(s.wall_times_s[0]) if len(s) and np.isfinite(s.wall_times_s[0]) else float("-inf")
-        pieces[min(int(np.searchsorted(edges, first_wall, side="right")), sessions - 1)][tag] = s
-    pieces = [p for p in pieces if p]
-    if not went_back or len(pieces) < 2:
-        return [result]
-    return [dataclasses.replace(result, series=piece) for piece in pieces]
-
-
-def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tuple[str, Any, Any]], bool]]:
-    """Event files as attempts: those of one writer process together (``group_by_process``), except that a new
-    writer session (a new file) of the same process whose first step goes back below a step the process already
-    logged starts again: a notebook kernel that ran ``trainer.train()`` several times into one folder. Each entry
-    is (files, True when it is such a restart inside one process)."""
-    out: list[tuple[list[tuple[str, Any, Any]], bool]] = []
-    for group in group_by_process(tb_files):
-        current: list[tuple[str, Any, Any]] = []
-        reached: int | None = None
-        went_back = False
-        for item in group:
-            first, last = _file_steps(item[2])
-            if current and current[-1][0] == item[0] or (
-                    current and first is not None and reached is not None and first < reached):
-                out.append((current, went_back))
-                current, reached, went_back = [], None, True
-            current.append(item)
-            if last is not None:
-                reached = last if reached is None else max(reached, last)
-        out.append((current, went_back))
-    return out
-
-
 def _close_attempts(attempts: list[Attempt], live: bool) -> list[Attempt]:
     """Say how attempts without an end marker ended: killed when a later one exists, else running/stopped."""
     out = []
@@ -381,39 +311,3 @@ def _inexact_attempts(c: Collected) -> set[int]:
         return set()
     return {e.attempt for e in c.train_log.events
             if e.attempt is not None and any(marker in e.message for marker in INEXACT_MARKERS)}
-
-
-def restored_checkpoints(attempts: list[Attempt], checkpoints: list[CheckpointInfo], root: Path,
-                         save_paths: list[str]) -> list[Attempt]:
-    """Each resumed attempt with the checkpoint it restored: the run's ``CheckpointInfo.path`` its log names (the
-    longest run checkpoint path the logged path ends with: pimm logs ``<save_path>/model/model_last.pth``, HF
-    ``checkpoint-N``), else the logged path made relative to the run where it lies inside it."""
-    return [dataclasses.replace(att, restored_checkpoint=restored_path(att.resumed_from, checkpoints, root, save_paths))
-            if att.resumed_from and att.restored_checkpoint is None else att for att in attempts]
-
-
-def restored_path(logged: str | None, checkpoints: list[CheckpointInfo], root: Path,
-                  save_paths: list[str]) -> str | None:
-    """The run-relative path of the checkpoint a log line names, or None when it names none."""
-    if not logged or not logged.strip():
-        return None
-    text = logged.strip().rstrip("/")
-    parts = PurePosixPath(text).parts
-    best: str | None = None
-    for ck in checkpoints:
-        tail = PurePosixPath(ck.path.rstrip("/")).parts
-        if tail and len(tail) <= len(parts) and parts[len(parts) - len(tail):] == tail:
-            if best is None or len(tail) > len(PurePosixPath(best).parts):
-                best = ck.path
-    if best is not None:
-        return best
-    for prefix in sorted({p.strip().rstrip("/") for p in save_paths if p and p.strip()}, key=len, reverse=True):
-        if text.startswith(prefix + "/"):
-            return text[len(prefix) + 1:]
-    absolute = PurePosixPath(text)
-    if absolute.is_absolute():
-        try:
-            return absolute.relative_to(PurePosixPath(root.as_posix())).as_posix()
-        except ValueError:
-            return text
-    return text
