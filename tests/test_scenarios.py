@@ -33,6 +33,7 @@ EXPECTED = {
     "hf_killed": {"provenance.secret"},
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
+    "hf_two_trainings": {"hf.new-training"},
     "tb_plain/runs/baseline": set(),
     "tb_plain/runs/lr-0.1": set(),
     "wandb_backwards_step": {"wandb.step-dropped"},
@@ -55,6 +56,7 @@ EXPECTED = {
     "rw_launch_cwd_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "rw_launch_cwd_wandb/exp/panda/semseg/semseg-drift": {"provenance.config-drift", "resume.rollback",
                                                          "steps.replayed", "wandb.outside-run", "wandb.run-split"},
+    "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
     "rw_pimm_tester_config": set(),
@@ -145,7 +147,8 @@ def test_every_check_fires_on_some_fixture(loaded):
 
     fired = {f.code for run in loaded.values() for f in run.findings}
     not_on_fixtures = {"run.stalled", "run.ranks-diverged", "metrics.source-mismatch",
-                       "wandb.no-local-run"}  # unit-tested in test_checks
+                       "wandb.no-local-run",  # unit-tested in test_checks
+                       "wandb.link-refused"}  # hostile settings beside real W&B folders: test_wandb_link_rules
     for name, _check in CHECKS:
         if name == "provenance.git":
             assert {"provenance.git-dirty", "provenance.no-git"} <= fired

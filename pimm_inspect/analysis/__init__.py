@@ -25,6 +25,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("wandb.step-dropped", checks_wandb.check_step_dropped),
     ("wandb.few-rows", checks_wandb.check_one_point),
     ("wandb.no-local-run", checks_wandb.check_missing_local_run),
+    ("wandb.link-refused", checks_wandb.check_link_refused),
     ("checkpoint.incomplete", checks_checkpoint.check_incomplete),
     ("checkpoint.unsafe", checks_checkpoint.check_unsafe),
     ("provenance.git", checks_provenance.check_git),

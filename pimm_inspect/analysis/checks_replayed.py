@@ -12,6 +12,7 @@ from ..load.attempts import restore_point
 from ..model import Attempt, Finding, ReplayedRange, Run, ScalarSeries, Severity
 from . import _facts
 from .replays import compute_replayed, describe, drawn_series, marks
+from .wandb_view import wandb_view
 
 MAX_FINDINGS = 50
 """Replayed ranges reported one finding each; past this many, one more finding sums up the rest."""
@@ -218,7 +219,7 @@ def _replay_finding(run: Run, r: ReplayedRange, ctx: _Context) -> Finding:
         kind = "a per-step tag" if check.per_step else "the densest tag with copies"
         lines.append(f"Replay check: {exact} ({check.tag} is {kind}, compared step by step).")
     purged = _purged(run, r, ctx)
-    views, view_lines = _views(run, r, newest, purged, check.written if check is not None else (first, last))
+    views, view_lines = _views(run, r, newest, purged, check.written if check is not None else (first, last), tags)
     lines += view_lines
     lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
                  "`newest` matches what TensorBoard's default loader shows.")
@@ -245,9 +246,7 @@ def _purged(run: Run, r: ReplayedRange, ctx: _Context) -> bool:
 
 
 def _views(run: Run, r: ReplayedRange, newest: Attempt | None, purged: bool,
-           written: tuple[int, int]) -> tuple[list[tuple[str, str]], list[str]]:
-    from .checks_steps import _wandb_view
-
+           written: tuple[int, int], tags: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[str]]:
     views: list[tuple[str, str]] = []
     lines: list[str] = []
     span = _facts.fmt_range(*written)  # the steps the files hold twice: what moving a file's steps aside means
@@ -270,7 +269,7 @@ def _views(run: Run, r: ReplayedRange, newest: Attempt | None, purged: bool,
                          "(EventAccumulator, tbparse) keeps every copy and draws a zig-zag. Nothing in the files marks "
                          f"the restart ({who}): to see one copy, move {older} steps {span} aside "
                          "or pass purge_step to the writer on resume.")
-    wandb_shows, wandb_sentence = _wandb_view(run, r.first_step)
+    wandb_shows, wandb_sentence = wandb_view(run, tags, *written)  # from the run's W&B folders
     views.append(("W&B", wandb_shows))
     lines.append(wandb_sentence)
     return views, lines

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..load.attempts import restore_point
 from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
-from .curves import overlaps, within_duplicates
+from .curves import within_duplicates
 from .distinct import distinct_sorted
 
 
@@ -42,25 +41,6 @@ def _repeated_in_session(run: Run, s: ScalarSeries) -> list[Finding]:
         "pimm-inspect keeps both points; a chart draws them as a vertical jump at that step.")]
 
 
-def _wandb_view(run: Run, first: int) -> tuple[str, str]:
-    """(what W&B shows, the explanation's sentence about it)."""
-    if run.kind == "wandb":
-        return ("keeps the first value logged for a step, so the replayed copy may be dropped",
-                "W&B: each local folder is uploaded as-is by `wandb sync`; for one run id the server keeps the "
-                "first value logged for a step, so the replayed copy may be dropped.")
-    if run.kind == "hf-trainer":
-        return ("drops replayed steps as going backwards (if reporting)",
-                "W&B (if reporting): the Trainer logs with its own step, so replayed steps are dropped as going backwards.")
-    if not _facts.uses_wandb(run):
-        return "not used by this run", "W&B: not used by this run."
-    cursors = [ck for ck in run.checkpoints if ck.wandb_cursor is not None]
-    if cursors:
-        return ("shows only the replayed copy (history rewound by the checkpoint cursor)",
-                f"W&B: resumed with the checkpoint cursor (resume_from rewinds history to row {first}), "
-                "so W&B shows only the replayed copy.")
-    return ("keeps the first value logged for each step and drops the replays, or the resume started a new run",
-            "W&B: no history cursor in the checkpoint, so W&B keeps the first value logged for each step and "
-            "drops the replays with a warning, or the resume started a new run.")
 
 
 def _densest_by_kind(run: Run) -> dict[str, dict[int, ScalarSeries]]:

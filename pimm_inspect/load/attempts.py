@@ -9,10 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Attempt, ScalarSeries
+from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments
+from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
+from .wandb_order import ordered_folders, start_estimates
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
                    "Legacy checkpoint is mid-epoch", "State was saved with world_size",
@@ -55,6 +57,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
             started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
+            origin: Origin
             if index == 1:
                 origin = "fresh"
             elif went_back:  # a new writer in the same process whose steps went back: training started again
@@ -66,12 +69,13 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
                                     origin=origin, sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
     elif c.wandb_runs and c.kind == "wandb":
-        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+        ordered = ordered_folders(c.wandb_runs)  # by the best start evidence, folder stamps included
+        starts, on_utc = start_estimates(c.wandb_runs)
         for index, wrun in enumerate(ordered, start=1):
             # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
             step_metrics = set(wrun.x_axis.values()) - {"_step"}
             steps = [s for s in wrun.series if len(s) and s.tag not in step_metrics]
-            started = (_utc(wrun.start_time_s))
+            started = _utc(wrun.start_time_s or (starts[wrun.rel_path] if on_utc else None))
             ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
                                     first_step=min((s.first_step for s in steps), default=None),
@@ -82,24 +86,14 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             if len(c.wandb_runs) > 1:
                 wandb_attempt[wrun.rel_path] = index
     elif c.hf is not None and c.hf.attempts:
-        for att in c.hf.attempts:
-            done = (att is c.hf.attempts[-1] and c.hf.max_steps is not None and c.hf.global_step is not None
-                    and c.hf.global_step >= c.hf.max_steps)
-            attempts.append(Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step,
-                                    origin="resume" if att.resumed_from_checkpoint else "fresh",
-                                    resume_step=att.resumed_from_checkpoint,
-                                    resumed_from=(f"checkpoint-{att.resumed_from_checkpoint}"
-                                                  if att.resumed_from_checkpoint else None),
-                                    ended="completed" if done else "unknown",
-                                    sources=(att.tb_dir,) if att.tb_dir else ()))
+        attempts += _hf_attempts(c)
     for rel_path, _name, result in tb_parts:
         attempt = part_attempt.get(id(result), tb_attempt.get(rel_path))
         for s in result.series.values():
             series.append(dataclasses.replace(s, attempt=attempt))
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
         # One W&B id, several local folders: each folder is one process start (a requeued offline run).
-        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
-        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered, start=1)}
+        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered_folders(c.wandb_runs), start=1)}
     for run in c.wandb_runs:
         attempt = wandb_attempt.get(run.rel_path)
         # A declared step metric (pimm's hidden train/global_step) is the x axis of the others, not a curve.
@@ -110,6 +104,16 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
     return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
+
+
+def _hf_attempts(c: Collected) -> list[Attempt]:
+    """HF Trainer attempts as the HF reader worked them out: origin, restore point, the checkpoints each saved."""
+    assert c.hf is not None
+    return [Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step, origin=att.origin,
+                    resume_step=att.resumed_from_checkpoint,
+                    resumed_from=f"checkpoint-{att.resumed_from_checkpoint}" if att.resumed_from_checkpoint else None,
+                    ended="completed" if att.completed else "unknown", saved_steps=att.saved_steps,
+                    sources=tuple(p for p in (att.tb_dir or att.state_path,) if p)) for att in c.hf.attempts]
 
 
 def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
@@ -171,9 +175,9 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
         return mapping
     # Counts differ (a file lost, or a stale file from a reused directory): match by first step,
     # leaving out files written before this run was created (they belong to an earlier run).
-    created = created_at_seconds(c.provenance.created_at)  # the same rule as analysis' artifacts.stale
+    created = created_at_seconds(c.provenance.created_at)
     for rel_path, _n, result in c.tb_files:
-        if created is not None and result.first_wall_time_s is not None and result.first_wall_time_s < created - 300:
+        if is_stale(result.first_wall_time_s, created):  # the one stale rule (EventFileFacts.stale too)
             continue
         firsts = [s.first_step for s in result.series.values() if s.first_step is not None]
         if not firsts:
@@ -294,7 +298,9 @@ def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
     if att.last_step is None or att.ended == "completed":
         return None
     if nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None:
-        kept = nxt.resume_step
+        # A save of this attempt after the next one's restore point still kept its steps (a resume that rewinds
+        # to the epoch start retrains them on top of them): a step kept by a checkpoint is never lost.
+        kept = max((nxt.resume_step, *att.saved_steps))
     elif att.saved_steps:
         kept = max(att.saved_steps)
     elif nxt is None and att.ended in ("running", "unknown"):
