@@ -44,7 +44,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             sources = ["train.log"] + [p for p, a in tb_attempt.items() if a == seg.index]
             attempts.append(Attempt(
                 index=seg.index, started_at=seg.started_at, first_step=seg.first_step,
-                last_step=seg.last_step, origin=seg.origin, resumed_from=seg.resumed_from,
+                last_step=seg.last_step, origin=_segment_origin(seg), resumed_from=seg.resumed_from,
                 resume_step=seg.resume_step, ended=seg.ended or "unknown",
                 end_detail=seg.end_detail, sources=tuple(sources), saved_steps=tuple(seg.saved_steps)))
         series += list(c.train_log.series)
@@ -104,6 +104,15 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
     return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
+
+
+def _segment_origin(seg: Any) -> Origin:
+    """A train.log segment's origin; one with no config line (a Pointcept-style log) that is the log's first
+    process and trains from step 1 with nothing restored started fresh."""
+    if seg.origin == "unknown" and seg.start_line == 1 and seg.first_step is not None and seg.first_step <= 1 \
+            and not seg.is_resume and seg.resume_step is None:
+        return "fresh"
+    return seg.origin  # type: ignore[no-any-return]  # the reader's origin words are the model's
 
 
 def _hf_attempts(c: Collected) -> list[Attempt]:
