@@ -218,3 +218,12 @@ def test_a_restart_inside_one_file_is_a_new_attempt(tmp_path):
     (calm / "events.out.tfevents.1700000000.node1").write_bytes(
         first + _event_file(tmp_path / "c", 1_700_003_600.0, range(10, 15), 0.0))
     assert len(pimm_inspect.load_run(calm).attempts) == 1
+
+
+def test_hf_replay_check_uses_the_logged_loss_not_the_end_of_training_mean():
+    """HF logs ``train/train_loss`` once per training (the mean over its own steps: 1-20 vs 11-20) and
+    ``train/loss`` every logging step; the figure comes from train/loss, whose replayed copies are identical."""
+    run = pimm_inspect.load_run(RUNS / "hf_resumed")
+    (found,) = _replays(run)
+    check = next(s for s in found.explanation.split(". ") if s.startswith("Replay check"))
+    assert "up to 0 in train/loss" in check and "deterministic" in check and "train_loss" not in check
