@@ -12,14 +12,12 @@ import math
 from json.encoder import encode_basestring  # the C escaper when available (what ensure_ascii=False uses)
 from typing import Any
 
+from .safe_text import encodable_text
+
 
 def safe_str(text: str) -> str:
-    """Text that always encodes: undecodable bytes of file names (surrogate escapes) become ``\\xNN``."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """Text that always encodes: undecodable bytes of file names as ``\\xNN``, lone surrogates as ``\\uXXXX``."""
+    return encodable_text(text)
 
 
 def clean(value: Any) -> Any:
