@@ -63,3 +63,16 @@ def test_a_checkpoint_belongs_to_the_last_attempt_of_its_training_that_reached_i
     spans = [(None, 8, 0), (None, 20, 1)]
     assert checkpoint_owners(spans, [(8, 0), (10, 1), (20, 1)]) == {8: 0, 10: 1, 20: 1}
     assert checkpoint_owners([(None, 5, None)], [(8, None)]) == {8: 0}  # saved after its last logged step
+
+
+def test_a_resume_with_other_settings_is_the_same_training() -> None:
+    """Resumed with a larger max_steps (or batch size), the checkpoints disagree on them but the history goes on."""
+    rows = [{"step": 5, "loss": 2.5}, {"step": 10, "loss": 2.25}]
+    first = StateDoc("checkpoint-10/trainer_state.json", {"max_steps": 20, "train_batch_size": 4}, rows)
+    resumed = StateDoc("checkpoint-30/trainer_state.json", {"max_steps": 40, "train_batch_size": 4},
+                       rows + [{"step": 15, "loss": 2.0}, {"step": 30, "loss": 1.5}])
+    restarted = StateDoc("checkpoint-30/trainer_state.json", {"max_steps": 40, "train_batch_size": 4},
+                         [{"step": 5, "loss": 2.75}, {"step": 30, "loss": 1.5}])
+    (one,) = trainings([(10, 1.0, first), (30, 2.0, resumed)], None)
+    assert one.checkpoint_steps == (10, 30) and one.key == (40, 4)
+    assert len(trainings([(10, 1.0, first), (30, 2.0, restarted)], None)) == 2

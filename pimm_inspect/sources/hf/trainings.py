@@ -2,7 +2,8 @@
 
 A Trainer keeps ``max_steps`` and ``train_batch_size`` in every ``trainer_state.json`` it writes, from its first
 save to its last: two checkpoints that disagree on them were written by two trainings (the same output dir used
-again for a new run). A checkpoint at step s was saved by the last attempt of its training that trained s.
+again for a new run), unless the later one's log_history goes on from the earlier one's (a resume with other
+settings restores the history). A checkpoint at step s was saved by the last attempt of its training that trained s.
 """
 
 from __future__ import annotations
@@ -39,6 +40,28 @@ def training_key(state: StateDoc | None) -> tuple[int | None, ...] | None:
     return key if any(v is not None for v in key) else None
 
 
+def _losses(state: StateDoc) -> dict[int, float]:
+    """Step -> logged training loss of a state's log_history."""
+    out: dict[int, float] = {}
+    for row in state.history:
+        step, loss = as_int(row.get("step")), row.get("loss")
+        if step is not None and isinstance(loss, (int, float)) and not isinstance(loss, bool):
+            out.setdefault(step, float(loss))
+    return out
+
+
+def continues(later: StateDoc, earlier: StateDoc) -> bool:
+    """True when ``later``'s log_history holds ``earlier``'s rows (a resume restores them), so one training went on.
+
+    A resume that changed max_steps or the batch size writes the new values into its checkpoints, but its history
+    starts with the restored one; a new training's history starts afresh (other losses, or none, at those steps).
+    """
+    before, after = _losses(earlier), _losses(later)
+    common = [step for step in before if step in after]
+    return bool(common) and all(before[s] == after[s] or (before[s] != before[s] and after[s] != after[s])
+                                for s in common)
+
+
 def trainings(checkpoint_states: Sequence[tuple[int, float, StateDoc]], top: StateDoc | None) -> list[Training]:
     """The trainings whose checkpoints are in the dir, oldest first; one (or none) in the usual case.
 
@@ -61,7 +84,16 @@ def trainings(checkpoint_states: Sequence[tuple[int, float, StateDoc]], top: Sta
     if top is not None and top_key is not None and top_key not in groups:
         out.append(Training(top_key, (), top, float("inf")))
     # The top level's training ends last; the others by when their first checkpoint was written.
-    return sorted(out, key=lambda t: (t.key == top_key and top is not None, t.first_mtime_s, t.checkpoint_steps))
+    ordered = sorted(out, key=lambda t: (t.key == top_key and top is not None, t.first_mtime_s, t.checkpoint_steps))
+    merged: list[Training] = []
+    for training in ordered:  # a resume with other settings is the same training going on
+        if merged and continues(training.newest, merged[-1].newest):
+            last = merged[-1]
+            merged[-1] = Training(training.key, tuple(sorted(last.checkpoint_steps + training.checkpoint_steps)),
+                                  training.newest, last.first_mtime_s)
+        else:
+            merged.append(training)
+    return merged
 
 
 def _describe(t: Training) -> str:
