@@ -76,3 +76,26 @@ def test_a_resume_with_other_settings_is_the_same_training() -> None:
     (one,) = trainings([(10, 1.0, first), (30, 2.0, resumed)], None)
     assert one.checkpoint_steps == (10, 30) and one.key == (40, 4)
     assert len(trainings([(10, 1.0, first), (30, 2.0, restarted)], None)) == 2
+
+
+def _tb_folder(folder: Path, stamp: int, steps: range) -> None:
+    from tests.many_names import _frame, _scalar_event
+
+    folder.mkdir(parents=True)
+    records = [_frame(_scalar_event(float(stamp + s), s, b"train/loss", 2.0 - s / 100)) for s in steps]
+    (folder / f"events.out.tfevents.{stamp}.node01.77.0").write_bytes(b"".join(records))
+
+
+def test_two_trainings_with_tensorboard_folders(tmp_path: Path) -> None:
+    """With one runs/ folder per process start (HF's TensorBoard callback), the second start is the restart."""
+    import shutil
+
+    run = tmp_path / "hf_two_trainings"
+    shutil.copytree(RUNS / "hf_two_trainings", run)
+    _tb_folder(run / "runs" / "Jan01_10-00-00_node01", 1_760_000_000, range(2, 9, 2))
+    _tb_folder(run / "runs" / "Jan08_10-00-00_node01", 1_760_600_000, range(5, 21, 5))
+    loaded = pimm_inspect.load_run(run)
+    got = [(a.origin, a.sources, a.saved_steps) for a in loaded.attempts]
+    assert got == [("fresh", ("runs/Jan01_10-00-00_node01",), (8,)),
+                   ("restart", ("runs/Jan08_10-00-00_node01",), (10, 20))]
+    assert "hf.new-training" in {f.code for f in loaded.findings}
