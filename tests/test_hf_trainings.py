@@ -99,3 +99,16 @@ def test_two_trainings_with_tensorboard_folders(tmp_path: Path) -> None:
     assert got == [("fresh", ("runs/Jan01_10-00-00_node01",), (8,)),
                    ("restart", ("runs/Jan08_10-00-00_node01",), (10, 20))]
     assert "hf.new-training" in {f.code for f in loaded.findings}
+
+
+def test_a_rerun_with_the_same_settings_is_told_apart_by_its_history() -> None:
+    """Run A reached checkpoint-60; rerun B (same settings, another seed) overwrote checkpoint-10..50 and died:
+    checkpoint-60 (A's) disagrees with checkpoint-50 (B's) at the same steps, so they are two trainings."""
+    a_rows = [{"step": s, "loss": 3.0 - s / 100} for s in range(10, 61, 10)]
+    b_rows = [{"step": s, "loss": 3.5 - s / 100} for s in range(10, 51, 10)]
+    fields = {"max_steps": 100, "train_batch_size": 8}
+    states = [(s, 20.0, StateDoc(f"checkpoint-{s}/trainer_state.json", dict(fields, global_step=s),
+                                 [r for r in b_rows if r["step"] <= s])) for s in range(10, 51, 10)]
+    states.append((60, 10.0, StateDoc("checkpoint-60/trainer_state.json", dict(fields, global_step=60), a_rows)))
+    found = trainings(states, None)
+    assert [t.checkpoint_steps for t in found] == [(60,), (10, 20, 30, 40, 50)]  # A first: written earlier
