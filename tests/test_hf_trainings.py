@@ -112,3 +112,15 @@ def test_a_rerun_with_the_same_settings_is_told_apart_by_its_history() -> None:
     states.append((60, 10.0, StateDoc("checkpoint-60/trainer_state.json", dict(fields, global_step=60), a_rows)))
     found = trainings(states, None)
     assert [t.checkpoint_steps for t in found] == [(60,), (10, 20, 30, 40, 50)]  # A first: written earlier
+
+
+def test_a_rollback_resume_that_logged_other_values_is_the_same_training() -> None:
+    """Attempt 1 reached checkpoint-30; attempt 2 resumed from checkpoint-10, logged 15-20 anew and saved
+    checkpoint-20: the histories differ at 15 and 20 but share their beginning, so it is one training."""
+    fields = {"max_steps": 40, "train_batch_size": 8}
+    first = [{"step": s, "loss": 3.0 - s / 100} for s in range(5, 31, 5)]
+    second = first[:2] + [{"step": s, "loss": 3.01 - s / 100} for s in (15, 20)]
+    states = [(10, 1.0, StateDoc("checkpoint-10/trainer_state.json", dict(fields, global_step=10), first[:2])),
+              (20, 3.0, StateDoc("checkpoint-20/trainer_state.json", dict(fields, global_step=20), second)),
+              (30, 2.0, StateDoc("checkpoint-30/trainer_state.json", dict(fields, global_step=30), first))]
+    assert [t.checkpoint_steps for t in trainings(states, None)] == [(10, 20, 30)]

@@ -51,10 +51,16 @@ def _losses(state: StateDoc) -> dict[int, float]:
 
 
 def _agree(before: dict[int, float], after: dict[int, float]) -> tuple[bool, bool]:
-    """(have common steps, every common step has the same loss) of two step -> loss maps (NaN equals NaN)."""
+    """(have common steps, the first common step has the same loss) of two step -> loss maps (NaN equals NaN).
+
+    Only the first: one training's histories share their beginning, while a resume that rolled back may log other
+    values at the steps it trained again; a new training differs from its first logged step on.
+    """
     common = [step for step in before if step in after]
-    return bool(common), all(before[s] == after[s] or (before[s] != before[s] and after[s] != after[s])
-                             for s in common)
+    if not common:
+        return False, True
+    first = min(common)
+    return True, before[first] == after[first] or (before[first] != before[first] and after[first] != after[first])
 
 
 def continues(later: StateDoc, earlier: StateDoc) -> bool:
