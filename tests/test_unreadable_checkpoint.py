@@ -61,6 +61,8 @@ def _check(run: Path, cache: Path) -> dict[str, list[dict]]:
     ("e2_clean", "model/last/weights.pth", 0o000),
     ("e2_clean", "model/last", 0o000),
     ("e2_clean", "model/last", 0o600),
+    ("e2_crashed", "model/model_last.pth", 0o000),  # a legacy single file
+    ("e2_clean", "model", 0o000),
 ])
 def test_an_unreadable_checkpoint_is_not_an_interrupted_save(tmp_path: Path, fixture: str, locked: str,
                                                             mode: int) -> None:
