@@ -124,3 +124,11 @@ def test_a_rollback_resume_that_logged_other_values_is_the_same_training() -> No
               (20, 3.0, StateDoc("checkpoint-20/trainer_state.json", dict(fields, global_step=20), second)),
               (30, 2.0, StateDoc("checkpoint-30/trainer_state.json", dict(fields, global_step=30), first))]
     assert [t.checkpoint_steps for t in trainings(states, None)] == [(10, 20, 30)]
+
+
+def test_each_training_has_its_own_training_args() -> None:
+    run = pimm_inspect.load_run(RUNS / "hf_two_trainings")
+    args = {d.attempt: d for d in run.configs if d.kind == "hf_training_args" and d.attempt is not None}
+    assert args[1].path == "checkpoint-8/training_args.bin" and args[2].path == "checkpoint-20/training_args.bin"
+    assert (args[1].data["max_steps"], args[1].data["seed"]) == (8, 42)
+    assert (args[2].data["max_steps"], args[2].data["seed"]) == (40, 7)
