@@ -81,10 +81,12 @@ def test_a_growing_event_file_keeps_the_cap_across_refreshes(tmp_path: Path) -> 
 
     path = write_event_file(tmp_path / "tb", MAX_TAGS_PER_FILE - 100)
     cache = ReadCache()
-    assert len(cache.event_file(path, "ev").series) == MAX_TAGS_PER_FILE - 100
+    first = cache.event_file(path, "ev").value
+    assert first is not None and len(first.series) == MAX_TAGS_PER_FILE - 100
     with open(path, "ab") as out:
         out.write(b"".join(_frame(_scalar_event(1.0, 1, b"late%05d" % i, 0.5)) for i in range(300)))
-    grown = cache.event_file(path, "ev")
+    grown = cache.event_file(path, "ev").value
+    assert grown is not None
     assert len(grown.series) == MAX_TAGS_PER_FILE and "late00099" in grown.series and "late00100" not in grown.series
     (finding,) = [f for f in grown.findings if f.code == "file.too-many-tags"]
     assert "200 distinct tags" in finding.message
