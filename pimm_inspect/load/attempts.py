@@ -262,7 +262,9 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
     inexact = _inexact_attempts(c)
     evidence = _has_checkpoint_evidence(c)
     out: list[Attempt] = []
-    restored = [dataclasses.replace(att, restore_step=restore_point(att)) for att in attempts]
+    cut = _interrupted_saves(c)
+    restored = [dataclasses.replace(att, restore_step=restore_point(att),
+                                    saved_steps=tuple(s for s in att.saved_steps if s not in cut)) for att in attempts]
     for i, att in enumerate(restored):
         prev = out[-1] if out else None
         nxt = restored[i + 1] if i + 1 < len(restored) else None
@@ -275,6 +277,22 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
         lost = _lost(att, nxt) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None) else None
         out.append(dataclasses.replace(att, origin=origin, lost_steps=lost))
     return out
+
+
+def _interrupted_saves(c: Collected) -> set[int]:
+    """Steps whose save was cut short: every checkpoint of that step on disk is incomplete (a save line is no save).
+
+    A checkpoint this user may not read is not known to be incomplete and cuts nothing (``file.unreadable``).
+    """
+    if c.model_dir is None:
+        return set()
+    from ..sources.checkpoint import access_denied  # the one rule for "may not read"
+
+    denied = {p for f in c.findings if access_denied(f) for p in f.paths}
+    infos = c.model_dir.checkpoints
+    kept = {ck.global_step for ck in infos if ck.complete}
+    return {ck.global_step for ck in infos if not ck.complete and ck.global_step is not None
+            and not any(p == ck.path or p.startswith(ck.path + "/") for p in denied)} - kept
 
 
 _RESUMED = ("resume", "rollback", "resume-inexact")
