@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from .model import Attempt, Era, Finding, RunKind, RunStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +173,26 @@ class SlurmLogFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class EvalFacts:
+    """One final test of the run: pimm's tester writes ``eval/<stamp>/test_metrics.json``."""
+
+    path: str
+    """The file, relative to the run."""
+    stamp: str
+    """The ``eval/<stamp>/`` folder's name (when the test ran)."""
+    split: str | None = None
+    checkpoint: str | None = None
+    """Which checkpoint was tested (``model_best``, ``model_last``), as the file says."""
+    metrics: tuple[tuple[str, float], ...] = ()
+    """The numeric metrics (the file's ``metrics`` object, else its numeric top-level values), in file order."""
+
+
+@dataclass(frozen=True, slots=True)
 class HfFacts:
     """Trainer facts of an HF output dir that are not series, checkpoints or attempts."""
 
     state_path: str | None
     best_metric: float | None
-    replayed: tuple[tuple[int, int], ...]
-    """Inclusive step ranges logged by two attempts."""
     schedule_notes: tuple[str, ...]
 
 
@@ -208,9 +224,9 @@ class RunRow:
     root: Path
     """The run directory (absolute), as it was loaded."""
     name: str
-    kind: str
-    era: str | None
-    status: str
+    kind: RunKind
+    era: Era | None
+    status: RunStatus
     attempts: int
     """Number of attempts (process starts)."""
     wandb_run_ids: tuple[str, ...]
@@ -221,3 +237,12 @@ class RunRow:
     summary: RunSummary
     top_finding: str
     """The worst finding's message (the first of the worst severity), secrets masked; '' when there is none."""
+    findings: tuple[Finding, ...] = ()
+    """Every finding, worst first (the runs table's filter matches their codes; its preview lists them)."""
+    attempt_facts: tuple[Attempt, ...] = ()
+    """Each attempt (the runs table's preview)."""
+    command: str | None = None
+    """The launch command (else the command) the run records, secrets masked; None when none."""
+    config: tuple[tuple[str, Any], ...] = ()
+    """The run's query config (``analysis.configs.query_config``) flattened to ``a.b.c`` keys, in document order:
+    what the ``cfg.<key> OP value`` filter compares."""

@@ -10,11 +10,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
-from .evidence import (EventFileFacts, HfFacts, ModelDirFacts, RankLogFacts, RunSummary, SbatchFacts,
+from .evidence import (EvalFacts, EventFileFacts, HfFacts, ModelDirFacts, RankLogFacts, RunSummary, SbatchFacts,
                        SlurmLogFacts, TrainLogFacts, WandbRunFacts)
 
 
@@ -35,6 +35,16 @@ class Severity(enum.IntEnum):
         """Parse ``info``/``warning``/``error`` (case-insensitive)."""
         return cls[text.strip().upper()]
 
+
+RunKind = Literal["pimm", "tensorboard", "wandb", "hf-trainer", "unknown"]
+"""What wrote a run directory (``load.discover.classify_dir``); ``unknown`` for a run that could not be loaded."""
+RunStatus = Literal["finished", "running", "crashed", "stopped", "unknown"]
+Era = Literal["E0", "E1", "E1b", "E2", "E3a", "E3b"]
+"""pimm's on-disk format generation (docs/pimm-format.md)."""
+Origin = Literal["fresh", "resume", "resume-inexact", "rollback", "warm-start", "restart", "unknown"]
+"""How an attempt began."""
+ScalarTable = Callable[["Run", "tuple[str, ...] | list[str] | str", str, bool], Any]
+"""``(run, tags, policy, all_sources) -> pandas.DataFrame``: the scalar rows of ``Run.scalars()``."""
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -205,7 +215,7 @@ class Attempt:
     records no zone."""
     first_step: int | None = None
     last_step: int | None = None
-    origin: str = "unknown"
+    origin: Origin = "unknown"
     """fresh, resume (exact), resume-inexact, rollback, warm-start, restart (from scratch into a used directory), unknown."""
     resumed_from: str | None = None
     """Checkpoint path the attempt resumed from (as the log names it)."""
@@ -285,11 +295,11 @@ class Run:
 
     root: Path
     """Absolute path of the run directory; every other path is relative to it."""
-    kind: str
+    kind: RunKind
     """pimm, tensorboard, wandb, hf-trainer."""
-    era: str | None
+    era: Era | None
     """E0, E1, E1b, E2, E3a, E3b for pimm runs, else None."""
-    status: str
+    status: RunStatus
     """finished, running, crashed, stopped, unknown."""
     name: str = ""
     attempts: tuple[Attempt, ...] = ()
@@ -313,12 +323,14 @@ class Run:
     hf: HfFacts | None = None
     run_metadata: Mapping[str, Any] | None = None
     """run_metadata.json as read (scanned for secrets); None when absent or unreadable."""
+    eval_results: tuple[EvalFacts, ...] = ()
+    """The final tests the run holds (``eval/<stamp>/test_metrics.json``), oldest first."""
     summary: RunSummary | None = None
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
-    light: bool = False
-    """True for a light copy (series and events dropped, ``summary`` kept) such as the runs table holds."""
+    scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
+    """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it."""
 
     def tags(self) -> list[str]:
         """Sorted unique scalar tags."""
@@ -334,16 +346,18 @@ class Run:
 
     def scalars(self, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
                 all_sources: bool = False) -> Any:  # a pandas.DataFrame
-        """Tidy DataFrame (tag, step, value, wall_time, attempt, source): one row per (tag, step, attempt).
+        """Tidy DataFrame (tag, step, value, wall_time, attempt, source, seq), keyed (tag, step, attempt, source, seq).
 
-        ``tags`` are globs; ``policy`` is all/newest/oldest for replayed steps; each tag comes from its
+        ``policy="all"`` keeps every record as written (``seq`` numbers repeats of a step within one file and
+        attempt: 0, 1, ...); ``newest``/``oldest`` keep one row per (tag, step). ``tags`` are globs; each tag comes from its
         preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
         as ``pimm-inspect export`` and the point counts of ``show --json``.
         """
-        # The row rules live in analysis (shared with export and show); imported here only when called.
-        from .analysis.scalar_rows import scalar_rows, to_frame
-
-        return to_frame(scalar_rows(self, tags, policy, all_sources))
+        # The row rules live in analysis (shared with export and show), which hands them to the Run it analyses:
+        # the model never imports a layer above it.
+        if self.scalar_table is None:
+            raise ValueError("Run.scalars() needs an analysed run: use pimm_inspect.load_run or Session.load")
+        return self.scalar_table(self, tags, policy, all_sources)
 
 
 def make_series(

@@ -1,7 +1,8 @@
 """Static import contract of the layers (issue 9), read from every module's import statements with ``ast``.
 
-model/evidence <- sources <- load <- analysis <- report <- cli | tui: a layer imports only those below it,
-and no layer imports a private module (``_name``) of another layer.
+model/evidence <- sources <- load <- analysis <- report <- session <- cli | tui: a layer imports only those below
+it, and no layer imports a private module (``_name``) of another layer. The one exception: ``pimm-inspect ui`` (the
+CLI) launches the terminal UI.
 """
 
 from __future__ import annotations
@@ -10,13 +11,11 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pimm_inspect"
-RANK = {"model": 0, "evidence": 0, "sources": 1, "load": 2, "analysis": 3, "report": 4, "cli": 5, "tui": 5}
+RANK = {"model": 0, "evidence": 0, "sources": 1, "load": 2, "analysis": 3, "report": 4, "session": 5, "cli": 6,
+        "tui": 6}
 """Layer of each top-level module or subpackage; front ends (cli, tui) share the top rank."""
 LAUNCHERS = {("cli", "cmd_ui")}
 """Modules allowed to import a front end of the same rank: ``pimm-inspect ui`` starts the terminal UI."""
-CALL_TIME = {(("model",), ("analysis", "scalar_rows"))}
-"""Upward imports made inside a function, when called: ``Run.scalars()`` (the Python API's DataFrame) applies
-the overlap-policy row rules that live in analysis, shared with ``export`` and ``show --json``."""
 
 
 def _layer(parts: tuple[str, ...]) -> str | None:
@@ -57,8 +56,6 @@ def test_every_layer_imports_only_layers_below_it() -> None:
         for target, line in _imports(path):
             other = _layer(target)
             if other is None or other == own:
-                continue
-            if (path.relative_to(PACKAGE).with_suffix("").parts, target) in CALL_TIME:
                 continue
             if RANK[other] > RANK[own] or (RANK[other] == RANK[own] and RANK[own] > 0
                                            and path.relative_to(PACKAGE).with_suffix("").parts not in LAUNCHERS):
@@ -108,3 +105,23 @@ def test_every_reader_family_says_what_it_reads() -> None:
     for family in families:
         doc = ast.get_docstring(ast.parse((family / "__init__.py").read_text(encoding="utf-8")))
         assert doc and len(doc.split()) >= 40, f"{family.name}/__init__.py needs a paragraph on what it reads"
+
+
+def test_the_architecture_drawing_matches_the_layers_enforced_here() -> None:
+    """``docs/architecture.md`` draws the layers top to bottom; its order must be the one this test enforces."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawing = doc.split("```")[1].strip().splitlines()
+    drawn: list[list[str]] = []
+    for line in drawing:
+        head = line.strip().split("  ")[0]  # the layer names before the description
+        if not head:
+            continue
+        names = [n.strip().rstrip("/").removesuffix(".py") for n in head.replace(",", "|").split("|")]
+        names = [n for n in names if n in RANK]
+        if names:
+            drawn.append(names)
+    assert {n for row in drawn for n in row} == set(RANK), drawn
+    ranks = [{RANK[n] for n in row} for row in drawn]
+    assert all(len(r) == 1 for r in ranks), drawn  # one floor per line
+    order = [r.pop() for r in ranks]
+    assert order == sorted(order, reverse=True) and len(set(order)) == len(order), drawn

@@ -5,14 +5,15 @@ from __future__ import annotations
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ..arrays import median, unique_sorted
-from ..model import Attempt, CheckpointInfo, Finding, Run, Severity
+from ..model import Attempt, CheckpointInfo, Era, Finding, Run, RunStatus, Severity
 from . import evidence
-from .attempts import attempts_and_series, finish_attempts
+from .attempts import attempts_and_series, finish_attempts, restored_checkpoints
 from .collect import Collected, collect
+from .collected import FileCache
 from .discover import classify_dir
+from .progress import ReadTracker
 from .run_configs import extra_configs
 from .wandb_link import run_provenance, wandb_events, wandb_info
 
@@ -20,17 +21,18 @@ LIVE_WINDOW_S = 900.0
 """A run whose newest file changed this recently (and agrees with its own clock) may still be running."""
 
 
-def load_run(path: Path | str, now: float | None = None, cache: Any = None, progress: Any = None) -> Run:
+def load_run(path: Path | str, now: float | None = None, cache: FileCache | None = None,
+             progress: ReadTracker | None = None) -> Run:
     """Read the run directory at ``path`` into a Run (reader findings only, no analysis).
 
-    Pass the same ``ReadCache`` on every refresh of a live run so only appended bytes are read;
+    Pass the same cache (``FileCache``, the session's ``ReadCache``) on every refresh of a live run so only appended bytes are read;
     ``progress`` (a ``ReadTracker``) is told of every file and can stop the read between files.
     """
     return load_run_and_liveness(path, now, cache, progress)[0]
 
 
-def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any = None,
-                          progress: Any = None) -> tuple[Run, bool]:
+def load_run_and_liveness(path: Path | str, now: float | None = None, cache: FileCache | None = None,
+                          progress: ReadTracker | None = None) -> tuple[Run, bool]:
     """``load_run`` plus whether the run looked live at ``now``: the only fact of a Run that changes with the
     clock alone (a live run becomes stopped when its files stay quiet; a quiet one never becomes live again)."""
     root = Path(path).absolute()
@@ -43,6 +45,8 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any
     status = _status(attempts, live)
     attempts = finish_attempts(attempts, live, c)
     checkpoints = _checkpoints(c)
+    save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
+    attempts = restored_checkpoints(attempts, checkpoints, root, save_paths)
     return Run(
         root=root,
         kind=kind,
@@ -66,6 +70,7 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any
         rank_logs=evidence.rank_logs(c),
         slurm_logs=evidence.slurm_logs(c),
         hf=evidence.hf(c),
+        eval_results=evidence.eval_results(c),
         run_metadata=c.metadata_raw,
     ), live
 
@@ -149,11 +154,11 @@ def log_time(text: str | None) -> float | None:
         return None
 
 
-def _status(attempts: list[Attempt], live: bool) -> str:
+def _status(attempts: list[Attempt], live: bool) -> RunStatus:
     return run_status(attempts[-1].ended if attempts else None, live)
 
 
-def run_status(last_ended: str | None, live: bool) -> str:
+def run_status(last_ended: str | None, live: bool) -> RunStatus:
     """The run's status from how its last attempt ended (None: no attempt found) and whether it is live."""
     if last_ended is None:
         return "running" if live else "unknown"
@@ -175,7 +180,7 @@ def _checkpoints(c: Collected) -> list[CheckpointInfo]:
     return items
 
 
-def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> str | None:
+def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> Era | None:
     """Era per spec 11.1, from the strongest fingerprint present."""
     log = c.train_log
     if log is not None and log.era_hint == "E0":
@@ -198,9 +203,5 @@ def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> str | None:
     if any(ck.top_level_keys and "epoch" in ck.top_level_keys and not ck.schema for ck in checkpoints):
         return "E0"
     return None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 

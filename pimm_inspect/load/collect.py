@@ -11,9 +11,10 @@ from typing import Any, Iterator
 from ..model import Finding, Severity
 from ..sources.confine import also_allowed, confined_to, layout_links
 from ..sources.protocol import Read
-from .collected import Collected
+from .collected import Collected, FileCache
 from .file_deps import note_probe
 from .kinds import KINDS, FileKind, listdir
+from .progress import ReadTracker
 
 __all__ = ["Collected", "collect", "read_kinds"]
 
@@ -32,16 +33,12 @@ def _reading(c: Collected, rel_path: str) -> Iterator[None]:
             f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."))
 
 
-def collect(root: Path, kind: str, cache: Any = None, progress: Any = None) -> Collected:
-    """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given).
+def collect(root: Path, kind: str, cache: FileCache | None = None, progress: ReadTracker | None = None) -> Collected:
+    """Read every known file of the run at ``root`` (through ``cache`` when one is handed in; none is made here).
 
     No file whose real path leaves ``root`` is read (``file.outside-run``), except pimm's own layout.
     ``progress`` (a ReadTracker) is told of every file and may stop the read between two files.
     """
-    if cache is None:
-        from .cache import transient_cache
-
-        cache = transient_cache()  # the disk cache, unless it is off
     links = layout_links(root)
     for link in links:  # read through as the run's own: where a link leads is part of what was read
         note_probe(os.path.realpath(link))
@@ -78,8 +75,9 @@ def _read(c: Collected, kind: FileKind, path: Path, rel_path: str) -> None:
     done = False
     with _tracked(c, kind.source_kind, *kind.counted_as(c.root, path, rel_path)), _reading(c, kind.label or rel_path), \
             outside:
-        result: Read[Any] = (kind.cached(c.cache, path, rel_path) if kind.cached is not None and c.cache is not None
-                             else kind.reader()(path, rel_path))
+        reader = kind.reader()  # the reader protocol, with a cache or without one
+        result: Read[Any] = (kind.cached(c.cache, reader, path, rel_path) if kind.cached is not None
+                             and c.cache is not None else reader(path, rel_path))
         c.findings += result.findings
         kind.store(c, path, rel_path, result)
         done = True

@@ -8,6 +8,8 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..model import RunKind
+
 EVENT_FILE = re.compile(r"^.*tfevents")
 """TensorBoard's own rule: any file whose name contains ``tfevents`` is an event file (use ``.match``)."""
 WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$", re.S)
@@ -24,7 +26,7 @@ MAX_DEPTH = 12
 """Default number of folder levels searched below the root."""
 
 
-def classify_dir(path: Path, names: set[str] | None = None) -> str | None:
+def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
     """The kind of run ``path`` is (pimm, hf-trainer, wandb, tensorboard) or None."""
     if names is None:
         try:
@@ -243,3 +245,20 @@ def discover(root: Path | str, on_error: Callable[[Path, str], None] | None = No
              max_depth: int = MAX_DEPTH, follow_links: bool = False) -> list[Path]:
     """All run directories under ``root`` (``root`` itself when it is a run), sorted."""
     return sorted(iter_runs(Path(root), on_error, max_depth, follow_links), key=lambda p: p.as_posix())
+
+
+def run_containing(path: Path | str, levels: int = MAX_DEPTH) -> Path | None:
+    """The run ``path`` is part of (a file or folder inside a run: ``RUN/train.log``, ``RUN/model``, an HF Trainer's
+    ``RUN/checkpoint-10``), searching at most ``levels`` folders up; None when ``path`` is in no run.
+
+    A folder that is a run by itself is part of its parent only where the parent's kind owns it: an HF Trainer's
+    ``checkpoint-N`` (it holds a ``trainer_state.json`` of its own)."""
+    here = Path(path).absolute()
+    if here.is_dir() and HF_CHECKPOINT_DIR.match(here.name) and classify_dir(here.parent) == "hf-trainer":
+        return here.parent
+    if here.is_dir() and classify_dir(here) is not None:
+        return None  # a run of its own
+    for parent in list(here.parents)[:levels]:
+        if classify_dir(parent) is not None:
+            return parent
+    return None

@@ -1,27 +1,33 @@
-"""One pass of the runs table's load worker: find the runs, read them, never wait on one huge run.
+"""One pass of the runs table's load worker: find the runs, give each its row, never wait on one huge run.
 
-The first screenful of runs is read as soon as each is found, so rows show facts within a second or two
-on a tree of a thousand runs; the others are found (their rows appear at once, as names) and then read in
-order. A run whose files add up to more than ``BIG_RUN_BYTES`` is not read in passing: its row shows what
-its quick stage says (status, attempts and step from the tail) and it is read after every other run, with
-its progress on the status line. Everything is posted as messages; the pass stops between two runs (and
-between two files of a run) once ``cancelled()`` holds.
+Rows are the session's cached ``RunRow``s, the very rows ``ls`` prints (``Session.rows``): a run unchanged since it
+was last listed costs a few ``stat`` calls, not a read. The first screenful of runs gets its row as soon as each is
+found, so rows show facts within a second or two on a tree of a thousand runs; the others are found (their rows
+appear at once, as names) and then get theirs in order. A run with no valid stored row whose files add up to more
+than ``BIG_RUN_BYTES`` is not read in passing: its row shows what its quick stage says (status, attempts and step
+from the tail) and it is read after every other run, with its progress on the status line. Everything is posted as
+messages; the pass stops between two runs (and between two files of a big run) once ``cancelled()`` holds.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from textual.message import Message
 
+from ..analysis.summary import run_row
+from ..evidence import RunRow
 from ..load.discover import classify_dir, iter_runs
 from ..load.progress import LoadCancelled
 from ..load.quick import listing
+from ..session import Session
 from .facts import relative_name
-from .loader import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
-from .messages import DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunGlanced, RunLoaded, RunsFound
+from ..session.staged import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
+from .messages import (DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded, RunGlanced,
+                       RunsFound)
 from .stages import progress_text
 
 BIG_RUN_BYTES = 64 << 20
@@ -29,23 +35,76 @@ BIG_RUN_BYTES = 64 << 20
 FIRST_ROWS = 30
 """Runs read as soon as they are found, before the search goes on: about a screenful of rows."""
 FOUND_BATCH_S = 0.05
-"""Discovery posts the runs it found at most this often."""
+"""Discovery posts the runs it found at most this often, and rows read after it are posted in batches as often."""
+
+
+class RowSource(Protocol):
+    """Where the runs table's rows come from."""
+
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        """Run directories under ``root`` as they are found."""
+        ...
+
+    def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
+        """The rows still valid in the cache (no read at all), by path."""
+        ...
+
+    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+        """The rows of ``paths``, in order, read now (and stored, where the source has a cache)."""
+        ...
+
+
+class SessionRows:
+    """The session's rows: the cached ``RunRow``s of ``ls`` (what the app uses unless a test hands in a loader)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        return self.session.iter_runs(root, on_error)
+
+    def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
+        return self.session.stored_rows(paths)
+
+    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+        return self.session.rows(paths)
+
+
+class LoaderRows:
+    """Rows made from a loader's analysed runs (tests hand in loaders with fixed clocks and gates); nothing stored."""
+
+    def __init__(self, loader: Loader | StagedLoader) -> None:
+        self.loader = loader
+
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        return iter_runs(root, on_error=on_error)
+
+    def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
+        return {}
+
+    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+        for path in paths:
+            yield run_row(load_in_stages(self.loader, path, cancelled=cancelled))
 
 
 class TablePass:
-    """Discover and read every run under ``root`` for the runs table, posting what it finds."""
+    """Discover every run under ``root`` and give each its row for the runs table, posting what it finds."""
 
     def __init__(self, root: Path, shown_as: Path, loader: Loader | StagedLoader, post: Callable[[Message], object],
-                 cancelled: Callable[[], bool], owned: Callable[[str], bool]) -> None:
+                 cancelled: Callable[[], bool], owned: Callable[[str], bool], rows: RowSource | None = None) -> None:
         self.root = root
         self.shown_as = shown_as
         """The path as the user gave it (names on the status line are relative to it)."""
         self.loader = loader
+        """Reads a big run with progress (the run screen's staged loader)."""
+        self.rows: RowSource = rows if rows is not None else LoaderRows(loader)
         self.post = post
         self.cancelled = cancelled
         self.owned = owned
         """True for a run an open run screen reads itself (the table gets its copy from there)."""
         self.paths: list[Path] = []
+        self.early_rows: dict[Path, RunRow] = {}
+        """Rows posted while the search went on (stored rows, found with their runs)."""
         self.big: list[Path] = []
         self.done = 0
 
@@ -65,8 +124,7 @@ class TablePass:
                 return
             self.post(DiscoveryDone(self.paths, errors, classify_dir(self.root) is not None))
             self.post(LoadProgress(self.done, len(self.paths)))  # the search is over: n of N from here
-            for path in self.paths[FIRST_ROWS:]:
-                self._read(path)
+            self._read_rest(self.paths[FIRST_ROWS:])
             for path in self.big:
                 self._read_big(path)
                 self._count()
@@ -80,14 +138,14 @@ class TablePass:
         batch: list[Path] = []
         sent = time.monotonic()
         try:
-            for path in iter_runs(self.root, on_error=lambda p, reason: errors.append((p, reason))):
+            for path in self.rows.discover(self.root, lambda p, reason: errors.append((p, reason))):
                 if self.cancelled():
                     return None
                 self.paths.append(path)
                 batch.append(path)
                 early = len(self.paths) <= FIRST_ROWS
                 if early or time.monotonic() - sent > FOUND_BATCH_S:  # one message per batch on a big tree
-                    self.post(RunsFound(batch))
+                    self._found(batch, early)
                     batch, sent = [], time.monotonic()
                 if early:
                     self._read(path, count=False)
@@ -97,22 +155,71 @@ class TablePass:
             self.post(LoadFailed(f"searching {self.shown_as.as_posix()} failed: {type(exc).__name__}: {exc}"))
             return None
         if batch:
-            self.post(RunsFound(batch))
+            self._found(batch, False)
         return errors
 
+    def _found(self, batch: list[Path], early: bool) -> None:
+        """Runs found: their names, and (past the first screenful, read one by one) the rows the cache still holds,
+        in the same breath, so a warm tree's rows arrive with its names and the table is laid out once per batch."""
+        self.post(RunsFound(batch))
+        if early:
+            return
+        stored = self.rows.stored([p for p in batch if not self.owned(p.as_posix())])
+        if stored:
+            self.post(RowsLoaded(list(stored.items())))
+            self.done += len(stored)
+            self.early_rows.update(stored)
+
     def _read(self, path: Path, count: bool = True) -> None:  # count False: found during the search
-        """Read one run for the table, unless a run screen does, or it is big (then: its quick stage, and later)."""
+        """One run's row, unless a run screen reads the run, or it has no stored row and is big (then: its quick
+        stage, and later)."""
         if not self.owned(path.as_posix()):
-            if sum(f.size_bytes for f in listing(path)) > BIG_RUN_BYTES:
-                quick = glance_with(self.loader, path)
-                if quick is not None:
-                    self.post(RunGlanced(path, quick))
-                self.big.append(path)
+            row = self.rows.stored([path]).get(path)
+            if row is None and self._defer_big(path):
                 return
-            self.post(RunLoaded(path, load_in_stages(self.loader, path, cancelled=self.cancelled)))
+            self.post(RowLoaded(path, row if row is not None else next(self.rows.build([path], self.cancelled))))
         self.done += 1
         # While the search goes on, N is what was found so far: the line says the search is not done.
         self.post(LoadProgress(self.done, len(self.paths), None if count else "searching for more runs…"))
+
+    def _defer_big(self, path: Path) -> bool:
+        """True (after posting its quick stage) when ``path`` is too big to read in passing: it is read last."""
+        if sum(f.size_bytes for f in listing(path)) <= BIG_RUN_BYTES:
+            return False
+        quick = glance_with(self.loader, path)
+        if quick is not None:
+            self.post(RunGlanced(path, quick))
+        self.big.append(path)
+        return True
+
+    def _read_rest(self, paths: list[Path]) -> None:
+        """The rows of the runs found after the first screenful: stored ones at once, then the others read (by the
+        session's worker processes when many), big ones deferred."""
+        paths = [p for p in paths if p not in self.early_rows]  # posted during the search already
+        mine = [p for p in paths if not self.owned(p.as_posix())]
+        stored = self.rows.stored(mine)
+        misses = [p for p in mine if p not in stored and not self._defer_big(p)]
+        if self.cancelled():
+            raise LoadCancelled()
+        # Every stored row at once: one message, so the table lays a warm tree out once, not per row.
+        if stored:
+            self.post(RowsLoaded([(path, stored[path]) for path in paths if path in stored]))
+        self.done += len(paths) - len(misses) - sum(1 for p in paths if p in self.big)
+        self.post(LoadProgress(self.done, len(self.paths)))
+        batch: list[tuple[Path, RunRow]] = []
+        sent = time.monotonic()
+        for path, row in zip(misses, self.rows.build(misses, self.cancelled) if misses else iter(())):
+            if self.cancelled():
+                raise LoadCancelled()
+            batch.append((path, row))
+            self.done += 1
+            if time.monotonic() - sent > FOUND_BATCH_S:  # one message per batch: a big tree never floods the UI
+                self.post(RowsLoaded(batch))
+                self.post(LoadProgress(self.done, len(self.paths)))
+                batch, sent = [], time.monotonic()
+        if batch:
+            self.post(RowsLoaded(batch))
+            self.post(LoadProgress(self.done, len(self.paths)))
 
     def _read_big(self, path: Path) -> None:
         """Read a big run, unless (or until) the user opens it: its run screen then reads it instead."""
@@ -126,7 +233,7 @@ class TablePass:
             if self.cancelled():
                 raise
             return  # opened meanwhile: one read of a huge run at a time
-        self.post(RunLoaded(path, run))
+        self.post(RowLoaded(path, run_row(run)))
 
     def _count(self) -> None:
         self.done += 1

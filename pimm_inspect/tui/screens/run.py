@@ -12,10 +12,10 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
-from ...report.safe_text import data_text
+from ...report.safe_text import clean, data_text, encodable_text
 from .. import links
 from ..facts import no_link_reason, relative_name, wandb_target
-from ..loader import Loader, StagedLoader
+from ...session.staged import Loader, StagedLoader
 from ..stages import run_title
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curve_spec import replayed_ranges, stale_sources
@@ -393,8 +393,9 @@ class RunScreen(RunLoading):
         if not text:
             self.notify(f"nothing to copy: {no_link_reason(self.run)}", severity="warning", timeout=10)
             return
+        text = encodable_text(text)  # a surrogate (a name that is not UTF-8) would crash the clipboard's encoder
         self.app.copy_to_clipboard(text)
-        self.notify(f"copied: {text}")
+        self.notify(clean(f"copied: {text}"), markup=False)
 
     def action_reload(self) -> None:
         """Load the run again (also what live follow does); a load still under way is cancelled first."""

@@ -16,15 +16,17 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
-from ..model import Finding, ScalarSeries, make_series
-from . import file_deps
+from ...load import file_deps
+from ...load.kinds import read_wandb, read_wandb_folder
+from ...sources.protocol import Read, Reader, read_of
+from ...model import make_series
 from .disk_cache import Deps, DiskCache
 
 if TYPE_CHECKING:
-    from ..sources.checkpoint.reader import ModelDirResult
-    from ..sources.tensorboard.reader import EventFileResult
-    from ..sources.train_log.reader import TrainLogResult
-    from ..sources.wandb.reader import WandbRunResult
+    from ...sources.checkpoint.reader import ModelDirResult
+    from ...sources.tensorboard.reader import EventFileResult
+    from ...sources.train_log.reader import TrainLogResult
+    from ...sources.wandb.reader import WandbRunResult
 
 _R = TypeVar("_R")
 
@@ -67,16 +69,9 @@ def _recorded(run_root: Path, main: Path, read: Callable[[], _R]) -> tuple[_R, D
     return result, recorder.result(), time.process_time() - started
 
 
-def min_store_s() -> float:
-    """A full read that took less CPU than this is not written to disk (``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``,
-    default 5 ms): reading the entry back would cost about as much as decoding the file again."""
-    try:
-        return float(os.environ.get("PIMM_INSPECT_CACHE_MIN_DECODE_MS", DEFAULT_MIN_DECODE_MS)) / 1000.0
-    except ValueError:
-        return DEFAULT_MIN_DECODE_MS / 1000.0
-
-
 DEFAULT_MIN_DECODE_MS = 5.0
+"""A full read that took less CPU than this is not written to disk: reading the entry back would cost about as much
+as decoding the file again (``Settings.cache_min_decode_s``, from ``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``)."""
 
 
 @dataclass
@@ -90,8 +85,10 @@ class ReadCache:
     entries: dict[str, _Entry] = field(default_factory=dict)
     incremental_reads: int = 0
     """How many reads used only appended bytes (for tests and the UI's live indicator)."""
-    disk: DiskCache | None = field(default_factory=DiskCache.configured)
-    """The persistent layer (None when the disk cache is off)."""
+    disk: DiskCache | None = None
+    """The persistent layer (None: results live in this process only; the session hands in its disk cache)."""
+    min_store_s: float = DEFAULT_MIN_DECODE_MS / 1000.0
+    """A full read that took less CPU than this is not written to disk (``DEFAULT_MIN_DECODE_MS``)."""
     keep_in_memory: bool = True
     """False for one-shot commands over many runs: results then live only on disk."""
 
@@ -130,7 +127,7 @@ class ReadCache:
                     return merged
         result, deps, cost = _recorded(run_root, path, full_read)
         if sig is not None:
-            self._store(key, sig, deps, result, disk if cost >= min_store_s() else None, kind, path, rel_path)
+            self._store(key, sig, deps, result, disk if cost >= self.min_store_s else None, kind, path, rel_path)
         return result
 
     def _store(self, key: str, sig: tuple[int, int, int], deps: Deps, result: Any, disk: DiskCache | None,
@@ -141,23 +138,32 @@ class ReadCache:
         if disk is not None:
             disk.put(kind, path, rel_path, sig, deps, result)
 
-    def event_file(self, path: Path, rel_path: str) -> EventFileResult:
-        """``read_event_file`` that reuses and extends the previous result of a growing file."""
-        from ..sources.tensorboard.reader import read_event_file
+    def event_file(self, path: Path, rel_path: str, read: Reader[EventFileResult] | None = None
+                   ) -> Read[EventFileResult]:
+        """The event file through the reader protocol's ``read`` (``sources.tensorboard.read`` unless handed one),
+        reusing the previous result, or extending it when only the file grew."""
+        from ...sources import tensorboard
+        from ...sources.tensorboard.reader import read_event_file
+
+        whole = read or tensorboard.read
 
         def extend(old: EventFileResult) -> EventFileResult | None:
             if old.end_offset <= 0 or any(f.code == "file.corrupt" for f in old.findings):
                 return None  # nothing valid to extend from: read it whole
             return _merge_events(old, read_event_file(path, rel_path, start_offset=old.end_offset))
 
-        return self._cached(path, lambda: read_event_file(path, rel_path), extend, "tb_events", rel_path,
-                            _run_root(path, rel_path))
+        result = self._cached(path, lambda: _value(whole(path, rel_path)), extend, "tb_events", rel_path,
+                              _run_root(path, rel_path))
+        return read_of(result, result.end_offset)
 
-    def wandb_run(self, folder: Path, rel_path: str) -> WandbRunResult:
-        """``read_wandb_run`` that decodes only the records appended to a growing transaction log."""
+    def wandb_run(self, folder: Path, rel_path: str, read: Reader[WandbRunResult] | None = None
+                  ) -> Read[WandbRunResult]:
+        """The W&B run folder through the reader protocol's ``read`` (``load.kinds.read_wandb``, which notes the
+        ``settings`` probe, unless handed one), decoding only the records appended to a growing transaction log."""
+        whole = read or read_wandb
         logs = sorted(folder.glob("run-*.wandb"))
         if not logs:
-            return read_wandb_folder(folder, rel_path)
+            return whole(folder, rel_path)
 
         def extend(old: WandbRunResult) -> WandbRunResult | None:
             if old.log_state is None or not old.log_state.resumable:
@@ -165,12 +171,17 @@ class ReadCache:
             return read_wandb_folder(folder, rel_path, previous=old)
 
         root = folder if rel_path in ("", ".") else _run_root(folder, rel_path)
-        return self._cached(logs[0], lambda: read_wandb_folder(folder, rel_path), extend, "wandb", rel_path, root)
+        result = self._cached(logs[0], lambda: _value(whole(folder, rel_path)), extend, "wandb", rel_path, root)
+        return read_of(result, result.end_offset)
 
-    def model_dir(self, model: Path, run_root: Path) -> ModelDirResult:
-        """``read_model_dir``, reused while nothing it read (each file and folder of the tree it visited) changed."""
-        from ..sources.checkpoint.reader import read_model_dir
+    def model_dir(self, model: Path, rel_path: str, read: Reader[ModelDirResult] | None = None
+                  ) -> Read[ModelDirResult]:
+        """The ``model/`` folder through the reader protocol's ``read`` (``sources.checkpoint.read`` unless handed
+        one), reused while nothing it read (each file and folder of the tree it visited) changed."""
+        from ...sources import checkpoint
 
+        whole = read or checkpoint.read
+        run_root = _run_root(model, rel_path)
         key = f"model_dir:{model}"
         disk = self.disk if self.disk is not None and self.disk.usable_for(run_root) else None
         entry = self._lookup(key, disk, "model_dir", model, str(run_root))
@@ -179,38 +190,39 @@ class ReadCache:
                 self.entries[key] = entry
             file_deps.note_known(entry.deps)
             cached: ModelDirResult = entry.result
-            return cached
-        result, deps, cost = _recorded(run_root, model, lambda: read_model_dir(model, run_root))
-        self._store(key, (0, 0, 0), deps, result, disk if cost >= min_store_s() else None, "model_dir", model,
+            return read_of(cached, 0)
+        result, deps, cost = _recorded(run_root, model, lambda: _value(whole(model, rel_path)))
+        self._store(key, (0, 0, 0), deps, result, disk if cost >= self.min_store_s else None, "model_dir", model,
                     str(run_root))
-        return result
+        return read_of(result, 0)
 
-    def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
-        """``read_train_log`` that decodes only the bytes appended to a growing log."""
-        from ..sources.train_log.reader import read_train_log
+    def train_log(self, path: Path, rel_path: str, read: Reader[TrainLogResult] | None = None
+                  ) -> Read[TrainLogResult]:
+        """train.log through the reader protocol's ``read`` (``sources.train_log.read`` unless handed one),
+        decoding only the bytes appended to a growing log."""
+        from ...sources import train_log
+        from ...sources.train_log.reader import read_train_log
+
+        whole = read or train_log.read
 
         def extend(old: TrainLogResult) -> TrainLogResult | None:
             if old.resume is None:
                 return None  # the read failed midway: nothing to continue from
             return read_train_log(path, rel_path, previous=old)  # itself reads whole a file rewritten in place
 
-        return self._cached(path, lambda: read_train_log(path, rel_path), extend, "train_log", rel_path,
-                            _run_root(path, rel_path))
+        result = self._cached(path, lambda: _value(whole(path, rel_path)), extend, "train_log", rel_path,
+                              _run_root(path, rel_path))
+        return read_of(result, result.end_offset)
 
 
-def read_wandb_folder(folder: Path, rel_path: str, previous: WandbRunResult | None = None) -> WandbRunResult:
-    """``read_wandb_run``, with the W&B ``settings`` file beside the folder noted as read even when absent (the
-    reader looks for it without listing that folder, so a settings file created later must count as a change)."""
-    from ..sources.wandb.reader import read_wandb_run
-
-    file_deps.note_probe(folder.parent / "settings")
-    return read_wandb_run(folder, rel_path, previous=previous)
+_T = TypeVar("_T")
 
 
-def transient_cache() -> ReadCache | None:
-    """A cache for one command over many runs: disk only (None when the disk cache is off)."""
-    disk = DiskCache.configured()
-    return ReadCache(disk=disk, keep_in_memory=False) if disk is not None else None
+def _value(read: Read[_T]) -> _T:
+    """The value of a rich reader's ``Read`` (those readers always return one: damage is in its findings)."""
+    if read.value is None:
+        raise ValueError("the reader returned no value")  # a bug: collect turns it into internal.reader-failed
+    return read.value
 
 
 def _merge_events(old: EventFileResult, new: EventFileResult) -> EventFileResult:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
-from ..evidence import RunRow
-from . import read_record
+from ...evidence import RunRow
+from ...load import read_record
 from .disk_cache import DiskCache
 
 ROW_KIND = "run_row"
@@ -56,15 +56,12 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunR
     return row
 
 
-def worker_count() -> int:
-    """Processes for loading runs: ``$PIMM_INSPECT_JOBS`` if set, else the processors this process may use that other
-    work leaves idle now (at least 1, at most 8): on a busy machine more processes only cost more CPU."""
-    configured = os.environ.get("PIMM_INSPECT_JOBS", "").strip()
-    if configured:
-        try:
-            return max(1, int(configured))
-        except ValueError:
-            pass
+def worker_count(configured: int | None = None) -> int:
+    """Processes for loading runs: ``configured`` (``Settings.jobs``, from ``$PIMM_INSPECT_JOBS``) if given, else the
+    processors this process may use that other work leaves idle now (at least 1, at most 8): on a busy machine more
+    processes only cost more CPU."""
+    if configured is not None:
+        return max(1, configured)
     try:
         available = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -98,17 +95,25 @@ POOL_MIN_RUNS = 16
 def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None
                 ) -> Iterator[RunRow]:
     """The row of every run, in order: stored rows where still valid, the others built by ``jobs`` worker
-    processes (forked; ``build`` must be a module-level function), or here when few or when forking is not possible."""
+    processes (forked; ``build`` must pickle: a module-level function or plain object), or here when few or when forking is not possible."""
     roots = [Path(r).absolute() for r in roots]
     hits = {i: row for i, root in enumerate(roots) if disk is not None and disk.usable_for(root)
             and (row := stored_row(disk, root)) is not None}
     misses = [root for i, root in enumerate(roots) if i not in hits]
-    jobs = worker_count() if jobs is None else jobs
+    jobs = worker_count(jobs)
     built = _built_in_workers(misses, build, disk, jobs) if jobs > 1 and len(misses) >= POOL_MIN_RUNS else None
     serial = (build_and_store(root, build, disk) for root in misses)
     fresh = built if built is not None else serial
     for i in range(len(roots)):
         yield hits[i] if i in hits else next(fresh)
+
+
+def _worker_signals() -> None:
+    """Ctrl-C ends a worker at once and silently (the default action): the command reports the interrupt once;
+    Python's handler would print a traceback from every worker waiting for work."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int
@@ -124,7 +129,8 @@ def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | Non
     def rows() -> Iterator[RunRow]:
         done = 0
         try:
-            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=_worker_signals) as pool:
                 for row in pool.map(partial(build_and_store, build=build, disk=disk), misses, chunksize=4):
                     done += 1
                     yield row

@@ -1,4 +1,5 @@
-"""Loading runs for the UI in stages, kept free of textual so the CLI can start a load before the UI is imported.
+"""Loading runs in stages (the session's ``stages``, what the UI shows), free of textual so the CLI can start a load
+before the UI is imported.
 
 A load goes through three stages, each handed to ``on_stage`` as it is reached: :class:`Glanced` (the quick
 stage of ``load.quick``: header facts in milliseconds), :class:`Reading` (progress of the full read, per
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import Any, Protocol, Union, runtime_checkable
 
 from ..analysis import analyze
-from ..load.cache import ReadCache
 from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
 from ..load.safe import failed_run, load_safely
 from ..model import Run
+from .store.cache import ReadCache
 
 Loader = Callable[[Path], Run]
 """A plain loader (tests, custom loaders): the analysed Run of a path, in one go."""
@@ -110,7 +111,10 @@ def _safe_glance(path: Path, now: float | None) -> RunGlance | None:
 class CachingLoader:
     """Load and analyse runs in stages, keeping one ReadCache per live run so a reload reads only appended bytes."""
 
-    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, clock: Callable[[], float] | None = None,
+                 make_cache: Callable[[], ReadCache] | None = None) -> None:
+        self.make_cache: Callable[[], ReadCache] = make_cache or ReadCache
+        """A new per-run read cache (the session's: on its disk cache; by default in memory only)."""
         self.caches: dict[str, ReadCache] = {}
         self.incremental_reads = 0
         """Reads that used only appended bytes, over all runs (the live indicator and tests use it)."""
@@ -188,7 +192,7 @@ class CachingLoader:
         tracker = ReadTracker(quick.files if quick is not None else (), lambda p: emit(Reading(p)), cancelled)
         key = Path(path).absolute().as_posix()
         with self._lock:
-            cache = self.caches.setdefault(key, ReadCache())
+            cache = self.caches.get(key) or self.caches.setdefault(key, self.make_cache())
         try:
             run = load_safely(path, cache=cache, now=now, progress=tracker)
         except LoadCancelled:
@@ -248,7 +252,9 @@ class _Child:
 
                     run = loader._load(path, stage)
                     cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
-                    send("analysed", (run.findings, run.summary, cache))
+                    # Everything analysis set (findings, summary, Run.replayed ...), without the series the
+                    # parent already has from the ReadDone stage.
+                    send("analysed", (dataclasses.replace(run, series=(), events=()), cache))
             finally:
                 os._exit(0)
         os.close(write_end)
@@ -316,7 +322,7 @@ class _Child:
                     self.kill()
                     raise LoadCancelled()
             elif kind == "analysed" and read is not None:
-                assert isinstance(payload, tuple)  # our own child's (findings, summary, cache)
-                findings, summary, cache = payload
-                return dataclasses.replace(read, findings=tuple(findings), summary=summary), cache
+                assert isinstance(payload, tuple)  # our own child's (analysed run without series, cache)
+                analysed, cache = payload
+                return dataclasses.replace(analysed, series=read.series, events=read.events), cache
 

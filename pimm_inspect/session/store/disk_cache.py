@@ -1,11 +1,11 @@
 """The persistent cache of per-file reader results and analysed rows, outside every run directory.
 
-Where: ``$PIMM_INSPECT_CACHE_DIR`` if set (``off`` turns the cache off), else
-``$XDG_CACHE_HOME/pimm-inspect``, else ``~/.cache/pimm-inspect``. One file per (reader, file,
+Where: ``session.settings.Settings.cache_dir`` (read from the environment once, by ``Settings.from_env``). One
+file per (reader, file,
 run-relative name) or run row, named by that key and the code version, holding the fingerprints of
 everything the value was read from (``file_deps``); written atomically (temp file + ``os.replace``),
 read back with the no-pickle codec of ``_cache_codec`` and ignored when damaged or foreign. The total
-size is capped (``PIMM_INSPECT_CACHE_MAX_BYTES``, default 2 GB) by evicting the least recently used entries.
+size is capped (``Settings.cache_max_bytes``, default 2 GB) by evicting the least recently used entries.
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ import hashlib
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sources.confine import real_path
-from . import _cache_codec as codec
-from .file_deps import Dep
+from ...load.file_deps import Dep, valid_deps
+from ...sources.confine import real_path
+from . import codec
+from .trust import entry_problem, make_private_dir
 
 Deps = tuple[Dep, ...]
 
@@ -29,35 +31,6 @@ DEFAULT_MAX_BYTES = 2 * 1024**3
 TOUCH_AFTER_S = 600.0
 """An entry read is marked used (its mtime set to now) only when it was last marked longer ago than this: eviction
 needs no finer order, and a warm ``ls`` of a big tree then writes no inode per entry read."""
-_enabled = True
-
-
-def set_enabled(enabled: bool) -> None:
-    """Turn the disk cache on or off for this process (``--no-cache``)."""
-    global _enabled
-    _enabled = enabled
-
-
-def cache_dir() -> Path | None:
-    """The cache directory in effect, or None when the cache is off."""
-    if not _enabled:
-        return None
-    configured = os.environ.get("PIMM_INSPECT_CACHE_DIR")
-    if configured is not None:
-        if configured.strip().lower() in ("off", "0", "no", "false", ""):
-            return None
-        return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "pimm-inspect"
-
-
-def max_bytes() -> int:
-    try:
-        return int(os.environ.get("PIMM_INSPECT_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
-    except ValueError:
-        return DEFAULT_MAX_BYTES
-
-
 _code_versions: dict[tuple[str, ...], str] = {}
 
 
@@ -66,11 +39,11 @@ def code_version(extra: tuple[str, ...] = ()) -> str:
     results stored by other reader code are never reused. ``extra`` names more subpackages whose code
     shaped the stored value (``analysis`` for analysed rows)."""
     if extra not in _code_versions:
-        from .. import __version__
+        from ... import __version__
 
-        package = Path(__file__).resolve().parents[1]
+        package = Path(__file__).resolve().parents[2]
         digest = hashlib.sha256(__version__.encode())
-        folders = ("sources", "load", *extra)
+        folders = ("sources", "load", "session/store", *extra)
         for source in sorted([*(p for f in folders for p in (package / f).rglob("*.py")), package / "model.py",
                               package / "evidence.py"]):
             try:
@@ -92,17 +65,29 @@ class DiskCache:
     """Reader results on disk; every method is a no-op for a run that contains the cache directory."""
 
     directory: Path
+    max_bytes: int = DEFAULT_MAX_BYTES
+    """The total size entries may take; least recently used ones are evicted beyond it."""
     written_bytes: int = 0
     """Bytes written by this process since the last size check."""
     _real: str = ""
     """The directory's real path, once resolved."""
     _made: bool = False
     """True once the directory is known to exist (created or found)."""
+    on_problem: Callable[[str], None] | None = field(default=None, compare=False)
+    """Told (once) why an entry or the directory was refused (``trust``); the session prints it on stderr."""
+    _told: bool = False
 
-    @staticmethod
-    def configured() -> "DiskCache | None":
-        folder = cache_dir()
-        return DiskCache(folder) if folder is not None else None
+    def __getstate__(self) -> dict[str, Any]:
+        """Worker processes get the cache without the session's reporter (it may be any callable)."""
+        state = dict(self.__dict__)
+        state["on_problem"] = None
+        return state
+
+    def refuse(self, problem: str) -> None:
+        """Say why something in the cache was not trusted, the first time only."""
+        if not self._told and self.on_problem is not None:
+            self._told = True
+            self.on_problem(problem)
 
     def usable_for(self, run_root: Path) -> bool:
         """False when the cache directory is inside the run (a cache must never be written into a run)."""
@@ -134,8 +119,13 @@ class DiskCache:
         entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
         try:
             with open(entry, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                problem = entry_problem(st, entry)
+                if problem is not None:  # someone else could have written it: a checksum is no signature
+                    self.refuse(f"{problem}: entries there are not trusted")
+                    return None
                 data = fh.read()
-                used_s = os.fstat(fh.fileno()).st_mtime
+                used_s = st.st_mtime
         except OSError:
             return None
         try:
@@ -171,27 +161,30 @@ class DiskCache:
         except OSError:
             return  # a read-only or full disk must never stop reading runs
         self.written_bytes += len(data)
-        if self.written_bytes > max_bytes() // 20:
+        if self.written_bytes > self.max_bytes // 20:
             self.written_bytes = 0
-            evict(self.directory, max_bytes())
+            evict(self.directory, self.max_bytes)
 
 
     def _temp_file(self) -> tuple[int, str]:
         """A new temporary file in the cache directory (created with the directory when missing)."""
         if not self._made:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self._make_dir()
             self._made = True
         try:
             return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
         except FileNotFoundError:  # removed since (another process cleared the cache): make it again
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self._make_dir()
             return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
 
-
-def valid_deps(deps: Any) -> bool:
-    """True for a stored dependency list: a tuple of (kind, path, fingerprint) string triples."""
-    return isinstance(deps, tuple) and all(
-        isinstance(d, tuple) and len(d) == 3 and all(type(x) is str for x in d) and d[0] in ("f", "d", "r") for d in deps)
+    def _make_dir(self) -> None:
+        """The directory, made 0700 when missing; a PermissionError (an OSError: nothing is written) when it is not
+        the user's own or others may write it."""
+        try:
+            make_private_dir(self.directory)
+        except PermissionError as exc:
+            self.refuse(f"{exc}: the cache is not used")
+            raise
 
 
 def entries(directory: Path) -> list[tuple[Path, int, float]]:

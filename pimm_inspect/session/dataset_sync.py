@@ -23,14 +23,15 @@ from functools import partial
 from pathlib import Path
 
 from .. import __version__
+from .store.cache import ReadCache
 from ..analysis import analyze
-from ..load.disk_cache import DiskCache
 from ..load.read_record import ReadRecord, record_read, unchanged
 from ..load.safe import load_reusable
 from ..model import Finding, Run, Severity
-from .dataset import (DATASET_VERSION, TABLES, attempts_table, findings_table, run_tables, runs_table,
-                      schema)
-from .dataset_store import (DatasetProblem, Manifest, RunEntry, encode_partition, has_partitions, locked,
+from ..report.dataset import (DATASET_VERSION, TABLES, attempts_table, findings_table, run_tables, runs_table,
+                              schema)
+from ..report.safe_text import name_text
+from ..report.dataset_store import (DatasetProblem, Manifest, RunEntry, encode_partition, has_partitions, locked,
                             read_manifest, remove_partitions, write_manifest, write_partition)
 
 MANIFEST_EVERY_S = 10.0
@@ -86,8 +87,14 @@ def check_target(out: Path, run_dirs: list[Path]) -> None:
 
 
 def run_id_of(run_dir: Path, root: Path) -> str:
-    """The run's id: its path relative to ROOT, POSIX style (``.`` when ROOT is the run itself)."""
-    return Path(os.path.relpath(run_dir, root)).as_posix()
+    """The run's id: its path relative to ROOT, POSIX style (``.`` when ROOT is the run itself), by the one name
+    escape (``name_text``: a backslash doubled, a byte that is not UTF-8 ``\\xNN``), as ``ls --json`` writes it."""
+    return name_text(Path(os.path.relpath(run_dir, root)).as_posix())
+
+
+FIRST_ESCAPED_VERSION = 2
+"""The first dataset version whose run ids are escaped by ``name_text``: an older dataset's entry whose escaped id
+is a run found now is that run (its old partitions are replaced, not kept as a run gone from ROOT)."""
 
 
 def _export_failed(run: Run, exc: BaseException) -> Run:
@@ -106,9 +113,10 @@ def _now() -> datetime:
 
 
 def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions = DatasetOptions(),
-                   progress: Callable[[int, int, str], None] | None = None) -> DatasetReport:
+                   progress: Callable[[int, int, str], None] | None = None, cache: ReadCache | None = None
+                   ) -> DatasetReport:
     """Write or update the dataset of the runs ``run_dirs`` found under ``root`` in ``out`` (see the module
-    docstring); DatasetProblem when ``out`` cannot be used."""
+    docstring); DatasetProblem when ``out`` cannot be used. ``cache``: the session's per-file cache (None: none)."""
     check_target(out, run_dirs)
     read_manifest(out)  # refuses a directory that is not a dataset before anything (even the lock) is made in it
     with locked(out):
@@ -126,17 +134,19 @@ def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: Dataset
         elif (manifest.dataset_version, manifest.pimm_inspect_version) != (DATASET_VERSION, __version__):
             report.rewrite_all = (f"it was written by pimm-inspect {manifest.pimm_inspect_version} (dataset version "
                                   f"{manifest.dataset_version})")
+        migrating = manifest.dataset_version < FIRST_ESCAPED_VERSION
         manifest.options, manifest.dataset_version, manifest.pimm_inspect_version = (
             options.as_json(), DATASET_VERSION, __version__)
-        _sync(root, run_dirs, out, options, manifest, report, progress)
+        _sync(root, run_dirs, out, options, manifest, report, progress, cache, migrating)
         write_manifest(out, manifest)
     return report
 
 
 def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, manifest: Manifest,
-          report: DatasetReport, progress: Callable[[int, int, str], None] | None) -> None:
-    disk = DiskCache.configured()
-    cache_dir = str(disk.directory) if disk is not None else None  # the per-file cache's entries: not a run's files
+          report: DatasetReport, progress: Callable[[int, int, str], None] | None, cache: ReadCache | None,
+          migrating: bool = False) -> None:
+    # The per-file cache's entries are not a run's files.
+    cache_dir = str(cache.disk.directory) if cache is not None and cache.disk is not None else None
     seen: set[str] = set()
     last_save = time.monotonic()
     for i, run_dir in enumerate(run_dirs, start=1):
@@ -154,7 +164,7 @@ def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, 
             entry.seen_at = stamp
             report.unchanged.append(run_id)
             continue
-        record = _write_run(run_dir, run_id, value, out, options, report, cache_dir)
+        record = _write_run(run_dir, run_id, value, out, options, report, cache, cache_dir)
         manifest.runs[value] = RunEntry(run_id=run_id, read=record if record is not None and record.reusable else None,
                                         written_at=stamp, seen_at=stamp)
         (report.added if entry is None else report.rewritten).append(run_id)
@@ -163,7 +173,10 @@ def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, 
             last_save = time.monotonic()
     for value in sorted(set(manifest.runs) - seen):
         run_id = manifest.runs[value].run_id
-        if options.prune:
+        if migrating and encode_partition(name_text(run_id)) in seen:  # the same run, under its escaped id now
+            remove_partitions(out, value)
+            del manifest.runs[value]
+        elif options.prune:
             report.prune_left += remove_partitions(out, value)
             del manifest.runs[value]
             report.pruned.append(run_id)
@@ -172,10 +185,10 @@ def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, 
 
 
 def _write_run(run_dir: Path, run_id: str, value: str, out: Path, options: DatasetOptions,
-               report: DatasetReport, cache_dir: str | None) -> ReadRecord | None:
+               report: DatasetReport, cache: ReadCache | None, cache_dir: str | None) -> ReadRecord | None:
     """Load one run and write its four partitions; returns the record of what its read used, or None when building
     its tables hit a bug (then exported as an ``internal.export-failed`` finding)."""
-    run, read = record_read(run_dir, partial(load_reusable, run_dir), cache_dir)  # as an `ls` row is made
+    run, read = record_read(run_dir, partial(load_reusable, run_dir, cache), cache_dir)  # as an `ls` row is made
     record: ReadRecord | None = read
     exported_at = _now()
     try:
