@@ -161,3 +161,10 @@ def test_a_resume_from_rewind_in_the_run_record_is_part_of_the_view():
     ((views, text),) = _replay_views(run)
     assert views["W&B"].endswith("history rewound (resume_from)")
     assert "resume_from rewind01?_step=10" in text and "wandb sync" not in text  # online folders: no sync
+
+
+def test_online_folders_of_one_id_are_not_called_requeued_offline_attempts():
+    run = pimm_inspect.load_run(CLAIMS / "rewound")
+    (split,) = [f for f in run.findings if f.code == "wandb.run-split"]
+    assert "offline" not in split.explanation and "wandb sync" not in split.explanation
+    assert "2 of them online" in split.explanation
