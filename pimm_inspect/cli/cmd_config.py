@@ -13,8 +13,6 @@ from ._common import EXIT_USAGE, json_option, load_runs, stderr
 
 KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_config", "hf_training_args", "lightning_hparams")
 """Also the fallback order when the asked-for kind is absent."""
-PER_ATTEMPT = ("log_config", "wandb_config")
-"""Kinds that exist once per attempt (train.log's ``Config:`` dumps, W&B folders), preferred in this order."""
 
 
 def _default(run) -> list:
@@ -37,8 +35,9 @@ def _default(run) -> list:
 def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
     """The documents asked for; exits with a usage error naming what exists when there are none."""
     if attempt is not None:
-        docs = [d for d in run.configs if d.attempt == attempt and (kind is None or d.kind == kind)]
-        docs.sort(key=lambda d: PER_ATTEMPT.index(d.kind) if d.kind in PER_ATTEMPT else len(PER_ATTEMPT))
+        from ..analysis.configs import attempt_configs
+
+        docs = [d for d in attempt_configs(run, attempt) if kind is None or d.kind == kind]
         if not docs:
             have = sorted({d.attempt for d in run.configs if d.attempt is not None})
             stderr(f"pimm-inspect: {label} has no config for attempt {attempt}"
@@ -136,18 +135,22 @@ def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: 
 def _diff(left_label: str, right_label: str, left_doc, right_doc, as_json: bool, flatten_config, mask_value, dumps,
           attempts: tuple[int, int] | None) -> None:
     """Keys whose values differ; in JSON ``in_left``/``in_right`` tell a missing key from a real null."""
-    left = flatten_config(mask_value(left_doc.data)) if left_doc.data is not None else {}
-    right = flatten_config(mask_value(right_doc.data)) if right_doc is not None and right_doc.data is not None else {}
-    keys = sorted(k for k in left.keys() | right.keys() if left.get(k, ...) != right.get(k, ...))
+    from ..analysis.configs import config_differences
+
+    left = mask_value(left_doc.data) if left_doc.data is not None else None
+    right = mask_value(right_doc.data) if right_doc is not None and right_doc.data is not None else None
+    differences = config_differences(left, right)
     if as_json:
         document = {"schema_version": 1, "left": left_label, "right": right_label, "kind": left_doc.kind,
-                    "differences": {k: {"left": left.get(k), "right": right.get(k),
-                                        "in_left": k in left, "in_right": k in right} for k in keys}}
+                    "differences": {d.key: {"left": d.left, "right": d.right, "in_left": d.in_left,
+                                            "in_right": d.in_right} for d in differences}}
         if attempts is not None:
             document["attempts"] = list(attempts)
         click.echo(dumps(document))
         return
-    for k in keys:
-        click.echo(f"{clean(k, newlines=False)}: {json.dumps(left.get(k, '<absent>'))} -> {json.dumps(right.get(k, '<absent>'))}")
-    if not keys:
+    for d in differences:
+        shown_left = d.left if d.in_left else "<absent>"
+        shown_right = d.right if d.in_right else "<absent>"
+        click.echo(f"{clean(d.key, newlines=False)}: {json.dumps(shown_left)} -> {json.dumps(shown_right)}")
+    if not differences:
         stderr("pimm-inspect: no differences")

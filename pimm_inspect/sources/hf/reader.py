@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ...model import CheckpointInfo, ConfigDoc, Finding, ScalarSeries, SourceFile
+from ...model import CheckpointInfo, ConfigDoc, Finding, Origin, ScalarSeries, SourceFile
 from .._common import file_finding, rel
 from .configs import attempt_training_args, read_hf_configs
 from .notes import schedule_notes
@@ -45,7 +45,7 @@ class HfAttempt:
     last_step: int | None
     resumed_from_checkpoint: int | None = None
     """N of the checkpoint-N the attempt resumed from, when inferable; None for a fresh start or unknown."""
-    origin: str = "fresh"
+    origin: Origin = "fresh"
     """fresh (the first), resume (from ``resumed_from_checkpoint``) or restart (a later one that restored nothing)."""
     saved_steps: tuple[int, ...] = ()
     """Steps of the complete checkpoint-N folders this attempt saved (``trainings.checkpoint_owners``)."""
