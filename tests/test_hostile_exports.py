@@ -143,3 +143,16 @@ def test_a_failed_export_leaves_the_previous_file_and_no_partial_one(fmt: str, t
     assert isinstance(result.exception, (Boom, UnicodeEncodeError))
     assert out.read_text() == "previous export\n"
     assert sorted(p.name for p in out_dir.iterdir()) == [out.name]
+
+
+def test_a_formula_in_an_event_file_name_is_neutralised_in_the_source_cell(tmp_path: Path) -> None:
+    name = b"=HYPERLINK(\"http:x\")tfevents.1784293210.host"  # any name holding `tfevents` is an event file
+    run = tb_run(tmp_path / "run", ["loss"], file_name=name)
+    out = tmp_path / "out.csv"
+    assert CliRunner().invoke(cli, ["export", str(run), "-o", str(out)]).exit_code == 0
+    with open(out, newline="", encoding="utf-8") as fh:
+        sources = {row["source"] for row in csv.DictReader(fh)}
+    assert sources == {"'" + name.decode()}
+    out_json = tmp_path / "out.json"
+    assert CliRunner().invoke(cli, ["export", str(run), "--format", "json", "-o", str(out_json)]).exit_code == 0
+    assert {r["source"] for r in json.loads(out_json.read_text(encoding="utf-8"))} == {name.decode()}

@@ -78,9 +78,10 @@ def _json_escape(match: re.Match[str]) -> str:
 
 
 def clean(value: object, newlines: bool = True) -> str:
-    """``str(value)`` with control characters shown as escapes; ``newlines=False`` escapes ``\\n`` and ``\\t`` too."""
+    """``str(value)`` with control and invisible characters shown as escapes, and undecodable bytes as ``\\xNN``;
+    ``newlines=False`` escapes ``\\n`` and ``\\t`` too."""
     text = value if isinstance(value, str) else str(value)
-    text = _CONTROL.sub(_escape, text)
+    text = encodable_text(_CONTROL.sub(_escape, text))  # a byte of a name that is not UTF-8: \xNN, as name_text
     if not newlines:
         text = text.replace("\n", "\\n").replace("\t", "\\t")
     return text
