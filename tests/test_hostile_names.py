@@ -148,3 +148,12 @@ async def test_ui_copies_the_sync_command_of_a_run_under_a_raw_folder(tmp_path: 
         assert app.is_running
         assert app.clipboard.startswith("wandb sync $'") and "\\xff\\xfe" in app.clipboard
     assert app.return_code in (None, 0) and app._exit_renderables == []
+
+
+def test_clean_text_always_encodes() -> None:
+    """Text surfaces (and what the UI copies from a finding) never hold a surrogate: a finding message naming a
+    file whose name is not UTF-8 would crash the clipboard's encoder or the terminal's writer."""
+    from pimm_inspect.report.safe_text import clean
+
+    message = f"{os.fsdecode(b'events.out.tfevents.1.host' + bytes([0xff]))} is empty"
+    assert clean(message).encode("utf-8") == b"events.out.tfevents.1.host\\xff is empty"
