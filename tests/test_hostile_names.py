@@ -82,10 +82,14 @@ def test_show_and_curves_show_invisible_characters(tmp_path: Path) -> None:
     assert "train/\\u200bloss" in curves.stdout and all(c not in curves.stdout for c in INVISIBLE)
 
 
+LOOK_LIKE_A_SPACE = ["\u00a0", "\u2009", "\u202f", "\u205f", "\u2800", "\u1680"]
+"""No-break, thin, narrow no-break, medium mathematical space, braille blank, Ogham space: `a b` lookalikes."""
+
+
 def test_check_brief_and_ui_text_show_invisible_characters(tmp_path: Path) -> None:
     from pimm_inspect.report.safe_text import clean, data_text
 
-    for char in INVISIBLE:
+    for char in INVISIBLE + LOOK_LIKE_A_SPACE:
         assert clean(f"a{char}b") == f"a\\u{ord(char):04x}b" or clean(f"a{char}b") == f"a\\x{ord(char):02x}b"
         assert data_text(f"a{char}b").plain == clean(f"a{char}b")  # the UI's tag lists render data_text
 

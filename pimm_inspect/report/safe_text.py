@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # Rich is imported only when a Text is made: `--json` output needs clean_json alone
     from rich.text import Text
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-                      "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb"
-                      "\U000e0000-\U000e007f]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5"
+                      "\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u2800\u3164\ufeff\uffa0"
+                      "\ufff9-\ufffb\U000e0000-\U000e007f]")
 """C0 (except tab and newline), DEL, C1, line/paragraph separators, bidi controls (LRM, RLM, ALM, embeddings,
 overrides, isolates) and the invisible characters that make two different names look the same (soft hyphen,
-zero-width space/joiners, word joiner, invisible operators, BOM, fillers, tag characters)."""
+zero-width space/joiners, word joiner, invisible operators, BOM, fillers, tag characters, and the spaces that are
+not U+0020 but look like it: no-break, en/em/thin/hair, narrow no-break, medium mathematical, Ogham, braille
+blank)."""
 
 _NAME_ESCAPE = re.compile("[\\\\\ud800-\udfff]")
 """What ``name_text`` escapes: the backslash itself and surrogates (undecodable bytes of file names)."""
