@@ -80,11 +80,11 @@ def open_regular(path: Path, rel_path: str, root: Path | None = None) -> BinaryI
     fd = probe
     try:
         st = os.fstat(probe)
+        real = opened_path(probe, path)
+        if outside_real(real, root) is not None:  # a link out of the run (even to /dev/zero) is named with its target
+            raise UnreadableFile(outside_finding(path, rel_path, real))
         if not stat.S_ISREG(st.st_mode):
             raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: not a regular file"))
-        real = opened_path(probe, path)
-        if outside_real(real, root) is not None:
-            raise UnreadableFile(outside_finding(path, rel_path, real))
         if _O_PATH:
             try:
                 fd = os.open(path, _READ_FLAGS)
