@@ -156,3 +156,13 @@ def test_a_formula_in_an_event_file_name_is_neutralised_in_the_source_cell(tmp_p
     out_json = tmp_path / "out.json"
     assert CliRunner().invoke(cli, ["export", str(run), "--format", "json", "-o", str(out_json)]).exit_code == 0
     assert {r["source"] for r in json.loads(out_json.read_text(encoding="utf-8"))} == {name.decode()}
+
+
+def test_the_python_api_dataframe_of_a_run_with_a_non_utf8_event_file_name(tmp_path: Path) -> None:
+    """``Run.scalars()`` (pandas with Arrow strings) crashed on the name; its ``source`` is the one name escape."""
+    import pimm_inspect
+
+    run = tb_run(tmp_path / "run", ["loss"], file_name=b"events.out.tfevents.1784293210.host\xff\xfe")
+    frame = pimm_inspect.load_run(run).scalars()
+    assert set(frame["source"]) == {"events.out.tfevents.1784293210.host\\xff\\xfe"}
+    assert len(frame) == 3

@@ -87,17 +87,9 @@ def csv_cell(text: str) -> str:
     return text
 
 
-def named_rows(rows: Iterable[TagRows]) -> list[TagRows]:
-    """The rows with their text as every export writes it: file names by the one name escape (``name_text``: a
-    name that is not UTF-8 must not crash a writer, and two names never merge), tags encodable."""
-    from dataclasses import replace
-
-    return [replace(block, tag=encodable_text(block.tag), sources=tuple(name_text(s) for s in block.sources))
-            for block in rows]
-
-
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The export table (of ``named_rows``) as written to CSV: text cells through ``csv_cell``; numbers unchanged."""
+    """The export table (``to_frame``: names already escaped) as written to CSV: text cells through ``csv_cell``;
+    numbers unchanged."""
     frame = frame.copy()
     for column in ("tag", "source"):
         if len(frame):
@@ -138,5 +130,5 @@ def replaced_atomically(target: str | Path, binary: bool = False) -> Generator[I
         raise
 
 
-__all__ = ["COLUMNS", "NON_FINITE", "csv_cell", "csv_frame", "csv_text", "json_records", "named_rows",
+__all__ = ["COLUMNS", "NON_FINITE", "csv_cell", "csv_frame", "csv_text", "json_records",
            "replaced_atomically", "write_json"]
