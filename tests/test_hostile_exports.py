@@ -166,3 +166,16 @@ def test_the_python_api_dataframe_of_a_run_with_a_non_utf8_event_file_name(tmp_p
     frame = pimm_inspect.load_run(run).scalars()
     assert set(frame["source"]) == {"events.out.tfevents.1784293210.host\\xff\\xfe"}
     assert len(frame) == 3
+
+
+def test_an_export_to_a_folder_that_does_not_exist_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    target = tmp_path / "missing" / "x.csv"
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-P", "-m", "pimm_inspect", "--no-cache", "export",
+                           str(repo / "fixtures" / "runs" / "e2_clean"), "-o", str(target)], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(repo)))
+    assert proc.returncode == 1
+    assert proc.stderr == f"pimm-inspect: {target}: No such file or directory\n"

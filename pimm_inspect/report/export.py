@@ -113,7 +113,10 @@ def replaced_atomically(target: str | Path, binary: bool = False) -> Generator[I
     a failure (a crash, a full disk, Ctrl-C) removes it and never leaves a partial ``target``. The file gets the
     mode ``open`` would give a new one (0666 less the umask)."""
     target = Path(target)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # named by the file asked for, not by the temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
     try:
         umask = os.umask(0)
         os.umask(umask)
