@@ -179,3 +179,16 @@ def test_an_export_to_a_folder_that_does_not_exist_is_one_line_naming_the_file(t
                           text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(repo)))
     assert proc.returncode == 1
     assert proc.stderr == f"pimm-inspect: {target}: No such file or directory\n"
+
+
+def test_json_export_writes_c1_bidi_and_invisible_characters_as_escapes(tmp_path: Path) -> None:
+    """`export --format json` (also `-o -` on a terminal) never writes a C1 control (0x9b is CSI to a terminal), a
+    bidi override or an invisible character raw; the JSON value is still the exact tag."""
+    tags = ["loss\x9b2J", "loss\u202eevil", "loss\u200bx"]
+    run = tb_run(tmp_path / "run", tags)
+    out = tmp_path / "out.json"
+    assert CliRunner().invoke(cli, ["export", str(run), "--format", "json", "-o", str(out)]).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert not any(c in text for c in ("\x9b", "\u202e", "\u200b"))
+    assert "loss\\u009b2J" in text
+    assert {r["tag"] for r in json.loads(text)} == set(tags)

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import numpy as np
 
 from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows
-from .safe_text import encodable_text, name_text
+from .safe_text import clean_json, encodable_text, name_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,8 +40,9 @@ def json_records(rows: Iterable[TagRows]) -> Iterator[str]:
     for block in rows:
         if not len(block):
             continue
-        sources = [json.dumps(name_text(s), ensure_ascii=False) for s in block.sources]
-        head = '{"tag": ' + json.dumps(encodable_text(block.tag), ensure_ascii=False) + ', "step": '
+        # C1 controls, bidi and invisible characters as \uXXXX (json.dumps leaves them raw): the same value, inert
+        sources = [clean_json(json.dumps(name_text(s), ensure_ascii=False)) for s in block.sources]
+        head = '{"tag": ' + clean_json(json.dumps(encodable_text(block.tag), ensure_ascii=False)) + ', "step": '
         for start in range(0, len(block), SLICE_ROWS):
             part = slice(start, start + SLICE_ROWS)
             values = _floats(block.values[part], lambda text: f'"{NON_FINITE[text]}"')
