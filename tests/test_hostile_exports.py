@@ -192,3 +192,22 @@ def test_json_export_writes_c1_bidi_and_invisible_characters_as_escapes(tmp_path
     assert not any(c in text for c in ("\x9b", "\u202e", "\u200b"))
     assert "loss\\u009b2J" in text
     assert {r["tag"] for r in json.loads(text)} == set(tags)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_a_link_planted_at_the_output_path_is_replaced_not_written_through(fmt: str, tmp_path: Path) -> None:
+    """A shared folder (/tmp, a team directory): someone plants `out.csv -> ~/.bashrc`; the export replaces the
+    link with its file and never truncates or writes the link's target."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    run = tb_run(tmp_path / "run", ["loss"])
+    victim = tmp_path / "bashrc"
+    victim.write_text("export PATH=/usr/bin\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    out = shared / f"out.{fmt}"
+    out.symlink_to(victim)
+    result = CliRunner().invoke(cli, ["export", str(run), "--format", fmt, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "export PATH=/usr/bin\n"
+    assert not out.is_symlink() and out.stat().st_size > 10
