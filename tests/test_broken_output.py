@@ -122,8 +122,8 @@ def test_ctrl_c_during_a_multi_root_ls_with_workers(tmp_path: Path) -> None:
         pytest.fail("no worker processes appeared")
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
-    assert err == "pimm-inspect: interrupted\n"
+    assert proc.returncode == 130, err
+    assert err == "pimm-inspect: interrupted\n", err
 
 
 def test_a_full_stderr_costs_the_diagnostic_not_the_command(tmp_path: Path) -> None:
