@@ -416,3 +416,21 @@ def test_without_pyarrow_the_dataset_says_how_to_install_it(tmp_path, monkeypatc
     result = export(RUNS / "e2_clean", tmp_path / "ds")
     assert result.exit_code == 2 and "pip install 'pimm-inspect[parquet]'" in result.stderr
     assert not (tmp_path / "ds").exists()
+
+
+def test_a_lone_surrogate_in_a_config_is_exported_escaped(tmp_path):
+    """``"\\udd00"`` in resolved_config.json (found by a hypothesis test, by chance) made the run's tables fail."""
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "e2_clean", run, symlinks=True)
+    doc = json.loads((run / "resolved_config.json").read_text(encoding="utf-8"))
+    doc["note"] = "x\udd00y"
+    (run / "resolved_config.json").write_text(json.dumps(doc), encoding="utf-8")  # ASCII: the escape as JSON has it
+    out = tmp_path / "ds"
+    result = CliRunner().invoke(cli, ["export", str(run), "--format", "parquet", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "export-failed" not in result.stderr
+    import pyarrow.parquet as pq
+
+    (row,) = pq.read_table(out / "runs").to_pylist()
+    assert dict(row["config_flat"])["note"] == "x\\udd00y"  # the escape, as text: every other leaf as it was
+    assert dict(row["config_flat"])["optimizer.lr"] == str(doc["optimizer"]["lr"])

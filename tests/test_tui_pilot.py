@@ -201,10 +201,10 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         assert pane.tag == "train_batch/loss"
         assert [line.label for line in plot.spec.lines] == ["attempt 1", "attempt 2"]
         assert [line.marker for line in plot.spec.lines] == ["braille", "•"]  # apart without colour too
-        assert plot.spec.seams == (51.0,) and plot.spec.seam_labels == ("#2",)
+        assert plot.spec.seams == (51.0,) and [label for _x, label in plot.spec.seam_labels] == ["#2"]
         legend = str(pane.query_one("#curve-legend", Static).render())
-        assert plot.spec.replays == ((51.0, 75.0),) and "replayed 51-75" in legend
-        assert "⣿ attempt 1" in legend and "• attempt 2" in legend and "resume (#2)" in legend
+        assert plot.spec.replays == ((51, 75),) and "┆ replayed 51-75: 2 copies (#1 #2)" in legend
+        assert "⣿ attempt 1" in legend and "• attempt 2" in legend and "│ resumed #2 at 51" in legend
         note = str(pane.query_one("#policy-note", Static).render())
         assert note.startswith("Steps written more than once: 51-75: 2 copies (#1 #2)") and "TensorBoard:" in note and "W&B" in note
         assert "yellow" not in note
@@ -445,7 +445,8 @@ async def test_zoom_cursor_readout_and_jump_to_log():
         await pilot.press("z")
         await settle(pilot)
         assert pane.options.x_range == (39.0, 87.0)  # steps 51-75 with half their width on each side
-        assert plot.spec.lines[0].x.min() >= 39 and "zoom 39-87" in str(pane.query_one("#curve-status", Static).render())
+        status = str(pane.query_one("#curve-status", Static).render())
+        assert plot.spec.lines[0].x.min() >= 39 and "zoom: replayed 51-75 (z: out)" in status
         await pilot.press("full_stop")
         await settle(pilot)
         readout = str(pane.query_one("#curve-cursor", Static).render())

@@ -35,6 +35,6 @@ def command(path: str) -> None:
     if root.is_dir() and classify_dir(root.absolute()) is not None:
         front_door.staged.prefetch(root.absolute())  # one run: read it while the UI's modules import
 
-    from ..tui.app import make_app
+    from ..tui.app import make_app, run_app
 
-    make_app(path, session=front_door).run()
+    sys.exit(run_app(make_app(path, session=front_door)))

@@ -92,6 +92,8 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
         "findings": _finding_counts(run.findings),
         "notes": run_notes(run),
         "files": file_roles(run),
+        "eval": [{"path": e.path, "stamp": e.stamp, "split": e.split, "checkpoint": e.checkpoint,
+                  "metrics": {name: _num(value) for name, value in e.metrics}} for e in run.eval_results],
     }
 
 

@@ -157,6 +157,11 @@ def run_summary(run: Run, base: Path) -> Group:
                           Text("<- picked" if ck.resume_candidate else ""),
                           _one_line(restored_text(restores[ck.path]) if ck.path in restores else ""))
         parts.append(table)
+    for result in run.eval_results:
+        what = ", ".join(x for x in (result.split, result.checkpoint) if x)
+        values = "  ".join(f"{name} {value:.4g}" for name, value in result.metrics[:8])
+        more = f"  (+{len(result.metrics) - 8} more)" if len(result.metrics) > 8 else ""
+        parts.append(_one_line(f"eval {result.stamp}" + (f" ({what})" if what else "") + f": {values or '-'}{more}"))
     notes = run_notes(run)
     if notes:
         parts.append(Text("notes", style="bold"))

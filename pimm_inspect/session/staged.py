@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..analysis import analyze, scalar_frame
+from ..analysis import analyze
 from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
 from ..load.safe import failed_run, load_safely
@@ -252,7 +252,9 @@ class _Child:
 
                     run = loader._load(path, stage)
                     cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
-                    send("analysed", (run.findings, run.summary, cache))
+                    # Everything analysis set (findings, summary, Run.replayed ...), without the series the
+                    # parent already has from the ReadDone stage.
+                    send("analysed", (dataclasses.replace(run, series=(), events=()), cache))
             finally:
                 os._exit(0)
         os.close(write_end)
@@ -320,8 +322,7 @@ class _Child:
                     self.kill()
                     raise LoadCancelled()
             elif kind == "analysed" and read is not None:
-                assert isinstance(payload, tuple)  # our own child's (findings, summary, cache)
-                findings, summary, cache = payload
-                return dataclasses.replace(read, findings=tuple(findings), summary=summary,
-                                           scalar_table=scalar_frame), cache
+                assert isinstance(payload, tuple)  # our own child's (analysed run without series, cache)
+                analysed, cache = payload
+                return dataclasses.replace(analysed, series=read.series, events=read.events), cache
 

@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..model import Finding, Severity
-from ._limits import MAX_NESTING_DEPTH, parse_json_bounded
-from .confine import link_target_text, opened_path, outside_real, outside_run
+from ._limits import parse_json_bounded
+from .confine import link_target_text, opened_path, outside_real
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """JSON documents larger than this are not parsed (a finding says so)."""
-MAX_JSON_DEPTH = MAX_NESTING_DEPTH
-"""JSON values are cut at the one depth cap every nested value has (``_limits.MAX_NESTING_DEPTH``)."""
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 """Text files scanned for facts (W&B console and debug logs) are read up to this size."""
 MAX_SHOWN_TEXT_BYTES = 4 * 1024 * 1024

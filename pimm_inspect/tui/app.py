@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -17,13 +18,13 @@ from ..analysis.summary import run_row
 from ..evidence import RunRow
 from ..load.discover import classify_dir
 from ..load.progress import LoadCancelled
-from ..model import Run
 from ..report.safe_text import clean
 from ..session import Session
 from ..session.staged import Loader, StagedLoader, load_in_stages
+from .crash import CRASH_EXIT_CODE, write_crash
 from .facts import relative_name
-from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RunGlanced,
-                       RunsFound)
+from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
+                       RunGlanced, RunsFound)
 from .screens.compare import CompareScreen
 from .screens.help import HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.run import TAB_ACTIONS, RunScreen
@@ -57,6 +58,9 @@ class InspectApp(App):
         self.root_is_run = False
         self._owned: set[str] = set()
         """Runs an open run screen reads itself (the table workers skip them). Changed on the UI thread only."""
+        self.crash_report: Path | None = None
+        """The file a crash wrote its traceback to (None: no crash, or it could not be written)."""
+        self._crash_line: str | None = None
 
     def on_unmount(self) -> None:
         close = getattr(self.loader, "close", None)
@@ -131,6 +135,10 @@ class InspectApp(App):
     def on_row_loaded(self, message: RowLoaded) -> None:
         self._keep(message.path, message.row)
 
+    def on_rows_loaded(self, message: RowsLoaded) -> None:
+        for path, row in message.rows:
+            self._keep(path, row)
+
     def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
         """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""
         self._keep(message.path, run_row(message.run))
@@ -192,6 +200,29 @@ class InspectApp(App):
         self._owned.add(path.as_posix())  # the run screen reads the whole run itself (the table holds rows only)
         self.push_screen(RunScreen(path, self.path, None, self.follow_interval_s, loader=self.loader))
 
+    def _handle_exception(self, error: Exception) -> None:
+        """Any unhandled exception (a handler's, a worker's): the crash file and one line, never Textual's traceback.
+
+        Textual's own path prints a Rich traceback with every frame's locals (whole runs, launch commands,
+        cluster paths); overriding it here covers every way an exception reaches the app.
+        """
+        self._return_code = CRASH_EXIT_CODE
+        if self._exception is None:
+            self._exception = error  # run_test re-raises it, so a test sees which exception it was
+            self._exception_event.set()
+            self.crash_report, self._crash_line = write_crash(error)
+        self._close_messages_no_wait()
+
+    def _print_error_renderables(self) -> None:
+        """After a crash, the one line naming the crash file, unwrapped and whole (Rich would fold a long path)."""
+        if self._crash_line is None:
+            super()._print_error_renderables()
+            return
+        self._exit_renderables.clear()
+        stream = self.error_console.file
+        stream.write(self._crash_line + "\n")
+        stream.flush()
+
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = True) -> None:
         """Every notification is plain text: messages quote tags, paths and commands from run files."""
@@ -237,3 +268,17 @@ def make_app(path: Path | str, loader: Loader | StagedLoader | None = None, foll
     """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock or hand
     in a loader, whose runs then make the table's rows too)."""
     return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock, session=session)
+
+
+def run_app(app: InspectApp, headless: bool = False) -> int:
+    """Run the app to its end; the process exit code (``CRASH_EXIT_CODE`` after a crash, which leaves a file).
+
+    An exception outside Textual's loop (starting the driver, say) takes the same path as one inside it.
+    """
+    try:
+        app.run(headless=headless)
+    except Exception as error:  # noqa: BLE001 - a crash must leave a file and one line, never a traceback
+        _path, line = write_crash(error)
+        print(line, file=sys.stderr)
+        return CRASH_EXIT_CODE
+    return app.return_code or 0

@@ -123,6 +123,30 @@ def fmt_step(step: int | None) -> str:
     return "-" if step is None else str(step)
 
 
+def fmt_range(first: int | None, last: int | None) -> str:
+    """``51-75``; one step is ``55`` (never ``55-55``); '-' for an unknown end."""
+    if first is not None and first == last:
+        return str(first)
+    return f"{fmt_step(first)}-{fmt_step(last)}"
+
+
+def attempt_marks(attempts: tuple[int, ...] | list[int]) -> str:
+    """``#1 #2 #3``."""
+    return " ".join(f"#{a}" for a in attempts)
+
+
+def replayed_text(run: Run, limit: int = 6) -> str:
+    """Per replayed range, how many copies and which attempts wrote them, from ``Run.replayed``:
+    ``51-75: 3 copies (#1 #2 #3); 76-90: 2 (#2 #3)`` ('' when no step is held twice)."""
+    parts = []
+    for i, r in enumerate(run.replayed[:limit]):
+        who = attempt_marks(r.attempts) if r.attempts else f"{len(r.paths) or r.copies} files"
+        parts.append(f"{fmt_range(r.first_step, r.last_step)}: {r.copies}{' copies' if i == 0 else ''} ({who})")
+    if len(run.replayed) > limit:
+        parts.append(f"{len(run.replayed) - limit} more ranges (Findings tab)")
+    return "; ".join(parts)
+
+
 def wandb_target(run: Run) -> tuple[str | None, str | None]:
     """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL.
 

@@ -11,6 +11,7 @@ from ...model import Run
 from ...analysis.curves import preferred_series
 from ...report.plot import lines_for
 from ...report.safe_text import clean
+from ..facts import attempt_marks
 from ..axes import fmt_wall, relative_unit, step_ticks, value_ticks, wall_ticks
 from .plot import PlotLine, PlotSpec
 
@@ -51,9 +52,8 @@ class Point:
 
 
 def stale_sources(run: Run) -> set[str]:
-    """Event files the analysis named as stale (``artifacts.stale``): an earlier run's data in this folder."""
-    event_files = {s.path for s in run.sources if s.kind == "tb_events"}
-    return {p for f in run.findings if f.code == "artifacts.stale" for p in f.paths if p in event_files}
+    """Event files left by an earlier run in this folder (``EventFileFacts.stale``, the one stale rule)."""
+    return {f.path for f in run.event_files if f.stale}
 
 
 def without(run: Run, sources: set[str]) -> Run:
@@ -69,9 +69,41 @@ def only(run: Run, sources: set[str]) -> Run:
 
 
 def replayed_ranges(run: Run) -> list[tuple[int, int]]:
-    """Every step range written by more than one attempt (all of them, in step order)."""
-    return sorted({(int(f.steps[0]), int(f.steps[1])) for f in run.findings
-                   if f.code == "steps.replayed" and f.steps})
+    """Every step range held more than once (``Run.replayed``, set by analysis), in step order."""
+    return sorted((r.first_step, r.last_step) for r in run.replayed)
+
+
+def zoom_targets(run: Run) -> list[tuple[int, int, str]]:
+    """What ``z`` zooms to, in turn: every replayed range at once (their union), then each rolled-back,
+    unlogged or non-finite range a finding names; (first, last, what)."""
+    targets = []
+    if run.replayed:
+        targets.append((min(r.first_step for r in run.replayed), max(r.last_step for r in run.replayed), "replayed"))
+    what = {"resume.rollback": "rolled back", "steps.gap": "not logged", "metrics.non-finite": "non-finite"}
+    for f in run.findings:
+        if f.steps and f.code in what:
+            target = (int(f.steps[0]), int(f.steps[1]), what[f.code])
+            if target[:2] not in [t[:2] for t in targets]:  # one stop per range, whatever else it is
+                targets.append(target)
+    return targets
+
+
+def seam_label_places(seams: list[tuple[float, int]], lo: float, hi: float,
+                      cells: int) -> tuple[tuple[float, str], ...]:
+    """(x, text) of the seam labels: seams closer than their label's width share one (``#2 #3``), and a label
+    never runs past either end of the axis."""
+    per_cell = max(hi - lo, 1e-9) / max(cells, 1)
+    groups: list[tuple[float, list[int]]] = []
+    for x, index in sorted(seams):
+        if groups and (x - groups[-1][0]) / per_cell < len(attempt_marks(groups[-1][1])) + 1:
+            groups[-1][1].append(index)
+        else:
+            groups.append((x, [index]))
+    places = []
+    for x, members in groups:
+        text = attempt_marks(members)
+        places.append((max(min(x, hi - len(text) * per_cell), lo), text))
+    return tuple(places)
 
 
 def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpec:
@@ -88,25 +120,24 @@ def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpe
         for index, line in enumerate(lines_for(only(run, stale), tag, "all", options.smooth, options.x_axis,
                                                max_points=max_points, x_range=x_range)):
             plot_lines.append(PlotLine("stale file (earlier run)", line.x, line.y, STALE_COLOR, 5 - index % 2))
-    seams: tuple[float, ...] = ()
-    seam_labels: tuple[str, ...] = ()
+    lo_view, hi_view = x_range if x_range is not None else (-np.inf, np.inf)
+    seams: list[tuple[float, int]] = []
     if options.x_axis == "step" and options.policy == "all":
-        later = [(a.first_step, a.index) for a in run.attempts[1:] if a.first_step is not None]
-        seams = tuple(float(step) for step, _ in later)
-        seam_labels = tuple(f"#{index}" for _, index in later)
-    replays: tuple[tuple[float, float], ...] = ()
+        seams = [(float(a.first_step), a.index) for a in run.attempts[1:]
+                 if a.first_step is not None and lo_view <= a.first_step <= hi_view]
+    replays: tuple[tuple[int, int], ...] = ()
+    ends: tuple[float, ...] = ()
     if options.x_axis == "step":
-        replays = tuple((float(a), float(b)) for a, b in replayed_ranges(run))
-    if x_range is not None:
-        kept = [(x, label) for x, label in zip(seams, seam_labels) if x_range[0] <= x <= x_range[1]]
-        seams, seam_labels = tuple(x for x, _ in kept), tuple(label for _, label in kept)
-        replays = tuple((max(a, x_range[0]), min(b, x_range[1]))
-                        for a, b in replays if b >= x_range[0] and a <= x_range[1])
+        replays = tuple(replayed_ranges(run))
+        ends = tuple(sorted({float(x) for r in replays for x in r if lo_view <= x <= hi_view}))
     x_label, ticks, plot_lines = _axis(options.x_axis, plot_lines, width)
+    xs = [float(v) for line in plot_lines if line.x.size for v in (line.x.min(), line.x.max())]
+    xs += [x for x, _ in seams]
+    labels = seam_label_places(seams, min(xs), max(xs), max(width - 10, 10)) if seams and xs else ()
     title = ""  # the status line above the plot names tag, policy, smoothing and zoom
-    return PlotSpec(tuple(plot_lines), seams, x_label, title, options.log_y,
+    return PlotSpec(tuple(plot_lines), tuple(x for x, _ in seams), x_label, title, options.log_y,
                     empty_text=clean(f"no finite points for {tag}", newlines=False), replays=replays,
-                    x_ticks=ticks, seam_labels=seam_labels)
+                    replay_ends=ends, x_ticks=ticks, seam_labels=labels)
 
 
 def _attempt_label(label: str, attempt: int | None) -> str:
@@ -152,10 +183,14 @@ def readout_fields(spec: PlotSpec, cursor: float, x_axis: str, smooth: float, po
     """The cursor readout, one field per drawn series that has a point at the cursor (never a neighbour's)."""
     if x_axis == "step":
         fields = [f"step {int(cursor)}"]
+        day = ""
         for p in points:
             who = f"#{p.attempt}" if p.attempt is not None else "value"
             when = fmt_wall(p.wall_time_s) if np.isfinite(p.wall_time_s) else "-"
-            field = f"{who} {p.value:.6g} at {when}"
+            if not wide and when != "-":
+                # Narrow: the date once, then the time of day (always with its zone) while the date stays.
+                when, day = (when[11:] if when[:10] == day else when), when[:10]
+            field = f"{who} {p.value:.6g} {when}"
             if wide:
                 field += f" [{p.source}]"
             fields.append(field)

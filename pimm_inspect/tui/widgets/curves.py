@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -17,11 +17,11 @@ from ...analysis.curves import POLICIES
 from ...model import Run
 from ...analysis.curves import preferred_series
 from ...report.safe_text import clean, data_text
-from ...analysis.summary import policy_note
-from ..facts import compile_filter
+from ...analysis.summary import POLICY_HERE, policy_note
+from ..facts import attempt_marks, compile_filter, fmt_range, replayed_text
 from .curve_spec import (SMOOTHING_STEPS, CurveOptions, build_spec, points_at, readout_fields, replayed_ranges,
-                         stale_sources, wrap_fields)
-from .plot import CurvePlot, PlotSpec
+                         stale_sources, wrap_fields, zoom_targets)
+from .plot import CURSOR, REPLAY_END, SEAM, CurvePlot, PlotSpec, join_wrapped, legend_style
 
 SHORT_SCREEN = 30
 """Below this many rows the policy note is cut to its first sentence (at a sentence end, never mid-word)."""
@@ -57,6 +57,10 @@ class CurvesPane(Vertical):
         self._generation = 0
         self.cursor_x: float | None = None
         """Step (or x) under the cursor, moved with , and . by one plot column."""
+        self.zoom_index = -1
+        """Which of ``zoom_targets`` the zoom shows (-1: a zoom not chosen by ``z``, or none)."""
+        self.no_tag_text = ""
+        """What the plot says when the tag filter hides every tag."""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -69,6 +73,14 @@ class CurvesPane(Vertical):
                 yield Static("", id="curve-legend", markup=False)
                 yield CurvePlot(id="curve-plot")
                 yield Static("", id="curve-cursor", markup=False)
+
+    def on_resize(self) -> None:
+        """The legend, note and readout wrap to the width (the tab may have been hidden, at width 0, when drawn)."""
+        if self.run is not None:
+            self._update_note()
+            self._update_legend(self.query_one(CurvePlot).spec)
+            if self.cursor_x is not None:
+                self._show_cursor()
 
     def set_run(self, run: Run) -> None:
         """Show a run's tags and draw its default tag."""
@@ -85,16 +97,19 @@ class CurvesPane(Vertical):
         self.redraw()
 
     def toggle_zoom(self) -> None:
-        """Zoom to the first replayed, rolled-back or missing step range, or back out."""
-        if self.options.x_range is not None:
+        """Zoom to every replayed range at once, then (repeated ``z``) to each other range a finding names, then out."""
+        targets = zoom_targets(self.run) if self.run is not None else []
+        if not targets:
+            self.app.notify("nothing to zoom to: no replayed, rolled-back or unlogged step range", severity="warning")
+            return
+        index = self.zoom_index + 1 if self.options.x_range is not None else 0
+        if index >= len(targets):
+            self.zoom_index = -1
             self.set_options(replace(self.options, x_range=None))
             return
-        spans = [f.steps for f in (self.run.findings if self.run else ())
-                 if f.steps and f.code in ("steps.replayed", "resume.rollback", "steps.gap", "metrics.non-finite")]
-        if not spans:
-            self.app.notify("nothing to zoom to: no replayed or missing step range", severity="warning")
-            return
-        self.focus_steps(*spans[0])
+        self.zoom_index = index
+        first, last, _what = targets[index]
+        self.focus_steps(first, last, keep_zoom_index=True)
 
     def toggle_stale(self) -> None:
         """Show or hide the series of stale event files (an earlier run's leftovers in this folder)."""
@@ -103,12 +118,28 @@ class CurvesPane(Vertical):
             return
         self.set_options(replace(self.options, show_stale=not self.options.show_stale))
 
-    def focus_steps(self, first: int, last: int) -> None:
-        """Show a step range with some context on both sides (used by findings too)."""
+    def focus_steps(self, first: int, last: int, keep_zoom_index: bool = False) -> None:
+        """Show a step range with some context on both sides (used by findings too); the cursor on its first
+        logged step."""
+        if not keep_zoom_index:
+            self.zoom_index = -1
         margin = max((last - first) // 2, 5)
         self.set_options(replace(self.options, x_axis="step", x_range=(float(max(first - margin, 0)),
                                                                          float(last + margin))))
-        self.cursor_x = float(first)
+        self.cursor_x = self._logged_step(first, last)
+
+    def _logged_step(self, first: int, last: int) -> float:
+        """The first step of [first, last] the tag has a point at (else the nearest one): the cursor never
+        rests where nothing was logged."""
+        steps = [s.steps for s in preferred_series(self.run, self.tag)] if self.run and self.tag else []
+        steps = [x for x in steps if x.size]
+        if not steps:
+            return float(first)
+        every = np.unique(np.concatenate(steps))
+        inside = every[(every >= first) & (every <= last)]
+        if inside.size:
+            return float(inside[0])
+        return float(every[int(np.argmin(np.abs(every - first)))])
 
     def _xs(self) -> np.ndarray:
         spec = self.query_one(CurvePlot).spec
@@ -156,11 +187,12 @@ class CurvesPane(Vertical):
         if not ranges:
             self.app.notify("no replayed steps in this run", severity="information")
             return
-        starts = [float(a) for a, _b in ranges]
-        after = [x for x in starts if self.cursor_x is None or x > self.cursor_x]
-        target = after[0] if after else starts[0]
+        starts = [(self._logged_step(a, b), a, b) for a, b in ranges]
+        after = [x for x in starts if self.cursor_x is None or x[0] > self.cursor_x]
+        target, first, last = after[0] if after else starts[0]
         if self.options.x_axis != "step" or (self.options.x_range is not None
                                              and not self.options.x_range[0] <= target <= self.options.x_range[1]):
+            self.zoom_index = -1
             self.set_options(replace(self.options, x_axis="step", x_range=None))
         self.cursor_x = target
         self._show_cursor()
@@ -181,6 +213,7 @@ class CurvesPane(Vertical):
     def _show_cursor(self) -> None:
         plot = self.query_one(CurvePlot)
         plot.show(replace(plot.spec, cursor=self.cursor_x))
+        self._update_legend(plot.spec)
         readout = self.query_one("#curve-cursor", Static)
         if self.cursor_x is None:
             readout.update("")
@@ -188,17 +221,22 @@ class CurvesPane(Vertical):
         width = max(self.query_one("#plot-column").size.width - 2, 20)
         fields = readout_fields(plot.spec, self.cursor_x, self.options.x_axis, self.options.smooth,
                                 self._points_at(self.cursor_x), wide=width >= 140)
+        text = wrap_fields(fields, width)
         if self.options.x_axis == "step":
-            fields.append("l: log line")
-        readout.update(clean(wrap_fields(fields, width)))
+            with_hint = wrap_fields(fields + ["l: log line"], width)
+            text = with_hint if with_hint.count("\n") == text.count("\n") else text  # the hint never costs a row
+        readout.update(clean(text))
 
     def _update_note(self) -> None:
         if self.run is not None:
             note = policy_note(self.run, self.options.policy)
-            if self.app.size.height < SHORT_SCREEN:
-                # A short terminal keeps its rows for the plot: the note's first sentence, whole, and where the rest is.
-                first, _, rest = note.partition(". ")
-                note = first.rstrip(".") + "." + (" (what TensorBoard/W&B show: Findings tab)" if rest else "")
+            if self.app.size.height < SHORT_SCREEN and self.run.replayed:
+                # A short terminal keeps its rows for the plot: the legend below names the ranges and their
+                # copies, so the note says only what this view draws of them, and where the rest is.
+                here = POLICY_HERE.get(self.options.policy, POLICY_HERE["all"])
+                note = f"{here[:1].upper()}{here[1:]}."
+                pointer = note[:-1] + " (what TensorBoard/W&B show: Findings tab)."
+                note = pointer if len(pointer) <= self.query_one("#plot-column").size.width - 2 else note
             stale = stale_sources(self.run)
             if stale:
                 shown = "drawn apart as 'stale file'" if self.options.show_stale else "hidden"
@@ -206,12 +244,31 @@ class CurvesPane(Vertical):
             self.query_one("#policy-note", Static).update(clean(note))
 
     def _update_legend(self, spec: PlotSpec) -> None:
-        parts = [f"{line.glyph} {line.label}" for line in spec.lines if line.x.size]
-        if spec.seams:
-            parts.append("│ resume (" + ", ".join(spec.seam_labels) + ")")
-        if spec.replays:
-            parts.append("┆ replayed " + ", ".join(f"{int(a)}-{int(b)}" for a, b in spec.replays))
-        self.query_one("#curve-legend", Static).update(clean("   ".join(parts)))
+        """One entry per thing drawn, its glyph in its colour: lines, resume seams, cursor, replayed-range ends."""
+        def entry(glyph: str, color: str, label: str) -> Text:
+            return Text.assemble((glyph, legend_style(color)), " " + clean(label))
+
+        width = max(self.query_one("#plot-column").size.width - 2, 20)
+        lines = [line for line in spec.lines if line.x.size]
+        short = [entry(line.glyph, line.color, "#" + line.label.removeprefix("attempt ")
+                       if line.label.startswith("attempt ") else line.label) for line in lines]
+        rest: list[Text] = []
+        if spec.seams and self.run is not None:
+            at: dict[int, list[int]] = {}
+            for a in self.run.attempts[1:]:
+                if a.first_step is not None:
+                    at.setdefault(a.first_step, []).append(a.index)
+            rest.append(entry(SEAM[0], SEAM[1], "resumed " + ", ".join(f"{attempt_marks(who)} at {step}"
+                                                                       for step, who in sorted(at.items()))))
+        if spec.cursor is not None:
+            rest.append(entry(CURSOR[0], CURSOR[1], "cursor"))
+        if spec.replays and self.run is not None:
+            rest.append(entry(REPLAY_END[0], REPLAY_END[1], "replayed " + replayed_text(self.run)))
+        legend = join_wrapped([entry(line.glyph, line.color, line.label) for line in lines] + rest, width, "  ")
+        narrow = join_wrapped(short + rest, width, "  ")
+        # "attempt 2" where it costs no extra row, "#2" where it would.
+        self.query_one("#curve-legend", Static).update(legend if legend.plain.count("\n") <= narrow.plain.count("\n")
+                                                       else narrow)
 
     def cycle_policy(self) -> None:
         """all -> newest -> oldest -> all."""
@@ -237,14 +294,24 @@ class CurvesPane(Vertical):
         self.query_one("#tag-filter", Input).focus()
 
     def _fill_tags(self) -> None:
+        """The tags the filter lets through; the plot never stays on a tag the list hides."""
         tags = self.run.tags() if self.run else []
-        keep = compile_filter(self.query_one("#tag-filter", Input).value)
+        text = self.query_one("#tag-filter", Input).value
+        keep = compile_filter(text)
         shown = [t for t in tags if keep(t)]
         option_list = self.query_one("#tag-list", OptionList)
         option_list.clear_options()
         option_list.add_options([Option(data_text(t, newlines=False), id=t) for t in shown])
         if self.tag in shown:
             option_list.highlighted = shown.index(self.tag)
+        elif shown:
+            option_list.highlighted = 0  # the plot follows (OptionHighlighted)
+            self.tag = shown[0]
+            self.redraw()
+        elif tags:
+            self.tag = None
+            self.no_tag_text = f'no tag matches "{text.strip()}" (esc, then / to change it)'
+            self.redraw()
 
     @on(Input.Changed, "#tag-filter")
     def _filter_changed(self) -> None:
@@ -272,12 +339,19 @@ class CurvesPane(Vertical):
         status = self.query_one("#curve-status", Static)
         opts = self.options
         zoom = f" · zoom {int(opts.x_range[0])}-{int(opts.x_range[1])}" if opts.x_range is not None else ""
+        targets = zoom_targets(self.run) if self.run is not None and opts.x_range is not None else []
+        if 0 <= self.zoom_index < len(targets):
+            first, last, what = targets[self.zoom_index]
+            zoom = f" · zoom: {what} {fmt_range(first, last)} (z: {'next' if self.zoom_index + 1 < len(targets) else 'out'})"
+        # What differs from the defaults (smoothing off, step axis, linear y): the line stays short at 80 columns.
         status.update(clean(
-            f"{self.tag or '(no scalar tags)'}  {opts.policy} · smooth {opts.smooth:g} · x {opts.x_axis}"
-            + (" · log y" if opts.log_y else "") + zoom, newlines=False))
+            f"{self.tag or '(no scalar tags)'}  {opts.policy}" + (f" · smooth {opts.smooth:g}" if opts.smooth else "")
+            + (f" · x {opts.x_axis}" if opts.x_axis != "step" else "") + (" · log y" if opts.log_y else "") + zoom,
+            newlines=False))
         self._update_note()
         if self.run is None or self.tag is None:
-            self.query_one(CurvePlot).show(PlotSpec(empty_text="this run has no scalar curves"))
+            empty = self.no_tag_text if self.run is not None and self.run.tags() else "this run has no scalar curves"
+            self.query_one(CurvePlot).show(PlotSpec(empty_text=clean(empty, newlines=False)))
             self.query_one("#curve-legend", Static).update("")
             return
         width = self.query_one(CurvePlot).size.width or 100

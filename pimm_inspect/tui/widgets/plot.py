@@ -5,18 +5,51 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from plotext._dict import color_codes as COLOR_CODES
+from rich.color import Color
+from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
 from ...report.safe_text import clean
 
-PALETTE = ("cyan", "orange", "green", "magenta", "blue", "red", "yellow", "white")
+PALETTE = ("cyan", "orange", "green", "magenta", "blue", "red", "orange+", "white")
 """Line colours by index (plotext names, mapped to the terminal's palette), stable across redraws."""
 MARKERS = ("braille", "•", "x", "+", "o", "*")
 """Line markers by index: each attempt (or run) also differs in shape, so lines stay apart without colour."""
 MARKER_GLYPHS = {"braille": "⣿"}
 """How a marker looks in the legend line."""
+SEAM = ("│", "red+")
+"""(glyph, plotext colour) of a resume seam: where a later attempt's steps begin."""
+REPLAY_END = ("┆", "orange+")
+"""(glyph, colour) of either end of a range of steps held more than once."""
+CURSOR = ("┃", "white")
+"""(glyph, colour) of the cursor line: unlike seams and range ends, so the three never look alike."""
+
+
+def legend_style(color: str) -> Style:
+    """The Rich style of a plotext colour name: the terminal colour the plot draws it in."""
+    return Style(color=Color.from_ansi(COLOR_CODES.get(color, 15)))
+
+
+def join_wrapped(entries: list[Text], width: int, separator: str = "   ") -> Text:
+    """Legend entries joined into lines of at most ``width`` cells, broken between entries (a longer entry
+    wraps by itself)."""
+    out = Text()
+    used = 0
+    for item in entries:
+        if used and used + len(separator) + item.cell_len > width:
+            out.append("\n")
+            used = 0
+        elif used:
+            out.append(separator)
+            used += len(separator)
+        out.append_text(item)
+        used += item.cell_len
+        if used > width:  # the entry wrapped by itself: its last line is what is used
+            used %= width
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +74,11 @@ class PlotLine:
         """The character the legend shows for this line."""
         return MARKER_GLYPHS.get(self.marker, self.marker)
 
+    @property
+    def color(self) -> str:
+        """The plotext colour of this line."""
+        return PALETTE[self.color_index % len(PALETTE)]
+
 
 @dataclass(frozen=True, slots=True)
 class PlotSpec:
@@ -48,19 +86,21 @@ class PlotSpec:
 
     lines: tuple[PlotLine, ...] = ()
     seams: tuple[float, ...] = ()
-    """x positions of resume seams, drawn as vertical lines."""
+    """x positions of resume seams, drawn as vertical lines of ``SEAM``."""
     x_label: str = "global step"
     title: str = ""
     log_y: bool = False
     empty_text: str = "no data"
-    replays: tuple[tuple[float, float], ...] = ()
-    """Inclusive x ranges written by more than one attempt, marked by a pair of vertical lines."""
+    replays: tuple[tuple[int, int], ...] = ()
+    """The true inclusive step ranges held more than once (whatever part of them is in view)."""
+    replay_ends: tuple[float, ...] = ()
+    """x positions of the ends of those ranges that lie in view, drawn as vertical lines of ``REPLAY_END``."""
     cursor: float | None = None
-    """x of the cursor line (None: no cursor)."""
+    """x of the cursor line (None: no cursor), drawn with ``CURSOR``."""
     x_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None = None
     """Tick positions and labels for the x axis (None: plotext's own)."""
-    seam_labels: tuple[str, ...] = ()
-    """A label per seam (``#2``), written at the top of its line."""
+    seam_labels: tuple[tuple[float, str], ...] = ()
+    """(x, text) of the labels at the top of the seams (``#2 #3`` where seams share a place), never overlapping."""
 
 
 class CurvePlot(PlotextPlot):
@@ -80,32 +120,37 @@ class CurvePlot(PlotextPlot):
         spec = self.spec
         plt = self.plt
         plt.clear_figure()
-        drawn = 0
         try:
+            shown = []
             for line in spec.lines:
                 x, y = line.x, line.y
                 if spec.log_y:
                     keep = y > 0
                     x, y = x[keep], y[keep]
-                if not x.size:
-                    continue
-                # No plotext legend: it covers data; the pane prints its own legend line above the plot.
-                plt.plot(x.tolist(), y.tolist(), marker=line.marker, color=PALETTE[line.color_index % len(PALETTE)])
-                drawn += 1
-            if not drawn:
+                if x.size:
+                    shown.append((line, x, y))
+            if not shown:
                 return Text(clean(spec.empty_text), justify="center")
-            for first, last in spec.replays:
-                plt.vline(first, "yellow")
-                plt.vline(last, "yellow")
-            top = max(float(np.nanmax(line.y)) for line in spec.lines if line.y.size)
-            for i, seam in enumerate(spec.seams):
-                plt.vline(seam, "red")
-                if i < len(spec.seam_labels):
-                    plt.text(clean(spec.seam_labels[i], newlines=False), x=seam, y=top, color="red")
+            finite = [y[np.isfinite(y)] for _line, _x, y in shown]
+            finite = [y for y in finite if y.size]
+            if finite:
+                # Vertical marks are lines of their own glyph (plotext's vline has one glyph for all), drawn
+                # under the curves; the cursor goes on top.
+                lo, hi = min(float(y.min()) for y in finite), max(float(y.max()) for y in finite)
+                for mark in spec.replay_ends:
+                    plt.plot([mark, mark], [lo, hi], marker=REPLAY_END[0], color=REPLAY_END[1])
+                for mark in spec.seams:
+                    plt.plot([mark, mark], [lo, hi], marker=SEAM[0], color=SEAM[1])
+            for line, x, y in shown:
+                # No plotext legend: it covers data; the pane prints its own legend line above the plot.
+                plt.plot(x.tolist(), y.tolist(), marker=line.marker, color=line.color)
+            if finite:
+                for mark, label in spec.seam_labels:
+                    plt.text(clean(label, newlines=False), x=mark, y=hi, color=SEAM[1], alignment="left")
+                if spec.cursor is not None:
+                    plt.plot([spec.cursor, spec.cursor], [lo, hi], marker=CURSOR[0], color=CURSOR[1])
             if spec.x_ticks is not None and spec.x_ticks[0]:
                 plt.xticks(list(spec.x_ticks[0]), list(spec.x_ticks[1]))
-            if spec.cursor is not None:
-                plt.vline(spec.cursor, "white")
             if spec.log_y:
                 plt.yscale("log")
             plt.xlabel(spec.x_label)
