@@ -161,3 +161,21 @@ def test_clean_text_always_encodes() -> None:
 
     message = f"{os.fsdecode(b'events.out.tfevents.1.host' + bytes([0xff]))} is empty"
     assert clean(message).encode("utf-8") == b"events.out.tfevents.1.host\\xff is empty"
+
+
+@pytest.mark.asyncio
+async def test_ui_runs_table_names_the_twins_apart(tmp_path: Path) -> None:
+    """The UI's runs table shows the two folders as `ls` does: `run_\\xff\\xfe` and `run_\\\\xff\\\\xfe`."""
+    from textual.widgets import DataTable
+
+    from pimm_inspect.tui.app import make_app
+    from tests.tui_support import fixed_loader, settle
+
+    root = _twins(tmp_path)
+    app = make_app(str(root), loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        cells = [[getattr(cell, "plain", cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        names = sorted(row[1] for row in cells)  # column 0 is the mark
+    assert names == ["run_\\\\xff\\\\xfe", "run_\\xff\\xfe"]
