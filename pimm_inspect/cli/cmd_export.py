@@ -49,7 +49,7 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
     Example: pimm-inspect export exp/ --format parquet -o runs_dataset
     """
     from ..analysis.scalar_rows import TagRows, iter_scalar_rows, scalar_rows, to_frame
-    from ..report.export import csv_text, named_rows, replaced_atomically, write_json
+    from ..report.export import csv_text, replaced_atomically, write_json
     from ..report.safe_text import clean
 
     if fmt == "parquet" and _dataset_wanted(output):
@@ -85,7 +85,7 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
                 count = write_json(streamed(), fh)
         stderr(f"pimm-inspect: wrote {count} points of {len(written)} tags to {shown_output}")
         return
-    rows = named_rows(scalar_rows(target, tags, policy, all_sources))
+    rows = scalar_rows(target, tags, policy, all_sources)
     tag_count = len({block.tag for block in rows if len(block)})
     frame = to_frame(rows)  # pandas only for CSV and Parquet
     if fmt == "parquet":
