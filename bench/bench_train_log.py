@@ -62,7 +62,7 @@ TAIL = """
 """
 REFRESH = """
     import pimm_inspect.sources.train_log.reader as R
-    from pimm_inspect.load import ReadCache
+    from pimm_inspect.session.store.cache import ReadCache
     GROW = Path(GROW_PATH)
     cut = PATH.stat().st_size - APPEND_BYTES
     with open(GROW, "r+b") as fh:

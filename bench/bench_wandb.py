@@ -106,7 +106,7 @@ _REFRESH = """
 import json, shutil, sys, tempfile, time
 from pathlib import Path
 import pimm_inspect.sources.wandb._bulk as bulk
-from pimm_inspect.load import ReadCache
+from pimm_inspect.session.store.cache import ReadCache
 source, append = Path(sys.argv[1]), int(sys.argv[2])
 scratch = Path(tempfile.mkdtemp(prefix="pimm-wandb-refresh-"))
 try:

@@ -2,21 +2,45 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load_run", "discover"]
+__all__ = ["__version__", "Attempt", "Finding", "NotARunError", "Run", "discover", "load_run"]
+
+if TYPE_CHECKING:
+    from .model import Attempt, Finding, Run
+    from .session import NotARunError
 
 
-def load_run(path):  # -> Run
-    """Load one run directory into a :class:`pimm_inspect.model.Run`."""
-    from .analysis import analyze
-    from .load import load_run as _load_run
+def load_run(path: Path | str) -> Run:
+    """Load and analyse one run directory into a :class:`Run`.
 
-    return analyze(_load_run(path))
+    Damaged files become findings, never exceptions; a missing ``path`` raises ``FileNotFoundError`` and a folder
+    that is not a run (a tree of runs: use :func:`discover`; a folder inside a run) raises :class:`NotARunError`.
+    """
+    from .session import default_session
+
+    return default_session().load(path)
 
 
-def discover(root):  # -> list[Path]
-    """Find run directories under ``root`` (``root`` itself may be one)."""
-    from .load import discover as _discover
+def discover(root: Path | str) -> list[Path]:
+    """Run directories under ``root`` (``root`` itself when it is a run), sorted."""
+    from .session import default_session
 
-    return _discover(root)
+    return default_session().discover(root)
+
+
+def __getattr__(name: str) -> object:
+    """``Run``, ``Finding``, ``Attempt`` and ``NotARunError``, imported when first asked for (``import pimm_inspect``
+    stays cheap for the CLI)."""
+    if name in ("Run", "Finding", "Attempt"):
+        from . import model
+
+        return getattr(model, name)
+    if name == "NotARunError":
+        from .session import NotARunError
+
+        return NotARunError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

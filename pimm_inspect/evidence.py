@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from .model import Attempt, Finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,10 @@ class WandbRunFacts:
     """The launch command W&B recorded (program and args, from ``wandb-metadata.json``)."""
     command_source: str | None = None
     """The file that command was read from."""
+    resume_from: str | None = None
+    """The run record's ``resume_from``/``fork_from`` branch point (``resume_from <id>?_step=N``), if any."""
+    dropped_step_source: str | None = None
+    """The file the first dropped-step evidence was read from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,3 +224,12 @@ class RunRow:
     summary: RunSummary
     top_finding: str
     """The worst finding's message (the first of the worst severity), secrets masked; '' when there is none."""
+    findings: tuple[Finding, ...] = ()
+    """Every finding, worst first (the runs table's filter matches their codes; its preview lists them)."""
+    attempt_facts: tuple[Attempt, ...] = ()
+    """Each attempt (the runs table's preview)."""
+    command: str | None = None
+    """The launch command (else the command) the run records, secrets masked; None when none."""
+    config: tuple[tuple[str, Any], ...] = ()
+    """The run's query config (``analysis.configs.query_config``) flattened to ``a.b.c`` keys, in document order:
+    what the ``cfg.<key> OP value`` filter compares."""

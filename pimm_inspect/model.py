@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -273,6 +273,10 @@ class WandbInfo:
     """The server refused to create the run (e.g. HTTP 404 ``entity x not found during upsertBucket``)."""
     link_note: str | None = None
     """Why there is no link, where the entity came from, or that the host is assumed; None when plain."""
+    link_refused: tuple[str, ...] = ()
+    """Why no link or command was formed from what the run's files record (a server address that is not
+    http(s) with a valid host and no userinfo, a name with control characters or ``/ \\ # ? % :``, a folder
+    path that is not text): ``wandb.link-refused``."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -313,8 +317,8 @@ class Run:
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
-    light: bool = False
-    """True for a light copy (series and events dropped, ``summary`` kept) such as the runs table holds."""
+    scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
+    """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it."""
 
     def tags(self) -> list[str]:
         """Sorted unique scalar tags."""
@@ -330,16 +334,18 @@ class Run:
 
     def scalars(self, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
                 all_sources: bool = False) -> Any:  # a pandas.DataFrame
-        """Tidy DataFrame (tag, step, value, wall_time, attempt, source): one row per (tag, step, attempt).
+        """Tidy DataFrame (tag, step, value, wall_time, attempt, source, seq), keyed (tag, step, attempt, source, seq).
 
-        ``tags`` are globs; ``policy`` is all/newest/oldest for replayed steps; each tag comes from its
+        ``policy="all"`` keeps every record as written (``seq`` numbers repeats of a step within one file and
+        attempt: 0, 1, ...); ``newest``/``oldest`` keep one row per (tag, step). ``tags`` are globs; each tag comes from its
         preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
         as ``pimm-inspect export`` and the point counts of ``show --json``.
         """
-        # The row rules live in analysis (shared with export and show); imported here only when called.
-        from .analysis.scalar_rows import scalar_rows, to_frame
-
-        return to_frame(scalar_rows(self, tags, policy, all_sources))
+        # The row rules live in analysis (shared with export and show), which hands them to the Run it analyses:
+        # the model never imports a layer above it.
+        if self.scalar_table is None:
+            raise ValueError("Run.scalars() needs an analysed run: use pimm_inspect.load_run or Session.load")
+        return self.scalar_table(self, tags, policy, all_sources)
 
 
 def make_series(

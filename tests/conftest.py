@@ -30,6 +30,3 @@ def pytest_unconfigure(config):
 def _private_cache_dir(tmp_path_factory, monkeypatch):
     """Every test gets its own empty cache directory outside the run fixtures."""
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path_factory.mktemp("pimm-cache")))
-    from pimm_inspect.load import disk_cache
-
-    monkeypatch.setattr(disk_cache, "_enabled", True)

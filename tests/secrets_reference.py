@@ -1,4 +1,6 @@
-"""The secret masking of commit 28f5375, before its prefilters: the reference the faster one is compared with.
+"""The secret masking of commit 28f5375 before its prefilters, plus the rules added since (issue 21: AWS pairs and
+session tokens, Slack webhooks, .netrc, AccountKey; YAML !!binary bodies are data): the reference the faster one is
+compared with.
 
 Three rules, applied to every string a run file gives us:
 
@@ -38,6 +40,11 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
     ("W&B API key", re.compile(r"\blocal-[0-9a-f]{40}\b"), ("local-",)),
     ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyJ",)),
+    # issue 21 (added with the rules, not a prefilter): AWS session tokens and Slack webhook paths
+    ("AWS session token", re.compile(r"(?<![A-Za-z0-9/+])(?:FwoGZXIvYXdz|FQoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9/+=]{20,}"),
+     ("FwoGZXIvYXdz", "FQoGZXIvYXdz", "IQoJb3JpZ2lu")),
+    ("Slack webhook", re.compile(r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}"),
+     ("hooks.slack.com",)),
     # A line of a PEM body on its own (a log view masks line by line): 60-100 base64 chars of mixed case and digits.
     ("private key", re.compile(r"^[ \t]*(?=[A-Za-z0-9+/]{0,100}[0-9])(?=[A-Za-z0-9+/]{0,100}[a-z])"
                                r"(?=[A-Za-z0-9+/]{0,100}[A-Z])[A-Za-z0-9+/]{60,100}={0,2}[ \t]*$", re.MULTILINE), ()),
@@ -49,6 +56,11 @@ MAX_PEM_CHARS = 20_000
 _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s/:@'\"]{0,200}:)"
                            r"(?P<value>[^\s/@'\"]{1,500})(?=@)")
 _AUTH_SCHEME = re.compile(r"\b(?P<head>(?:Bearer|Basic)[ \t]+)(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
+_NETRC = re.compile(r"(?P<head>(?:^[ \t]*(?:login[ \t]+\S+[ \t]+)?|\b(?:machine[ \t]+\S+|default)"
+                    r"(?:[ \t]+(?:login|account)[ \t]+\S+){0,2}[ \t]+)password[ \t]+)(?P<value>\S+)", re.MULTILINE)
+_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[0-9/+])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+                         r"(?=[A-Za-z0-9/+]{0,39}[A-Z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _HEX40 = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{40}(?![0-9A-Za-z])")
 _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
 # --name value / --name=value / -name value; the lookbehind keeps the scan linear on long words.
@@ -103,7 +115,7 @@ def _name_words_secret(words: list[str]) -> bool:
             continue
         if word in _SECRET_WORDS or any(part in word for part in _SECRET_PARTS):
             return True
-        if word == "key" and before in {"api", "ssh", "private", "access", "secret", "wandb", "auth", "signing",
+        if word == "key" and before in {"api", "ssh", "private", "access", "secret", "wandb", "auth", "signing", "account",
                                         "encryption", "hf", "openai", "license", "session", "client", "master"}:
             return True
     return False
@@ -144,8 +156,16 @@ def _auth_repl(match: re.Match[str]) -> str:
     return match["head"] + MASK if header or shaped else match.group(0)
 
 
+def _mask_aws_pairs(text: str) -> str:
+    spans = [(max(0, m.start() - 300), m.end() + 300) for m in _AWS_KEY_ID.finditer(text)]
+    return _AWS_SECRET.sub(lambda m: MASK if any(lo <= m.start() and m.end() <= hi for lo, hi in spans)
+                           else m.group(0), text)
+
+
 def _mask_shapes(text: str) -> str:
     text = _mask_pem(text)
+    text = _mask_aws_pairs(text)
+    text = _NETRC.sub(lambda m: m["head"] + MASK, text)
     for _kind, pattern, needles in _TOKEN_PATTERNS:
         if not needles or any(n in text for n in needles):
             text = pattern.sub(MASK, text)
@@ -175,6 +195,23 @@ def mask_text(text: str) -> str:
     """Mask secret-shaped substrings, values of secret-named flags and ``NAME=value`` assignments."""
     if not text:
         return text
+    from pimm_inspect.analysis.secrets import yaml_binary_lines  # issue 21: YAML !!binary bodies are data
+
+    lines = text.splitlines(keepends=True)
+    binary = yaml_binary_lines(lines)
+    if binary:
+        out, chunk = [], []
+        for i, line in enumerate(lines):
+            if i in binary:
+                out += [_mask_whole("".join(chunk)) if chunk else "", line]
+                chunk = []
+            else:
+                chunk.append(line)
+        return "".join(out) + (_mask_whole("".join(chunk)) if chunk else "")
+    return _mask_whole(text)
+
+
+def _mask_whole(text: str) -> str:
     text = _mask_shapes(text)
 
     def flag_repl(match: re.Match[str]) -> str:

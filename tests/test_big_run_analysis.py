@@ -169,7 +169,9 @@ def test_select_rows_general_path_still_finds_replays_exactly():
     older = make_series("loss", np.r_[np.arange(1, 76), 75], np.r_[np.ones(75), 9.0], None, "train.log", 1)
     newer = make_series("loss", np.arange(51, 101), np.full(50, 2.0), None, "train.log", 2)
     every = select_rows("loss", "train_log", [older, newer], "all")
-    assert len(every) == 75 + 50 and every.values[every.steps == 75].tolist() == [9.0, 2.0]
+    # Every record as written: the repeat inside attempt 1 is kept as seq 1 of its (step, attempt, file).
+    assert len(every) == 76 + 50 and every.values[every.steps == 75].tolist() == [1.0, 9.0, 2.0]
+    assert every.seq[every.steps == 75].tolist() == [0, 1, 0] and int(every.seq.sum()) == 1
     newest = select_rows("loss", "train_log", [older, newer], "newest")
     assert newest.steps.tolist() == list(range(1, 101)) and set(newest.values[50:].tolist()) == {2.0}
     oldest = select_rows("loss", "train_log", [older, newer], "oldest")
@@ -272,11 +274,9 @@ def _select_rows_by_lexsort(series, policy):
                                for s in ordered])
     source_index = np.concatenate([np.full(len(s), sources.index(s.source), dtype=np.int64) for s in ordered])
     position = np.arange(steps.shape[0], dtype=np.int64)
-    if policy == "all":
+    if policy == "all":  # every record as written
         order = np.lexsort((position, rank, attempts, steps))
-        s_sorted, a_sorted = steps[order], attempts[order]
         keep = np.ones(order.shape[0], dtype=bool)
-        keep[:-1] = (s_sorted[1:] != s_sorted[:-1]) | (a_sorted[1:] != a_sorted[:-1])
     else:
         order = np.lexsort((position, rank, steps))
         s_sorted = steps[order]
@@ -288,7 +288,12 @@ def _select_rows_by_lexsort(series, policy):
     chosen = order[keep]
     values = np.concatenate([s.values for s in ordered])[chosen]
     walls = np.concatenate([s.wall_times_s for s in ordered])[chosen]
-    return steps[chosen], values, walls, attempts[chosen], source_index[chosen]
+    seen: dict[tuple[int, int, int], int] = {}
+    seq = np.zeros(steps.shape[0], dtype=np.int64)
+    for i, key in enumerate(zip(steps.tolist(), attempts.tolist(), source_index.tolist())):  # in writer order
+        seq[i] = seen.get(key, 0)
+        seen[key] = seq[i] + 1
+    return steps[chosen], values, walls, attempts[chosen], source_index[chosen], seq[chosen]
 
 
 @settings(max_examples=300, deadline=None)
@@ -303,7 +308,7 @@ def test_select_rows_by_stable_sort_is_the_lexsort(columns, attempt_of, policy):
         return  # the empty and the one-increasing-writer paths: tested above
     got = select_rows("loss", "train_log", series, policy)
     want = _select_rows_by_lexsort(series, policy)
-    for field, expected in zip(("steps", "values", "wall_times_s", "attempts", "source_index"), want):
+    for field, expected in zip(("steps", "values", "wall_times_s", "attempts", "source_index", "seq"), want):
         assert np.array_equal(getattr(got, field), expected), field
 
 

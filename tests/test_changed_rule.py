@@ -1,5 +1,5 @@
 """One rule for "has this run changed since it was last read" (``load.read_record``), kept by both of its callers:
-the ``ls`` row cache (``load.row_cache``) and the Parquet export (``report.dataset_sync``, only changed runs are
+the ``ls`` row cache (``session.store.row_cache``) and the Parquet export (``session.dataset_sync``, only changed runs are
 rewritten). Every change a run's read depends on makes both read the run again and give what a fresh read gives;
 an unchanged tree is not read again by either; on every fixture both record the same dependencies.
 
@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 import pimm_inspect
-from pimm_inspect.analysis import rows
-from pimm_inspect.load import assemble, disk_cache, read_record, row_cache
+from pimm_inspect.load import assemble, read_record
 from pimm_inspect.report.dataset_store import MANIFEST, PART_FILE, encode_partition, partition_dir
-from pimm_inspect.report.dataset_sync import DatasetReport, export_dataset, run_id_of
+from pimm_inspect.session import Session, Settings, rows
+from pimm_inspect.session.dataset_sync import DatasetReport, run_id_of
+from pimm_inspect.session.store import disk_cache, row_cache
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -50,7 +51,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 
 def _export(root: Path, out: Path) -> DatasetReport:
-    return export_dataset(root, pimm_inspect.discover(root), out)
+    return Session().export_dataset(root, out, run_dirs=pimm_inspect.discover(root))
 
 
 def _tables(out: Path, run_id: str) -> dict[str, list[dict]]:
@@ -76,14 +77,14 @@ def _both_read_again(root: Path, run: Path, change: Callable[[], None], tmp_path
     again = _export(root, out)
     assert again.rewritten == [] and run_id in again.unchanged  # an unchanged tree: nothing rewritten
     before_tables = _tables(out, run_id)
-    disk = disk_cache.DiskCache.configured()
+    disk = Session().disk
     assert disk is not None
-    before_row = rows.load_row(run)
+    before_row = Session().row(run)
     assert row_cache.stored_row(disk, run.absolute()) == before_row
     change()
     assert row_cache.stored_row(disk, run.absolute()) is None, "the row cache would serve a stale row"
     assert run_id in _export(root, out).rewritten, "the export would keep a stale run"
-    after_row = rows.load_row(run)
+    after_row = Session().row(run)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
     fresh = tmp_path / "fresh"
     _export(root, fresh)
@@ -333,11 +334,11 @@ def test_both_callers_record_the_same_read_of_every_fixture_run_and_of_a_changed
     _quiet(tree)
     runs = pimm_inspect.discover(tree)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    disk = disk_cache.DiskCache.configured()
+    disk = Session().disk
     assert disk is not None
     out = tmp_path / "ds"
-    export_dataset(tree, runs, out)
-    listed = list(rows.load_rows(runs, jobs=1))
+    Session().export_dataset(tree, out, run_dirs=runs)
+    listed = list(Session(Settings.from_env(jobs=1)).rows(runs))
     assert len(listed) == len(runs) > 40
     for run in runs:
         deps = _row_deps(disk, run)
@@ -354,12 +355,12 @@ def test_both_callers_record_the_same_read_of_every_fixture_run_and_of_a_changed
         changed.add(run_id_of(run, tree))
     for run in runs:
         assert row_cache.stored_row(disk, run.absolute()) is None, run
-    report = export_dataset(tree, runs, out)
+    report = Session().export_dataset(tree, out, run_dirs=runs)
     assert set(report.rewritten) == changed and report.unchanged == []
-    list(rows.load_rows(runs, jobs=1))
+    list(Session(Settings.from_env(jobs=1)).rows(runs))
     for run in runs:
         assert _row_deps(disk, run) == _export_deps(out, run_id_of(run, tree)), run
-    assert export_dataset(tree, runs, out).rewritten == []
+    assert Session().export_dataset(tree, out, run_dirs=runs).rewritten == []
 
 
 def test_a_manifest_without_read_records_rewrites_each_run_once_and_a_damaged_one_is_refused(tmp_path, monkeypatch):

@@ -167,23 +167,21 @@ def test_tree_commands_hold_one_run_at_a_time(command, tmp_path, monkeypatch):
 
     import numpy as np
 
-    from pimm_inspect.load import safe
     from pimm_inspect.model import Attempt, Run, make_series
+    from pimm_inspect.session import core
 
     for i in range(40):
         (tmp_path / f"run{i:02d}").mkdir()
         (tmp_path / f"run{i:02d}" / "train.log").write_text("")
 
-    def big_run(path, cache=None):
+    def big_run(path, cache=None, now=None, progress=None):
         steps = np.arange(1_000_000)  # 8 MB of steps + 8 MB of values + 8 MB of wall times
         series = (make_series("loss", steps, steps * 0.5, steps * 1.0, "train.log", 1),)
         return Run(root=Path(path).absolute(), kind="pimm", era="E2", status="finished", name=Path(path).name,
                    attempts=(Attempt(1, first_step=0, last_step=999_999, ended="completed"),), series=series)
 
-    import pimm_inspect.analysis as analysis
-
-    monkeypatch.setattr(safe, "load_safely", big_run)
-    monkeypatch.setattr(analysis, "analyze", lambda run: run)  # memory, not check speed, is under test
+    monkeypatch.setattr(core, "load_safely", big_run)
+    monkeypatch.setattr(core, "analyze", lambda run: run)  # memory, not check speed, is under test
     tracemalloc.start()
     try:
         result = CliRunner().invoke(cli, [*command, str(tmp_path)], catch_exceptions=False)

@@ -78,10 +78,12 @@ def test_curves_width_and_height_are_honoured_when_piped():
     for width in (60, 150):
         out = run_cli("curves", RUNS / "e2_rollback", "--tag", "train_batch/loss", "--width", width,
                       "--height", 18).stdout
-        chart, legend = out.split("\n\n")  # the legend follows the chart after a blank line
+        chart, legend, note = out.split("\n\n")  # the legend follows the chart after a blank line, then the note
         assert max(len(line) for line in chart.splitlines()) == width
         assert len(chart.splitlines()) == 18
         assert legend.splitlines() == ["  •• train_batch/loss (attempt 1)", "  ++ train_batch/loss (attempt 2)"]
+        assert " ".join(note.split()).startswith("Steps written more than once: 51-75: 2 copies (#1 #2);")
+        assert max(len(line) for line in note.splitlines()) <= width
 
 
 def test_curves_colour_follows_force_color_and_no_color():

@@ -18,15 +18,22 @@ from click.testing import CliRunner
 
 import pimm_inspect
 from pimm_inspect.cli.main import cli
-from pimm_inspect.load import ReadCache, load_run
-from pimm_inspect.load import _cache_codec as codec
-from pimm_inspect.load import disk_cache
+from pimm_inspect.load import load_run as load_uncached
+from pimm_inspect.session import Session, Settings
+from pimm_inspect.session.settings import cache_dir_from
+from pimm_inspect.session.store import codec, disk_cache
+from pimm_inspect.session.store.cache import ReadCache
 from pimm_inspect.load.collect import collect
 from pimm_inspect.load.discover import classify_dir
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
 ALL = pimm_inspect.discover(RUNS)
+
+
+def load_run(path: Path):
+    """A run read as a new process reads it: through a fresh session's disk cache (no analysis)."""
+    return load_uncached(path, cache=Session().read_cache())
 
 
 def _cli(*args: object) -> str:
@@ -133,12 +140,13 @@ def test_cache_dir_inside_the_run_is_refused(tmp_path, monkeypatch):
 def test_default_location_follows_xdg_and_off(monkeypatch, tmp_path):
     monkeypatch.delenv("PIMM_INSPECT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert disk_cache.cache_dir() == tmp_path / "xdg" / "pimm-inspect"
+    assert Settings.from_env().cache_dir == tmp_path / "xdg" / "pimm-inspect"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert disk_cache.cache_dir() == tmp_path / "home" / ".cache" / "pimm-inspect"
+    assert Settings.from_env().cache_dir == tmp_path / "home" / ".cache" / "pimm-inspect"
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
-    assert disk_cache.cache_dir() is None
+    assert Settings.from_env().cache_dir is None
+    assert Settings.from_env(no_cache=True, environ={"PIMM_INSPECT_CACHE_DIR": str(tmp_path)}).cache_dir is None
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign-type", "pickle", "empty"])
@@ -258,7 +266,6 @@ def test_no_cache_writes_nothing(how, tmp_path, monkeypatch):
         result = CliRunner().invoke(cli, [*args, *map(str, command)])
         assert result.exit_code in (0, 1), result.output
     assert _cache_files(cache) == []
-    disk_cache.set_enabled(True)
 
 
 def test_cache_info_and_clear(tmp_path, monkeypatch):
@@ -288,16 +295,16 @@ def test_size_cap_evicts_least_recently_used(tmp_path, monkeypatch):
 def test_the_suite_never_uses_the_real_cache_dir():
     """conftest points every test (and module-scoped fixtures before them) away from ~/.cache."""
     configured = Path(os.environ["PIMM_INSPECT_CACHE_DIR"])
-    assert disk_cache.cache_dir() == configured
+    assert Settings.from_env().cache_dir == configured
     assert not (Path.home() / ".cache" / "pimm-inspect").resolve() == configured.resolve()
 
 
 def test_cheap_reads_are_not_written(tmp_path, monkeypatch):
     """A result that decoded faster than PIMM_INSPECT_CACHE_MIN_DECODE_MS (default 5 ms) is not worth an entry."""
-    from pimm_inspect.load.cache import DEFAULT_MIN_DECODE_MS, min_store_s
+    from pimm_inspect.session.store.cache import DEFAULT_MIN_DECODE_MS
 
     monkeypatch.delenv("PIMM_INSPECT_CACHE_MIN_DECODE_MS")
-    assert min_store_s() == DEFAULT_MIN_DECODE_MS / 1000 == 0.005
+    assert Settings.from_env().cache_min_decode_s == DEFAULT_MIN_DECODE_MS / 1000 == 0.005
     cache = tmp_path / "cache"
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(cache))
     monkeypatch.setenv("PIMM_INSPECT_CACHE_MIN_DECODE_MS", "1e9")

@@ -1,4 +1,5 @@
-"""Exports and Run.scalars(): exact floats, one row per (tag, step, attempt), sources and attempts that are true."""
+"""Exports and Run.scalars(): exact floats, rows keyed (tag, step, attempt, source, seq), sources and attempts that
+are true."""
 
 from __future__ import annotations
 
@@ -51,8 +52,10 @@ def test_show_points_equal_export_rows_and_rows_are_unique(loaded, name):
     for row in rows:
         per_tag[row["tag"]] = per_tag.get(row["tag"], 0) + 1
     assert per_tag == {tag: doc["points"] for tag, doc in scalars.items() if doc["points"]}
-    keys = [(r["tag"], r["step"], r["attempt"]) for r in rows]
+    keys = [(r["tag"], r["step"], r["attempt"], r["source"], r["seq"]) for r in rows]
     assert len(keys) == len(set(keys))
+    # --policy all is every record as written: the points of the tag's preferred source, none dropped.
+    assert len(rows) == sum(doc["points"] for doc in scalars.values())
     # Each tag from one source kind, the preferred one present.
     for tag, doc in scalars.items():
         kinds = {source_kind(run, s) for s in run.series_for(tag) if len(s)}

@@ -59,12 +59,14 @@ def test_crash_message_and_secret_finding_are_masked(run):
 
 
 def test_wandb_link_drops_the_settings_password(run):
-    """W&B's ``settings`` base_url with ``user:password@``: the run link is built without them."""
+    """W&B's ``settings`` base_url with ``user:password@``: no link is built on it (issue 21), and the refusal
+    names the host without the user name or password."""
     outcome = run_cli("url", str(run))
-    # An offline run never synced gets the sync command; the link it will have is named, without the password.
+    # An offline run never synced still gets the sync command (it names folders, not the server).
     assert outcome.stdout.strip().startswith("wandb sync "), outcome
     doc = json.loads(run_cli("url", "--json", str(run)).stdout)
-    assert doc["url_after_sync"] == "https://wandb.corp.example.org/team/hostile/runs/leak0001", doc
+    assert doc["url_after_sync"] is None and doc["url"] is None, doc
+    assert "***@wandb.corp.example.org" in doc["link_note"] and "user name or password" in doc["link_note"], doc
 
 
 def test_a_key_in_the_args_wandb_recorded_is_a_finding_naming_that_file() -> None:

@@ -73,17 +73,23 @@ def test_lightning_hparams_yaml_is_the_config():
     assert doc is not None and doc.path == "hparams.yaml" and dict(doc.data) == {"hidden": 4, "lr": 0.05}
 
 
-def test_hparams_yaml_python_tags_and_aliases_are_never_built(tmp_path):
+def test_hparams_yaml_python_tags_are_never_built_and_aliases_are_bounded(tmp_path):
     from pimm_inspect.sources.config.hparams_yaml import read_hparams_yaml
 
     path = tmp_path / "hparams.yaml"
     path.write_text("loss_fn: !!python/name:os.system ''\nlr: 0.1\n")
     doc = read_hparams_yaml(path, "hparams.yaml").value
     assert doc.data == {"loss_fn": "<!!python/name:os.system >", "lr": 0.1}
+    # Lightning writes an alias when one object is two hyperparameters: read, each use counted.
     path.write_text("a: &x [1, 2]\nb: [*x, *x, *x]\n")
+    assert read_hparams_yaml(path, "hparams.yaml").value.data == {"a": [1, 2], "b": [[1, 2]] * 3}
+    # A billion laughs (10**6 nodes once expanded) is not expanded: shown as text.
+    levels = ["a0: &a0 [" + ", ".join(["x"] * 10) + "]"]
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 6)]
+    path.write_text("\n".join(levels) + "\n")
     got = read_hparams_yaml(path, "hparams.yaml")
     doc, findings = got.value, got.findings
-    assert doc.data is None and doc.text.startswith("a: &x") and [f.code for f in findings] == ["file.unsupported"]
+    assert doc.data is None and doc.text.startswith("a0: &a0") and [f.code for f in findings] == ["file.unsupported"]
 
 
 def test_pimm_wandb_folders_under_the_launch_directory_are_found_by_run_id():

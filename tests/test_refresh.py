@@ -5,7 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pimm_inspect.load import ReadCache, load_run
+from pimm_inspect.load import load_run
+from pimm_inspect.session.store.cache import ReadCache
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

@@ -13,11 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 import pimm_inspect
-from pimm_inspect.analysis import analyze, rows
+from pimm_inspect.analysis import analyze
 from pimm_inspect.cli.main import cli
-from pimm_inspect.load import disk_cache, file_deps, row_cache, safe
+from pimm_inspect.load import file_deps, safe
 from pimm_inspect.load.assemble import load_run_and_liveness
-from pimm_inspect.load.cache import ReadCache
+from pimm_inspect.session import Session, Settings, rows
+from pimm_inspect.session.store import disk_cache, row_cache
+from pimm_inspect.session.store.cache import ReadCache
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
@@ -35,9 +37,9 @@ def _builds(monkeypatch) -> list[Path]:
     built: list[Path] = []
     real = rows.build_row
 
-    def spy(root: Path):
+    def spy(root: Path, cache=None):
         built.append(root)
-        return real(root)
+        return real(root, cache)
 
     monkeypatch.setattr(rows, "build_row", spy)
     return built
@@ -55,7 +57,7 @@ def test_ls_identical_with_and_without_cache(path, tmp_path, monkeypatch):
         outputs.append((_ls(path), _ls(path, "--json")))
     assert outputs[0] == outputs[1] == outputs[2]
     assert built == ([] if storable else [path.absolute()] * 2)
-    assert rows.load_row(path) == fresh
+    assert Session().row(path) == fresh
 
 
 def _quiet_tree(tmp_path: Path) -> Path:
@@ -91,13 +93,13 @@ def _copy(name: str, tmp_path: Path) -> Path:
 def _stored_then(run: Path, change, monkeypatch, tmp_path, *, differs: bool | None = True) -> None:
     """Store the run's row, apply ``change``, and check the next row is rebuilt and equals a fresh load."""
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    before = rows.load_row(run)
-    disk = disk_cache.DiskCache.configured()
+    before = Session().row(run)
+    disk = Session().disk
     assert row_cache.stored_row(disk, run.absolute()) == before
     change(run)
     assert row_cache.stored_row(disk, run.absolute()) is None  # the change shows in a fingerprint
     built = _builds(monkeypatch)
-    after = rows.load_row(run)
+    after = Session().row(run)
     assert built == [run.absolute()]
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
     assert after == rows.build_row(run.absolute())[0]
@@ -203,18 +205,18 @@ def test_wandb_sync_marker_and_settings_reach_show_through_the_per_file_cache(tm
 
 def test_live_and_racy_runs_get_no_stored_row(tmp_path, monkeypatch):
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    disk = disk_cache.DiskCache.configured()
+    disk = Session().disk
     fresh = tmp_path / "fresh"
     shutil.copytree(RUNS / "e2_clean", fresh, copy_function=shutil.copy)  # mtimes now: within RACY_S
-    rows.load_row(fresh)
+    Session().row(fresh)
     assert row_cache.stored_row(disk, fresh.absolute()) is None
     run = _copy("e2_clean", tmp_path)
-    monkeypatch.setattr(safe, "load_run_and_liveness", lambda root: (load_run_and_liveness(root)[0], True))
-    rows.load_row(run)
+    monkeypatch.setattr(safe, "load_run_and_liveness", lambda root, cache=None: (load_run_and_liveness(root, cache=cache)[0], True))
+    Session().row(run)
     assert row_cache.stored_row(disk, run.absolute()) is None
     monkeypatch.undo()
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    rows.load_row(run)
+    Session().row(run)
     assert row_cache.stored_row(disk, run.absolute()) is not None
 
 
@@ -222,7 +224,7 @@ def test_damaged_or_future_row_entries_are_ignored_and_rebuilt(tmp_path, monkeyp
     run = _copy("e2_rollback", tmp_path)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     reference = _ls(run, "--json")
-    disk = disk_cache.DiskCache.configured()
+    disk = Session().disk
     entry = disk._entry(row_cache.ROW_KIND, run.absolute(), "", disk_cache.code_version(row_cache.ROW_CODE))[0]
     good = entry.read_bytes()
     entry.write_bytes(good[:-7] + b"garbage")
@@ -295,12 +297,12 @@ def test_pool_gives_the_serial_rows_in_order(tmp_path, monkeypatch):
         shutil.copytree(RUNS / ("e2_rollback", "tb_plain", "wandb_clean")[i % 3], tree / f"run{i:02d}", symlinks=True)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
     roots = pimm_inspect.discover(tree)
-    serial = list(rows.load_rows(roots, jobs=1))
-    assert list(rows.load_rows(roots, jobs=2)) == serial
+    serial = list(Session(Settings.from_env(jobs=1)).rows(roots))
+    assert list(Session(Settings.from_env(jobs=2)).rows(roots)) == serial
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    assert list(rows.load_rows(roots, jobs=2)) == serial  # cold: the workers store the rows
-    assert list(rows.load_rows(roots, jobs=2)) == serial
-    assert all(row_cache.stored_row(disk_cache.DiskCache.configured(), r.absolute()) is not None for r in roots)
+    assert list(Session(Settings.from_env(jobs=2)).rows(roots)) == serial  # cold: the workers store the rows
+    assert list(Session(Settings.from_env(jobs=2)).rows(roots)) == serial
+    assert all(row_cache.stored_row(Session().disk, r.absolute()) is not None for r in roots)
 
 
 _PARENT = os.getpid()
@@ -324,11 +326,11 @@ def test_a_dead_worker_does_not_lose_rows(tmp_path, monkeypatch):
 
 def test_worker_count_follows_the_environment(monkeypatch):
     monkeypatch.setenv("PIMM_INSPECT_JOBS", "3")
-    assert row_cache.worker_count() == 3
+    assert row_cache.worker_count(Settings.from_env().jobs) == 3
     monkeypatch.setenv("PIMM_INSPECT_JOBS", "0")
-    assert row_cache.worker_count() == 1
+    assert row_cache.worker_count(Settings.from_env().jobs) == 1
     monkeypatch.setenv("PIMM_INSPECT_JOBS", "many")
-    assert 1 <= row_cache.worker_count() <= 8
+    assert Settings.from_env().jobs is None and 1 <= row_cache.worker_count(Settings.from_env().jobs) <= 8
     monkeypatch.delenv("PIMM_INSPECT_JOBS")
     cores = len(os.sched_getaffinity(0))
     monkeypatch.setattr(row_cache, "busy_now", lambda: 0.2)

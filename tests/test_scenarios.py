@@ -18,6 +18,7 @@ EXPECTED = {
     "e2_incomplete_checkpoint": {"checkpoint.incomplete"},
     "e2_rollback": {"resume.rollback", "steps.replayed"},
     "e2_requeue_failed": {"slurm.attempts-mismatch"},
+    "e2_requeued_twice": {"resume.rollback", "steps.replayed"},
     "e2_secret_in_config": {"provenance.git-dirty", "provenance.secret"},
     "e2_wandb": set(),
     "e2_tb_gap": {"steps.gap"},
@@ -32,6 +33,7 @@ EXPECTED = {
     "hf_killed": {"provenance.secret"},
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
+    "hf_two_trainings": {"hf.new-training"},
     "tb_plain/runs/baseline": set(),
     "tb_plain/runs/lr-0.1": set(),
     "wandb_backwards_step": {"wandb.step-dropped"},
@@ -54,9 +56,12 @@ EXPECTED = {
     "rw_launch_cwd_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "rw_launch_cwd_wandb/exp/panda/semseg/semseg-drift": {"provenance.config-drift", "resume.rollback",
                                                          "steps.replayed", "wandb.outside-run", "wandb.run-split"},
+    "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
     "rw_pimm_tester_config": set(),
+    "rw_notebook_restart/output": {"steps.replayed"},
+    "rw_pointcept_log": {"provenance.no-git", "resume.rollback", "steps.replayed"},
     "rw_renamed_tfevents/copied_run": set(),
     "rw_tb_restart/runs/baseline": {"steps.replayed"},
     "rw_tbx_add_scalars/runs/exp1": set(),
@@ -142,7 +147,8 @@ def test_every_check_fires_on_some_fixture(loaded):
 
     fired = {f.code for run in loaded.values() for f in run.findings}
     not_on_fixtures = {"run.stalled", "run.ranks-diverged", "metrics.source-mismatch",
-                       "wandb.no-local-run"}  # unit-tested in test_checks
+                       "wandb.no-local-run",  # unit-tested in test_checks
+                       "wandb.link-refused"}  # hostile settings beside real W&B folders: test_wandb_link_rules
     for name, _check in CHECKS:
         if name == "provenance.git":
             assert {"provenance.git-dirty", "provenance.no-git"} <= fired
@@ -167,7 +173,7 @@ def test_secret_never_in_messages(loaded):
 
 def test_scalars_dataframe(loaded):
     frame = loaded["e2_rollback"].scalars()
-    assert list(frame.columns) == ["tag", "step", "value", "wall_time", "attempt", "source"]
+    assert list(frame.columns) == ["tag", "step", "value", "wall_time", "attempt", "source", "seq"]
     loss = frame[(frame["tag"] == "train_batch/loss") & frame["source"].str.startswith("events")]
     assert len(loss) == 125
     assert sorted(loss["attempt"].unique().tolist()) == [1, 2]

@@ -152,7 +152,9 @@ _FRAGMENTS = ["hf_", "a" * 34, "AKIA", "ABCDEFGHIJKLMNOP", "ghp_", "github_pat_"
               "-----END PRIVATE KEY-----", "://", "user:", "pw@", "Bearer ", "basic ", "Authorization: ",
               "wandb", "key", "token", "--token", "--password", "=", ":", " ", "\n", "'", '"', "-", "--", "_",
               "api_key", "max_tokens", "lr", "0.001", "Qm9iIGlzIGEgc2VjcmV0IGtleSB3aXRoIE1peGVkQ2FzZTEyMzQ1Njc4OTAK",
-              "x", "Z", "9", "/", "+", "{", "}", ",", "****"]
+              "x", "Z", "9", "/", "+", "{", "}", ",", "****", "hooks.slack.com/services/", "AccountKey=",
+              "machine h ", "login u ", "password ", "FwoGZXIvYXdz", "wJalrXUtnFEMI/K7MDENG/bPxRfiCY", "EXAMPLEKEY",
+              "!!binary |", "\n    "]
 
 
 @settings(max_examples=400, deadline=None)

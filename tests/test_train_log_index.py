@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pimm_inspect.load.cache import ReadCache
+from pimm_inspect.session.store.cache import ReadCache
 from pimm_inspect.sources.train_log.reader import read_train_log
 from tests.test_train_log import PimmLog, train_line, write_requeued_run
 from tests.train_log_support import write_big_log

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import pimm_inspect.sources.train_log.reader as R
-from pimm_inspect.load import ReadCache
+from pimm_inspect.session.store.cache import ReadCache
 from tests.test_disk_cache import _same
 from tests.train_log_support import write_big_log
 

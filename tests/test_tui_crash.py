@@ -18,7 +18,8 @@ from textual.widgets import DataTable, Input  # noqa: E402
 
 from pimm_inspect.tui.app import make_app  # noqa: E402
 from pimm_inspect.tui.crash import CRASH_EXIT_CODE  # noqa: E402
-from pimm_inspect.tui.messages import RunLoaded  # noqa: E402
+from pimm_inspect.analysis.summary import run_row  # noqa: E402
+from pimm_inspect.tui.messages import RowLoaded  # noqa: E402
 from tests.tui_support import REPO, RUNS, fixed_loader, settle  # noqa: E402
 
 if not (RUNS / "tb_plain").is_dir():
@@ -38,8 +39,8 @@ async def test_a_background_update_of_a_filtered_out_row_is_kept_silently(tmp_pa
         hidden = (tmp_path / "tb_plain").absolute()
         assert hidden.as_posix() not in table.rows
         # A live reload of the hidden run arrives (as the follow timer's worker posts it).
-        run = dataclasses.replace(fixed_loader(hidden), status="crashed")
-        app.post_message(RunLoaded(hidden, run))
+        row = run_row(dataclasses.replace(fixed_loader(hidden), status="crashed"))
+        app.post_message(RowLoaded(hidden, row))
         await settle(pilot)
         assert hidden.as_posix() not in table.rows
         assert app.screen.table.runs[hidden.as_posix()].status == "crashed"  # stored, not shown

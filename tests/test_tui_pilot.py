@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pimm_inspect.evidence import RunRow
+
 pytest.importorskip("textual")
 pytest.importorskip("textual_plotext")
 
@@ -98,7 +100,8 @@ async def test_filter_substring_negation_regex_and_sort():
         assert not any(Path(k).name.startswith("e2_") for k in row_keys(table))
         box.value = "/^hf_/"
         await pilot.pause()
-        assert sorted(Path(k).name for k in row_keys(table)) == ["hf_clean", "hf_killed", "hf_resumed", "hf_resumed_wandb"]
+        assert sorted(Path(k).name for k in row_keys(table)) == ["hf_clean", "hf_killed", "hf_resumed", "hf_resumed_wandb",
+                                                                 "hf_two_trainings"]
         box.value = "steps.replayed"  # finding codes are searchable too
         await pilot.pause()
         assert "e2_rollback" in [Path(k).name for k in row_keys(table)]
@@ -203,7 +206,7 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         assert plot.spec.replays == ((51, 75),) and "┆ replayed 51-75: 2 copies (#1 #2)" in legend
         assert "⣿ attempt 1" in legend and "• attempt 2" in legend and "│ resumed #2 at 51" in legend
         note = str(pane.query_one("#policy-note", Static).render())
-        assert note.startswith("Steps 51-75 exist twice") and "TensorBoard:" in note and "W&B" in note
+        assert note.startswith("Steps written more than once: 51-75: 2 copies (#1 #2)") and "TensorBoard:" in note and "W&B" in note
         assert "yellow" not in note
         await pilot.press("p")
         await settle(pilot)
@@ -508,7 +511,8 @@ async def test_live_follow_reads_only_appended_bytes(tmp_path):
         assert run.status == "finished" and max(a.last_step for a in run.attempts) == 100 > before
         assert app.loader.incremental_reads >= 2
         assert app.loader.caches == {}  # a finished run keeps no reader results
-        assert app.runs[log.parent.absolute()].series == ()  # the table's copy is light
+        row = app.runs[log.parent.absolute()]  # the table holds the run's row (the rule of ls), no series
+        assert isinstance(row, RunRow) and row.status == "finished" and row.summary.last_step == 100
 
 
 async def test_config_diff_between_documents_and_between_runs():

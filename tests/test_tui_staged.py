@@ -17,10 +17,10 @@ from textual.widgets import DataTable, Static  # noqa: E402
 from textual.worker import WorkerState  # noqa: E402
 
 from pimm_inspect.sources.tensorboard import reader as tb_events  # noqa: E402
-from pimm_inspect.tui import loader as loader_module  # noqa: E402
+from pimm_inspect.session import staged as loader_module  # noqa: E402
 from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
-from pimm_inspect.tui.loader import CachingLoader  # noqa: E402
+from pimm_inspect.session.staged import CachingLoader  # noqa: E402
 from pimm_inspect.tui.screens.run import RunScreen  # noqa: E402
 from pimm_inspect.tui.screens.runs import RunsScreen  # noqa: E402
 from tests.test_tui_pilot import plain, row_keys  # noqa: E402

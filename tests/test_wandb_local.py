@@ -103,7 +103,7 @@ def test_url_from_settings_file_and_caller_base(tmp_path):
     (tmp_path / "wandb" / "settings").write_text(
         "[default]\nbase_url = https://wandb.example.org/\nentity = team\n")
     r = read_wandb_run(run, f"wandb/{run.name}")
-    assert r.entity == "team" and r.base_url == "https://wandb.example.org/"
+    assert r.entity == "team" and r.base_url == "https://wandb.example.org"  # vetted: rebuilt from its parts
     # Never synced: the page does not exist yet, so no url, but where it will be and the command to get it there.
     assert r.url is None and r.link.url_after_sync == "https://wandb.example.org/team/pimm-fixtures/runs/clean001"
     assert r.sync_command == f"wandb sync {run.as_posix()}"

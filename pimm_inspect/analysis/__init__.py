@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from ..model import Finding, Run
 from . import (checks_checkpoint, checks_provenance, checks_run, checks_slurm, checks_sources, checks_steps,
                checks_wandb)
+from .replays import compute_replayed
 from .summary import summarize
 
 Check = Callable[[Run], list[Finding]]
@@ -23,6 +25,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("wandb.step-dropped", checks_wandb.check_step_dropped),
     ("wandb.few-rows", checks_wandb.check_one_point),
     ("wandb.no-local-run", checks_wandb.check_missing_local_run),
+    ("wandb.link-refused", checks_wandb.check_link_refused),
     ("checkpoint.incomplete", checks_checkpoint.check_incomplete),
     ("checkpoint.unsafe", checks_checkpoint.check_unsafe),
     ("provenance.git", checks_provenance.check_git),
@@ -53,8 +56,18 @@ def run_checks(run: Run) -> list[Finding]:
     return findings
 
 
+def scalar_frame(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+                 all_sources: bool = False) -> Any:  # a pandas.DataFrame
+    """``Run.scalars()``: the tidy table (tag, step, value, wall_time, attempt, source, seq) of ``scalar_rows``."""
+    from .scalar_rows import scalar_rows, to_frame
+
+    return to_frame(scalar_rows(run, tags, policy, all_sources))
+
+
 def analyze(run: Run) -> Run:
-    """The run with reader findings plus every check's findings, worst first, and its derived row facts."""
+    """The run with reader findings plus every check's findings, worst first, its derived row facts, and the row rules
+    of ``Run.scalars()``."""
+    run = dataclasses.replace(run, replayed=compute_replayed(run))  # the checks and every view read it
     combined = list(run.findings) + run_checks(run)
     combined.sort(key=lambda f: (-int(f.severity), f.code, f.steps or (0, 0)))
-    return dataclasses.replace(run, findings=tuple(combined), summary=summarize(run))
+    return dataclasses.replace(run, findings=tuple(combined), summary=summarize(run), scalar_table=scalar_frame)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import Finding, Run, Severity
+from ..sources.checkpoint import access_denied
 
 
 def _pick(run: Run) -> str:
@@ -13,9 +14,20 @@ def _pick(run: Run) -> str:
     return f"A resume would pick {chosen.path}{step}."
 
 
+def _unreadable(run: Run) -> set[str]:
+    """Checkpoints with a file or folder this user may not read (``file.unreadable``): not known to be incomplete."""
+    paths = {p for f in run.findings if access_denied(f) for p in f.paths}
+    return {ck.path for ck in run.checkpoints if any(p == ck.path or p.startswith(ck.path + "/") for p in paths)}
+
+
 def check_incomplete(run: Run) -> list[Finding]:
-    """``checkpoint.incomplete``: publish leftovers, a ``last/`` without ``.complete``, a dangling ``model/`` link."""
+    """``checkpoint.incomplete``: publish leftovers, a ``last/`` without ``.complete``, a dangling ``model/`` link.
+
+    A checkpoint that could not be read (no permission) is not called incomplete: nothing says its save was
+    interrupted, and ``file.unreadable`` already names the file.
+    """
     model_dir = run.model_dir
+    unreadable = _unreadable(run)
     findings = []
     if model_dir is not None and model_dir.link_dangling:
         findings.append(Finding(
@@ -24,7 +36,7 @@ def check_incomplete(run: Run) -> list[Finding]:
             ("model",), None,
             "The checkpoints live under $MODEL_DIR, which has moved or is not mounted here. Nothing can be resumed "
             "from this copy of the run; mount or copy the model directory."))
-    incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format != "hf"]
+    incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format != "hf" and ck.path not in unreadable]
     leftovers = list(model_dir.leftovers) if model_dir is not None else []
     names = sorted({ck.path for ck in incomplete} | set(leftovers))
     if names:
@@ -34,7 +46,7 @@ def check_incomplete(run: Run) -> list[Finding]:
             tuple(names), None,
             "A save was interrupted (the process died while publishing): directories without `.complete`, "
             "`last.tmp/` or `*.tmp` files are left behind and are ignored on resume. " + _pick(run)))
-    hf_incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format == "hf"]
+    hf_incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format == "hf" and ck.path not in unreadable]
     if hf_incomplete:
         findings.append(Finding(
             "checkpoint.incomplete", Severity.WARNING,

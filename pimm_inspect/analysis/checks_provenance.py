@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..model import Finding, Run, Severity
@@ -77,6 +78,33 @@ def _unwrap_wandb(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+MAX_PLACES_PER_FILE = 50
+"""Places named one by one per file (a hostile file could hold thousands); the rest are counted, the file named."""
+_LINE = re.compile(r"line (\d+)")
+
+
+def places_text(places: list[tuple[str, str]]) -> str:
+    """Every place, grouped by file in the order found: ``config.py: lines 22-23; launch.sbatch: line 18; ...``."""
+    by_file: dict[str, list[str]] = {}
+    for path, where in places:
+        by_file.setdefault(path, []).append(where)
+    parts = []
+    for path, wheres in by_file.items():
+        numbers = sorted({int(m.group(1)) for w in wheres if (m := _LINE.fullmatch(w))})
+        others = list(dict.fromkeys(w for w in wheres if not _LINE.fullmatch(w)))
+        runs: list[list[int]] = []
+        for n in numbers:
+            if runs and n == runs[-1][1] + 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        named = [f"line {a}" if a == b else f"lines {a}-{b}" for a, b in runs] + others
+        rest = len(named) - MAX_PLACES_PER_FILE
+        shown = ", ".join(named[:MAX_PLACES_PER_FILE]) + (f" and {rest} more place(s)" if rest > 0 else "")
+        parts.append(f"{path}: {shown}")
+    return "; ".join(parts)
+
+
 def check_secrets(run: Run) -> list[Finding]:
     """``provenance.secret``: values that look like API keys or tokens in configs, metadata or launch scripts."""
     places: list[tuple[str, str]] = []
@@ -97,7 +125,7 @@ def check_secrets(run: Run) -> list[Finding]:
     if not places:
         return []
     files = tuple(sorted({p for p, _ in places}))
-    where = "; ".join(f"{p}: {w}" for p, w in places[:6])
+    where = places_text(places)
     return [Finding(
         "provenance.secret", Severity.ERROR,
         f"{len(places)} value(s) that look like API keys or tokens in {', '.join(files)}",

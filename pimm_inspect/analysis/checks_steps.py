@@ -3,88 +3,21 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..load.attempts import restore_point
 from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
-from .curves import overlaps, within_duplicates
+from .curves import within_duplicates
 from .distinct import distinct_sorted
 
 
-@dataclass
-class _Replay:
-    first: int
-    last: int
-    paths: set[str] = field(default_factory=set)
-    tags: set[str] = field(default_factory=set)
-    max_diff: float = float("nan")
-    max_diff_tag: str = ""
-    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Per file: the step range it holds for the affected tags (evidence for the explanation)."""
-    purged: bool = False
-    kinds: set[str] = field(default_factory=set)
-    tb_paths: set[str] = field(default_factory=set)
-    """Event files among ``paths``: advice about moving an older file's steps needs two of them."""
-
-
-def _has_purge_marker(run: Run, newer_source: str, first_overlap: int) -> bool:
-    """A session_log START at or before the overlap in the newer file makes TensorBoard drop the old copy."""
-    for event_file in run.event_files:
-        if event_file.path == newer_source:
-            return any(m.kind == "session_log" and m.detail.upper() == "START" and m.step <= first_overlap
-                       for m in event_file.markers)
-    return False
-
-
 def check_replayed(run: Run) -> list[Finding]:
-    """``steps.replayed``: the same step written by more than one attempt or writer."""
-    stale = _facts.stale_event_files(run)  # another run's steps: artifacts.stale reports those
-    by_tag: dict[tuple[str, str], list[ScalarSeries]] = defaultdict(list)
-    for s in run.series:
-        kind = _facts.source_kind(run, s)
-        if s.source in stale:
-            continue
-        by_tag[(s.tag, kind)].append(s)
-    replays: dict[tuple[str, str], _Replay] = {}
-    for (tag, kind), group in by_tag.items():
-        for ov in overlaps(group):
-            key = (f"attempt {ov.older_attempt}" if ov.older_attempt is not None else ov.older,
-                   f"attempt {ov.newer_attempt}" if ov.newer_attempt is not None else ov.newer)
-            if key[0] == key[1]:
-                continue
-            rep = replays.setdefault(key, _Replay(ov.first_step, ov.last_step))
-            rep.first, rep.last = min(rep.first, ov.first_step), max(rep.last, ov.last_step)
-            rep.paths |= {ov.older, ov.newer}
-            rep.tags.add(tag)
-            rep.kinds.add(kind)
-            if kind == "tb_events":
-                rep.tb_paths |= {ov.older, ov.newer}
-                rep.purged = rep.purged or _has_purge_marker(run, ov.newer, ov.first_step)
-            # Report the loss when it is among the tags: a diff in point counts says little.
-            loss_like = "loss" in tag
-            better = not rep.max_diff_tag or (loss_like and "loss" not in rep.max_diff_tag) or (
-                loss_like == ("loss" in rep.max_diff_tag) and not (ov.max_abs_diff <= rep.max_diff))
-            if np.isfinite(ov.max_abs_diff) and better:
-                rep.max_diff, rep.max_diff_tag = ov.max_abs_diff, tag
-            for member in group:
-                if member.source in (ov.older, ov.newer) and len(member):
-                    first_step, last_step = member.first_step, member.last_step
-                    assert first_step is not None and last_step is not None  # the series is not empty
-                    lo, hi = rep.spans.get(member.source, (first_step, last_step))
-                    rep.spans[member.source] = (min(lo, first_step), max(hi, last_step))
-    repeats: list[Finding] = []
-    for (tag, kind), group in by_tag.items():
-        for s in group:
-            if kind != "train_log":
-                repeats += _repeated_in_session(run, s)
-    for first, last in (run.hf.replayed if run.hf is not None else ()) if not replays else ():
-        rep = replays.setdefault(("hf attempt", "hf resume"), _Replay(first, last))
-        rep.paths.add("trainer_state.json")
-        rep.kinds.add("hf_trainer")
-    return [_replay_finding(run, key, rep) for key, rep in sorted(replays.items(), key=lambda kv: kv[1].first)] + repeats
+    """``steps.replayed``: one finding per replayed range (``checks_replayed``)."""
+    from .checks_replayed import check_replayed as check
+
+    return check(run)
 
 
 PSEUDO_METRICS = {"epoch"}
@@ -108,111 +41,6 @@ def _repeated_in_session(run: Run, s: ScalarSeries) -> list[Finding]:
         "pimm-inspect keeps both points; a chart draws them as a vertical jump at that step.")]
 
 
-def _replay_finding(run: Run, key: tuple[str, str], rep: _Replay) -> Finding:
-    written = (rep.first, rep.last)
-    trained = _trained_twice(run, key, rep)
-    first, last = trained or written
-    span = _facts.fmt_range(first, last)
-    what = f"step {span}" if first == last else f"steps {span}"
-    paths = tuple(sorted(rep.paths))
-    newer = _attempt_of(run, key[1])
-    if newer is not None and newer.origin == "restart":
-        message = (f"attempt {newer.index} restarted from scratch into the same directory and wrote {what} again "
-                   f"(already written by {key[0]})")
-    elif trained is not None:
-        message = f"{what} {'was' if first == last else 'were'} trained by {key[0]} and again by {key[1]}"
-    else:
-        message = f"{what} {'was' if first == last else 'were'} written by {key[0]} and again by {key[1]}"
-    evidence = "; ".join(f"{path} holds steps {_facts.fmt_range(*rep.spans[path])}" for path in paths if path in rep.spans)
-    lines = []
-    if newer is not None and newer.origin == "restart":
-        lines.append(f"Attempt {newer.index} did not resume: it started again at step {newer.first_step} with nothing "
-                     "restored, so it overwrote nothing and every step it logged duplicates one already logged.")
-    elif trained is not None and newer is not None:
-        copies = _facts.fmt_range(*written)
-        if written == (first, last):
-            have = "both copies are in the files"
-        else:
-            have = (f"step {copies} has" if written[0] == written[1] else f"steps {copies} have") + \
-                " two written copies in the files"
-        lines.append(f"Attempt {newer.index} continued from step {restore_point(newer)}, so {what} "
-                     f"{'was' if first == last else 'were'} trained twice; {have}.")
-    lines.append(f"{evidence or 'Files: ' + ', '.join(paths)}. Tags affected: {len(rep.tags)} "
-                 f"(e.g. {', '.join(sorted(rep.tags, key=lambda t: ('loss' not in t, t))[:3])}).")
-    if np.isfinite(rep.max_diff):
-        exact = ("the copies are identical (a deterministic replay)" if rep.max_diff == 0 else
-                 f"the copies differ by up to {rep.max_diff:.4g} in {rep.max_diff_tag}")
-        lines.append(f"Replay check: {exact}.")
-    views: list[tuple[str, str]] = []
-    if len(rep.tb_paths) > 1:
-        copies = _facts.fmt_range(*written)
-        if rep.purged:
-            views.append(("TensorBoard", "drops the older copy (the newer file starts with a purge marker)"))
-            lines.append("TensorBoard: the newer file starts with a purge marker (session_log START), so TensorBoard "
-                         "drops the older copy; its Python loader ignores the first restart marker in a run, so it may still show both.")
-        elif newer is not None and newer.origin == "restart":
-            views.append(("TensorBoard", "both processes as one run (the newest copy per step by default)"))
-            lines.append("TensorBoard shows both processes as one run (its Python loader, EventAccumulator or tbparse, "
-                         "draws a zig-zag; its default loader the newest copy): to compare them, give each launch its "
-                         "own log folder, or move the older file into a folder of its own.")
-        else:
-            who = "pimm passes no purge_step" if run.kind == "pimm" else "the writer was given no purge_step"
-            views.append(("TensorBoard", "its default (Rust) loader shows the newest copy per step"))
-            lines.append("TensorBoard: its default (Rust) loader shows the newest copy per step; its Python loader "
-                         "(EventAccumulator, tbparse) keeps both copies and draws a zig-zag. Nothing in the files marks the "
-                         f"restart ({who}): to see one copy, move the older file's steps {copies} aside "
-                         "or pass purge_step to the writer on resume.")
-    wandb_shows, wandb_sentence = _wandb_view(run, first)
-    views.append(("W&B", wandb_shows))
-    lines.append(wandb_sentence)
-    lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
-                 "`newest` matches what TensorBoard's default loader shows.")
-    severity = Severity.INFO if rep.purged else Severity.WARNING
-    attempts = tuple(a.index for a in (_attempt_of(run, key[0]), newer) if a is not None)
-    return Finding("steps.replayed", severity, message, paths, (first, last), " ".join(lines),
-                   attempts=attempts, views=tuple(views))
-
-
-def _attempt_of(run: Run, label: str) -> Attempt | None:
-    """The Attempt named ``attempt N`` in a replay key, or None."""
-    if not label.startswith("attempt "):
-        return None
-    index = label.removeprefix("attempt ")
-    return next((a for a in run.attempts if str(a.index) == index), None)
-
-
-def _trained_twice(run: Run, key: tuple[str, str], rep: _Replay) -> tuple[int, int] | None:
-    """What was trained twice: from the newer attempt's restore point + 1 to where both attempts got."""
-    older, newer = _attempt_of(run, key[0]), _attempt_of(run, key[1])
-    restored = restore_point(newer) if newer is not None else None
-    if older is None or newer is None or restored is None or older.last_step is None:
-        return None
-    last = min(older.last_step, newer.last_step if newer.last_step is not None else older.last_step)
-    first = restored + 1
-    if last < first:
-        return None
-    return first, last
-
-
-def _wandb_view(run: Run, first: int) -> tuple[str, str]:
-    """(what W&B shows, the explanation's sentence about it)."""
-    if run.kind == "wandb":
-        return ("keeps the first value logged for a step, so the replayed copy may be dropped",
-                "W&B: each local folder is uploaded as-is by `wandb sync`; for one run id the server keeps the "
-                "first value logged for a step, so the replayed copy may be dropped.")
-    if run.kind == "hf-trainer":
-        return ("drops replayed steps as going backwards (if reporting)",
-                "W&B (if reporting): the Trainer logs with its own step, so replayed steps are dropped as going backwards.")
-    if not _facts.uses_wandb(run):
-        return "not used by this run", "W&B: not used by this run."
-    cursors = [ck for ck in run.checkpoints if ck.wandb_cursor is not None]
-    if cursors:
-        return ("shows only the replayed copy (history rewound by the checkpoint cursor)",
-                f"W&B: resumed with the checkpoint cursor (resume_from rewinds history to row {first}), "
-                "so W&B shows only the replayed copy.")
-    return ("keeps the first value logged for each step and drops the replays, or the resume started a new run",
-            "W&B: no history cursor in the checkpoint, so W&B keeps the first value logged for each step and "
-            "drops the replays with a warning, or the resume started a new run.")
 
 
 def _densest_by_kind(run: Run) -> dict[str, dict[int, ScalarSeries]]:

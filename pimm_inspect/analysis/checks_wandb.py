@@ -88,6 +88,17 @@ def check_run_split(run: Run) -> list[Finding]:
                 "Each requeued offline attempt wrote its own folder with the same id. `wandb sync` uploads each "
                 "folder separately and does not merge them, so the later upload's history conflicts with the earlier one. "
                 "Sync them in order, or use W&B's resume/rewind when online."))
+    for run_id in by_id:
+        projects = list(dict.fromkeys(f"{w.entity or '?'}/{w.project}" for w in run.wandb_runs
+                                      if w.run_id == run_id and w.project))
+        if len(projects) > 1:
+            findings.append(Finding(
+                "wandb.run-split", Severity.WARNING,
+                f"W&B id {run_id} was used in {len(projects)} projects ({', '.join(projects)}): {len(projects)} W&B runs",
+                tuple(sorted(by_id[run_id])), None,
+                "A W&B run is identified by entity, project and id: the same id in another project is another run on "
+                "the server, with its own history. The run's link points where its history is (the newest folder "
+                "that logged rows); the other project's run holds only what its folders logged."))
     names = [w.display_name or "" for w in run.wandb_runs]
     if any(n.rsplit("-job", 1)[-1].isdigit() and "-job" in n for n in names):
         findings.append(Finding("wandb.run-split", Severity.INFO, "W&B display names carry -jobNNNN suffixes (E1 chained runs)",
@@ -142,3 +153,19 @@ def check_missing_local_run(run: Run) -> list[Finding]:
         tuple(ck.path for ck in run.checkpoints if ck.wandb_run_id in missing), None,
         "The local wandb/ folders belong to other runs; the run named in the checkpoint was logged elsewhere "
         "(another working directory or machine) or its folder was deleted.")]
+
+
+def check_link_refused(run: Run) -> list[Finding]:
+    """``wandb.link-refused``: a server address, name or folder from the run's files that cannot become a link."""
+    if not run.wandb.link_refused:
+        return []
+    reasons = run.wandb.link_refused
+    return [Finding(
+        "wandb.link-refused", Severity.WARNING,
+        f"no W&B link or command formed: {reasons[0]}" + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""),
+        tuple(run.wandb.local_dirs), None,
+        "Refused: " + "; ".join(reasons) + ". A W&B link is built only on an http:// or https:// server address "
+        "with a valid host and no user name or password, from an entity, project and run id without control "
+        "characters or / \\ # ? % : (each percent-encoded as one path segment); a `wandb sync` command only names "
+        "existing folders whose paths are text. These values come from files anyone who wrote the run controls, so "
+        "`url`, `show` and the UI's o/y give no link rather than pass one on.")]

@@ -1,11 +1,13 @@
-"""The rows of a run's scalar table: one per (tag, step, attempt) after the overlap policy, shared by export,
-``Run.scalars()`` and ``show --json``'s point counts, so they always agree.
+"""The rows of a run's scalar table, shared by export, ``Run.scalars()`` and ``show --json``'s point counts, so
+they always agree. A row's key is (tag, step, attempt, source, seq).
 
 For each tag the preferred source kind is used (``SOURCE_PRIORITY``: event files, then W&B, then the
 Trainer state, then train.log), unless ``all_sources`` asks for every kind (the policy then applies within
-each kind). ``all``: every (step, attempt) once, the latest point a writer logged for it winning (as
-TensorBoard's loader does within one file); ``newest``/``oldest``: every step once, from the latest/earliest
-writer (the same choice as ``curves.merge``). Each row keeps the file it came from and its attempt.
+each kind). ``all``: every record as written, none dropped; ``seq`` numbers the records of one (tag, step) that
+one attempt wrote into one file (0, 1, ...: an epoch pseudo-metric written twice at a boundary, a step counter
+that did not advance); ``newest``/``oldest``: every step once, from the latest/earliest writer, within one writer
+the last/first record (the same choice as ``curves.merge``), keeping its ``seq``. Each row keeps the file it came
+from and its attempt.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class TagRows:
     """int64 index into ``sources`` per row."""
     sources: tuple[str, ...]
     """Run-relative files the rows came from."""
+    seq: np.ndarray
+    """int64 per row: 0 for the first record of its (tag, step, attempt, source), 1 for a repeat, ..."""
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
@@ -63,31 +67,34 @@ def select_rows(tag: str, kind: str, series: list[ScalarSeries], policy: str = "
     sources = tuple(dict.fromkeys(s.source for s in ordered))
     if not ordered:
         empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        return TagRows(tag, kind, empty_i, empty_f, empty_f, empty_i, empty_i, sources)
+        return TagRows(tag, kind, empty_i, empty_f, empty_f, empty_i, empty_i, sources, empty_i)
     if len(ordered) == 1 and strictly_increasing(ordered[0].steps):
         # One writer, steps strictly increasing (the usual case): every policy keeps every row, in order.
         only = ordered[0]
         n = len(only)
         return TagRows(tag, kind, only.steps.copy(), only.values.copy(), only.wall_times_s.copy(),
                        np.full(n, NO_ATTEMPT if only.attempt is None else only.attempt, dtype=np.int64),
-                       np.zeros(n, dtype=np.int64), sources)
+                       np.zeros(n, dtype=np.int64), sources, np.zeros(n, dtype=np.int64))
     steps = np.concatenate([s.steps for s in ordered])
     attempt_of = [NO_ATTEMPT if s.attempt is None else s.attempt for s in ordered]
     attempts = np.concatenate([np.full(len(s), a, dtype=np.int64) for s, a in zip(ordered, attempt_of)])
-    source_index = np.concatenate([np.full(len(s), sources.index(s.source), dtype=np.int64) for s in ordered])
+    where = {source: i for i, source in enumerate(sources)}
+    source_index = np.concatenate([np.full(len(s), where[s.source], dtype=np.int64) for s in ordered])
+    writers = [(a, s.source) for s, a in zip(ordered, attempt_of)]
+    if len(set(writers)) == len(writers) and all(strictly_increasing(s.steps) for s in ordered):
+        seq = np.zeros(steps.shape[0], dtype=np.int64)  # one increasing series per (attempt, file): no repeat
+    else:
+        seq = repeat_numbers(steps, attempts, source_index)
     # The rows lie in writer order (rank), each writer's in the order logged (position): a stable sort by step
     # keeps that order among equal steps, as lexsort((position, rank, steps)) would, and merges the increasing
     # runs of a resumed log in one pass (timsort) where lexsort makes a pass per key.
     if policy == "all":
-        # One row per (step, attempt): sort so the latest write of each pair comes last, keep that one.
+        # Every record as written: sorted by step, then attempt, each writer's records in the order logged.
         if all(a <= b for a, b in zip(attempt_of, attempt_of[1:])):  # attempts follow writer order: same ties
-            order = np.argsort(steps, kind="stable")
+            chosen = np.argsort(steps, kind="stable")
         else:
             rank = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(ordered)])
-            order = np.lexsort((np.arange(steps.shape[0], dtype=np.int64), rank, attempts, steps))
-        s_sorted, a_sorted = steps[order], attempts[order]
-        keep = np.ones(order.shape[0], dtype=bool)
-        keep[:-1] = (s_sorted[1:] != s_sorted[:-1]) | (a_sorted[1:] != a_sorted[:-1])
+            chosen = np.lexsort((np.arange(steps.shape[0], dtype=np.int64), rank, attempts, steps))
     else:
         order = np.argsort(steps, kind="stable")
         s_sorted = steps[order]
@@ -96,10 +103,26 @@ def select_rows(tag: str, kind: str, series: list[ScalarSeries], policy: str = "
             keep[:-1] = s_sorted[1:] != s_sorted[:-1]
         else:
             keep[1:] = s_sorted[1:] != s_sorted[:-1]
-    chosen = order[keep]
+        chosen = order[keep]
     values = np.concatenate([s.values for s in ordered])[chosen]
     walls = np.concatenate([s.wall_times_s for s in ordered])[chosen]
-    return TagRows(tag, kind, steps[chosen], values, walls, attempts[chosen], source_index[chosen], sources)
+    return TagRows(tag, kind, steps[chosen], values, walls, attempts[chosen], source_index[chosen], sources,
+                   seq[chosen])
+
+
+def repeat_numbers(steps: np.ndarray, attempts: np.ndarray, source_index: np.ndarray) -> np.ndarray:
+    """Per row (in the order given, which is the order logged within each file): how many records of the same
+    (step, attempt, source) came before it."""
+    n = steps.shape[0]
+    order = np.lexsort((np.arange(n, dtype=np.int64), source_index, attempts, steps))
+    s, a, f = steps[order], attempts[order], source_index[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (s[1:] != s[:-1]) | (a[1:] != a[:-1]) | (f[1:] != f[:-1])
+    starts = np.flatnonzero(new)
+    first_of_group = np.repeat(starts, np.diff(np.append(starts, n)))
+    seq = np.empty(n, dtype=np.int64)
+    seq[order] = np.arange(n, dtype=np.int64) - first_of_group
+    return seq
 
 
 def tag_matches(tag: str, patterns: tuple[str, ...] | list[str]) -> bool:
@@ -155,9 +178,9 @@ class TagCount:
 def row_counts(run: Run, policy: str = "all") -> list[TagCount]:
     """Per tag of ``scalar_rows(run, policy=policy)``: its row count and step range, without building the rows.
 
-    One writer with strictly increasing steps (the usual case) keeps every point, so its count is its length;
-    so does one such writer per attempt under ``all``. Only other tags have their rows selected, one tag at a
-    time, so memory stays near one tag's rows.
+    Under ``all`` every record is a row, so a tag's count is its number of points; one writer with strictly
+    increasing steps (the usual case) keeps every point under any policy. Only other tags have their rows
+    selected, one tag at a time, so memory stays near one tag's rows.
     """
     out: list[TagCount] = []
     for tag, kind, group in _tag_groups(run, (), False):
@@ -169,13 +192,9 @@ def row_counts(run: Run, policy: str = "all") -> list[TagCount]:
             steps = ordered[0].steps
             out.append(TagCount(tag, kind, int(steps.shape[0]), int(steps[0]), int(steps[-1])))
             continue
-        by_attempt: dict[int, list[np.ndarray]] = {}
-        for s in ordered:
-            by_attempt.setdefault(NO_ATTEMPT if s.attempt is None else s.attempt, []).append(s.steps)
-        if policy == "all" and all(len(cols) == 1 and strictly_increasing(cols[0]) for cols in by_attempt.values()):
-            # One increasing writer per attempt (a resumed train.log): every (step, attempt) pair is a row.
-            out.append(TagCount(tag, kind, sum(len(s) for s in ordered), min(int(s.steps[0]) for s in ordered),
-                                max(int(s.steps[-1]) for s in ordered)))
+        if policy == "all":  # every record as written is a row
+            out.append(TagCount(tag, kind, sum(len(s) for s in ordered), min(int(s.steps.min()) for s in ordered),
+                                max(int(s.steps.max()) for s in ordered)))
             continue
         rows = select_rows(tag, kind, group, policy)
         n = len(rows)
@@ -184,11 +203,11 @@ def row_counts(run: Run, policy: str = "all") -> list[TagCount]:
     return out
 
 
-COLUMNS = ("tag", "step", "value", "wall_time", "attempt", "source")
+COLUMNS = ("tag", "step", "value", "wall_time", "attempt", "source", "seq")
 
 
 def to_frame(rows: list[TagRows]) -> pd.DataFrame:
-    """The tidy DataFrame of ``Run.scalars()`` and ``export``: tag, step, value, wall_time, attempt, source."""
+    """The tidy DataFrame of ``Run.scalars()`` and ``export``: tag, step, value, wall_time, attempt, source, seq."""
     import pandas as pd  # heavy (~0.5 s): only the Python API and export build DataFrames
 
     parts = []
@@ -200,9 +219,10 @@ def to_frame(rows: list[TagRows]) -> pd.DataFrame:
         parts.append(pd.DataFrame({
             "tag": np.full(len(block), block.tag, dtype=object), "step": block.steps, "value": block.values,
             "wall_time": block.wall_times_s, "attempt": attempt,
-            "source": np.asarray(block.sources, dtype=object)[block.source_index]}))
+            "source": np.asarray(block.sources, dtype=object)[block.source_index], "seq": block.seq}))
     if not parts:
         return pd.DataFrame({"tag": pd.Series(dtype=object), "step": pd.Series(dtype="int64"),
                              "value": pd.Series(dtype="float64"), "wall_time": pd.Series(dtype="float64"),
-                             "attempt": pd.Series(dtype="Int64"), "source": pd.Series(dtype=object)})
+                             "attempt": pd.Series(dtype="Int64"), "source": pd.Series(dtype=object),
+                             "seq": pd.Series(dtype="int64")})
     return pd.concat(parts, ignore_index=True)

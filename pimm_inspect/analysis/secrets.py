@@ -7,7 +7,8 @@ Three rules, applied to every string a run file gives us:
   ``wandb.key``, ``ssh_key``, ``pass``); short values too;
 * by **value shape**: known token formats, JWTs, PEM private keys, URL passwords
   (``scheme://user:pass@host``), ``Bearer``/``Basic`` credentials, a 40-hex W&B key next to a word that
-  says wandb/key;
+  says wandb/key, AWS session tokens and the secret key beside an access key id, Slack webhook paths, the
+  password of a ``.netrc`` entry (the body of a YAML ``!!binary`` block is data, not a key);
 * by **position**: the value after a secret-named command-line flag, in a string
   (``--password 'a b'``) or in an argument list (``["--token", "x"]``); a flag after a flag is not a value.
 
@@ -38,6 +39,12 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
     ("W&B API key", re.compile(r"\blocal-[0-9a-f]{40}\b"), ("local-",)),
     ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyJ",)),
+    # An AWS session token (STS): the base64 of its fixed protobuf-like header, then hundreds of characters.
+    ("AWS session token", re.compile(r"(?<![A-Za-z0-9/+])(?:FwoGZXIvYXdz|FQoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9/+=]{20,}"),
+     ("FwoGZXIvYXdz", "FQoGZXIvYXdz", "IQoJb3JpZ2lu")),
+    # A Slack incoming-webhook URL: whoever has the path can post to the channel.
+    ("Slack webhook", re.compile(r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}"),
+     ("hooks.slack.com",)),
     # A line of a PEM body on its own (a log view masks line by line): 60-100 base64 chars of mixed case and digits.
     ("private key", re.compile(r"^[ \t]*(?=[A-Za-z0-9+/]{0,100}[0-9])(?=[A-Za-z0-9+/]{0,100}[a-z])"
                                r"(?=[A-Za-z0-9+/]{0,100}[A-Z])[A-Za-z0-9+/]{60,100}={0,2}[ \t]*$", re.MULTILINE), ()),
@@ -49,6 +56,15 @@ MAX_PEM_CHARS = 20_000
 _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s/:@'\"]{0,200}:)"
                            r"(?P<value>[^\s/@'\"]{1,500})(?=@)")
 _AUTH_SCHEME = re.compile(r"\b(?P<head>(?:Bearer|Basic)[ \t]+)(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
+# A .netrc entry: ``machine h login u password p`` (or ``password p`` on a line of its own, as .netrc allows).
+_NETRC = re.compile(r"(?P<head>(?:^[ \t]*(?:login[ \t]+\S+[ \t]+)?|\b(?:machine[ \t]+\S+|default)"
+                    r"(?:[ \t]+(?:login|account)[ \t]+\S+){0,2}[ \t]+)password[ \t]+)(?P<value>\S+)", re.MULTILINE)
+# An AWS access key id, and a 40-character secret access key near it (the pair a credentials file or CSV holds).
+_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[0-9/+])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+                         r"(?=[A-Za-z0-9/+]{0,39}[A-Z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+AWS_PAIR_CHARS = 300
+"""A 40-character secret access key is masked this close to an access key id (before or after it)."""
 _HEX40 = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{40}(?![0-9A-Za-z])")
 _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
 # --name value / --name=value / -name value; the lookbehind keeps the scan linear on long words.
@@ -103,7 +119,7 @@ def _name_words_secret(words: list[str]) -> bool:
             continue
         if word in _SECRET_WORDS or any(part in word for part in _SECRET_PARTS):
             return True
-        if word == "key" and before in {"api", "ssh", "private", "access", "secret", "wandb", "auth", "signing",
+        if word == "key" and before in {"api", "ssh", "private", "access", "secret", "wandb", "auth", "signing", "account",
                                         "encryption", "hf", "openai", "license", "session", "client", "master"}:
             return True
     return False
@@ -151,8 +167,25 @@ _PEM_LINE_MIN = 60
 _AUTH_WORD = re.compile(r"bearer|basic", re.IGNORECASE)
 
 
+def _mask_aws_pairs(text: str) -> str:
+    """The secret access key beside an ``AKIA``/``ASIA`` id (before the id itself is masked)."""
+    spans = [(max(0, m.start() - AWS_PAIR_CHARS), m.end() + AWS_PAIR_CHARS) for m in _AWS_KEY_ID.finditer(text)]
+    if not spans:
+        return text
+
+    def repl(match: re.Match[str]) -> str:
+        near = any(lo <= match.start() and match.end() <= hi for lo, hi in spans)
+        return MASK if near else match.group(0)
+
+    return _AWS_SECRET.sub(repl, text)
+
+
 def _mask_shapes(text: str) -> str:
     text = _mask_pem(text)
+    if "AKIA" in text or "ASIA" in text:
+        text = _mask_aws_pairs(text)
+    if "password" in text:
+        text = _NETRC.sub(lambda m: m["head"] + MASK, text)
     # A mask never creates a literal (MASK is only asterisks), so the text's literals decide once for all patterns.
     has_needle = _ANY_NEEDLE.search(text) is not None
     for _kind, pattern, needles in _TOKEN_PATTERNS:
@@ -182,6 +215,51 @@ def _quoted_mask(value: str) -> str:
     return MASK
 
 
+_BINARY_HEADER = re.compile(r"^(?P<indent>[ \t]*)[^\n#]*!!binary[ \t]*[|>][-+0-9]*[ \t]*$")
+_BASE64_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/=]+[ \t]*")
+
+
+def yaml_binary_lines(lines: list[str]) -> set[int]:
+    """0-based indexes of the lines that are the base64 body of a YAML ``!!binary |`` block (data, not secrets).
+
+    Lightning's ``hparams.yaml`` stores a tensor hyperparameter so; its body lines have the shape of a PEM key's.
+    A body line is indented deeper than its header and holds only base64 characters; anything else ends the block.
+    """
+    found: set[int] = set()
+    bare = [line.rstrip("\r\n") for line in lines]
+    i = 0
+    while i < len(bare):
+        header = _BINARY_HEADER.match(bare[i]) if "!!binary" in bare[i] else None
+        i += 1
+        if header is None:
+            continue
+        depth = len(header["indent"])
+        while i < len(bare) and (not bare[i].strip() or (
+                len(bare[i]) - len(bare[i].lstrip()) > depth and _BASE64_LINE.fullmatch(bare[i]))):
+            found.add(i)
+            i += 1
+    return found
+
+
+def _mask_around_binary(text: str) -> str:
+    """``_mask_text`` of everything but the bodies of YAML ``!!binary`` blocks, which are kept as they are."""
+    lines = text.splitlines(keepends=True)
+    binary = yaml_binary_lines(lines)
+    out: list[str] = []
+    chunk: list[str] = []
+    for i, line in enumerate(lines):
+        if i in binary:
+            if chunk:
+                out.append(_mask_text("".join(chunk)))
+                chunk = []
+            out.append(line)
+        else:
+            chunk.append(line)
+    if chunk:
+        out.append(_mask_text("".join(chunk)))
+    return "".join(out)
+
+
 MEMO_MAX_CHARS = 256
 """Texts up to this long are masked once per process (``_mask_short``): a tree's configs repeat the same values."""
 
@@ -190,6 +268,8 @@ def mask_text(text: str) -> str:
     """Mask secret-shaped substrings, values of secret-named flags and ``NAME=value`` assignments."""
     if not text:
         return text
+    if "!!binary" in text:
+        return _mask_around_binary(text)
     return _mask_short(text) if len(text) <= MEMO_MAX_CHARS else _mask_text(text)
 
 
@@ -229,8 +309,10 @@ def _mask_text(text: str) -> str:
 
 def find_in_text(text: str) -> list[SecretHit]:
     """Secret-looking values in a text, by line (a PEM block counts on its BEGIN line)."""
+    lines = text.splitlines()
+    binary = yaml_binary_lines(lines) if "!!binary" in text else set()
     return [SecretHit(f"line {number}", _kind_of(line))
-            for number, line in enumerate(text.splitlines(), start=1) if mask_text(line) != line]
+            for number, line in enumerate(lines, start=1) if number - 1 not in binary and mask_text(line) != line]
 
 
 def _kind_of(text: str) -> str:
@@ -241,6 +323,10 @@ def _kind_of(text: str) -> str:
             return kind
     if _URL_PASSWORD.search(text):
         return "URL password"
+    if _AWS_KEY_ID.search(text):
+        return "AWS secret access key"
+    if _NETRC.search(text):
+        return "netrc password"
     return "credential"
 
 
@@ -313,7 +399,7 @@ def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
         else:
             masked = _mask_scalar(node, ctx, previous)
             into[slot] = masked
-            if hits is not None and masked != node:
+            if hits is not None and masked is not node and masked != node:  # NaN != NaN: unchanged all the same
                 hits.append(SecretHit(path, _kind_of(node) if isinstance(node, str) else "credential"))
     for into, slot, items in reversed(tuples):
         into[slot] = tuple(items)

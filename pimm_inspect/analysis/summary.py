@@ -12,6 +12,7 @@ import numpy as np
 from ..evidence import RunRow, RunSummary
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
+from .configs import flatten_config, query_config
 from .secrets import mask_text
 
 
@@ -75,10 +76,14 @@ def run_row(run: Run) -> RunRow:
     if run.findings:
         worst = max(f.severity for f in run.findings)
         top = mask_text(next(f for f in run.findings if f.severity == worst).message)
+    command = run.provenance.launch_command or run.provenance.command
+    config = query_config(run)
     return RunRow(root=run.root, name=run.name, kind=run.kind, era=run.era, status=run.status,
                   attempts=len(run.attempts), wandb_run_ids=tuple(run.wandb.run_ids), errors=counts[Severity.ERROR],
                   warnings=counts[Severity.WARNING], infos=counts[Severity.INFO], summary=summary_of(run),
-                  top_finding=top)
+                  top_finding=top, findings=tuple(run.findings), attempt_facts=tuple(run.attempts),
+                  command=mask_text(command) if command else None,
+                  config=tuple(flatten_config(config.data).items()) if config is not None else ())
 
 
 def summary_of(run: Run) -> RunSummary:
@@ -95,26 +100,52 @@ def expected_cursor(ck: CheckpointInfo) -> int | None:
 
 
 POLICY_HERE = {
-    "all": "both copies are drawn, the later attempt on top",
+    "all": "every copy is drawn, the later attempt on top",
     "newest": "showing the newest copy",
     "oldest": "showing the oldest copy",
 }
 """What the view itself shows for a replayed step under each overlap policy."""
 
+NOTE_RANGES = 6
+"""Replayed ranges the note names one by one; the rest are counted."""
+
 
 def policy_note(run: Run, policy: str = "all") -> str:
-    """One plain sentence per view: what this view, TensorBoard and W&B show for the run's replayed steps.
+    """One plain sentence per view: which steps exist more than once (per range: how many copies, which attempts),
+    what this view shows of them, and what TensorBoard and W&B show.
 
-    Rendered from the ``steps.replayed`` findings' structured ``steps`` and ``views``, never from their prose.
+    Rendered from ``Run.replayed`` and the ``steps.replayed`` findings' structured ``views``, never from prose.
     """
-    replays = [f for f in run.findings if f.code == "steps.replayed" and f.steps is not None]
-    if not replays:
+    from .replays import describe
+
+    if not run.replayed:
         return "No step was written twice: every policy shows the same curve."
-    spans = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in sorted(f.steps for f in replays if f.steps))
-    parts = [f"Steps {spans} exist twice; {POLICY_HERE.get(policy, POLICY_HERE['all'])}."]
+    ranges = "; ".join(describe(r) for r in run.replayed[:NOTE_RANGES])
+    if len(run.replayed) > NOTE_RANGES:
+        ranges += f"; and {len(run.replayed) - NOTE_RANGES} more ranges"
+    parts = [f"Steps written more than once: {ranges}; {POLICY_HERE.get(policy, POLICY_HERE['all'])}."]
     seen: dict[str, str] = {}
-    for finding in replays:
-        for viewer, shows in finding.views:
-            seen.setdefault(viewer, shows)
+    for finding in run.findings:
+        if finding.code == "steps.replayed":
+            for viewer, shows in finding.views:
+                seen.setdefault(viewer, shows)
     parts += [f"{viewer}: {shows}." for viewer, shows in seen.items()]
     return mask_text(" ".join(parts))
+
+
+def restored_by(run: Run) -> dict[str, tuple[tuple[int, int | None], ...]]:
+    """Per checkpoint path: the (attempt, restore step) of every attempt that restarted from it, oldest first."""
+    out: dict[str, list[tuple[int, int | None]]] = {}
+    for a in run.attempts:
+        if a.restored_checkpoint:
+            out.setdefault(a.restored_checkpoint, []).append((a.index, a.restore_step))
+    return {path: tuple(items) for path, items in out.items()}
+
+
+def restored_text(items: tuple[tuple[int, int | None], ...]) -> str:
+    """``#2 #3 @50`` (one restore step for all), else ``#2 @50, #3 @60``; empty without restores."""
+    steps = {step for _a, step in items}
+    if len(steps) == 1:
+        (step,) = steps
+        return " ".join(f"#{a}" for a, _s in items) + (f" @{step}" if step is not None else "")
+    return ", ".join(f"#{a}" + (f" @{step}" if step is not None else "") for a, step in items)

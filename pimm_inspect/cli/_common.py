@@ -16,6 +16,8 @@ from ..model import Run
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..session import Session
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -27,13 +29,28 @@ def stderr(message: str) -> None:
     click.echo(message, err=True)
 
 
-_DISCOVERY: dict[str, object] = {}
-"""--max-depth / --follow-links of the command being run (set by ``discovery_options``)."""
+_DISCOVERY = "pimm_inspect.discovery"
+"""Key in the click context's ``meta`` (shared by the group and its command) of --max-depth / --follow-links."""
+_SESSION = "pimm_inspect.session"
 
 
-def _remember(_ctx: click.Context, param: click.Parameter, value: object) -> object:
-    _DISCOVERY[param.name] = value
+def _remember(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    ctx.meta.setdefault(_DISCOVERY, {})[param.name] = value
     return value
+
+
+def session() -> Session:
+    """The command's session, built once per invocation from the environment, the global ``--no-cache`` and the
+    command's --max-depth / --follow-links (nothing is kept in a module global)."""
+    from ..session import default_session
+
+    ctx = click.get_current_context()
+    made = ctx.meta.get(_SESSION)
+    if made is None:
+        no_cache = bool(ctx.find_root().params.get("no_cache", False))
+        made = ctx.meta[_SESSION] = default_session(no_cache=no_cache, **ctx.meta.get(_DISCOVERY, {}))
+        ctx.call_on_close(made.close)
+    return made
 
 
 def discovery_options(func):
@@ -61,13 +78,11 @@ class UsageProblem(Exception):
 def find_runs(path: str, single: bool = False) -> list[Path]:
     """The run directories under ``path``; raise ``UsageProblem`` (after saying why on stderr) when there is none,
     or several where one is needed."""
-    from ..load.safe import discover_with_errors
-
     root = Path(path)
     if not root.exists() and not root.is_symlink():
         stderr(f"pimm-inspect: {_name(path)}: no such file or directory")
         raise UsageProblem(path)
-    run_dirs, errors = discover_with_errors(root, **_DISCOVERY)
+    run_dirs, errors = session().discover_with_errors(root)
     for folder, reason in errors:
         stderr(f"pimm-inspect: skipped {_name(folder)}: {_name(reason)}")
     if not run_dirs:
@@ -94,24 +109,20 @@ def discover_paths(path: str, single: bool = False) -> list[Path]:
 
 def iter_loaded(run_dirs: list[Path]) -> Iterator[Run]:
     """Load and analyse runs one at a time, so a tree of thousands never sits in memory at once."""
-    from ..analysis import analyze
-    from ..load.safe import load_safely
-
+    front_door = session()
     show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
     for i, run_dir in enumerate(run_dirs, start=1):
         if show_progress:
             click.echo(f"\rloading {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
-        yield analyze(load_safely(run_dir))
+        yield front_door.load_found(run_dir)
     if show_progress:
         click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
 
 
 def iter_rows(run_dirs: list[Path]) -> Iterator[RunRow]:
     """The ``ls`` row of each run, from the disk cache where still valid, else loaded and analysed now."""
-    from ..analysis.rows import load_rows
-
     show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
-    for i, (run_dir, row) in enumerate(zip(run_dirs, load_rows(run_dirs)), start=1):
+    for i, (run_dir, row) in enumerate(zip(run_dirs, session().rows(run_dirs)), start=1):
         if show_progress:
             click.echo(f"\rloaded {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
         yield row

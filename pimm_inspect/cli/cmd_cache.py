@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ._common import json_option
 
 
-def _folder():
-    from ..load.disk_cache import cache_dir
+def _folder() -> Path | None:
+    """The cache directory of this invocation's session (None: off or refused)."""
+    from ._common import session
 
-    return cache_dir()
+    disk = session().disk
+    return disk.directory if disk is not None else None
 
 
 @click.group("cache")
@@ -32,7 +36,8 @@ def info(as_json: bool) -> None:
 
     Example: pimm-inspect cache info --json
     """
-    from ..load.disk_cache import entries, max_bytes
+    from ..session.store.disk_cache import entries
+    from ._common import session
     from ..report.json_doc import SCHEMA_VERSION, dumps
     from ..report.safe_text import clean
 
@@ -42,13 +47,13 @@ def info(as_json: bool) -> None:
     if as_json:
         click.echo(dumps({"schema_version": SCHEMA_VERSION, "enabled": folder is not None,
                           "directory": str(folder) if folder is not None else None,
-                          "entries": len(found), "size_bytes": total, "max_bytes": max_bytes()}))
+                          "entries": len(found), "size_bytes": total, "max_bytes": session().settings.cache_max_bytes}))
         return
     if folder is None:
         click.echo("cache: off (--no-cache or PIMM_INSPECT_CACHE_DIR=off)")
         return
     click.echo(f"cache: {clean(str(folder), newlines=False)}")
-    click.echo(f"entries: {len(found)}, {total / 1e6:.1f} MB of at most {max_bytes() / 1e9:.1f} GB")
+    click.echo(f"entries: {len(found)}, {total / 1e6:.1f} MB of at most {session().settings.cache_max_bytes / 1e9:.1f} GB")
 
 
 @command.command("clear")
@@ -57,7 +62,7 @@ def clear() -> None:
 
     Example: pimm-inspect cache clear
     """
-    from ..load.disk_cache import clear as clear_dir
+    from ..session.store.disk_cache import clear as clear_dir
     from ..report.safe_text import clean
 
     folder = _folder()

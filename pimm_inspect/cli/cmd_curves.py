@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import textwrap
 
 import click
 
@@ -58,3 +59,7 @@ def command(run: str, tags: tuple[str, ...], smooth: float, x_axis: str, policy:
     chart = render(target, chosen, policy, smooth, x_axis, width or columns, height or min(max(lines - 4, 12), 30),
                    log_y, color=color)
     click.echo(chart, color=color)  # click would strip the colours whenever stdout is not a terminal
+    from ..analysis.summary import policy_note
+
+    note = textwrap.fill(clean(policy_note(target, policy), newlines=False), width=width or columns)
+    click.echo("\n" + note)  # per replayed range: how many copies, which attempts; what each viewer shows

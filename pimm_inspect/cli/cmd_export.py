@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_USAGE, UsageProblem, discovery_options, find_runs, iter_loaded, stderr
+from ._common import EXIT_USAGE, UsageProblem, discovery_options, find_runs, iter_loaded, session, stderr
 
 
 def _dataset_wanted(output: str) -> bool:
@@ -120,7 +120,7 @@ def _export_dataset(root: str, output: str, tags: tuple[str, ...], policy: str, 
         stderr("pimm-inspect: the Parquet dataset needs pyarrow: pip install 'pimm-inspect[parquet]'")
         sys.exit(EXIT_USAGE)
     from ..report.dataset_store import DatasetProblem
-    from ..report.dataset_sync import DatasetOptions, export_dataset
+    from ..session.dataset_sync import DatasetOptions
 
     try:
         run_dirs = find_runs(root)
@@ -134,7 +134,7 @@ def _export_dataset(root: str, output: str, tags: tuple[str, ...], policy: str, 
 
     options = DatasetOptions(tags=tags, policy=policy, all_sources=all_sources, prune=prune)
     try:
-        report = export_dataset(Path(root), run_dirs, Path(output), options, progress)
+        report = session().export_dataset(Path(root), Path(output), options, progress, run_dirs)
     except DatasetProblem as exc:
         stderr(f"pimm-inspect: {clean(str(exc), newlines=False)}")
         sys.exit(EXIT_USAGE)

@@ -28,13 +28,13 @@ def command(path: str) -> None:
     from pathlib import Path
 
     from ..load.discover import classify_dir
-    from ..tui.loader import CachingLoader
+    from ._common import session
 
-    loader = CachingLoader()
+    front_door = session()
     root = Path(path)
     if root.is_dir() and classify_dir(root.absolute()) is not None:
-        loader.prefetch(root.absolute())  # one run: read it while the UI's modules import
+        front_door.staged.prefetch(root.absolute())  # one run: read it while the UI's modules import
 
     from ..tui.app import make_app, run_app
 
-    sys.exit(run_app(make_app(path, loader=loader)))
+    sys.exit(run_app(make_app(path, session=front_door)))

@@ -68,10 +68,7 @@ def cli(no_cache: bool) -> None:
 
     Example: pimm-inspect check exp/ --json
     """
-    if no_cache:
-        from ..load.disk_cache import set_enabled
-
-        set_enabled(False)
+    # --no-cache is read by each command's session (``_common.session``), built once the command's options are known.
 
 
 def main() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from .assemble import load_run
-from .cache import ReadCache
 from .discover import classify_dir, discover, iter_runs
 
-__all__ = ["ReadCache", "load_run", "discover", "iter_runs", "classify_dir"]
+__all__ = ["load_run", "discover", "iter_runs", "classify_dir"]

@@ -10,9 +10,11 @@ from typing import Any
 from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Finding, Run, Severity
 from . import evidence
-from .attempts import attempts_and_series, finish_attempts
+from .attempts import attempts_and_series, finish_attempts, restored_checkpoints
 from .collect import Collected, collect
+from .collected import FileCache
 from .discover import classify_dir
+from .progress import ReadTracker
 from .run_configs import extra_configs
 from .wandb_link import run_provenance, wandb_events, wandb_info
 
@@ -20,17 +22,18 @@ LIVE_WINDOW_S = 900.0
 """A run whose newest file changed this recently (and agrees with its own clock) may still be running."""
 
 
-def load_run(path: Path | str, now: float | None = None, cache: Any = None, progress: Any = None) -> Run:
+def load_run(path: Path | str, now: float | None = None, cache: FileCache | None = None,
+             progress: ReadTracker | None = None) -> Run:
     """Read the run directory at ``path`` into a Run (reader findings only, no analysis).
 
-    Pass the same ``ReadCache`` on every refresh of a live run so only appended bytes are read;
+    Pass the same cache (``FileCache``, the session's ``ReadCache``) on every refresh of a live run so only appended bytes are read;
     ``progress`` (a ``ReadTracker``) is told of every file and can stop the read between files.
     """
     return load_run_and_liveness(path, now, cache, progress)[0]
 
 
-def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any = None,
-                          progress: Any = None) -> tuple[Run, bool]:
+def load_run_and_liveness(path: Path | str, now: float | None = None, cache: FileCache | None = None,
+                          progress: ReadTracker | None = None) -> tuple[Run, bool]:
     """``load_run`` plus whether the run looked live at ``now``: the only fact of a Run that changes with the
     clock alone (a live run becomes stopped when its files stay quiet; a quiet one never becomes live again)."""
     root = Path(path).absolute()
@@ -43,6 +46,8 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Any
     status = _status(attempts, live)
     attempts = finish_attempts(attempts, live, c)
     checkpoints = _checkpoints(c)
+    save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
+    attempts = restored_checkpoints(attempts, checkpoints, root, save_paths)
     return Run(
         root=root,
         kind=kind,

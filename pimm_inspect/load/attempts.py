@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Set
 from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from ..model import Attempt, ScalarSeries
+from ..model import Attempt, CheckpointInfo, ScalarSeries
 from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments, group_by_process
+from .wandb_order import ordered_folders, start_estimates
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
                    "Legacy checkpoint is mid-epoch", "State was saved with world_size",
@@ -46,13 +48,15 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     elif c.tb_files:
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
-        for index, group in enumerate(group_by_process(c.tb_files), start=1):
+        for index, (group, went_back) in enumerate(writer_sessions(c.tb_files), start=1):
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
             started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
             if index == 1:
                 origin = "fresh"
+            elif went_back:  # a new writer in the same process whose steps went back: training started again
+                origin = "restart"
             else:  # a later process that starts where the earlier ones started (or after none logged) begins anew
                 origin = "resume" if first is not None and earliest is not None and first > earliest else "restart"
             if first is not None:
@@ -60,12 +64,13 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
                                     origin=origin, sources=tuple(p for p, _n, _r in group)))
     elif c.wandb_runs and c.kind == "wandb":
-        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
+        ordered = ordered_folders(c.wandb_runs)  # by the best start evidence, folder stamps included
+        starts, on_utc = start_estimates(c.wandb_runs)
         for index, wrun in enumerate(ordered, start=1):
             # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
             step_metrics = set(wrun.x_axis.values()) - {"_step"}
             steps = [s for s in wrun.series if len(s) and s.tag not in step_metrics]
-            started = (_utc(wrun.start_time_s))
+            started = _utc(wrun.start_time_s or (starts[wrun.rel_path] if on_utc else None))
             ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
                                     first_step=min((s.first_step for s in steps), default=None),
@@ -76,24 +81,14 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             if len(c.wandb_runs) > 1:
                 wandb_attempt[wrun.rel_path] = index
     elif c.hf is not None and c.hf.attempts:
-        for att in c.hf.attempts:
-            done = (att is c.hf.attempts[-1] and c.hf.max_steps is not None and c.hf.global_step is not None
-                    and c.hf.global_step >= c.hf.max_steps)
-            attempts.append(Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step,
-                                    origin="resume" if att.resumed_from_checkpoint else "fresh",
-                                    resume_step=att.resumed_from_checkpoint,
-                                    resumed_from=(f"checkpoint-{att.resumed_from_checkpoint}"
-                                                  if att.resumed_from_checkpoint else None),
-                                    ended="completed" if done else "unknown",
-                                    sources=(att.tb_dir,) if att.tb_dir else ()))
+        attempts += _hf_attempts(c)
     for rel_path, _name, result in c.tb_files:
         attempt = tb_attempt.get(rel_path)
         for s in result.series.values():
             series.append(dataclasses.replace(s, attempt=attempt))
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
         # One W&B id, several local folders: each folder is one process start (a requeued offline run).
-        ordered = sorted(c.wandb_runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
-        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered, start=1)}
+        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered_folders(c.wandb_runs), start=1)}
     for run in c.wandb_runs:
         attempt = wandb_attempt.get(run.rel_path)
         # A declared step metric (pimm's hidden train/global_step) is the x axis of the others, not a curve.
@@ -104,6 +99,16 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
     return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
+
+
+def _hf_attempts(c: Collected) -> list[Attempt]:
+    """HF Trainer attempts as the HF reader worked them out: origin, restore point, the checkpoints each saved."""
+    assert c.hf is not None
+    return [Attempt(index=att.index, first_step=att.first_step, last_step=att.last_step, origin=att.origin,
+                    resume_step=att.resumed_from_checkpoint,
+                    resumed_from=f"checkpoint-{att.resumed_from_checkpoint}" if att.resumed_from_checkpoint else None,
+                    ended="completed" if att.completed else "unknown", saved_steps=att.saved_steps,
+                    sources=tuple(p for p in (att.tb_dir or att.state_path,) if p)) for att in c.hf.attempts]
 
 
 def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
@@ -157,7 +162,8 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
     if not c.tb_files:
         return mapping
     if not segments:
-        return {p: index for index, group in enumerate(group_by_process(c.tb_files), start=1) for p, _n, _r in group}
+        return {p: index for index, (group, _back) in enumerate(writer_sessions(c.tb_files), start=1)
+                for p, _n, _r in group}
     if len(segments) == len(c.tb_files):
         for index, (rel_path, _n, _r) in enumerate(c.tb_files, start=1):
             mapping[rel_path] = segments[index - 1].index if segments else index
@@ -175,6 +181,35 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
         best = min(segments, key=lambda seg: abs((seg.first_step if seg.first_step is not None else 10**18) - first))
         mapping[rel_path] = best.index
     return mapping
+
+
+def _file_steps(result: Any) -> tuple[int | None, int | None]:
+    """(first, last) step an event file logged over all its tags; (None, None) when it logged none."""
+    firsts = [s.first_step for s in result.series.values() if len(s)]
+    lasts = [s.last_step for s in result.series.values() if len(s)]
+    return (min(firsts), max(lasts)) if firsts else (None, None)
+
+
+def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tuple[str, Any, Any]], bool]]:
+    """Event files as attempts: those of one writer process together (``group_by_process``), except that a new
+    writer session (a new file) of the same process whose first step goes back below a step the process already
+    logged starts again: a notebook kernel that ran ``trainer.train()`` several times into one folder. Each entry
+    is (files, True when it is such a restart inside one process)."""
+    out: list[tuple[list[tuple[str, Any, Any]], bool]] = []
+    for group in group_by_process(tb_files):
+        current: list[tuple[str, Any, Any]] = []
+        reached: int | None = None
+        went_back = False
+        for item in group:
+            first, last = _file_steps(item[2])
+            if current and first is not None and reached is not None and first < reached:
+                out.append((current, went_back))
+                current, reached, went_back = [], None, True
+            current.append(item)
+            if last is not None:
+                reached = last if reached is None else max(reached, last)
+        out.append((current, went_back))
+    return out
 
 
 def _close_attempts(attempts: list[Attempt], live: bool) -> list[Attempt]:
@@ -287,7 +322,9 @@ def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
     if att.last_step is None or att.ended == "completed":
         return None
     if nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None:
-        kept = nxt.resume_step
+        # A save of this attempt after the next one's restore point still kept its steps (a resume that rewinds
+        # to the epoch start retrains them on top of them): a step kept by a checkpoint is never lost.
+        kept = max((nxt.resume_step, *att.saved_steps))
     elif att.saved_steps:
         kept = max(att.saved_steps)
     elif nxt is None and att.ended in ("running", "unknown"):
@@ -304,3 +341,39 @@ def _inexact_attempts(c: Collected) -> set[int]:
         return set()
     return {e.attempt for e in c.train_log.events
             if e.attempt is not None and any(marker in e.message for marker in INEXACT_MARKERS)}
+
+
+def restored_checkpoints(attempts: list[Attempt], checkpoints: list[CheckpointInfo], root: Path,
+                         save_paths: list[str]) -> list[Attempt]:
+    """Each resumed attempt with the checkpoint it restored: the run's ``CheckpointInfo.path`` its log names (the
+    longest run checkpoint path the logged path ends with: pimm logs ``<save_path>/model/model_last.pth``, HF
+    ``checkpoint-N``), else the logged path made relative to the run where it lies inside it."""
+    return [dataclasses.replace(att, restored_checkpoint=restored_path(att.resumed_from, checkpoints, root, save_paths))
+            if att.resumed_from and att.restored_checkpoint is None else att for att in attempts]
+
+
+def restored_path(logged: str | None, checkpoints: list[CheckpointInfo], root: Path,
+                  save_paths: list[str]) -> str | None:
+    """The run-relative path of the checkpoint a log line names, or None when it names none."""
+    if not logged or not logged.strip():
+        return None
+    text = logged.strip().rstrip("/")
+    parts = PurePosixPath(text).parts
+    best: str | None = None
+    for ck in checkpoints:
+        tail = PurePosixPath(ck.path.rstrip("/")).parts
+        if tail and len(tail) <= len(parts) and parts[len(parts) - len(tail):] == tail:
+            if best is None or len(tail) > len(PurePosixPath(best).parts):
+                best = ck.path
+    if best is not None:
+        return best
+    for prefix in sorted({p.strip().rstrip("/") for p in save_paths if p and p.strip()}, key=len, reverse=True):
+        if text.startswith(prefix + "/"):
+            return text[len(prefix) + 1:]
+    absolute = PurePosixPath(text)
+    if absolute.is_absolute():
+        try:
+            return absolute.relative_to(PurePosixPath(root.as_posix())).as_posix()
+        except ValueError:
+            return text
+    return text

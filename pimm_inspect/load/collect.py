@@ -11,9 +11,10 @@ from typing import Any, Iterator
 from ..model import Finding, Severity
 from ..sources.confine import also_allowed, confined_to, layout_links
 from ..sources.protocol import Read
-from .collected import Collected
+from .collected import Collected, FileCache
 from .file_deps import note_probe
 from .kinds import KINDS, FileKind, listdir
+from .progress import ReadTracker
 
 __all__ = ["Collected", "collect", "read_kinds"]
 
@@ -32,16 +33,12 @@ def _reading(c: Collected, rel_path: str) -> Iterator[None]:
             f"Please report this bug (at {Path(where.filename).name}:{where.lineno})."))
 
 
-def collect(root: Path, kind: str, cache: Any = None, progress: Any = None) -> Collected:
-    """Read every known file of the run at ``root`` (through ``cache``, a ReadCache, when given).
+def collect(root: Path, kind: str, cache: FileCache | None = None, progress: ReadTracker | None = None) -> Collected:
+    """Read every known file of the run at ``root`` (through ``cache`` when one is handed in; none is made here).
 
     No file whose real path leaves ``root`` is read (``file.outside-run``), except pimm's own layout.
     ``progress`` (a ReadTracker) is told of every file and may stop the read between two files.
     """
-    if cache is None:
-        from .cache import transient_cache
-
-        cache = transient_cache()  # the disk cache, unless it is off
     links = layout_links(root)
     for link in links:  # read through as the run's own: where a link leads is part of what was read
         note_probe(os.path.realpath(link))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..model import ConfigDoc, Finding, Provenance, SourceFile
 from ..sources import rel
@@ -20,8 +20,21 @@ if TYPE_CHECKING:
     from ..sources.tensorboard.reader import EventFileName, EventFileResult
     from ..sources.train_log.reader import TrainLogResult
     from ..sources.wandb.reader import WandbRunResult
-    from .cache import ReadCache
     from .progress import ReadTracker
+
+
+class FileCache(Protocol):
+    """What ``collect`` asks of a read cache handed in (``session.store.cache.ReadCache``): each call returns what
+    the reader returns for the file, reusing an earlier result while nothing it was read from changed and reading
+    only the bytes appended to a grown file. ``load`` never makes one itself: the session owns the cache."""
+
+    def train_log(self, path: Path, rel_path: str) -> TrainLogResult: ...
+
+    def event_file(self, path: Path, rel_path: str) -> EventFileResult: ...
+
+    def model_dir(self, model: Path, run_root: Path) -> ModelDirResult: ...
+
+    def wandb_run(self, folder: Path, rel_path: str) -> WandbRunResult: ...
 
 
 @dataclass
@@ -45,7 +58,7 @@ class Collected:
     slurm_logs: list[SlurmLog] = field(default_factory=list)
     wandb_runs: list[WandbRunResult] = field(default_factory=list)
     hf: HfTrainerResult | None = None
-    cache: ReadCache | None = None
+    cache: FileCache | None = None
     """Growing train.log, event files and W&B logs are read from where the last read stopped."""
     progress: ReadTracker | None = None
     """Told of every file read (progress, and the place a cancelled load stops), or None."""

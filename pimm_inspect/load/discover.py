@@ -10,8 +10,9 @@ from pathlib import Path
 
 EVENT_FILE = re.compile(r"^.*tfevents")
 """TensorBoard's own rule: any file whose name contains ``tfevents`` is an event file (use ``.match``)."""
-WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-(?P<id>[A-Za-z0-9]+)(?:-\d+)?$")
-"""W&B run folders; a second start in the same second gets a ``-1`` suffix."""
+WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$", re.S)
+"""W&B run folders: the id is whatever follows the time stamp (W&B accepts ids like ``Mancala 8``). A second start
+in the same second adds ``-<n>`` after the id, so the folder's ``run-<id>.wandb`` log names the id exactly."""
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 
 PIMM_MARKERS = ("train.log", "run_metadata.json", "resolved_config.json", "config.py")
@@ -69,12 +70,82 @@ def _is_model_dir(model: Path, names: set[str]) -> bool:
                or e.startswith("iter_") for e in entries)
 
 
-def _wandb_run_ids(wandb_dir: Path) -> set[str]:
-    """Run ids of the W&B run folders in a ``wandb/`` folder (the id ends the folder name)."""
+_SUFFIXED = re.compile(r"-\d+$")
+"""``-<n>``: what W&B appends to a folder started in the same second as another (``x_sync_dir_suffix``)."""
+
+
+def wandb_folder_id(folder: Path) -> str | None:
+    """The W&B run id of a run folder: its ``run-<id>.wandb`` log's name, else what follows the folder's stamp."""
+    match = WANDB_RUN_DIR.match(folder.name)
+    if match is None:
+        return None
     try:
-        return {m["id"] for m in map(WANDB_RUN_DIR.match, os.listdir(wandb_dir)) if m}
+        logs = [n for n in os.listdir(folder) if n.startswith("run-") and n.endswith(".wandb") and len(n) > 10]
     except OSError:
+        logs = []
+    return logs[0][4:-6] if len(logs) == 1 else match["id"]
+
+
+def wandb_groups(wandb_dir: Path, names: list[str] | None = None) -> dict[str, list[str]]:
+    """The W&B run folders of a ``wandb/`` folder, grouped by run id: id -> folder names, sorted."""
+    if names is None:
+        try:
+            names = sorted(os.listdir(wandb_dir))
+        except OSError:
+            return {}
+    groups: dict[str, list[str]] = {}
+    for name in sorted(names):
+        match = WANDB_RUN_DIR.match(name)
+        if match is not None:
+            # Only a name that may end in W&B's same-second suffix needs its log's name to tell the id.
+            run_id = wandb_folder_id(wandb_dir / name) if _SUFFIXED.search(match["id"]) else match["id"]
+            if run_id is not None:
+                groups.setdefault(run_id, []).append(name)
+    return groups
+
+
+def same_id_siblings(folder: Path) -> list[Path]:
+    """The W&B run folders beside ``folder`` that carry its id (``folder`` included), sorted by name."""
+    run_id = wandb_folder_id(folder)
+    if run_id is None:
+        return [folder]
+    try:
+        names = os.listdir(folder.parent)
+    except OSError:
+        return [folder]
+    # A folder's name holds its id, maybe with a suffix: only those names can be of this id.
+    near = [n for n in names if (m := WANDB_RUN_DIR.match(n)) and (m["id"] == run_id or m["id"].startswith(run_id + "-"))]
+    members = wandb_groups(folder.parent, near).get(run_id, [])
+    out = [folder.parent / n for n in members
+           if n == folder.name or (not os.path.islink(folder.parent / n) and os.path.isdir(folder.parent / n))]
+    return out if folder.name in members else [folder]
+
+
+def _wandb_run_ids(wandb_dir: Path) -> set[str]:
+    """Run ids of the W&B run folders in a ``wandb/`` folder."""
+    return set(wandb_groups(wandb_dir))
+
+
+def _group_followers(current: Path, names: list[str]) -> set[str]:
+    """W&B run folders in ``current`` that are read with an earlier folder of their id (not runs of their own).
+
+    Same-id folders are one run, even beside other ids; its folder is the first by name that holds a log.
+    """
+    if not any(WANDB_RUN_DIR.match(n) for n in names):
         return set()
+    followers: set[str] = set()
+    for members in wandb_groups(current, names).values():
+        if len(members) > 1:
+            leader = next((m for m in members if _has_wandb_log(current / m)), members[0])
+            followers.update(m for m in members if m != leader)
+    return followers
+
+
+def _has_wandb_log(folder: Path) -> bool:
+    try:
+        return any(n.endswith(".wandb") for n in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def _inside(path: str, top: str) -> bool:
@@ -134,7 +205,10 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
             yield current
             if kind != "tensorboard" and not launch_dir:
                 continue
+        followers = _group_followers(current, names) if kind is None else set()
         for name in names:
+            if name in followers:
+                continue  # read with the first folder of its W&B id
             if name in NEVER_DESCEND or name.startswith(".") or name == "latest-run" or (launch_dir and name == "wandb"):
                 continue  # latest-run: W&B's link to a run folder listed beside it
             child = current / name
@@ -169,3 +243,20 @@ def discover(root: Path | str, on_error: Callable[[Path, str], None] | None = No
              max_depth: int = MAX_DEPTH, follow_links: bool = False) -> list[Path]:
     """All run directories under ``root`` (``root`` itself when it is a run), sorted."""
     return sorted(iter_runs(Path(root), on_error, max_depth, follow_links), key=lambda p: p.as_posix())
+
+
+def run_containing(path: Path | str, levels: int = MAX_DEPTH) -> Path | None:
+    """The run ``path`` is part of (a file or folder inside a run: ``RUN/train.log``, ``RUN/model``, an HF Trainer's
+    ``RUN/checkpoint-10``), searching at most ``levels`` folders up; None when ``path`` is in no run.
+
+    A folder that is a run by itself is part of its parent only where the parent's kind owns it: an HF Trainer's
+    ``checkpoint-N`` (it holds a ``trainer_state.json`` of its own)."""
+    here = Path(path).absolute()
+    if here.is_dir() and HF_CHECKPOINT_DIR.match(here.name) and classify_dir(here.parent) == "hf-trainer":
+        return here.parent
+    if here.is_dir() and classify_dir(here) is not None:
+        return None  # a run of its own
+    for parent in list(here.parents)[:levels]:
+        if classify_dir(parent) is not None:
+            return parent
+    return None

@@ -68,7 +68,9 @@ def wandb_runs(c: Collected) -> tuple[WandbRunFacts, ...]:
         few_rows_late_start=w.few_rows_late_start, dropped_steps=tuple(w.dropped_steps),
         dropped_step_warning=w.dropped_step_warning, file_roles=dict(w.file_roles),
         command=w.provenance.command if w.provenance is not None else None,
-        command_source=w.provenance.source if w.provenance is not None else None) for w in c.wandb_runs)
+        command_source=w.provenance.source if w.provenance is not None else None, resume_from=w.resume_from,
+        dropped_step_source=w.dropped_step_details[0].source if w.dropped_step_details else None)
+        for w in c.wandb_runs)
 
 
 def model_dir(c: Collected) -> ModelDirFacts | None:

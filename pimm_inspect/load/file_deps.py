@@ -25,12 +25,21 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from ..sources.confine import real_path
 
 Dep = tuple[str, str, str]
 """(kind, absolute path, fingerprint): kind ``f`` for a file or probe, ``d`` for a listed folder, ``r`` for where a
 path really leads (a link retargeted to the same moved folder changes no stat, but changes what may be read)."""
+
+
+
+def valid_deps(deps: Any) -> bool:
+    """True for a stored dependency list: a tuple of (kind, path, fingerprint) string triples."""
+    return isinstance(deps, tuple) and all(
+        isinstance(d, tuple) and len(d) == 3 and all(type(x) is str for x in d) and d[0] in ("f", "d", "r") for d in deps)
+
 
 _ACTIVE: list["Recorder"] = []
 """Recorders of the loads running now (any thread: a reader's helper thread is recorded too)."""

@@ -101,8 +101,10 @@ def _glance(root: Path, kind: str, now: float) -> RunGlance:
     elif events:
         from ..sources.tensorboard.reader import parse_event_file_name
 
-        attempts = len(group_by_process([(f.path, parse_event_file_name(Path(f.path).name), None) for f in events]))
-        exact = True
+        groups = group_by_process([(f.path, parse_event_file_name(Path(f.path).name), None) for f in events])
+        attempts = len(groups)
+        # A process with several files may have restarted training (steps going back): only the full read tells.
+        exact = all(len(group) == 1 for group in groups)
         if not fresh:  # fresh files need the writer's own clock (the full read) to tell
             status = run_status("unknown", False)
     elif kind == "wandb" and wandb:

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import file_deps
-from .disk_cache import valid_deps
-from .file_deps import Dep
+from .file_deps import Dep, valid_deps
 
 RACY_S = 2.0
 """Files modified less than this long before the read started make its result unreusable (racy mtimes)."""

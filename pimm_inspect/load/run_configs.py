@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..model import ConfigDoc
 from .collect import Collected
+from .wandb_order import ordered_folders
 
 
 def folder_attempts(c: Collected) -> dict[str, int]:
@@ -14,8 +15,7 @@ def folder_attempts(c: Collected) -> dict[str, int]:
     runs = list(c.wandb_runs)
     if not runs or not (c.kind == "wandb" or (len(runs) > 1 and len({r.run_id for r in runs}) == 1)):
         return {}
-    ordered = sorted(runs, key=lambda r: (r.start_time_s or 0.0, r.rel_path))
-    return {r.rel_path: i for i, r in enumerate(ordered, start=1)}
+    return {r.rel_path: i for i, r in enumerate(ordered_folders(runs), start=1)}
 
 
 def extra_configs(c: Collected) -> tuple[ConfigDoc, ...]:

@@ -8,8 +8,9 @@ from typing import Any
 
 from ..model import Finding, Run, Severity
 from .assemble import load_run, load_run_and_liveness
-from .cache import ReadCache
+from .collected import FileCache
 from .discover import discover
+from .progress import ReadTracker
 
 
 def discover_with_errors(root: Path, **options: Any) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -19,10 +20,11 @@ def discover_with_errors(root: Path, **options: Any) -> tuple[list[Path], list[t
     return runs, errors
 
 
-def load_safely(path: Path, cache: ReadCache | None = None, now: float | None = None, progress: Any = None) -> Run:
+def load_safely(path: Path, cache: FileCache | None = None, now: float | None = None,
+                progress: ReadTracker | None = None) -> Run:
     """``load_run`` that turns an unexpected exception into an ``internal.load-failed`` finding.
 
-    ``cache`` (a ReadCache kept between calls) makes a reload read only what was appended; ``progress``
+    ``cache`` (the session's ReadCache, kept between calls) makes a reload read only what was appended; ``progress``
     (a ReadTracker) follows the read, and its ``LoadCancelled`` (a BaseException) passes through.
     """
     try:
@@ -31,12 +33,12 @@ def load_safely(path: Path, cache: ReadCache | None = None, now: float | None = 
         return failed_run(path, exc)
 
 
-def load_reusable(path: Path) -> tuple[Run, bool]:
-    """``load_safely`` (no progress, the transient cache) plus whether the result may be reused while the files it
+def load_reusable(path: Path, cache: FileCache | None = None) -> tuple[Run, bool]:
+    """``load_safely`` (no progress, through ``cache``) plus whether the result may be reused while the files it
     was read from stay the same (``read_record``): False for a live run (the clock alone changes its status) and a
     failed load. What ``ls`` rows and the Parquet export are made from."""
     try:
-        run, live = load_run_and_liveness(path)
+        run, live = load_run_and_liveness(path, cache=cache)
     except Exception as exc:  # as load_safely: a bug becomes an internal.load-failed finding, never a traceback
         return failed_run(path, exc), False
     return run, not live

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Finding, Severity
-from .discover import WANDB_RUN_DIR
+from .discover import WANDB_RUN_DIR, wandb_folder_id
 
 
 def launch_dirs(root: Path, metadata_raw: dict[str, Any] | None, save_paths: list[str]) -> list[Path]:
@@ -58,9 +58,8 @@ def outside_wandb_folders(root: Path, metadata_raw: dict[str, Any] | None, save_
             continue
         folders = []
         for name in names:
-            m = WANDB_RUN_DIR.match(name)
             path = wandb_dir / name
-            if m and m["id"] in ids and not path.is_symlink() and path.is_dir():
+            if WANDB_RUN_DIR.match(name) and not path.is_symlink() and path.is_dir() and wandb_folder_id(path) in ids:
                 folders.append(path)
         if folders:
             where = wandb_dir.absolute().as_posix()

@@ -28,7 +28,7 @@ from .run_facts import started_at_iso
 if TYPE_CHECKING:
     import pyarrow as pa
 
-DATASET_VERSION = 1
+DATASET_VERSION = 2
 """Version of the tables' schemas; a dataset written with another version is rewritten whole."""
 TABLES = ("runs", "attempts", "findings", "scalars")
 
@@ -56,7 +56,7 @@ def _schemas() -> dict[str, pa.Schema]:
             ("started_at_utc", flag), ("first_step", i64), ("last_step", i64), ("origin", text), ("ended", text),
             ("end_detail", text), ("resumed_from", text), ("resume_step", i64), ("restore_step", i64),
             ("saved_steps", pa.list_(i64)), ("lost_first_step", i64), ("lost_last_step", i64),
-            ("sources", pa.list_(text)),
+            ("sources", pa.list_(text)), ("restored_checkpoint", text),
         ]),
         "findings": pa.schema([
             ("run_id", text), ("code", text), ("severity", text), ("severity_rank", pa.int8()), ("message", text),
@@ -65,7 +65,7 @@ def _schemas() -> dict[str, pa.Schema]:
         ]),
         "scalars": pa.schema([
             ("run_id", text), ("tag", text), ("step", i64), ("value", f64), ("wall_time", f64), ("attempt", i32),
-            ("source", text), ("source_kind", text),
+            ("source", text), ("source_kind", text), ("seq", i32),
         ]),
     }
 
@@ -171,7 +171,7 @@ def attempts_table(run: Run, run_id: str) -> pa.Table:
         "resume_step": a.resume_step, "restore_step": a.restore_step, "saved_steps": list(a.saved_steps),
         "lost_first_step": a.lost_steps[0] if a.lost_steps else None,
         "lost_last_step": a.lost_steps[1] if a.lost_steps else None,
-        "sources": [safe_str(s) for s in a.sources],
+        "sources": [safe_str(s) for s in a.sources], "restored_checkpoint": _text(a.restored_checkpoint),
     } for a in run.attempts]
     return pa.Table.from_pylist(rows, schema=schema("attempts"))
 
@@ -220,6 +220,7 @@ def scalars_table(run: Run, run_id: str, rows: list[TagRows]) -> pa.Table:
     values = np.concatenate([b.values for b in blocks])
     walls = np.concatenate([b.wall_times_s for b in blocks])
     attempts = np.concatenate([b.attempts for b in blocks])
+    seq = np.concatenate([b.seq for b in blocks])
     columns = [
         _words(pa, np.zeros(steps.shape[0], dtype=np.int32), [safe_str(run_id)]),
         _words(pa, np.concatenate(tag_index), tag_names),
@@ -229,14 +230,16 @@ def scalars_table(run: Run, run_id: str, rows: list[TagRows]) -> pa.Table:
         pa.array(attempts.astype(np.int32), type=pa.int32(), mask=attempts == NO_ATTEMPT),
         _words(pa, np.concatenate(file_index), list(files)),
         _words(pa, np.concatenate(kind_index), list(kinds)),
+        pa.array(seq.astype(np.int32), type=pa.int32()),
     ]
     return pa.Table.from_arrays(columns, schema=target)
 
 
 def run_tables(run: Run, run_id: str, exported_at: datetime, tags: tuple[str, ...] = (), policy: str = "all",
                all_sources: bool = False) -> dict[str, pa.Table]:
-    """All four tables of one run, by table name; the scalars are one per (tag, step, attempt) after ``policy``,
-    each tag from its preferred source unless ``all_sources`` (the rows of ``export RUN``)."""
+    """All four tables of one run, by table name; the scalars are keyed (tag, step, attempt, source, seq): every
+    record under ``all``, one per step under ``newest``/``oldest``, each tag from its preferred source unless
+    ``all_sources`` (the rows of ``export RUN``)."""
     rows = scalar_rows(run, tags, policy, all_sources)
     return {
         "runs": runs_table(run, run_id, exported_at, rows),

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows, scalar_rows, to_frame
-from ..model import Run
-
-if TYPE_CHECKING:
-    import pandas as pd
+from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows
 
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 """JSON has no NaN/inf: a non-finite ``value`` is written as one of these strings (what ``float()`` reads back)."""
-
-
-def scalar_frame(run: Run, tags: tuple[str, ...] = (), policy: str = "all", all_sources: bool = False) -> pd.DataFrame:
-    """Columns tag, step, value, wall_time, attempt, source: one row per (tag, step, attempt) after ``policy``."""
-    return to_frame(scalar_rows(run, tags, policy, all_sources))
 
 
 def _floats(array: np.ndarray, non_finite: Callable[[str], str]) -> list[str]:
@@ -47,8 +38,10 @@ def json_records(rows: Iterable[TagRows]) -> Iterator[str]:
             walls = _floats(block.wall_times_s[part], lambda _text: "null")
             attempts = ["null" if a == NO_ATTEMPT else str(a) for a in block.attempts[part].tolist()]
             files = [sources[i] for i in block.source_index[part].tolist()]
-            for step, value, wall, attempt, source in zip(block.steps[part].tolist(), values, walls, attempts, files):
-                yield f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, "source": {source}}}'
+            for step, value, wall, attempt, source, seq in zip(block.steps[part].tolist(), values, walls, attempts,
+                                                               files, block.seq[part].tolist()):
+                yield (f'{head}{step}, "value": {value}, "wall_time": {wall}, "attempt": {attempt}, '
+                       f'"source": {source}, "seq": {seq}}}')
 
 
 def write_json(rows: Iterable[TagRows], fh: IO[str], batch: int = 10_000) -> int:
@@ -69,4 +62,4 @@ def write_json(rows: Iterable[TagRows], fh: IO[str], batch: int = 10_000) -> int
     return count
 
 
-__all__ = ["COLUMNS", "NON_FINITE", "json_records", "scalar_frame", "write_json"]
+__all__ = ["COLUMNS", "NON_FINITE", "json_records", "write_json"]

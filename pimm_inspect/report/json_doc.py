@@ -9,7 +9,7 @@ from typing import Any
 
 from ..analysis.scalar_rows import row_counts
 from ..analysis.secrets import mask_text, mask_value
-from ..analysis.summary import run_row
+from ..analysis.summary import restored_by, run_row
 from ..evidence import RunRow
 from ..model import Finding, Run, WandbInfo
 from .run_facts import started_at_iso
@@ -47,6 +47,7 @@ def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
 def show_run(run: Run, base: Path) -> dict[str, Any]:
     """One run of the ``show --json`` document."""
     prov = run.provenance
+    restores = restored_by(run)
     return {
         "path": run_path(run, base),
         "name": run.name,
@@ -57,6 +58,7 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "index": a.index, "first_step": a.first_step, "last_step": a.last_step,
             "started_at": a.started_at, "started_at_iso": started_at_iso(a), "origin": a.origin, "ended": a.ended,
             "resume_step": a.resume_step, "resumed_from": a.resumed_from,
+            "restored_checkpoint": a.restored_checkpoint, "restore_step": a.restore_step,
             "end_detail": mask_text(a.end_detail) if a.end_detail else None,
             "sources": list(a.sources), "saved_steps": list(a.saved_steps),
             "lost_steps": list(a.lost_steps) if a.lost_steps else None,
@@ -68,7 +70,10 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "wandb_cursor": ck.wandb_cursor, "wandb_cursor_key": ck.wandb_cursor_key,
             "size_bytes": ck.size_bytes, "resume_candidate": ck.resume_candidate,
             "best_metric_value": _num(ck.best_metric_value),
+            "restored_by": [{"attempt": a, "step": step} for a, step in restores.get(ck.path, ())],
         } for ck in run.checkpoints],
+        "replayed": [{"first_step": r.first_step, "last_step": r.last_step, "copies": r.copies,
+                      "attempts": list(r.attempts), "paths": list(r.paths)} for r in run.replayed],
         "wandb": wandb_json(run.wandb),
         "provenance": {
             "git_commit": prov.git_commit, "git_dirty": prov.git_dirty, "host": prov.host,
@@ -99,6 +104,7 @@ def wandb_json(info: WandbInfo) -> dict[str, Any]:
         "sync_command": info.sync_command, "mode": info.mode, "url_after_sync": info.url_after_sync,
         "entity_source": info.entity_source, "server_rejection": info.server_rejection,
         "link_note": mask_text(info.link_note) if info.link_note else None,
+        "link_refused": [mask_text(reason) for reason in info.link_refused],
     }
 
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.secrets import mask_text
-from ..analysis.summary import run_row
+from ..analysis.summary import restored_by, restored_text, run_row
 from ..evidence import RunRow
 from ..model import Attempt, Finding, Run, Severity
 from .json_doc import run_notes, run_path, scalar_summary
@@ -122,7 +122,7 @@ def run_summary(run: Run, base: Path) -> Group:
         parts.append(_one_line(f"W&B run id {', '.join(run.wandb.run_ids)} (project {run.wandb.project or '?'})"))
     if run.attempts:
         table = Table(title="attempts", title_justify="left", box=None, header_style="bold")
-        for column in ("#", "started", "steps", "origin", "ended", "lost", "resumed from"):
+        for column in ("#", "started", "steps", "origin", "ended", "lost", "restored"):
             table.add_column(column)
         for a in run.attempts:
             steps = f"{a.first_step}-{a.last_step}" if a.first_step is not None else "-"
@@ -130,8 +130,9 @@ def run_summary(run: Run, base: Path) -> Group:
             told = a.end_detail and not a.end_detail.startswith("log stops")  # evidence, not the generic guess
             ended = a.ended + (f": {shorten(mask_text(a.end_detail), 120)}" if told and a.end_detail else "")
             lost = f"{a.lost_steps[0]}-{a.lost_steps[1]}" if a.lost_steps else "-"
-            table.add_row(*(_one_line(cell) for cell in (a.index, _started(a), steps, origin, ended, lost,
-                                                         a.resumed_from or "-")))
+            restored = (f"{a.restored_checkpoint} @{a.restore_step}" if a.restored_checkpoint and a.restore_step is not None
+                        else a.restored_checkpoint or a.resumed_from or "-")
+            table.add_row(*(_one_line(cell) for cell in (a.index, _started(a), steps, origin, ended, lost, restored)))
         parts.append(table)
     summary = scalar_summary(run)
     if summary:
@@ -146,13 +147,15 @@ def run_summary(run: Run, base: Path) -> Group:
         parts.append(table)
     if run.checkpoints:
         table = Table(title="checkpoints", title_justify="left", box=None, header_style="bold")
-        for column in ("path", "format", "complete", "step", "W&B id", "cursor", "resume"):
+        for column in ("path", "format", "complete", "step", "W&B id", "cursor", "resume", "restored by"):
             table.add_column(column)
+        restores = restored_by(run)
         for ck in run.checkpoints:
             table.add_row(_one_line(ck.path), _one_line(ck.format), Text("yes") if ck.complete else Text("no", style="red"),
                           Text("-" if ck.global_step is None else str(ck.global_step)), _one_line(ck.wandb_run_id or "-"),
                           _one_line("-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}"),
-                          Text("<- picked" if ck.resume_candidate else ""))
+                          Text("<- picked" if ck.resume_candidate else ""),
+                          _one_line(restored_text(restores[ck.path]) if ck.path in restores else ""))
         parts.append(table)
     notes = run_notes(run)
     if notes:

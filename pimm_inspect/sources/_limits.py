@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 MAX_NESTING_DEPTH = 50
@@ -24,6 +24,55 @@ BYTES_PER_VALUE = 64
 """A Python object per JSON value costs about this much (a small dict or list, with its pointer)."""
 DEPTH_CUT = f"<nested deeper than {MAX_NESTING_DEPTH} levels: not read>"
 """What stands in for a part of a value below ``MAX_NESTING_DEPTH``."""
+MAX_TAGS_PER_FILE = 10_000
+"""Most distinct scalar tags (metric names) read from one file (event file, train.log); the first ones are kept,
+the points of the others are not read and ``file.too-many-tags`` counts them. A real run logs at most a few
+thousand; a file of a million names would otherwise cost gigabytes of per-name bookkeeping."""
+MAX_DROPPED_NAMES_COUNTED = 2_000_000
+"""Distinct names refused past ``MAX_TAGS_PER_FILE`` are counted exactly up to this many (by hash: ~70 bytes each)."""
+
+
+class TagCap:
+    """The distinct names one file may bring (``MAX_TAGS_PER_FILE``), each stored once; the rest counted."""
+
+    __slots__ = ("known", "limit", "dropped", "dropped_points")
+
+    def __init__(self, known: Iterable[str] = (), limit: int = MAX_TAGS_PER_FILE) -> None:
+        self.known: dict[str, str] = {name: name for name in known}
+        """Admitted name -> the one string object every point of it shares."""
+        self.limit = limit
+        self.dropped: set[int] = set()
+        """Hashes of the refused names (a refused name keeps no string alive)."""
+        self.dropped_points = 0
+        """Points of refused names (the caller counts them where it drops them)."""
+
+    def admit(self, name: str) -> str | None:
+        """The stored name (the same object each time), or None when the file already brought ``limit`` names."""
+        found = self.known.get(name)
+        if found is not None:
+            return found
+        if len(self.known) < self.limit:
+            self.known[name] = name
+            return name
+        if len(self.dropped) < MAX_DROPPED_NAMES_COUNTED:
+            self.dropped.add(hash(name))
+        return None
+
+    def finding(self, rel_path: str, what: str = "tags") -> Any:
+        """``file.too-many-tags`` naming the file and how many names (and points) were not read; None if none."""
+        if not self.dropped:
+            return None
+        from ..model import Finding, Severity  # the model is below every reader; imported where a finding is made
+
+        count = len(self.dropped)
+        more = "more than " if count >= MAX_DROPPED_NAMES_COUNTED else ""
+        return Finding(
+            "file.too-many-tags", Severity.WARNING,
+            f"{rel_path}: {more}{count:,} distinct {what} past the first {self.limit:,} were not read "
+            f"({self.dropped_points:,} points)", (rel_path,), None,
+            f"At most {self.limit:,} distinct {what} are read from one file (the first ones, in file order): a real "
+            "run logs far fewer, and each name costs memory however few points it has. The other names and their "
+            "points are left out of every view and export.")
 
 _ESCAPE = re.compile(r"\\.", re.DOTALL)
 _STRING = re.compile(r'"[^"]*"')

@@ -14,21 +14,24 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from ..analysis.summary import run_row
+from ..evidence import RunRow
 from ..load.discover import classify_dir
 from ..load.progress import LoadCancelled
 from ..model import Run
 from ..report.safe_text import clean
+from ..session import Session
+from ..session.staged import Loader, StagedLoader, load_in_stages
 from .crash import CRASH_EXIT_CODE, write_crash
-from .facts import is_light, light_run, relative_name
-from .loader import CachingLoader, Loader, StagedLoader, load_in_stages
-from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunGlanced, RunLoaded,
+from .facts import relative_name
+from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RunGlanced,
                        RunsFound)
 from .screens.compare import CompareScreen
 from .screens.help import HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.run import TAB_ACTIONS, RunScreen
 from .screens.run_loading import RunLoading
 from .screens.runs import RunsScreen
-from .table_load import TablePass
+from .table_load import LoaderRows, RowSource, SessionRows, TablePass
 
 class InspectApp(App):
     """pimm-inspect's terminal UI over one run or a tree of runs."""
@@ -41,13 +44,17 @@ class InspectApp(App):
     ]
 
     def __init__(self, path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, session: Session | None = None) -> None:
         super().__init__()
         self.path = Path(path)
-        self.loader: Loader | StagedLoader = loader or CachingLoader()
+        self.session = session if session is not None else Session()
+        """The front door: discovery, the cached rows of the runs table, staged loading of a run."""
+        self.loader: Loader | StagedLoader = loader or self.session.staged
+        self.table_rows: RowSource = LoaderRows(loader) if loader is not None else SessionRows(self.session)
+        """Where the runs table's rows come from: the session's cached rows (those of ``ls``), or a test's loader."""
         self.follow_interval_s = follow_interval_s
-        self.runs: dict[Path, Run | None] = {}
-        """Discovered runs in discovery order; None until loaded. Only message handlers change it."""
+        self.runs: dict[Path, RunRow | None] = {}
+        """Discovered runs in discovery order, each with its row; None until it has one. Only handlers change it."""
         self.runs_screen = RunsScreen(self.path, clock=clock)
         self.root_is_run = False
         self._owned: set[str] = set()
@@ -78,24 +85,25 @@ class InspectApp(App):
         """Discover runs and read them for the table (``TablePass``); a newer pass cancels this one."""
         worker = get_current_worker()
         TablePass(self.path.absolute(), self.path, self.loader, self.post_message, lambda: worker.is_cancelled,
-                  lambda key: key in self._owned).run()
+                  lambda key: key in self._owned, self.table_rows).run()
 
     @work(thread=True, group="reload")
     def _load_one(self, path: Path) -> None:
-        """Load one run for the table (its run screen closed before reading it)."""
+        """The row of one run for the table (its run screen closed before reading it)."""
         try:
-            self.post_message(RunLoaded(path, load_in_stages(self.loader, path)))
+            self.post_message(RowLoaded(path, next(self.table_rows.build([path], lambda: False))))
         except LoadCancelled:
             return
 
     @work(thread=True, exclusive=True, group="live")
     def _reload_runs(self, paths: list[Path]) -> None:
-        """Read live runs again (their read caches make that cost only the appended bytes)."""
+        """Read live runs again (the per-file cache makes that cost only the appended bytes)."""
         worker = get_current_worker()
         try:
-            for path in paths:
-                self.post_message(RunLoaded(path, load_in_stages(self.loader, path,
-                                                                 cancelled=lambda: worker.is_cancelled)))
+            for path, row in zip(paths, self.table_rows.build(paths, lambda: worker.is_cancelled)):
+                self.post_message(RowLoaded(path, row))
+                if worker.is_cancelled:
+                    return
         except LoadCancelled:
             return
 
@@ -125,18 +133,17 @@ class InspectApp(App):
         elif message.errors:
             self.notify(f"{len(message.errors)} folder(s) could not be searched", severity="warning")
 
-    def on_run_loaded(self, message: RunLoaded) -> None:
-        self._keep(message.path, message.run)
+    def on_row_loaded(self, message: RowLoaded) -> None:
+        self._keep(message.path, message.row)
 
     def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
-        """A run screen read its run: the table gets its light copy too."""
-        self._keep(message.path, message.run)
+        """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""
+        self._keep(message.path, run_row(message.run))
 
-    def _keep(self, path: Path, run: Run) -> None:
-        # The table keeps a light copy (no series): a tree of thousands of runs must fit in memory.
-        light = light_run(run)
-        self.runs[path] = light
-        self.runs_screen.set_run(path, light)
+    def _keep(self, path: Path, row: RunRow) -> None:
+        # The table keeps rows (no series): a tree of thousands of runs must fit in memory.
+        self.runs[path] = row
+        self.runs_screen.set_run(path, row)
 
     def on_run_glanced(self, message: RunGlanced) -> None:
         if self.runs.get(message.path) is None:
@@ -187,10 +194,8 @@ class InspectApp(App):
                 self._load_one(screen.path)  # closed before it was read: the table still needs the run
 
     def _push_run_screen(self, path: Path) -> None:
-        run = self.runs.get(path)
-        full = None if is_light(run) else run
-        self._owned.add(path.as_posix())
-        self.push_screen(RunScreen(path, self.path, full, self.follow_interval_s, loader=self.loader))
+        self._owned.add(path.as_posix())  # the run screen reads the whole run itself (the table holds rows only)
+        self.push_screen(RunScreen(path, self.path, None, self.follow_interval_s, loader=self.loader))
 
     def _handle_exception(self, error: Exception) -> None:
         """Any unhandled exception (a handler's, a worker's): the crash file and one line, never Textual's traceback.
@@ -256,9 +261,10 @@ class InspectApp(App):
 
 
 def make_app(path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
-             clock: Callable[[], float] = time.monotonic) -> InspectApp:
-    """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock)."""
-    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock)
+             clock: Callable[[], float] = time.monotonic, session: Session | None = None) -> InspectApp:
+    """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock or hand
+    in a loader, whose runs then make the table's rows too)."""
+    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock, session=session)
 
 
 def run_app(app: InspectApp, headless: bool = False) -> int:

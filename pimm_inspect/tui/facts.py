@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
-import shlex
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
 
 
-from ..analysis.configs import flatten_config
+from ..analysis.configs import flatten_config, query_config
+from ..analysis.run_filter import compile_filter, compile_run_filter, filter_error
+
+__all__ = ["compile_filter", "compile_run_filter", "filter_error"]  # the filter grammar lives below the front ends
 from ..analysis.summary import summary_of
+from ..evidence import RunRow, RunSummary
 from ..model import Run, Severity
 
 
@@ -28,132 +28,29 @@ def relative_name(root: Path, base: Path) -> str:
     return Path(root).name if rel == "." else rel
 
 
-def filter_error(text: str) -> str | None:
-    """Why a filter cannot be used as typed (an invalid ``/regex/``), or None when it is fine."""
-    body = text.strip().removeprefix("!").strip()
-    if len(body) >= 2 and body.startswith("/") and body.endswith("/"):
-        try:
-            re.compile(body[1:-1])
-        except re.error as exc:
-            return f"invalid regex /{body[1:-1]}/: {exc}"
-    return None
-
-
-def compile_filter(text: str) -> Callable[[str], bool]:
-    """A predicate for the filter syntax: substring, ``!`` negation, ``/regex/`` (case-insensitive)."""
-    text = text.strip()
-    negate = text.startswith("!")
-    if negate:
-        text = text[1:].strip()
-    if not text:
-        return lambda _haystack: True
-    if len(text) >= 2 and text.startswith("/") and text.endswith("/"):
-        try:
-            pattern = re.compile(text[1:-1], re.IGNORECASE)
-        except re.error:
-            pattern = re.compile(re.escape(text[1:-1]), re.IGNORECASE)
-        matches: Callable[[str], bool] = lambda haystack: pattern.search(haystack) is not None
-    else:
-        needle = text.lower()
-        matches = lambda haystack: needle in haystack.lower()
-    return (lambda haystack: not matches(haystack)) if negate else matches
-
-
-_CFG_TERM = re.compile(r"^cfg\.(?P<key>[\w.\-\[\]]+)\s*(?P<op>==|!=|>=|<=|=|>|<|~)\s*(?P<value>.*)$")
-
-
-def flat_config(data) -> dict:
+def flat_config(data: object) -> dict[str, object]:
     """A nested config flattened to ``a.b.c`` keys."""
     return flatten_config(data if isinstance(data, dict) else {})
 
 
-def main_config(run: Run) -> dict:
-    """The run's main config document (nested): resolved config, else W&B config, else Trainer args."""
-    for kind in ("resolved_config", "wandb_config", "hf_training_args"):
-        doc = run.config(kind)
-        if doc is not None and isinstance(doc.data, dict):
-            return dict(doc.data)
-    return {}
+def main_config(run: Run) -> dict[str, object]:
+    """The run's config document (nested) by the one rule every surface uses (``analysis.configs.query_config``)."""
+    doc = query_config(run)
+    return dict(doc.data) if doc is not None and isinstance(doc.data, Mapping) else {}
 
 
-def run_config(run: Run) -> dict:
-    """The run's main config flattened to ``a.b.c`` keys."""
-    return flatten_config(main_config(run))
+def _summary(run: Run | RunRow) -> RunSummary:
+    return run.summary if isinstance(run, RunRow) else summary_of(run)
 
 
-_Comparable = TypeVar("_Comparable", float, str)
-
-
-def _compare(left, op: str, right: str) -> bool:
-    try:
-        a, b = float(left), float(right)
-    except (TypeError, ValueError):
-        sa, sb = str(left).lower(), right.strip().strip("'\"").lower()
-        if isinstance(left, bool):
-            sa = str(left).lower()
-        return _apply(sa, op, sb)
-    return _apply(a, op, b)
-
-
-def _apply(a: _Comparable, op: str, b: _Comparable) -> bool:
-    if op == "~":
-        return str(b) in str(a)
-    if op in ("=", "=="):
-        return a == b
-    if op == "!=":
-        return a != b
-    try:
-        return {">": a > b, "<": a < b, ">=": a >= b, "<=": a <= b}[op]
-    except TypeError:
-        return False
-
-
-def compile_run_filter(text: str) -> Callable[[str, Run | None], bool]:
-    """The Runs filter: text syntax of ``compile_filter``, or ``cfg.<key> op value`` on the run's config.
-
-    ``op`` is one of ``= == != > < >= <= ~`` (``~`` is substring); numbers compare as numbers.
-    A leading ``!`` negates. Runs not loaded yet never match a config filter.
-    """
-    stripped = text.strip()
-    negate = stripped.startswith("!")
-    body = stripped[1:].strip() if negate else stripped
-    match = _CFG_TERM.match(body)
-    if match is None:
-        plain = compile_filter(text)
-        return lambda haystack, _run: plain(haystack)
-    key, op, value = match["key"], match["op"], match["value"]
-
-    def matches(_haystack: str, run: Run | None) -> bool:
-        if run is None:
-            return False
-        config = run_config(run)
-        hit = key in config and _compare(config[key], op, value)
-        return not hit if negate else hit
-
-    return matches
-
-
-def light_run(run: Run) -> Run:
-    """The run as the runs table needs it: series and events dropped, its summary (table values) kept.
-
-    A tree of thousands of runs stays small in memory; opening or comparing loads the full run again.
-    """
-    return dataclasses.replace(run, series=(), events=(), summary=summary_of(run), light=True)
-
-
-def is_light(run: Run | None) -> bool:
-    """True for a run made by ``light_run`` (it has no curves or events)."""
-    return run is not None and run.light
-
-
-def best_metric(run: Run) -> str:
+def best_metric(run: Run | RunRow) -> str:
     """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
-    return summary_of(run).best_metric
+    return _summary(run).best_metric
 
 
-def last_logged(run: Run) -> float | None:
+def last_logged(run: Run | RunRow) -> float | None:
     """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
-    return summary_of(run).last_logged_s
+    return _summary(run).last_logged_s
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -163,7 +60,7 @@ def fmt_time(seconds: float | None) -> str:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def severity_counts(run: Run) -> dict[Severity, int]:
+def severity_counts(run: Run | RunRow) -> dict[Severity, int]:
     """Number of findings per severity."""
     counts = {s: 0 for s in Severity}
     for f in run.findings:
@@ -171,7 +68,7 @@ def severity_counts(run: Run) -> dict[Severity, int]:
     return counts
 
 
-def findings_cell(run: Run) -> str:
+def findings_cell(run: Run | RunRow) -> str:
     """Compact ``E1 W2 I0`` text for a table cell ('-' when clean)."""
     counts = severity_counts(run)
     if not any(counts.values()):
@@ -179,12 +76,12 @@ def findings_cell(run: Run) -> str:
     return " ".join(f"{s.name[0]}{counts[s]}" for s in sorted(Severity, reverse=True) if counts[s])
 
 
-def last_step(run: Run) -> int | None:
+def last_step(run: Run | RunRow) -> int | None:
     """Largest step the run reached, by the same rule as ``ls`` (attempts, else non-stale series)."""
-    return summary_of(run).last_step
+    return _summary(run).last_step
 
 
-def kind_label(run: Run) -> str:
+def kind_label(run: Run | RunRow) -> str:
     """``pimm E2`` style kind/era label."""
     return f"{run.kind} {run.era}" if run.era else run.kind
 
@@ -253,14 +150,12 @@ def replayed_text(run: Run, limit: int = 6) -> str:
 def wandb_target(run: Run) -> tuple[str | None, str | None]:
     """(url, sync command): what ``o``/``y`` act on; the command only when there is no URL.
 
-    The command names every local W&B folder by absolute path (a resumed offline run has several, and a
-    relative path only works from the run directory).
+    Both are the loader's vetted ones (the command names every never-synced folder by absolute path,
+    shell-quoted); nothing is rebuilt here.
     """
     url = run.wandb.url
     if url:
         return url, None
-    if run.wandb.sync_command and run.wandb.local_dirs:
-        return None, "wandb sync " + " ".join(shlex.quote((Path(run.root) / d).as_posix()) for d in run.wandb.local_dirs)
     return None, run.wandb.sync_command
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from textual.message import Message
 
+from ..evidence import RunRow
 from ..load.quick import RunGlance
 from ..model import Run
 
@@ -20,13 +21,13 @@ class DiscoveryDone(Message):
         self.root_is_run = root_is_run
 
 
-class RunLoaded(Message):
-    """A run was loaded and analysed (or reloaded by live follow)."""
+class RowLoaded(Message):
+    """A run's row for the runs table: the cached ``RunRow`` ``ls`` prints, or made from a run read just now."""
 
-    def __init__(self, path: Path, run: Run) -> None:
+    def __init__(self, path: Path, row: RunRow) -> None:
         super().__init__()
         self.path = path
-        self.run = run
+        self.row = row
 
 
 class RunsFound(Message):

@@ -1,27 +1,32 @@
-"""One pass of the runs table's load worker: find the runs, read them, never wait on one huge run.
+"""One pass of the runs table's load worker: find the runs, give each its row, never wait on one huge run.
 
-The first screenful of runs is read as soon as each is found, so rows show facts within a second or two
-on a tree of a thousand runs; the others are found (their rows appear at once, as names) and then read in
-order. A run whose files add up to more than ``BIG_RUN_BYTES`` is not read in passing: its row shows what
-its quick stage says (status, attempts and step from the tail) and it is read after every other run, with
-its progress on the status line. Everything is posted as messages; the pass stops between two runs (and
-between two files of a run) once ``cancelled()`` holds.
+Rows are the session's cached ``RunRow``s, the very rows ``ls`` prints (``Session.rows``): a run unchanged since it
+was last listed costs a few ``stat`` calls, not a read. The first screenful of runs gets its row as soon as each is
+found, so rows show facts within a second or two on a tree of a thousand runs; the others are found (their rows
+appear at once, as names) and then get theirs in order. A run with no valid stored row whose files add up to more
+than ``BIG_RUN_BYTES`` is not read in passing: its row shows what its quick stage says (status, attempts and step
+from the tail) and it is read after every other run, with its progress on the status line. Everything is posted as
+messages; the pass stops between two runs (and between two files of a big run) once ``cancelled()`` holds.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from textual.message import Message
 
+from ..analysis.summary import run_row
+from ..evidence import RunRow
 from ..load.discover import classify_dir, iter_runs
 from ..load.progress import LoadCancelled
 from ..load.quick import listing
+from ..session import Session
 from .facts import relative_name
-from .loader import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
-from .messages import DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RunGlanced, RunLoaded, RunsFound
+from ..session.staged import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
+from .messages import DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RunGlanced, RunsFound
 from .stages import progress_text
 
 BIG_RUN_BYTES = 64 << 20
@@ -32,15 +37,66 @@ FOUND_BATCH_S = 0.05
 """Discovery posts the runs it found at most this often."""
 
 
+class RowSource(Protocol):
+    """Where the runs table's rows come from."""
+
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        """Run directories under ``root`` as they are found."""
+        ...
+
+    def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
+        """The rows still valid in the cache (no read at all), by path."""
+        ...
+
+    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+        """The rows of ``paths``, in order, read now (and stored, where the source has a cache)."""
+        ...
+
+
+class SessionRows:
+    """The session's rows: the cached ``RunRow``s of ``ls`` (what the app uses unless a test hands in a loader)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        return self.session.iter_runs(root, on_error)
+
+    def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
+        return self.session.stored_rows(paths)
+
+    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+        return self.session.rows(paths)
+
+
+class LoaderRows:
+    """Rows made from a loader's analysed runs (tests hand in loaders with fixed clocks and gates); nothing stored."""
+
+    def __init__(self, loader: Loader | StagedLoader) -> None:
+        self.loader = loader
+
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        return iter_runs(root, on_error=on_error)
+
+    def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
+        return {}
+
+    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+        for path in paths:
+            yield run_row(load_in_stages(self.loader, path, cancelled=cancelled))
+
+
 class TablePass:
-    """Discover and read every run under ``root`` for the runs table, posting what it finds."""
+    """Discover every run under ``root`` and give each its row for the runs table, posting what it finds."""
 
     def __init__(self, root: Path, shown_as: Path, loader: Loader | StagedLoader, post: Callable[[Message], object],
-                 cancelled: Callable[[], bool], owned: Callable[[str], bool]) -> None:
+                 cancelled: Callable[[], bool], owned: Callable[[str], bool], rows: RowSource | None = None) -> None:
         self.root = root
         self.shown_as = shown_as
         """The path as the user gave it (names on the status line are relative to it)."""
         self.loader = loader
+        """Reads a big run with progress (the run screen's staged loader)."""
+        self.rows: RowSource = rows if rows is not None else LoaderRows(loader)
         self.post = post
         self.cancelled = cancelled
         self.owned = owned
@@ -65,8 +121,7 @@ class TablePass:
                 return
             self.post(DiscoveryDone(self.paths, errors, classify_dir(self.root) is not None))
             self.post(LoadProgress(self.done, len(self.paths)))  # the search is over: n of N from here
-            for path in self.paths[FIRST_ROWS:]:
-                self._read(path)
+            self._read_rest(self.paths[FIRST_ROWS:])
             for path in self.big:
                 self._read_big(path)
                 self._count()
@@ -80,7 +135,7 @@ class TablePass:
         batch: list[Path] = []
         sent = time.monotonic()
         try:
-            for path in iter_runs(self.root, on_error=lambda p, reason: errors.append((p, reason))):
+            for path in self.rows.discover(self.root, lambda p, reason: errors.append((p, reason))):
                 if self.cancelled():
                     return None
                 self.paths.append(path)
@@ -101,18 +156,44 @@ class TablePass:
         return errors
 
     def _read(self, path: Path, count: bool = True) -> None:  # count False: found during the search
-        """Read one run for the table, unless a run screen does, or it is big (then: its quick stage, and later)."""
+        """One run's row, unless a run screen reads the run, or it has no stored row and is big (then: its quick
+        stage, and later)."""
         if not self.owned(path.as_posix()):
-            if sum(f.size_bytes for f in listing(path)) > BIG_RUN_BYTES:
-                quick = glance_with(self.loader, path)
-                if quick is not None:
-                    self.post(RunGlanced(path, quick))
-                self.big.append(path)
+            row = self.rows.stored([path]).get(path)
+            if row is None and self._defer_big(path):
                 return
-            self.post(RunLoaded(path, load_in_stages(self.loader, path, cancelled=self.cancelled)))
+            self.post(RowLoaded(path, row if row is not None else next(self.rows.build([path], self.cancelled))))
         self.done += 1
         # While the search goes on, N is what was found so far: the line says the search is not done.
         self.post(LoadProgress(self.done, len(self.paths), None if count else "searching for more runs…"))
+
+    def _defer_big(self, path: Path) -> bool:
+        """True (after posting its quick stage) when ``path`` is too big to read in passing: it is read last."""
+        if sum(f.size_bytes for f in listing(path)) <= BIG_RUN_BYTES:
+            return False
+        quick = glance_with(self.loader, path)
+        if quick is not None:
+            self.post(RunGlanced(path, quick))
+        self.big.append(path)
+        return True
+
+    def _read_rest(self, paths: list[Path]) -> None:
+        """The rows of the runs found after the first screenful: stored ones at once, then the others read (by the
+        session's worker processes when many), big ones deferred."""
+        mine = [p for p in paths if not self.owned(p.as_posix())]
+        stored = self.rows.stored(mine)
+        misses = [p for p in mine if p not in stored and not self._defer_big(p)]
+        built = self.rows.build(misses, self.cancelled) if misses else iter(())
+        for path in paths:
+            if self.cancelled():
+                raise LoadCancelled()
+            if path in self.big:
+                continue
+            if path in stored:
+                self.post(RowLoaded(path, stored[path]))
+            elif path in misses:
+                self.post(RowLoaded(path, next(built)))
+            self._count()
 
     def _read_big(self, path: Path) -> None:
         """Read a big run, unless (or until) the user opens it: its run screen then reads it instead."""
@@ -126,7 +207,7 @@ class TablePass:
             if self.cancelled():
                 raise
             return  # opened meanwhile: one read of a huge run at a time
-        self.post(RunLoaded(path, run))
+        self.post(RowLoaded(path, run_row(run)))
 
     def _count(self) -> None:
         self.done += 1

@@ -13,9 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..protocol import Read, read_of, run_root
+from ...model import Finding
 
 if TYPE_CHECKING:
     from .reader import ModelDirResult
+
+_DENIED = ("(Permission denied)", "(Operation not permitted)")
+
+
+def access_denied(finding: Finding) -> bool:
+    """True for a ``file.unreadable`` finding about a file or folder this user may not read (EACCES, EPERM).
+
+    Such a checkpoint is not known to be incomplete: its save may have finished; only this user cannot check.
+    (A FIFO or a dangling link where a checkpoint file should be is another matter: that file is not there.)
+    """
+    return finding.code == "file.unreadable" and finding.message.endswith(_DENIED)
 
 
 def read(path: Path, rel_path: str) -> Read[ModelDirResult]:

@@ -287,6 +287,16 @@ def _tree_size(directory: Path, max_entries: int = 10_000) -> int:
 def _read_last_dir(directory: Path, rel_dir: str, role: str) -> tuple[CheckpointInfo, list[Finding], list[SourceFile]]:
     """A standard ``last``-style dir (weights.pth + trainer.dcp/) or a DCP-only dir, merged into one info."""
     _, mtime = _stat(directory)
+    try:
+        return _read_sealed_dir(directory, rel_dir, role, mtime)
+    except OSError as exc:  # a folder this user may not list or search: say so, never that the publish was cut
+        return (CheckpointInfo(path=rel_dir, format="standard", role=role, complete=False, mtime_s=mtime),
+                [file_finding("file.unreadable", rel_dir, f"{rel_dir}: cannot read ({exc.strerror})")], [])
+
+
+def _read_sealed_dir(directory: Path, rel_dir: str, role: str,
+                     mtime: float) -> tuple[CheckpointInfo, list[Finding], list[SourceFile]]:
+    """``_read_last_dir`` once the folder's metadata is reachable (an OSError means it is not)."""
     size = _tree_size(directory)
     sealed = (directory / ".complete").is_file()
     if (directory / ".metadata").is_file():  # DCP-only layout (spec 5.4)

@@ -20,22 +20,22 @@ class _Refused(Exception):
 
 
 def _check_tree(node: Any) -> None:
-    """Walk the composed node graph iteratively: no aliases (billion laughs), bounded size and depth."""
+    """Walk the composed node graph iteratively, every alias expanded: bounded size and depth once expanded.
+
+    Lightning writes an alias when one object is two hyperparameters (a tensor passed twice); counting each
+    alias's nodes again where it is used keeps a billion-laughs document (or an alias cycle) to ``MAX_NODES``.
+    """
     import yaml  # PyYAML ships with wandb, a dependency; imported only for hparams.yaml
 
     count = 0
     stack: list[tuple[Any, int]] = [(node, 0)]
-    seen: set[int] = set()
     while stack:
         current, depth = stack.pop()
         count += 1
         if count > MAX_NODES:
-            raise _Refused(f"more than {MAX_NODES} YAML nodes")
+            raise _Refused(f"more than {MAX_NODES} YAML nodes once its aliases are expanded")
         if depth > MAX_DEPTH:
             raise _Refused(f"nested deeper than {MAX_DEPTH}")
-        if id(current) in seen:
-            raise _Refused("YAML aliases (&anchor/*alias) are not expanded")
-        seen.add(id(current))
         if isinstance(current, yaml.MappingNode):
             for key, value in current.value:
                 stack += [(key, depth + 1), (value, depth + 1)]
@@ -51,6 +51,8 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, (bytes, bytearray)):  # a ``!!binary`` body (a pickled tensor storage): data, not text
+        return f"<{len(value)} bytes of binary data>"
     return str(value)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from ...model import CheckpointInfo, Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular, rel
 from .._limits import json_over_limit
+from ..checkpoint import access_denied
 from .state import STATE_NAME, StateDoc, as_float, as_int, read_state
 
 CHECKPOINT_RE = re.compile(r"^(tmp-)?checkpoint-(\d{1,18})$")
@@ -141,6 +142,11 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     rel_dir = rel(folder, run_root)
     names, size, mtime = list_files(folder)
     findings: list[Finding] = []
+    try:
+        with os.scandir(folder):
+            pass
+    except OSError as exc:  # list_files says nothing: an empty listing must not read as a save that never finished
+        findings.append(file_finding("file.unreadable", rel_dir, f"{rel_dir}: cannot list ({exc.strerror})"))
     state = None
     if STATE_NAME in names:
         state, more = read_state(folder / STATE_NAME, f"{rel_dir}/{STATE_NAME}")
@@ -156,7 +162,9 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     state_bad = STATE_NAME in names and (state is None or state.damaged)
     state_step = as_int(_in_range(state.fields.get("global_step"))) if state else None
     complete = not missing and not damaged and not state_bad and not tmp
-    if not complete:
+    # A file this user may not read says nothing about how the save ended: file.unreadable names it.
+    unreadable = any(access_denied(f) for f in findings)
+    if not complete and not unreadable:
         only_resume = set(missing) <= {*RESUME_NAMES, "rng_state.pth"} and not damaged and not state_bad and not tmp
         why = ("a temporary directory HF renames when a save finishes" if tmp else
                f"missing {', '.join(missing)}" if missing else "a weights file is damaged" if damaged else

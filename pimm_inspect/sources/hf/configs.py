@@ -13,6 +13,14 @@ from ...model import ConfigDoc, Finding
 from .._common import file_finding, read_json, rel
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False when a folder on the way may not be searched (it says nothing then)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _training_args(path: Path, rel_path: str) -> tuple[ConfigDoc | None, list[Finding]]:
     """TrainingArguments as a plain dict, from the pickle's BUILD state (never executed)."""
     from ..checkpoint.reader import read_checkpoint_file  # torch zip/pickle containers, read without torch
@@ -44,13 +52,13 @@ def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path]) 
     docs: list[ConfigDoc] = []
     findings: list[Finding] = []
     folders = [run_dir] + list(checkpoint_dirs)[::-1]
-    model = next((d / "config.json" for d in folders if (d / "config.json").is_file()), None)
+    model = next((d / "config.json" for d in folders if _is_file(d / "config.json")), None)
     if model is not None:
         result = read_json(model, rel(model, run_root))
         findings += [f for f in result.findings if f.code != "file.empty"]
         if isinstance(result.data, dict):
             docs.append(ConfigDoc(rel(model, run_root), "model_config", result.data))
-    args = next((d / "training_args.bin" for d in folders if (d / "training_args.bin").is_file()), None)
+    args = next((d / "training_args.bin" for d in folders if _is_file(d / "training_args.bin")), None)
     if args is not None:
         doc, more = _training_args(args, rel(args, run_root))
         findings += more
@@ -80,7 +88,7 @@ def attempt_training_args(run_dir: Path, run_root: Path, attempts: list, checkpo
             continue
         path = run_dir / f"checkpoint-{max(owned)}" / "training_args.bin"
         rel_path = rel(path, run_root)
-        if not path.is_file():
+        if not _is_file(path):
             continue
         known = next((i for i, d in enumerate(out) if d.path == rel_path), None)
         if known is not None:

@@ -86,7 +86,8 @@ def schedule_notes(state: StateDoc | None, series: list[ScalarSeries], summary: 
                  "step covers k batches per device; epoch is fractional progress through the data.")
     if len(attempts) > 1:
         resumed = [a for a in attempts if a.resumed_from_checkpoint is not None]
-        how = "; ".join(f"attempt {a.index} resumed from checkpoint-{a.resumed_from_checkpoint}" for a in resumed)
+        how = "; ".join([f"attempt {a.index} resumed from checkpoint-{a.resumed_from_checkpoint}" for a in resumed]
+                        + [f"attempt {a.index} started from scratch" for a in attempts if a.origin == "restart"])
         again = ", ".join(f"{lo}-{hi}" for lo, hi in replayed)
         notes.append(f"{len(attempts)} process starts ({how or 'resume points unknown'}). "
                      + (f"Steps {again} were logged again: TensorBoard keeps one folder per start and shows both "

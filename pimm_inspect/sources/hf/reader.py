@@ -15,6 +15,7 @@ from .notes import schedule_notes
 from .checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, read_checkpoint_dir, weights_meta
 from .state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
                        history_series, read_state)
+from .trainings import Training, attempt_trainings, checkpoint_owners, training_key, trainings, trainings_finding
 
 __all__ = ["HfAttempt", "HfCheckpoint", "HfTbDir", "HfTrainerResult", "hf_tag", "is_hf_trainer_dir",
            "read_hf_trainer_dir"]
@@ -44,6 +45,14 @@ class HfAttempt:
     last_step: int | None
     resumed_from_checkpoint: int | None = None
     """N of the checkpoint-N the attempt resumed from, when inferable; None for a fresh start or unknown."""
+    origin: str = "fresh"
+    """fresh (the first), resume (from ``resumed_from_checkpoint``) or restart (a later one that restored nothing)."""
+    saved_steps: tuple[int, ...] = ()
+    """Steps of the complete checkpoint-N folders this attempt saved (``trainings.checkpoint_owners``)."""
+    completed: bool = False
+    """True when its training's state reached its max_steps and this is that training's last attempt."""
+    state_path: str | None = None
+    """Without a TB folder: the trainer_state.json whose log_history segment gave the span (its evidence)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -191,19 +200,54 @@ def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _attempts(tb_dirs: list[HfTbDir], segments: list[tuple[int, int]], log_every: int | None,
-              save_every: int | None, checkpoint_steps: list[int]) -> tuple[list[HfAttempt], list[tuple[int, int]]]:
-    """One attempt per TB folder (else per log_history segment) and the step ranges logged twice."""
-    spans: list[tuple[str | None, int | None, int | None]]
+def _reached_max_steps(state: StateDoc | None) -> bool:
+    """True when a state's global_step reached its max_steps (that training ran to its end)."""
+    fields = state.fields if state is not None else {}
+    step, limit = as_int(fields.get("global_step")), as_int(fields.get("max_steps"))
+    return step is not None and limit is not None and step >= limit
+
+
+def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training]
+           ) -> list[tuple[str | None, int | None, int | None, int | None]]:
+    """(TB folder or state file, first step, last step, training) of each attempt: one per TB folder, else per
+    log_history segment of each training's newest state (training None: not known from the files)."""
     if tb_dirs:
-        spans = [(d.path, d.first_step, d.last_step) for d in tb_dirs]
-    else:
-        spans = [(None, lo, hi) for lo, hi in segments]
-    attempts = [HfAttempt(i, path, lo, hi, _resume_point(lo, log_every, save_every, checkpoint_steps))
-                for i, (path, lo, hi) in enumerate(spans, start=1)]
+        return [(d.path, d.first_step, d.last_step, None) for d in tb_dirs]
+    if len(found) < 2:
+        return [(primary.rel_path if primary else None, lo, hi, None) for lo, hi in history_segments(primary)]
+    key = training_key(primary)
+    states = [primary if training.key == key and primary is not None else training.newest for training in found]
+    return [(state.rel_path, lo, hi, t) for t, state in enumerate(states) for lo, hi in history_segments(state)]
+
+
+def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training], log_every: int | None,
+              save_every: int | None, checkpoints: list[HfCheckpoint]) -> tuple[list[HfAttempt], list[tuple[int, int]]]:
+    """One attempt per TB folder (else per log_history segment), what each saved, and the step ranges logged twice."""
+    checkpoint_steps = [c.dir_step for c in checkpoints if c.info.role == "checkpoint"]
+    spans = _spans(tb_dirs, primary, found)
+    resumed = [_resume_point(lo, log_every, save_every, checkpoint_steps) for _p, lo, _hi, _t in spans]
+    of_training = ([t for *_rest, t in spans] if not tb_dirs or len(found) < 2
+                   else attempt_trainings(resumed, len(found)))
+    training_of_step = {s: t for t, training in enumerate(found) for s in training.checkpoint_steps} if len(found) > 1 else {}
+    owners = checkpoint_owners([(r, hi, t) for r, (_p, _lo, hi, _t), t in zip(resumed, spans, of_training)],
+                               sorted({(c.info.global_step, training_of_step.get(c.dir_step)) for c in checkpoints
+                                       if c.info.complete and c.info.role == "checkpoint" and c.info.global_step is not None}))
+    finished = {t for t, training in enumerate(found) if _reached_max_steps(training.newest)}
+    attempts = []
+    for i, ((path, lo, hi, _t), restored, training) in enumerate(zip(spans, resumed, of_training)):
+        if training is None:  # one training (or not known which): the last attempt ends it
+            done = i == len(spans) - 1 and _reached_max_steps(primary)
+        else:
+            done = training in finished and all(t != training for t in of_training[i + 1:])
+        attempts.append(HfAttempt(i + 1, path if tb_dirs else None, lo, hi, restored,
+                                  origin="fresh" if i == 0 else "resume" if restored is not None else "restart",
+                                  saved_steps=tuple(sorted(s for s, owner in owners.items() if owner == i)),
+                                  completed=done, state_path=None if tb_dirs else path))
     replayed: list[tuple[int, int]] = []
     for j, later in enumerate(attempts):
-        for earlier in attempts[:j]:
+        for i, earlier in enumerate(attempts[:j]):
+            if of_training[i] is not None and of_training[i] != of_training[j]:
+                continue  # another training's steps: hf.new-training says so, they are no copies of these
             if (later.first_step is None or later.last_step is None or earlier.first_step is None
                     or earlier.last_step is None):
                 continue
@@ -246,12 +290,17 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
                  if d.is_dir() and (m := CHECKPOINT_RE.match(d.name))]
     except OSError as exc:
         findings.append(file_finding("file.unreadable", rel(run_dir, run_root), f"cannot list {run_dir.name} ({exc})"))
+    checkpoint_states: list[tuple[int, float, StateDoc]] = []
     for step, tmp, folder in sorted(found, key=lambda t: (t[0], t[1])):
         checkpoint, state, more = read_checkpoint_dir(folder, step, tmp, run_root)
         checkpoints.append(checkpoint)
         findings += more
         if state is not None and not tmp:
             states.append(state)
+            checkpoint_states.append((step, checkpoint.info.mtime_s, state))
+    found_trainings = trainings(checkpoint_states, top)
+    new_training = trainings_finding(found_trainings, rel(run_dir, run_root))
+    findings += [new_training] if new_training else []
     for path in [run_dir / STATE_NAME] + [run_dir / c.info.path.rsplit("/", 1)[-1] / STATE_NAME for c in checkpoints]:
         try:
             st = path.stat()
@@ -261,6 +310,8 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     # The newest history wins: normally the top level, unless a later attempt died before writing it.
     candidates = ([top] if top else []) + states[::-1]
     primary = max(candidates, key=lambda s: (as_int(s.fields.get("global_step")) or -1, not s.damaged), default=None)
+    if len(found_trainings) > 1:  # the newest training's history, whatever the older one reached
+        primary = found_trainings[-1].newest
     series, summary = history_series(primary) if primary else ([], {})
     fields = primary.fields if primary else {}
     declared = {k: as_int(fields.get(k)) for k in ("logging_steps", "eval_steps", "save_steps", "global_step")}
@@ -278,7 +329,9 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     train_steps = [int(s) for t in ("train/loss",) for x in series if x.tag == t for s in x.steps]
     eval_steps = [int(s) for x in series if x.tag.startswith("eval/") for s in x.steps]
     checkpoint_steps = [c.dir_step for c in checkpoints if c.info.role == "checkpoint"]
-    intervals = {"logging": _mode_gap(train_steps), "eval": _mode_gap(eval_steps), "save": _mode_gap(checkpoint_steps)}
+    # The save grid of the newest training (another training's checkpoints lie on its own grid).
+    grid = list(found_trainings[-1].checkpoint_steps) if len(found_trainings) > 1 else checkpoint_steps
+    intervals = {"logging": _mode_gap(train_steps), "eval": _mode_gap(eval_steps), "save": _mode_gap(grid)}
     if tb_reader is True:
         tb_reader = _default_tb_reader()
     dirs, tb_series, more, tb_sources = _tb_dirs(run_dir, run_root, tb_reader or None)
@@ -286,9 +339,10 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     sources += tb_sources
     log_every = declared["logging_steps"] or intervals["logging"]
     save_every = declared["save_steps"] or intervals["save"]
-    attempts, replayed = _attempts(dirs, history_segments(primary), log_every, save_every, checkpoint_steps)
+    attempts, replayed = _attempts(dirs, primary, found_trainings, log_every, save_every, checkpoints)
     if primary:
-        replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary])
+        replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
+                                                and training_key(s) in (None, training_key(primary))])
     merged = _merge(replayed)
     configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
     findings += more

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ...arrays import unique_sorted
+from .._limits import TagCap
 from ._fast import Piece, decode_bucket
 from ._slow import SlowResult, decode_slow
 from ._tfrecord import crc32c, group_crc32c, masked, varying_columns
@@ -57,11 +58,15 @@ class Accumulator:
     other_count: int = 0
     undecodable: int = 0
     windows: int = 0
+    cap: TagCap = field(default_factory=TagCap)
+    """The file's distinct tags past ``MAX_TAGS_PER_FILE`` get no id (their points are dropped and counted)."""
 
     def tag_id(self, tag: str) -> int:
-        """The id of a tag, assigned on first use."""
+        """The id of a tag, assigned on first use; -1 for a tag past the cap."""
         found = self.tag_ids.get(tag)
         if found is None:
+            if self.cap.admit(tag) is None:
+                return -1
             found = self.tag_ids[tag] = len(self.tag_ids)
             self.parts.append([])
         return found
@@ -198,7 +203,8 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
                        np.array([p[6] for p in slow.points], dtype=bool),
                        np.array([min(p[1], _KEY - 1) for p in slow.points], dtype=np.int64)))
     for key, tag, plugin in sorted(window_sightings):
-        acc.sightings.setdefault(tag, (key, plugin))
+        if tag in acc.sightings or len(acc.sightings) < acc.cap.limit:  # bounded like the tags themselves
+            acc.sightings.setdefault(tag, (key, plugin))
     marker_records = len(slow.markers)
     total = int(points_per_record.sum())
     starts = np.cumsum(points_per_record) - points_per_record
@@ -231,7 +237,7 @@ def _plugin_filter(tensor_keys, tag_col: np.ndarray, total: int, acc: Accumulato
     if not tensor_keys or not any(plugin != "scalars" for _, plugin in acc.sightings.values()):
         return None
     names = {tag_id: tag for tag, tag_id in acc.tag_ids.items()}
-    limit = np.full(len(acc.tag_ids), np.iinfo(np.int64).max, dtype=np.int64)
+    limit = np.full(len(acc.tag_ids) + 1, np.iinfo(np.int64).max, dtype=np.int64)  # [-1]: a tag past the cap
     for tag_id, tag in names.items():
         sighting = acc.sightings.get(tag)
         if sighting is not None and sighting[1] != "scalars":
@@ -244,6 +250,10 @@ def _plugin_filter(tensor_keys, tag_col: np.ndarray, total: int, acc: Accumulato
 
 def _group(tag_col, step_col, value_col, wall_col, window: int, acc: Accumulator) -> None:
     """Split the window's points (file order) per tag and append them to ``acc``."""
+    admitted = tag_col >= 0
+    if not admitted.all():  # points of tags past the cap: counted, not kept
+        acc.cap.dropped_points += int(admitted.shape[0] - np.count_nonzero(admitted))
+        tag_col, step_col, value_col, wall_col = tag_col[admitted], step_col[admitted], value_col[admitted], wall_col[admitted]
     if tag_col.shape[0] == 0:
         return
     tag_count = len(acc.tag_ids)

@@ -183,6 +183,9 @@ def _read_windows(read_at: Callable[[int, int], bytes | memoryview], size: int, 
             continue
         pos += end
         break
+    too_many = acc.cap.finding(rel_path)
+    if too_many is not None:
+        findings.append(too_many)
     if acc.undecodable:
         findings.append(file_finding(
             "file.corrupt", rel_path,

@@ -9,6 +9,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from ...model import ScalarSeries, make_series
+from .._limits import TagCap
 from . import _patterns as P
 from ._growable import extended, joined
 from ._types import LogSegment, ValTableRow
@@ -57,10 +58,18 @@ class SegmentState:
         self.points: dict[str, tuple[list[int], list[float], list[float]]] = {}
         self.seeded: set[str] = set()
         """Tags whose first chunk is an earlier result's whole series (an extended attempt)."""
+        self.cap: TagCap | None = None
+        """The file's cap on distinct tags (shared by its attempts); None: no cap (a segment read on its own)."""
 
     # -- series -----------------------------------------------------------
     def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
-        """Append numpy points of one tag."""
+        """Append numpy points of one tag (none of a tag past the file's cap: those are counted)."""
+        if self.cap is not None:
+            stored = self.cap.admit(tag)
+            if stored is None:
+                self.cap.dropped_points += int(steps.shape[0])
+                return
+            tag = stored
         self.chunks.setdefault(tag, []).append((steps, values, walls))
 
     def seed_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
@@ -72,6 +81,12 @@ class SegmentState:
         """Append one point from an evaluation/summary record; dropped when its step is unknown."""
         if step is None:
             return
+        if self.cap is not None:
+            stored = self.cap.admit(tag)
+            if stored is None:
+                self.cap.dropped_points += 1
+                return
+            tag = stored
         lists = self.points.setdefault(tag, ([], [], []))
         lists[0].append(step)
         lists[1].append(value)

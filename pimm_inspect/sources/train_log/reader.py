@@ -25,6 +25,7 @@ import numpy as np
 from ...model import Finding, LogEvent, ScalarSeries, Severity
 from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
+from .._limits import TagCap
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._fast import FastRows
 from ._findings import long_lines_finding, non_finite_findings
@@ -65,6 +66,8 @@ class _Reader:
         self.prefix_segments: tuple[LogSegment, ...] = ()
         self.prefix_events: tuple[LogEvent, ...] = ()
         self.prefix_tables: tuple[ValTable, ...] = ()
+        self.cap = TagCap()
+        """Distinct tags of the file (``MAX_TAGS_PER_FILE``), shared by its attempts."""
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -79,6 +82,7 @@ class _Reader:
             self.close_segment(start_line - 1, start_offset)
         self.table = None
         self.cur = SegmentState(self.next_index, start_line, start_offset, header, ts)
+        self.cur.cap = self.cap
         self.next_index += 1
         self.segments.append(self.cur)
         return self.cur
@@ -181,7 +185,11 @@ class _Reader:
             steps.append(step)
             starts.append(m.start() + 1)
             for key, value in P.parse_tail(pre) + P.parse_tail(tail):
-                lists = points.setdefault(_tag(key), ([], [], []))
+                tag = self.cap.admit(_tag(key))
+                if tag is None:  # past the file's cap on distinct tags: counted, not kept
+                    self.cap.dropped_points += 1
+                    continue
+                lists = points.setdefault(tag, ([], [], []))
                 lists[0].append(step)
                 lists[1].append(P.to_float(value))
                 lists[2].append(row)
@@ -305,6 +313,9 @@ class _Reader:
         tables = self.prefix_tables + tuple(ValTable(t["step"], t["attempt"], t["line"], t["final"],
                                                      tuple(t["metrics"]), tuple(t["rows"])) for t in self.tables)
         findings = findings + non_finite_findings(series, rel_path)
+        too_many = self.cap.finding(rel_path, "metric names")
+        if too_many is not None:
+            findings.append(too_many)
         if self.corrupt_at is not None:
             findings.insert(0, file_finding(
                 "file.corrupt", rel_path, f"{rel_path} is not valid UTF-8 (first bad byte at offset "
@@ -364,8 +375,13 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
             st = os.fstat(fh.fileno())
             size = st.st_size
             if previous is not None:
-                if previous.resume is not None and can_extend(fh, st, previous.resume):
+                # A file that brought too many names is read whole again: what it dropped was not kept.
+                capped = any(f.code == "file.too-many-tags" for f in previous.findings)
+                if previous.resume is not None and not capped and can_extend(fh, st, previous.resume):
                     restore(reader, previous, stats)
+                    reader.cap = TagCap(s.tag for s in previous.series)
+                    for seg in reader.segments:
+                        seg.cap = reader.cap
                     start_offset, lines = previous.end_offset, previous.line_count
                 else:
                     start_offset = 0

@@ -22,10 +22,12 @@ DROPPED_STEP_WARNING = re.compile(
     r"Steps must be monotonically increasing, so this data will be ignored\.[^\n]*")
 """wandb-core's console warning (wandb 0.31) when ``run.log(step=...)`` goes backwards."""
 _CORE_DROP = re.compile(r'ignoring partial history record"[^\n]*?"step":(\d+)[^\n]*?"current":(\d+)')
-_FINISHING = re.compile(r"\] finishing run ([^\s/]+)/([^\s/]+)/([A-Za-z0-9_-]+)\s*$", re.M)
+_FINISHING = re.compile(r"\] finishing run ([^\s/]+)/([^\s/]+)/([^/\n]+?)[ \t\r]*$", re.M)
 """debug.log's ``finishing run entity/project/id`` (online runs; offline ones print ``project/id``)."""
-_UNKNOWN_ENTITY = re.compile(r"entity (\S+) not found during upsertBucket")
-_RUN_URL = re.compile(r"https?://[^\s'\"<>]+/[^\s/'\"<>]+/[^\s/'\"<>]+/runs/([A-Za-z0-9_-]+)")
+_UNKNOWN_ENTITY = re.compile(r"entity ([^\n\"]+?) not found during upsertBucket")
+"""The server's refusal; the entity may hold spaces (``entity pimm team/proj not found ...``)."""
+_RUN_URL = re.compile(r"https?://[^\s/'\"<>]+/[^\s/'\"<>]+/[^\s/'\"<>]+/runs/([^\s/'\"<>?#]+)")
+"""A run page URL as the client prints it (the id percent-encoded or not; compared unquoted)."""
 
 _ROLES = {
     "files/config.yaml": "config as W&B saved it for upload (YAML, one {value: ...} per key)",
@@ -228,6 +230,8 @@ def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
     """What wandb-core's JSON-lines log says about the server: contact, rejection, API URL."""
     import json
 
+    if "upsertBucket" in text and out.server_rejection is None:
+        _python_log_rejection(text, out)  # wandb <= 0.17: Python logging text, not JSON lines
     for line in text.splitlines():
         # Only lines that can hold one of these facts are parsed (a long run writes thousands of
         # flow-control lines); wandb-core's JSON writes these names and prefixes literally.
@@ -253,6 +257,19 @@ def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
             out.server_rejection = f"{reason}" + (f" (HTTP {http.group(1)})" if http else "")
 
 
+_HTTP_STATUS = re.compile(r"\b(\d{3}) response executing GraphQL|\(Error (\d{3})\b|\b(\d{3}) Client Error")
+
+
+def _python_log_rejection(text: str, out: RunFiles) -> None:
+    """The server's refusal as the Python sender (wandb 0.17 and older) logs it: the GraphQL error body
+    (``entity X not found during upsertBucket``) and the HTTP status on the lines around it."""
+    found = _UNKNOWN_ENTITY.search(text)
+    if found is None:
+        return
+    status = next((g for m in _HTTP_STATUS.finditer(text) for g in m.groups() if g), None)
+    out.server_rejection = found.group(0) + (f" (HTTP {status})" if status else "")
+
+
 def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFiles) -> None:
     """The entity/project of an online run from debug.log's ``finishing run`` line (the run record may lack it)."""
     for match in _FINISHING.finditer(text):
@@ -262,8 +279,10 @@ def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFile
 
 def _urls(text: str, run_id: str | None) -> list[str]:
     """Run page URLs printed in a log (only those of this run id, when known)."""
+    from urllib.parse import unquote
+
     return [m.group(0).rstrip(".,)") for m in _RUN_URL.finditer(text)
-            if run_id is None or m.group(1) == run_id]
+            if run_id is None or unquote(m.group(1).rstrip(".,)")) == run_id]
 
 
 def _settings(path: Path) -> dict[str, str]:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import quote
 
 from ...model import Provenance
 from ._files import RunFiles
+from .link_rules import (DEFAULT_BASE_URL, build_link, name_problem, parse_logged_link, run_url, sync_command,
+                         vet_base)
 
-DEFAULT_BASE_URL = "https://wandb.ai"
-_CLOUD_API_HOSTS = ("https://api.wandb.ai", "http://api.wandb.ai")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class FolderLink:
     entity_source: str | None
     """Run-relative file the entity was read from, with how (``run record``, ``settings``, ``finishing run``)."""
     base_url: str | None
-    """The server, when recorded (settings, a logged URL or API URL); None means it is not in the folder."""
+    """The server as a vetted link base, when recorded (settings, a logged URL or API URL); None otherwise."""
     url: str | None
     """The run page as it exists now; None for never-synced offline runs and runs the server rejected."""
     url_after_sync: str | None
@@ -35,33 +35,14 @@ class FolderLink:
     server_rejection: str | None
     note: str | None
     """One line saying why there is no link, where the entity came from, or that the host is assumed."""
-
-
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]*@")
-"""``user:password@`` in a recorded base URL: a run link never needs it (and must never show it)."""
-
-
-def without_userinfo(url: str) -> str:
-    """``url`` without a ``user:password@`` part."""
-    return _USERINFO.sub(r"\1", url)
+    refused: tuple[str, ...] = ()
+    """Why a link or command was not formed from what the folder records (``wandb.link-refused``)."""
 
 
 def app_base(base: str | None) -> str:
-    """The app host for a recorded base URL (cloud API hosts map to https://wandb.ai), without userinfo."""
-    base = without_userinfo(base or DEFAULT_BASE_URL).rstrip("/")
-    if base.endswith("/graphql"):
-        base = base[: -len("/graphql")]
-    return DEFAULT_BASE_URL if base in _CLOUD_API_HOSTS else base
-
-
-def run_url(base: str | None, entity: str, project: str | None, run_id: str) -> str:
-    """Run page URL."""
-    return f"{app_base(base)}/{entity}/{project or 'uncategorized'}/runs/{run_id}"
-
-
-def sync_command(folders: list[Path]) -> str:
-    """One ``wandb sync`` for every folder, by absolute path, shell-quoted so it pastes anywhere."""
-    return "wandb sync " + " ".join(shlex.quote(Path(f).absolute().as_posix()) for f in folders)
+    """The app host for a recorded base URL (cloud API hosts map to https://wandb.ai); the default if refused."""
+    vetted, _problem = vet_base(base or DEFAULT_BASE_URL)
+    return vetted or DEFAULT_BASE_URL
 
 
 def folder_link(run_dir: Path, prefix: str, run: Mapping[str, Any], files: RunFiles, run_id: str | None,
@@ -74,22 +55,36 @@ def folder_link(run_dir: Path, prefix: str, run: Mapping[str, Any], files: RunFi
         entity, source = files.finished_entity[0], f"{files.finished_entity[2]} (finishing run line)"
     project = run.get("project") or files.settings.get("project") or (
         files.finished_entity[1] if files.finished_entity else None)
-    recorded = base_url or files.settings.get("base_url") or _logged_base(files) or files.server_api_url
+    recorded, base_source = _recorded_base(base_url, files, prefix)
     mode = "offline" if offline else ("online" if files.server_contact or files.server_rejection else "unknown")
-    base = app_base(recorded) if recorded else None
+    refused: list[str] = []
+    base: str | None = None
+    if recorded:
+        base, problem = vet_base(recorded)
+        if problem:
+            refused.append(f"{problem} ({base_source})")
+    for what, value, where in (("entity", entity, source), ("project", project, log_rel or "settings"),
+                               ("run id", run_id, log_rel or prefix or "the folder name")):
+        problem = name_problem(what, value) if value else None
+        if problem:
+            refused.append(f"{problem} ({where})")
     url = after = sync = note = None
     if files.server_rejection:
         note = (f"the W&B server rejected this run ({files.server_rejection}, in {prefix}logs/debug-internal.log): "
                 "it does not exist on the server, so there is no link")
     elif offline and not files.synced:
-        sync = sync_command([run_dir])
-        if entity and run_id:
-            after = run_url(recorded, entity, project, run_id)
+        sync, problem = sync_command([run_dir])
+        if problem:
+            refused.append(problem)
+        if entity and run_id and not refused:
+            after = run_url(base or DEFAULT_BASE_URL, entity, project, run_id)
             note = f"offline run never synced: {after} exists only after `{sync}`"
-        else:
+        elif sync and not refused:
             note = (f"offline run never synced and no entity recorded: `{sync}` uploads it to your default entity")
+    elif refused:
+        pass
     elif run_id and entity:
-        url = run_url(recorded, entity, project, run_id)
+        url = run_url(base or DEFAULT_BASE_URL, entity, project, run_id)
         if source and "run record" not in source:
             note = f"entity {entity} from {source}"
         if recorded is None and not offline:
@@ -102,17 +97,45 @@ def folder_link(run_dir: Path, prefix: str, run: Mapping[str, Any], files: RunFi
                                      "the launch script's WANDB_ENTITY, or your W&B default entity"])
         note = (f"online run{' (the server saw it: ' + files.server_contact + ')' if files.server_contact else ''}"
                 f", but no entity is recorded, so the link cannot be formed; look for the entity in {where}: "
-                f"{app_base(recorded)}/<entity>/{project or '<project>'}/runs/{run_id}")
+                f"{base or DEFAULT_BASE_URL}/<entity>/{quote(project, safe='') if project else '<project>'}/runs/"
+                f"{quote(run_id, safe='')}")
+    if refused:
+        note = "no link: " + "; ".join(refused)
     return FolderLink(mode=mode, entity=entity, entity_source=source, base_url=base, url=url, url_after_sync=after,
-                      sync_command=sync, server_rejection=files.server_rejection, note=note)
+                      sync_command=sync, server_rejection=files.server_rejection, note=note, refused=tuple(refused))
+
+
+def _recorded_base(base_url: str | None, files: RunFiles, prefix: str) -> tuple[str | None, str]:
+    """The server address the folder records, and where it was read."""
+    if base_url:
+        return base_url, "given by the caller"
+    if files.settings.get("base_url"):
+        return files.settings["base_url"], "the settings file next to the run folders"
+    logged = _logged_base(files)
+    if logged:
+        return logged, f"a run link printed in {prefix}files/output.log or {prefix}logs/"
+    if files.server_api_url:
+        return files.server_api_url, f"{prefix}logs/debug-internal.log"
+    return None, ""
+
+
+def logged_link(files: RunFiles) -> str | None:
+    """The newest run link a log printed, rebuilt from its vetted parts (None when any part is refused)."""
+    for url in reversed(files.logged_urls):
+        parsed = parse_logged_link(url)
+        if parsed is not None:
+            link, problems = build_link(parsed[0], parsed[1], parsed[2], parsed[3], "a logged link")
+            if link is not None and not problems:
+                return link
+    return None
 
 
 def _logged_base(files: RunFiles) -> str | None:
     """The host of a run URL the client printed (output.log, debug logs)."""
     for url in files.logged_urls:
-        parts = url.split("/")
-        if len(parts) > 3:
-            return "/".join(parts[:3])
+        parsed = parse_logged_link(url)
+        if parsed is not None:
+            return parsed[0]
     return None
 
 

@@ -17,7 +17,7 @@ from ._files import ConsoleCollector, ConsoleLine, DroppedStep, RunFiles, read_r
 from ._bulk import decode_log
 from ._framing import FramingState
 from ._history import History, MetricDefinition, build_series, loads
-from .links import FolderLink, folder_link, metadata_provenance, without_userinfo
+from .links import FolderLink, folder_link, logged_link, metadata_provenance
 from ._proto import WandbProtoUnavailable, record_class
 
 __all__ = ["ConsoleLine", "DroppedStep", "MetricDefinition", "WandbRunResult", "find_wandb_dirs",
@@ -109,6 +109,8 @@ class WandbRunResult:
     """Launch facts from files/wandb-metadata.json; None when the folder has none."""
     tracebacks: tuple[tuple[str, int, str], ...] = ()
     """(run-relative file, 1-based line of ``Traceback (most recent call last):``, the exception line) per traceback."""
+    resume_from: str | None = None
+    """The run record's branch point: ``resume_from <id>?_step=N`` (history rewound to N) or ``fork_from ...``."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -220,6 +222,12 @@ def _take_run(state: _LogState, run: Any) -> None:
         if value and not state.run.get(name):
             state.run[name] = value
     state.run["resumed"] = state.run.get("resumed", False) or run.resume or run.resumed
+    branch = run.branch_point if run.HasField("branch_point") else None
+    if branch is not None and branch.run and not state.run.get("resume_from"):
+        # wandb.init(resume_from="<id>?_step=N") / fork_from: where the server rewinds (or forks) the history.
+        metric = branch.metric or "_step"
+        value = int(branch.value) if float(branch.value).is_integer() else branch.value
+        state.run["resume_from"] = f"{'fork_from' if run.forked else 'resume_from'} {branch.run}?{metric}={value}"
     _apply_items(state.config, run.config)
     _take_telemetry(state, run.telemetry)
 
@@ -315,6 +323,19 @@ def _tracebacks(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: 
     return tuple(found[-20:])
 
 
+def _union_dropped(*sources: list[DroppedStep]) -> list[DroppedStep]:
+    """Every dropped call any file records, once per (step, current step), in step order.
+
+    The console copy in the log, files/output.log and wandb-core's debug-internal.log can each hold only part
+    (the console is captured until the process stops printing; debug-internal notes every ignored row).
+    """
+    seen: dict[tuple[int, int], DroppedStep] = {}
+    for source in sources:
+        for drop in source:
+            seen.setdefault((drop.step, drop.current_step), drop)
+    return sorted(seen.values(), key=lambda d: (d.step, d.current_step))
+
+
 def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
                    previous: WandbRunResult | None = None) -> WandbRunResult:
     """Read one W&B run folder (transaction log, files/, logs/); never raises on damaged input.
@@ -340,7 +361,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     console_lines, console_total, log_dropped = state.console.view()
     if not state.has_console and files.output_log is not None:
         console_lines, console_total = list(files.output_log.lines), files.output_log.total
-    dropped = log_dropped or (files.output_log.dropped if files.output_log else []) or files.core_dropped
+    dropped = _union_dropped(log_dropped, files.output_log.dropped if files.output_log else [], files.core_dropped)
     steps = np.asarray(state.history.steps, dtype=np.int64)
     first_step = int(steps[0]) if len(steps) else None
 
@@ -349,11 +370,9 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     entity = link.entity
     project = run.get("project") or files.settings.get("project") or (
         files.finished_entity[1] if files.finished_entity else None)
-    recorded_base = base_url or files.settings.get("base_url") or link.base_url
-    recorded_base = without_userinfo(recorded_base) if recorded_base else recorded_base
-    url = link.url or (files.logged_urls[-1] if files.logged_urls and not link.server_rejection
-                       and not link.sync_command else None)
-    url = without_userinfo(url) if url else url  # a run link never needs the settings' user:password
+    recorded_base = link.base_url  # vetted (link_rules): an address that cannot be a link is not kept
+    url = link.url or (logged_link(files) if not link.server_rejection and not link.sync_command
+                       and not link.refused else None)
     sync_command = link.sync_command
 
     config = _nested(state.config)
@@ -394,5 +413,5 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         # Only a log without its exit record can still grow: keep the state to continue from.
         end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
         link=link, provenance=metadata_provenance(files.metadata, prefix + "files/wandb-metadata.json"),
-        tracebacks=_tracebacks(files, console_lines, console_total, log_rel),
+        tracebacks=_tracebacks(files, console_lines, console_total, log_rel), resume_from=run.get("resume_from"),
     )

@@ -15,7 +15,7 @@ from ...model import Run
 from ...report.safe_text import data_text
 from .. import links
 from ..facts import no_link_reason, relative_name, wandb_target
-from ..loader import Loader, StagedLoader
+from ...session.staged import Loader, StagedLoader
 from ..stages import run_title
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curve_spec import replayed_ranges, stale_sources
@@ -389,7 +389,7 @@ class RunScreen(RunLoading):
         if self.run is None:
             return
         url, command = wandb_target(self.run)
-        text = url or command
+        text = links.copyable(url or command)  # only a vetted link or sync command reaches the clipboard
         if not text:
             self.notify(f"nothing to copy: {no_link_reason(self.run)}", severity="warning", timeout=10)
             return

@@ -21,7 +21,7 @@ from ...load.progress import LoadCancelled
 from ...load.quick import RunGlance
 from ...model import Run
 from ...report.safe_text import data_text
-from ..loader import Glanced, Loader, ReadDone, Reading, Stage, StagedLoader, load_in_stages
+from ...session.staged import Glanced, Loader, ReadDone, Reading, Stage, StagedLoader, load_in_stages
 from ..stages import glance_title, progress_text
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curves import CurvesPane

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from ...load.quick import RunGlance
-from ...model import Run
+from ...evidence import RunRow
 from ...report.safe_text import data_text
 from ..facts import filter_error
 from ..widgets.run_preview import RunPreview
@@ -74,7 +74,7 @@ class RunsScreen(Screen):
         return self.table.paths
 
     @property
-    def runs(self) -> dict[str, Run]:
+    def runs(self) -> dict[str, RunRow]:
         """The runs read so far (light copies)."""
         return self.table.runs
 
@@ -119,7 +119,7 @@ class RunsScreen(Screen):
         """A big run's quick stage (its full read comes later)."""
         self.table.set_glance(path, quick)
 
-    def set_run(self, path: Path, run: Run) -> None:
+    def set_run(self, path: Path, run: RunRow) -> None:
         """A run finished loading (or was reloaded)."""
         self.table.set_run(path, run)
         self.status.loaded()

@@ -18,7 +18,11 @@ KEYS = "/ search  n/N next/prev  [/] attempts  w wrap  g/G ends"
 
 
 def attempt_starts(run: Run, log_path: str) -> list[tuple[int, int]]:
-    """(attempt, 1-based line) of each attempt start in ``log_path``: the reader's ``start`` events, the Overview's attempts."""
+    """(attempt, 1-based line) of each attempt start in ``log_path``: the model's attempts (``TrainLogFacts``), the
+    same the Overview lists, whatever line began them; else the reader's ``start`` events."""
+    if run.train_log is not None and run.train_log.path == log_path and run.train_log.attempt_starts:
+        known = {a.index for a in run.attempts}
+        return sorted((s.attempt, s.line_no) for s in run.train_log.attempt_starts if s.attempt in known)
     starts: dict[int, int] = {}
     for event in run.events:
         if event.kind == "start" and event.source == log_path and event.attempt is not None:

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ...analysis.secrets import mask_text
+from ...evidence import RunRow
 from ...model import Run
 from ...report.safe_text import clean
 from ..facts import fmt_step, kind_label
@@ -13,7 +14,7 @@ from ..facts import fmt_step, kind_label
 MAX_FINDINGS = 8
 
 
-def top_finding(run: Run) -> str:
+def top_finding(run: Run | RunRow) -> str:
     """The worst finding's message (first of the worst severity), masked and cleaned; '' when clean."""
     if not run.findings:
         return ""
@@ -27,7 +28,7 @@ class RunPreview(Static):
 
     COMPONENT_CLASSES = {"preview--heading", "preview--error", "preview--warning", "preview--info", "preview--dim"}
 
-    def show_run(self, name: str, run: Run | None) -> None:
+    def show_run(self, name: str, run: RunRow | None) -> None:
         """Describe ``run`` (None: still loading)."""
         out = Text(no_wrap=False)
         out.append(clean(name, newlines=False) + "\n", self.get_component_rich_style("preview--heading"))
@@ -35,14 +36,13 @@ class RunPreview(Static):
             out.append("loading…", self.get_component_rich_style("preview--dim"))
             self.update(out)
             return
-        out.append(clean(f"{kind_label(run)}  {run.status}  {len(run.attempts)} attempt(s)", newlines=False) + "\n")
-        for a in run.attempts:
+        out.append(clean(f"{kind_label(run)}  {run.status}  {run.attempts} attempt(s)", newlines=False) + "\n")
+        for a in run.attempt_facts:
             line = f"#{a.index} {a.origin}  steps {fmt_step(a.first_step)}-{fmt_step(a.last_step)}  ended {a.ended}"
             out.append(clean(line, newlines=False) + "\n")
-        if run.provenance.launch_command or run.provenance.command:
+        if run.command:
             out.append("\n")
-            out.append(clean(mask_text(run.provenance.launch_command or run.provenance.command or ""), newlines=False)
-                       + "\n", self.get_component_rich_style("preview--dim"))
+            out.append(clean(mask_text(run.command), newlines=False) + "\n", self.get_component_rich_style("preview--dim"))
         out.append("\n")
         if not run.findings:
             out.append("no findings", self.get_component_rich_style("preview--dim"))

@@ -21,8 +21,10 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable
 
+from ...analysis.run_filter import row_text
+from ...evidence import RunRow
 from ...load.quick import RunGlance
-from ...model import Run, Severity
+from ...model import Severity
 from ...report.safe_text import clean, data_text
 from ..facts import (best_metric, compile_run_filter, filter_error, findings_cell, fmt_step, fmt_time, kind_label,
                      last_logged, last_step, relative_name, severity_counts)
@@ -91,7 +93,8 @@ class RunsTable(DataTable):
         self.style_of = style_of
         """The screen's styles (``runs--error``, ``runs--warning``, ``runs--loading``, ``runs--mark``) by name."""
         self.paths: dict[str, Path] = {}
-        self.runs: dict[str, Run] = {}
+        self.runs: dict[str, RunRow] = {}
+        """The row of every run read (the cached ``RunRow`` that ``ls`` prints)."""
         self.glances: dict[str, RunGlance] = {}
         """Big runs not read yet: what their quick stage said."""
         self.marked: set[str] = set()
@@ -99,7 +102,7 @@ class RunsTable(DataTable):
         self.filter_text = ""
         self._names: dict[str, str] = {}
         self._longest = 0
-        self._predicate: tuple[str, Callable[[str, Run | None], bool]] | None = None
+        self._predicate: tuple[str, Callable[[str, RunRow | None], bool]] | None = None
         self._timer: Timer | None = None
         self._dirty: set[str] = set()
         """Rows whose run changed since the last flush."""
@@ -139,7 +142,7 @@ class RunsTable(DataTable):
             self._dirty.add(key)
             self._soon()
 
-    def set_run(self, path: Path, run: Run) -> None:
+    def set_run(self, path: Path, run: RunRow) -> None:
         """A run was read (or read again)."""
         key = path.as_posix()
         self.add_paths([path])
@@ -262,11 +265,7 @@ class RunsTable(DataTable):
     # -- cells -----------------------------------------------------------------------------------------------
 
     def _haystack(self, key: str) -> str:
-        run = self.runs.get(key)
-        name = self._names[key]
-        if run is None:
-            return name
-        return " ".join([name, kind_label(run), run.status, *run.wandb.run_ids, *(f.code for f in run.findings)])
+        return row_text(self._names[key], self.runs.get(key))
 
     def _visible(self, key: str) -> bool:
         text = "" if filter_error(self.filter_text) else self.filter_text  # an invalid regex filters nothing
@@ -326,10 +325,10 @@ class RunsTable(DataTable):
         findings = Text(findings_cell(run), rich_style)
         values = {
             "mark": mark, "run": name, "kind": data_text(kind_label(run), newlines=False),
-            "status": data_text(run.status, newlines=False), "att": str(len(run.attempts)),
+            "status": data_text(run.status, newlines=False), "att": str(run.attempts),
             "step": fmt_step(last_step(run)), "best": data_text(best_metric(run), newlines=False),
             "last log": fmt_time(last_logged(run)),
-            "wandb": data_text(", ".join(run.wandb.run_ids) or "-", newlines=False), "findings": findings,
+            "wandb": data_text(", ".join(run.wandb_run_ids) or "-", newlines=False), "findings": findings,
         }
         if self._width() >= TOP_FINDING_AT:
             room = self._table_width() - sum(c.width for c in columns) - self._name_width() - 3
@@ -348,7 +347,7 @@ class RunsTable(DataTable):
             "run": "",
             "kind": kind_label(run),
             "status": run.status,
-            "att": -len(run.attempts),
+            "att": -run.attempts,
             "step": -(last_step(run) or 0),
             "best": best_metric(run),
             "last log": -(last_logged(run) or 0.0),

@@ -1,0 +1,224 @@
+"""Which steps exist more than once, and who wrote each copy: ``Run.replayed``, computed once per run.
+
+A writer is an attempt when the source says which one wrote a point, else the file itself. For every step the set
+of writers that logged it (over every tag, each tag from the source kind the curves draw) is found with one sort,
+and ranges are cut wherever that set changes: three attempts over 51-75 and two over 76-90 are two ranges,
+``51-75: 3 copies (#1 #2 #3)`` and ``76-90: 2 copies (#2 #3)``. When the writers are attempts with a known restore
+point, a range is widened to the steps both really trained (a train.log that prints every fifth step logs only
+55 of the 51-57 an attempt replayed). Cost: O(n log n) in the distinct (step, writer) pairs, so 200,000 one-point
+files are one sort, not 20 billion comparisons.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Attempt, ReplayedRange, Run, ScalarSeries
+from ._facts import SOURCE_PRIORITY, fmt_range, source_kind, stale_event_files
+from .distinct import distinct_sorted, strictly_increasing
+
+Writer = int | str
+"""An attempt index, or the run-relative path of a file whose points name no attempt."""
+
+
+def drawn_series(run: Run) -> list[ScalarSeries]:
+    """The series the curves draw: per tag the preferred source kind with points, stale event files left out."""
+    stale = stale_event_files(run)
+    by_tag: dict[str, dict[str, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
+    for s in run.series:
+        if len(s) and s.source not in stale:
+            by_tag[s.tag][source_kind(run, s)].append(s)
+    out: list[ScalarSeries] = []
+    for kinds in by_tag.values():
+        ranked = sorted(kinds, key=lambda k: SOURCE_PRIORITY.index(k) if k in SOURCE_PRIORITY else len(SOURCE_PRIORITY))
+        out += kinds[ranked[0]]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A step range in which every step was written by the same set of (two or more) writers."""
+
+    first: int
+    last: int
+    writers: tuple[Writer, ...]
+
+
+def _writer_of(s: ScalarSeries) -> Writer:
+    return s.attempt if s.attempt is not None else s.source
+
+
+def _writer_key(w: Writer) -> tuple[int, int, str]:
+    return (1, 0, w) if isinstance(w, str) else (0, w, "")
+
+
+def _held_twice(groups: list[list[ScalarSeries]], ids: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """One tag's (step, writer id) pairs at the steps two or more of its writers logged, or None."""
+    parts = []
+    for group in groups:
+        one = group[0].steps if len(group) == 1 else None
+        parts.append(one if one is not None and strictly_increasing(one) else distinct_sorted([s.steps for s in group]))
+    steps = np.concatenate(parts).astype(np.int64, copy=False)
+    owner = np.repeat(np.asarray(ids, dtype=np.int64), [p.shape[0] for p in parts])
+    order = np.argsort(steps, kind="stable")
+    steps, owner = steps[order], owner[order]
+    same = steps[1:] == steps[:-1]
+    if not same.any():
+        return None
+    twice = np.zeros(steps.shape[0], dtype=bool)
+    twice[1:] |= same
+    twice[:-1] |= same
+    return steps[twice], owner[twice]
+
+
+def written_ranges(series: list[ScalarSeries]) -> list[_Written]:
+    """Maximal runs of consecutive steps that share one set of two or more writers.
+
+    A step is held by a writer set when some tag was logged at it by each of them (a tag logged on another axis,
+    such as an epoch mean at epoch numbers, never meets the per-step tags of another attempt). Consecutive means
+    consecutive among the steps held more than once; a range is cut where the set of writers changes.
+    """
+    by_tag: dict[str, dict[Writer, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
+    for s in series:
+        by_tag[s.tag][_writer_of(s)].append(s)
+    writer_ids: dict[Writer, int] = {}
+    pairs_steps, pairs_ids = [], []
+    for groups in by_tag.values():
+        if len(groups) < 2:
+            continue
+        ids = [writer_ids.setdefault(w, len(writer_ids)) for w in groups]
+        held = _held_twice(list(groups.values()), ids)
+        if held is not None:
+            pairs_steps.append(held[0])
+            pairs_ids.append(held[1])
+    if not pairs_steps:
+        return []
+    writers = sorted(writer_ids, key=_writer_key)
+    rank = np.empty(len(writers), dtype=np.int64)
+    for position, w in enumerate(writers):
+        rank[writer_ids[w]] = position
+    steps = np.concatenate(pairs_steps)
+    owner = rank[np.concatenate(pairs_ids)]
+    order = np.lexsort((owner, steps))
+    steps, owner = steps[order], owner[order]
+    keep = np.ones(steps.shape[0], dtype=bool)
+    keep[1:] = (steps[1:] != steps[:-1]) | (owner[1:] != owner[:-1])
+    steps, owner = steps[keep], owner[keep]
+    starts = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
+    ends = np.append(starts[1:], steps.shape[0])
+    # Where each step held twice lies among every logged step: a step logged once between two ends a range.
+    logged = distinct_sorted([s.steps for s in series])
+    slot = np.searchsorted(logged, steps[starts]).tolist()
+    out: list[_Written] = []
+    for k, (begin, end) in enumerate(zip(starts.tolist(), ends.tolist())):  # the steps held twice, not the run
+        members = tuple(writers[i] for i in owner[begin:end].tolist())
+        step = int(steps[begin])
+        if out and out[-1].writers == members and slot[k] == slot[k - 1] + 1:
+            out[-1] = _Written(out[-1].first, step, members)
+        else:
+            out.append(_Written(step, step, members))
+    return out
+
+
+def _trained_span(att: Attempt) -> tuple[int, int] | None:
+    """The steps an attempt trained: from its restore point + 1 (else its first step) to its last step."""
+    if att.first_step is None or att.last_step is None:
+        return None
+    start = att.first_step
+    if att.restore_step is not None and att.restore_step + 1 <= att.first_step:
+        start = att.restore_step + 1
+    return start, att.last_step
+
+
+class _Spans:
+    """Every attempt's trained span, and all span edges sorted, built once per run (not once per range)."""
+
+    def __init__(self, run: Run) -> None:
+        self.by_index = {a.index: a for a in run.attempts}
+        edges: list[tuple[int, int]] = []  # (step where the set of training attempts changes, attempt)
+        for a in run.attempts:
+            span = _trained_span(a)
+            if span is not None:
+                edges += [(span[0], a.index), (span[1] + 1, a.index)]
+        edges.sort()
+        self.steps = np.asarray([e for e, _a in edges], dtype=np.int64)
+        self.owners = [a for _e, a in edges]
+
+    def widen(self, written: _Written) -> tuple[int, int]:
+        """A range of attempts' copies widened to the steps every one of those attempts trained, when that
+        holds it, up to where another attempt's training begins or ends (there the set of copies changes)."""
+        if not written.writers or not all(isinstance(w, int) for w in written.writers):
+            return written.first, written.last
+        newest = self.by_index.get(max(w for w in written.writers if isinstance(w, int)))
+        if newest is None or newest.restore_step is None or newest.origin == "restart":
+            return written.first, written.last  # only a resume says which steps were trained again, unlogged too
+        spans = [_trained_span(self.by_index[w]) if w in self.by_index else None
+                 for w in written.writers if isinstance(w, int)]
+        if any(span is None for span in spans):
+            return written.first, written.last
+        lo = max(span[0] for span in spans if span is not None)
+        hi = min(span[1] for span in spans if span is not None)
+        if not (lo <= written.first and written.last <= hi):
+            return written.first, written.last
+        mine = set(written.writers)
+        at = int(np.searchsorted(self.steps, written.last, side="right"))  # first edge after the range
+        while at < len(self.owners) and int(self.steps[at]) <= hi:
+            if self.owners[at] not in mine:
+                hi = int(self.steps[at]) - 1
+                break
+            at += 1
+        at = int(np.searchsorted(self.steps, written.first, side="right")) - 1  # last edge at or before it
+        while at >= 0 and int(self.steps[at]) > lo:
+            if self.owners[at] not in mine:
+                lo = int(self.steps[at])
+                break
+            at -= 1
+        return lo, hi
+
+
+def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
+    """Every step range held more than once, with its copy count and writers, oldest step first."""
+    series = drawn_series(run)
+    ranges: dict[tuple[int, int, tuple[Writer, ...]], ReplayedRange] = {}
+    by_attempt: dict[int, list[ScalarSeries]] = defaultdict(list)  # every copy's file, of every source kind
+    stale = stale_event_files(run)
+    for s in run.series:
+        if s.attempt is not None and len(s) and s.source not in stale:
+            by_attempt[s.attempt].append(s)
+    spans = _Spans(run)
+    for written in written_ranges(series):
+        first, last = spans.widen(written)
+        attempts = tuple(w for w in written.writers if isinstance(w, int))
+        files = {w for w in written.writers if isinstance(w, str)}
+        paths = sorted(files | {s.source for a in attempts for s in by_attempt[a] if _touches(s, first, last)})
+        key = (first, last, written.writers)
+        ranges.setdefault(key, ReplayedRange(first, last, len(written.writers), attempts, tuple(paths)))
+    if not ranges and run.hf is not None:
+        for first, last in run.hf.replayed:  # the Trainer's own history says steps were logged twice
+            who = tuple(a.index for a in run.attempts if a.first_step is not None and a.last_step is not None
+                        and a.first_step <= last and a.last_step >= first)
+            ranges[(first, last, who)] = ReplayedRange(first, last, max(2, len(who)), who if len(who) > 1 else (),
+                                                       ("trainer_state.json",))
+    return tuple(sorted(ranges.values(), key=lambda r: (r.first_step, r.last_step)))
+
+
+def _touches(s: ScalarSeries, first: int, last: int) -> bool:
+    lo, hi = s.first_step, s.last_step
+    return lo is not None and hi is not None and lo <= last and hi >= first
+
+
+def marks(attempts: tuple[int, ...], limit: int = 8) -> str:
+    """``#1 #2 #3``; past ``limit`` attempts the first few and the last: ``#1 #2 #3 ... #1000``."""
+    if len(attempts) <= limit:
+        return " ".join(f"#{a}" for a in attempts)
+    return " ".join(f"#{a}" for a in attempts[:limit - 2]) + f" ... #{attempts[-1]}"
+
+
+def describe(r: ReplayedRange) -> str:
+    """``51-75: 3 copies (#1 #2 #3)``; files stand in for writers that are not attempts."""
+    who = marks(r.attempts) if r.attempts else ", ".join(r.paths[:3]) + (
+        f" and {len(r.paths) - 3} more" if len(r.paths) > 3 else "")
+    return f"{fmt_range(r.first_step, r.last_step)}: {r.copies} copies ({who})"

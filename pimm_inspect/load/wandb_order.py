@@ -1,0 +1,57 @@
+"""The order of a run's W&B folders (its attempts), by the best start evidence each folder holds.
+
+A folder's start is its run record's ``start_time`` (UTC seconds). A folder whose ``.wandb`` log holds no run
+record (a process killed right after ``wandb.init``) still has its name's time stamp, ``run-YYYYMMDD_HHMMSS-``,
+written from the same start time in the writer's local time: its UTC offset is learned from the folders that
+have both, so every folder gets a start on one clock. A folder with no evidence at all goes last.
+"""
+
+from __future__ import annotations
+
+import calendar
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from .discover import WANDB_RUN_DIR
+
+if TYPE_CHECKING:
+    from ..sources.wandb.reader import WandbRunResult
+
+_OFFSET_GRAIN_S = 900
+"""Time zone offsets are whole quarter hours."""
+
+
+def folder_stamp_s(rel_path: str) -> float | None:
+    """The folder name's time stamp read as if it were UTC (None when the name has none)."""
+    match = WANDB_RUN_DIR.match(PurePosixPath(rel_path).name)
+    if match is None:
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(match["stamp"], "%Y%m%d_%H%M%S")))
+    except (ValueError, OverflowError):
+        return None
+
+
+def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | None], bool]:
+    """Folder -> its start in UTC seconds (run record, else the name's stamp on the learned clock); and whether
+    the stamps' UTC offset was learned (when not, a stamp-only start is on the writer's local clock)."""
+    stamps = {r.rel_path: folder_stamp_s(r.rel_path) for r in runs}
+    diffs = [r.start_time_s - stamp for r in runs
+             if r.start_time_s and (stamp := stamps[r.rel_path]) is not None]
+    learned = bool(diffs)
+    offset = round(statistics.median(diffs) / _OFFSET_GRAIN_S) * _OFFSET_GRAIN_S if diffs else 0.0
+    out: dict[str, float | None] = {}
+    for r in runs:
+        stamp = stamps[r.rel_path]
+        out[r.rel_path] = r.start_time_s or (stamp + offset if stamp is not None else None)
+    return out, learned
+
+
+def ordered_folders(runs: Sequence[WandbRunResult]) -> list[WandbRunResult]:
+    """The folders in start order: attempt 1 first (ties by folder name, which W&B suffixes ``-1``, ``-2``)."""
+    starts, _ = start_estimates(runs)
+    return sorted(runs, key=lambda r: (starts[r.rel_path] is None, starts[r.rel_path] or 0.0,
+                                       PurePosixPath(r.rel_path).name, r.rel_path))

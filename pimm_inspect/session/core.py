@@ -1,0 +1,226 @@
+"""The one front door: what the CLI, the UI, the Python API and the exports ask of the core, through one object.
+
+A ``Session`` is built once from ``Settings`` and owns the persistent cache (checked for trust, never used inside a
+run of the tree being read), the per-file read caches of live runs, and how trees are searched. Below it, ``load``,
+``analysis`` and ``report`` are pure: files -> Run -> findings -> text or JSON.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..analysis import analyze
+from ..evidence import RunRow
+from ..load.discover import classify_dir, iter_runs, run_containing
+from ..load.progress import ReadTracker
+from ..load.quick import RunGlance
+from ..load.safe import load_safely
+from ..model import Run
+from ..sources.confine import real_path
+from .rows import load_row, load_rows
+from .settings import Settings
+from .staged import CachingLoader, StageCallback
+from .store.cache import ReadCache
+from .store.disk_cache import DiskCache
+from .store.row_cache import stored_row
+from .store.trust import directory_problem
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .dataset_sync import DatasetOptions, DatasetReport
+
+
+class NotARunError(ValueError):
+    """A folder that is not a run directory (a tree of runs, a folder inside a run, or nothing recognisable)."""
+
+    def __init__(self, path: Path, message: str, inside: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.inside = inside
+        """The run ``path`` is part of, when it is inside one."""
+
+
+def say_on_stderr(message: str) -> None:
+    """The default for ``Session(on_problem=...)``: one line on stderr (module level: worker processes get it)."""
+    try:
+        print(f"pimm-inspect: {message}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass  # a closed stderr: nothing more to say
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+class Session:
+    """Discover, load, list, refresh and export runs with one set of settings (see the module docstring)."""
+
+    def __init__(self, settings: Settings | None = None, *, clock: Callable[[], float] | None = None,
+                 on_problem: Callable[[str], None] = say_on_stderr) -> None:
+        self.settings = settings if settings is not None else Settings.from_env()
+        self.on_problem = on_problem
+        """Told why the cache is not used (each reason once): a directory others may write, one inside a run."""
+        self.disk = self._disk_cache()
+        """The persistent cache, or None (off, refused, or inside a run of the tree being read)."""
+        self.staged = CachingLoader(clock=clock, make_cache=self.read_cache)
+        """The staged loader: keeps a read cache per live run, so a refresh reads only what was appended."""
+        self._transient = ReadCache(disk=self.disk, keep_in_memory=False,
+                                    min_store_s=self.settings.cache_min_decode_s)
+
+    # -- the cache ------------------------------------------------------------------------------------------
+
+    def _disk_cache(self) -> DiskCache | None:
+        folder = self.settings.cache_dir
+        if folder is None:
+            return None
+        problem = directory_problem(folder)
+        if problem is not None:
+            self.on_problem(f"{problem}: the cache is not used (like ssh with a key file others can change)")
+            return None
+        return DiskCache(folder, max_bytes=self.settings.cache_max_bytes, on_problem=self.on_problem)
+
+    def read_cache(self) -> ReadCache:
+        """A new per-file read cache (one per run followed live) on the session's disk cache."""
+        return ReadCache(disk=self.disk, min_store_s=self.settings.cache_min_decode_s)
+
+    def guard_cache(self, run_dirs: list[Path]) -> None:
+        """Stop using the disk cache when it lies inside any of ``run_dirs``: no entry of any run is then written into
+        a run (a relative or pointed-in cache place would otherwise fill one run with the others' entries)."""
+        if self.disk is None:
+            return
+        cache = real_path(self.disk.directory)
+        for run_dir in run_dirs:
+            if _inside(cache, real_path(run_dir)):
+                self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
+                                "not used (nothing is ever written into a run)")
+                self._drop_disk()
+                return
+
+    def _drop_disk(self) -> None:
+        self.disk = None
+        self._transient.disk = None
+        for cache in self.staged.caches.values():
+            cache.disk = None
+
+    # -- finding runs -----------------------------------------------------------------------------------------
+
+    def iter_runs(self, root: Path | str, on_error: Callable[[Path, str], None] | None = None) -> Iterator[Path]:
+        """Run directories under ``root`` as they are found (breadth-first), by the session's depth and link rules."""
+        for path in iter_runs(Path(root), on_error, self.settings.max_depth, self.settings.follow_links):
+            self.guard_cache([path])
+            yield path
+
+    def discover_with_errors(self, root: Path | str) -> tuple[list[Path], list[tuple[Path, str]]]:
+        """Run directories under ``root`` (sorted) and the folders that were not searched, with why."""
+        errors: list[tuple[Path, str]] = []
+        runs = sorted(self.iter_runs(root, lambda path, reason: errors.append((path, reason))),
+                      key=lambda p: p.as_posix())
+        return runs, errors
+
+    def discover(self, root: Path | str) -> list[Path]:
+        """Run directories under ``root`` (``root`` itself when it is a run), sorted."""
+        return self.discover_with_errors(root)[0]
+
+    def run_dir(self, path: Path | str) -> Path:
+        """``path`` when it is a run directory; FileNotFoundError when it does not exist, NotARunError otherwise
+        (naming the run it is inside, or pointing to ``discover`` for a folder of runs)."""
+        path = Path(path)
+        if not os.path.lexists(path):
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", str(path))
+        owner = run_containing(path)
+        if owner is not None:
+            raise NotARunError(path, f"{path} is inside the run {owner}: load that run instead", owner)
+        if not path.is_dir() or classify_dir(path.absolute()) is None:
+            raise NotARunError(path, f"{path} is not a run directory (no train.log, event files, run_metadata.json, "
+                                     "model/ checkpoints, W&B run folder or trainer_state.json); to find the runs "
+                                     "under a folder use discover()")
+        return path
+
+    # -- loading ----------------------------------------------------------------------------------------------
+
+    def load(self, path: Path | str) -> Run:
+        """The analysed Run of the run directory ``path``; damaged content becomes findings, never an exception.
+        FileNotFoundError / NotARunError for a path that is not a run (``run_dir``)."""
+        return self.load_found(self.run_dir(path))
+
+    def load_found(self, run_dir: Path, now: float | None = None, progress: ReadTracker | None = None) -> Run:
+        """The analysed Run of a directory discovery found (not checked again); never raises for its content."""
+        self.guard_cache([run_dir])
+        return analyze(load_safely(Path(run_dir), cache=self._transient if self.disk is not None else None, now=now,
+                                   progress=progress))
+
+    def row(self, path: Path | str) -> RunRow:
+        """The ``ls`` row of one run (from the disk cache while nothing it was read from changed)."""
+        self.guard_cache([Path(path)])
+        return load_row(path, self.disk, self._transient if self.disk is not None else None)
+
+    def rows(self, paths: list[Path]) -> Iterator[RunRow]:
+        """The rows of many runs, in order (what ``ls`` prints and the UI's runs table shows): cached rows where
+        still valid, the others loaded and analysed now by the session's worker processes."""
+        self.guard_cache(paths)
+        return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs)
+
+    def stored_rows(self, paths: list[Path]) -> dict[Path, RunRow]:
+        """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
+        the others are missing."""
+        self.guard_cache(paths)
+        found: dict[Path, RunRow] = {}
+        for path in paths:
+            root = Path(path).absolute()
+            row = stored_row(self.disk, root) if self.disk is not None and self.disk.usable_for(root) else None
+            if row is not None:
+                found[path] = row
+        return found
+
+    def stages(self, path: Path, on_stage: StageCallback | None = None,
+               cancelled: Callable[[], bool] | None = None) -> Run:
+        """The analysed Run of ``path``, reporting its stages to ``on_stage`` (quick facts, read progress, read
+        done); raises ``LoadCancelled`` once ``cancelled()`` holds. A live run keeps its read cache for ``refresh``."""
+        self.guard_cache([path])
+        return self.staged.load(path, on_stage, cancelled)
+
+    def glance(self, path: Path) -> RunGlance | None:
+        """The quick stage alone (header facts from the listing, small documents and tails), None when it fails."""
+        return self.staged.glance(path)
+
+    def refresh(self, run: Run) -> Run:
+        """``run`` read again: a live run through its kept read cache (only appended bytes), others afresh."""
+        return self.stages(run.root)
+
+    # -- tables -----------------------------------------------------------------------------------------------
+
+    def scalars(self, run: Run | Path | str, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+                all_sources: bool = False) -> pd.DataFrame:
+        """The tidy scalar table of a run (``Run.scalars``): tag, step, value, wall_time, attempt, source."""
+        from ..analysis import scalar_frame
+
+        loaded = run if isinstance(run, Run) else self.load(run)
+        frame: pd.DataFrame = scalar_frame(loaded, tags, policy, all_sources)
+        return frame
+
+    def export_dataset(self, root: Path, out: Path, options: DatasetOptions | None = None,
+                       progress: Callable[[int, int, str], None] | None = None,
+                       run_dirs: list[Path] | None = None) -> DatasetReport:
+        """Write or bring up to date the Parquet dataset of every run under ``root`` in ``out`` (only changed runs
+        are read again); ``DatasetProblem`` when ``out`` cannot be used."""
+        from .dataset_sync import DatasetOptions, export_dataset
+
+        found = run_dirs if run_dirs is not None else self.discover(root)
+        self.guard_cache(found)
+        return export_dataset(root, found, out, options or DatasetOptions(), progress,
+                              self._transient if self.disk is not None else None)
+
+    def close(self) -> None:
+        """Stop background work (a prefetching child process)."""
+        self.staged.close()
+
+
+def default_session(**options: Any) -> Session:
+    """A session from the environment and ``options`` (``Settings.from_env``'s keywords)."""
+    return Session(Settings.from_env(**options))

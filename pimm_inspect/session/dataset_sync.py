@@ -1,0 +1,196 @@
+"""Export a tree of runs as a Parquet dataset, and bring an existing one up to date rewriting only what changed.
+
+For each run found under ROOT: when the manifest holds the record of its last read (``load.read_record``, the rule
+the ``ls`` row cache follows too: every file opened and folder listed, inside the run and outside it) and nothing
+in it changed (checked by ``stat`` and folder listings alone), the export options and the writer match and its
+four partition files exist, the run is not even loaded and its partitions are not touched. Otherwise it is
+loaded (its read recorded), analysed and its four partitions are rewritten (each atomically), and its manifest
+entry updated. A live run, a failed load or one that read a file modified just before is rewritten next time too.
+Runs in the manifest that are no longer under ROOT are kept (their partitions stay queryable) unless ``prune``.
+A run that cannot be loaded is exported with its findings; a bug while building its tables becomes an
+``internal.export-failed`` finding of that run, and the export goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+
+from .. import __version__
+from .store.cache import ReadCache
+from ..analysis import analyze
+from ..load.read_record import ReadRecord, record_read, unchanged
+from ..load.safe import load_reusable
+from ..model import Finding, Run, Severity
+from ..report.dataset import (DATASET_VERSION, TABLES, attempts_table, findings_table, run_tables, runs_table,
+                              schema)
+from ..report.dataset_store import (DatasetProblem, Manifest, RunEntry, encode_partition, has_partitions, locked,
+                            read_manifest, remove_partitions, write_manifest, write_partition)
+
+MANIFEST_EVERY_S = 10.0
+"""The manifest is also saved this often during a long export, so an interrupted one resumes where it stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetOptions:
+    """What the scalars table holds (as ``export RUN``), and whether runs gone from ROOT are pruned."""
+
+    tags: tuple[str, ...] = ()
+    policy: str = "all"
+    all_sources: bool = False
+    prune: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        """The options that decide the tables' content (stored in the manifest)."""
+        return {"tags": list(self.tags), "policy": self.policy, "all_sources": self.all_sources}
+
+
+@dataclass
+class DatasetReport:
+    """What an export did, by run id."""
+
+    added: list[str] = field(default_factory=list)
+    rewritten: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    kept_missing: list[str] = field(default_factory=list)
+    """In the dataset, no longer under ROOT, kept."""
+    pruned: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    """Runs whose tables could not be built (exported with an ``internal.export-failed`` finding)."""
+    rewrite_all: str | None = None
+    """Why every run was rewritten (new options or writer), None when only changed runs were."""
+    prune_left: list[Path] = field(default_factory=list)
+    """Partition folders of pruned runs that still held other files (left alone)."""
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def check_target(out: Path, run_dirs: list[Path]) -> None:
+    """DatasetProblem when DIR is (inside) one of the runs, or holds one: the dataset never mixes with runs."""
+    real_out = os.path.realpath(out)
+    for run_dir in run_dirs:
+        real_run = os.path.realpath(run_dir)
+        if _inside(real_out, real_run):
+            raise DatasetProblem(f"{out} is inside the run {run_dir}: nothing is written inside a run directory; "
+                                 "choose a directory outside the runs")
+        if _inside(real_run, real_out):
+            raise DatasetProblem(f"{out} holds the run {run_dir}: choose a directory of its own for the dataset")
+
+
+def run_id_of(run_dir: Path, root: Path) -> str:
+    """The run's id: its path relative to ROOT, POSIX style (``.`` when ROOT is the run itself)."""
+    return Path(os.path.relpath(run_dir, root)).as_posix()
+
+
+def _export_failed(run: Run, exc: BaseException) -> Run:
+    """The run reduced to its identity and findings plus ``internal.export-failed``, whose tables always build."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    finding = Finding("internal.export-failed", Severity.ERROR,
+                      f"the dataset tables of this run could not be built: {type(exc).__name__}: {exc}", (),
+                      None, f"Please report this bug{where}. The run's other tables are empty in this export.")
+    return Run(root=run.root, kind=run.kind, era=run.era, status=run.status, name=run.name,
+               findings=(*run.findings, finding))
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions = DatasetOptions(),
+                   progress: Callable[[int, int, str], None] | None = None, cache: ReadCache | None = None
+                   ) -> DatasetReport:
+    """Write or update the dataset of the runs ``run_dirs`` found under ``root`` in ``out`` (see the module
+    docstring); DatasetProblem when ``out`` cannot be used. ``cache``: the session's per-file cache (None: none)."""
+    check_target(out, run_dirs)
+    read_manifest(out)  # refuses a directory that is not a dataset before anything (even the lock) is made in it
+    with locked(out):
+        manifest = read_manifest(out)
+        real_root = os.path.realpath(root)
+        if manifest is not None and manifest.root != real_root:
+            raise DatasetProblem(f"{out} is the dataset of {manifest.root}, not of {real_root}: export that root "
+                                 "again, or choose a new directory")
+        report = DatasetReport()
+        if manifest is None:
+            manifest = Manifest(root=real_root, options=options.as_json())
+            write_manifest(out, manifest)  # from now on DIR is a dataset, even if this export is interrupted
+        elif manifest.options != options.as_json():
+            report.rewrite_all = "the options differ from the last export's (--tag, --policy, --all-sources)"
+        elif (manifest.dataset_version, manifest.pimm_inspect_version) != (DATASET_VERSION, __version__):
+            report.rewrite_all = (f"it was written by pimm-inspect {manifest.pimm_inspect_version} (dataset version "
+                                  f"{manifest.dataset_version})")
+        manifest.options, manifest.dataset_version, manifest.pimm_inspect_version = (
+            options.as_json(), DATASET_VERSION, __version__)
+        _sync(root, run_dirs, out, options, manifest, report, progress, cache)
+        write_manifest(out, manifest)
+    return report
+
+
+def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, manifest: Manifest,
+          report: DatasetReport, progress: Callable[[int, int, str], None] | None, cache: ReadCache | None) -> None:
+    # The per-file cache's entries are not a run's files.
+    cache_dir = str(cache.disk.directory) if cache is not None and cache.disk is not None else None
+    seen: set[str] = set()
+    last_save = time.monotonic()
+    for i, run_dir in enumerate(run_dirs, start=1):
+        run_id = run_id_of(run_dir, root)
+        value = encode_partition(run_id)
+        if value in seen:
+            continue  # two paths of one run (a link found twice); the first one wins
+        seen.add(value)
+        if progress is not None:
+            progress(i, len(run_dirs), run_id)
+        stamp = _now().isoformat(timespec="seconds")
+        entry = manifest.runs.get(value)
+        if (entry is not None and report.rewrite_all is None and entry.read is not None and unchanged(entry.read)
+                and has_partitions(out, value)):
+            entry.seen_at = stamp
+            report.unchanged.append(run_id)
+            continue
+        record = _write_run(run_dir, run_id, value, out, options, report, cache, cache_dir)
+        manifest.runs[value] = RunEntry(run_id=run_id, read=record if record is not None and record.reusable else None,
+                                        written_at=stamp, seen_at=stamp)
+        (report.added if entry is None else report.rewritten).append(run_id)
+        if time.monotonic() - last_save > MANIFEST_EVERY_S:
+            write_manifest(out, manifest)
+            last_save = time.monotonic()
+    for value in sorted(set(manifest.runs) - seen):
+        run_id = manifest.runs[value].run_id
+        if options.prune:
+            report.prune_left += remove_partitions(out, value)
+            del manifest.runs[value]
+            report.pruned.append(run_id)
+        else:
+            report.kept_missing.append(run_id)
+
+
+def _write_run(run_dir: Path, run_id: str, value: str, out: Path, options: DatasetOptions,
+               report: DatasetReport, cache: ReadCache | None, cache_dir: str | None) -> ReadRecord | None:
+    """Load one run and write its four partitions; returns the record of what its read used, or None when building
+    its tables hit a bug (then exported as an ``internal.export-failed`` finding)."""
+    run, read = record_read(run_dir, partial(load_reusable, run_dir, cache), cache_dir)  # as an `ls` row is made
+    record: ReadRecord | None = read
+    exported_at = _now()
+    try:
+        run = analyze(run)
+        tables = run_tables(run, run_id, exported_at, options.tags, options.policy, options.all_sources)
+    except Exception as exc:  # one run's bug must not stop the export of a thousand
+        report.failed.append(run_id)
+        try:
+            failed = _export_failed(run, exc)
+            tables = {"runs": runs_table(failed, run_id, exported_at), "attempts": attempts_table(failed, run_id),
+                      "findings": findings_table(failed, run_id), "scalars": schema("scalars").empty_table()}
+        except Exception:  # not even the run's identity builds: its old partitions (if any) stay as they were
+            return None
+        record = None
+    for table_name in TABLES:
+        write_partition(tables[table_name], out, table_name, value)
+    return record

@@ -1,0 +1,329 @@
+"""Loading runs in stages (the session's ``stages``, what the UI shows), free of textual so the CLI can start a load
+before the UI is imported.
+
+A load goes through three stages, each handed to ``on_stage`` as it is reached: :class:`Glanced` (the quick
+stage of ``load.quick``: header facts in milliseconds), :class:`Reading` (progress of the full read, per
+file) and :class:`ReadDone` (the full Run, not analysed yet); the analysed Run is the return value. A
+``cancelled`` callable is asked between files; when it says yes the load raises ``LoadCancelled``, and a
+prefetching child process is killed, so superseded work stops instead of finishing in the background.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import queue
+import signal
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, Union, runtime_checkable
+
+from ..analysis import analyze, scalar_frame
+from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
+from ..load.quick import RunGlance, glance
+from ..load.safe import failed_run, load_safely
+from ..model import Run
+from .store.cache import ReadCache
+
+Loader = Callable[[Path], Run]
+"""A plain loader (tests, custom loaders): the analysed Run of a path, in one go."""
+
+
+@dataclass(frozen=True, slots=True)
+class Glanced:
+    """The quick stage is done: header facts from the listing, documents and tails."""
+
+    glance: RunGlance
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """The full read got further."""
+
+    progress: ReadProgress
+
+
+@dataclass(frozen=True, slots=True)
+class ReadDone:
+    """The full read is done: every tag, curve and attempt; the checks have not run yet."""
+
+    run: Run
+
+
+Stage = Union[Glanced, Reading, ReadDone]
+StageCallback = Callable[[Stage], None]
+
+
+@runtime_checkable
+class StagedLoader(Protocol):
+    """A loader that reports its stages and can be stopped between files."""
+
+    def load(self, path: Path, on_stage: StageCallback | None = None,
+             cancelled: Callable[[], bool] | None = None) -> Run:
+        """The analysed Run of ``path``, reporting stages; raises LoadCancelled once ``cancelled()`` holds."""
+        ...
+
+
+def load_in_stages(loader: Loader | StagedLoader, path: Path, on_stage: StageCallback | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> Run:
+    """Load ``path`` with ``loader``; a plain loader gets the quick stage from ``load.quick`` before its one call.
+
+    Never raises except LoadCancelled: a loader's exception becomes an ``internal.load-failed`` finding.
+    """
+    if isinstance(loader, StagedLoader):
+        try:
+            return loader.load(path, on_stage, cancelled)
+        except Exception as exc:  # the UI must show a finding, never a traceback
+            return failed_run(path, exc)
+    _stop_if(cancelled)
+    if on_stage is not None:
+        quick = _safe_glance(path, None)
+        if quick is not None:
+            on_stage(Glanced(quick))
+    run = guarded(loader, path)
+    _stop_if(cancelled)
+    return run
+
+
+def glance_with(loader: Loader | StagedLoader, path: Path) -> RunGlance | None:
+    """The quick stage of ``path``, by the loader's own clock when it has one."""
+    own = getattr(loader, "glance", None)
+    return own(path) if callable(own) else _safe_glance(path, None)
+
+
+def _stop_if(cancelled: Callable[[], bool] | None) -> None:
+    if cancelled is not None and cancelled():
+        raise LoadCancelled()
+
+
+def _safe_glance(path: Path, now: float | None) -> RunGlance | None:
+    """The quick stage, or None when it fails (the full read then says what is wrong, as a finding)."""
+    try:
+        return glance(path, now)
+    except Exception:  # noqa: BLE001 - the quick stage is a head start, never a reason to fail
+        return None
+
+
+class CachingLoader:
+    """Load and analyse runs in stages, keeping one ReadCache per live run so a reload reads only appended bytes."""
+
+    def __init__(self, clock: Callable[[], float] | None = None,
+                 make_cache: Callable[[], ReadCache] | None = None) -> None:
+        self.make_cache: Callable[[], ReadCache] = make_cache or ReadCache
+        """A new per-run read cache (the session's: on its disk cache; by default in memory only)."""
+        self.caches: dict[str, ReadCache] = {}
+        self.incremental_reads = 0
+        """Reads that used only appended bytes, over all runs (the live indicator and tests use it)."""
+        self.clock = clock
+        """The time liveness is judged against (None: the real clock); tests fix it."""
+        self._lock = threading.Lock()
+        self._children: dict[str, _Child] = {}
+
+    def _now(self) -> float | None:
+        return self.clock() if self.clock is not None else None
+
+    def prefetch(self, path: Path | str) -> int | None:
+        """Start loading ``path`` now; the first ``load`` of that path takes it over. Returns the child's pid.
+
+        ``pimm-inspect RUN`` calls this before importing the UI. Where the process can fork and has no
+        other thread yet, a child process loads and analyses the run on the other core while this one
+        imports and starts the UI, sending each stage back through a pipe (pickle between our own two
+        processes; nothing from the run directory is ever unpickled this way). Otherwise (None) the
+        first ``load`` reads the run itself.
+        """
+        if not hasattr(os, "fork") or threading.active_count() != 1:
+            return None
+        key = Path(path).absolute().as_posix()
+        child = _Child.start(Path(path), self)
+        with self._lock:
+            self._children[key] = child
+        return child.pid
+
+    def cancel(self, path: Path | str) -> None:
+        """Stop a prefetch of ``path`` nobody took over yet (its child is killed)."""
+        with self._lock:
+            child = self._children.pop(Path(path).absolute().as_posix(), None)
+        if child is not None:
+            child.kill()
+
+    def close(self) -> None:
+        """Kill every prefetching child (the UI is quitting)."""
+        with self._lock:
+            children = list(self._children.values())
+            self._children.clear()
+        for child in children:
+            child.kill()
+
+    def __call__(self, path: Path) -> Run:
+        return self.load(path)
+
+    def load(self, path: Path, on_stage: StageCallback | None = None,
+             cancelled: Callable[[], bool] | None = None) -> Run:
+        """The analysed Run of ``path`` (a prefetching child's, if one is under way), reporting each stage."""
+        with self._lock:
+            child = self._children.pop(Path(path).absolute().as_posix(), None)
+        if child is not None:
+            got = child.relay(on_stage, cancelled)
+            if got is not None:
+                run, cache = got
+                if cache is not None:
+                    with self._lock:
+                        self.caches[Path(path).absolute().as_posix()] = cache
+                return run
+        return self._load(path, on_stage, cancelled)
+
+    def glance(self, path: Path) -> RunGlance | None:
+        """The quick stage of ``path`` by this loader's clock (None when it fails)."""
+        return _safe_glance(path, self._now())
+
+    def _load(self, path: Path, on_stage: StageCallback | None = None,
+              cancelled: Callable[[], bool] | None = None) -> Run:
+        emit = on_stage or (lambda _stage: None)
+        now = self._now()
+        _stop_if(cancelled)
+        # Nobody to show the quick stage to (a runs-table load): skip it, it would cost as much as a small run.
+        quick = _safe_glance(path, now) if on_stage is not None else None
+        if quick is not None:
+            emit(Glanced(quick))
+        tracker = ReadTracker(quick.files if quick is not None else (), lambda p: emit(Reading(p)), cancelled)
+        key = Path(path).absolute().as_posix()
+        with self._lock:
+            cache = self.caches.get(key) or self.caches.setdefault(key, self.make_cache())
+        try:
+            run = load_safely(path, cache=cache, now=now, progress=tracker)
+        except LoadCancelled:
+            with self._lock:
+                self.caches.pop(key, None)  # a cut-short read leaves no half state for the next one
+            raise
+        with self._lock:
+            self.incremental_reads += cache.incremental_reads
+            cache.incremental_reads = 0
+            if run.status != "running":  # only a live run is reloaded: don't keep reader results of the others
+                self.caches.pop(key, None)
+        emit(ReadDone(run))
+        tracker.stage("analysing")
+        try:
+            return analyze(run)
+        except Exception:  # analysis bugs already become findings per check; this guards the sort itself
+            return run
+
+
+def guarded(loader: Loader, path: Path) -> Run:
+    """Call a loader; an exception becomes an ``internal.load-failed`` finding on a minimal Run."""
+    try:
+        return loader(path)
+    except Exception as exc:  # the UI must show a finding, never a traceback
+        return failed_run(path, exc)
+
+
+_HEADER = struct.Struct("<Q")
+
+
+class _Child:
+    """A forked process loading one run; its stages arrive as length-prefixed pickles through a pipe."""
+
+    def __init__(self, pid: int, read_end: int) -> None:
+        self.pid = pid
+        self.frames: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self._reaped = False
+        self._reap_lock = threading.Lock()
+        threading.Thread(target=self._receive, args=(read_end,), name="pimm-inspect-prefetch", daemon=True).start()
+
+    @classmethod
+    def start(cls, path: Path, loader: CachingLoader) -> _Child:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: load, send, and leave without running any exit handler of the parent's
+            try:
+                os.close(read_end)
+                with os.fdopen(write_end, "wb") as out:
+                    def send(kind: str, payload: object) -> None:
+                        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
+                        out.write(_HEADER.pack(len(data)))
+                        out.write(data)  # not header + data: that would copy a big Run's pickle once more
+                        out.flush()
+
+                    def stage(item: Stage) -> None:
+                        send("stage", item)
+
+                    run = loader._load(path, stage)
+                    cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
+                    # Everything analysis set (findings, summary, Run.replayed ...), without the series the
+                    # parent already has from the ReadDone stage.
+                    send("analysed", (dataclasses.replace(run, series=(), events=()), cache))
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        return cls(pid, read_end)
+
+    def _receive(self, read_end: int) -> None:
+        """Read frames as they come (so the child never waits on a full pipe); None marks the end."""
+        try:
+            with os.fdopen(read_end, "rb") as pipe:
+                while header := pipe.read(_HEADER.size):
+                    if len(header) < _HEADER.size:
+                        break
+                    (size,) = _HEADER.unpack(header)
+                    data = pipe.read(size)
+                    if len(data) < size:
+                        break
+                    self.frames.put(pickle.loads(data))
+        except Exception:  # noqa: BLE001 - a broken pipe or frame ends the relay; the parent loads instead
+            pass
+        finally:
+            self.frames.put(None)
+            self._reap()
+
+    def _reap(self) -> None:
+        with self._reap_lock:
+            if self._reaped:
+                return
+            self._reaped = True
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+    def kill(self) -> None:
+        """Stop the child now (its screen is gone, or a newer load supersedes it)."""
+        if not self._reaped:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._reap()
+
+    def relay(self, on_stage: StageCallback | None,
+              cancelled: Callable[[], bool] | None) -> tuple[Run, ReadCache | None] | None:
+        """Hand the child's stages to ``on_stage``; the analysed Run and the child's read cache (a live run's),
+        or None when the child gave up early."""
+        read: Run | None = None
+        while True:
+            try:
+                frame = self.frames.get(timeout=0.05)
+            except queue.Empty:
+                if cancelled is not None and cancelled():
+                    self.kill()
+                    raise LoadCancelled() from None
+                continue
+            if frame is None:
+                return None  # the child died or could not send: the caller loads here instead
+            kind, payload = frame
+            if kind == "stage":
+                if isinstance(payload, ReadDone):
+                    read = payload.run
+                if on_stage is not None:
+                    on_stage(payload)  # our own child sends only Stage values
+                if cancelled is not None and cancelled():
+                    self.kill()
+                    raise LoadCancelled()
+            elif kind == "analysed" and read is not None:
+                assert isinstance(payload, tuple)  # our own child's (analysed run without series, cache)
+                analysed, cache = payload
+                return dataclasses.replace(analysed, series=read.series, events=read.events,
+                                           scalar_table=scalar_frame), cache
+

@@ -1,0 +1,234 @@
+"""The persistent cache of per-file reader results and analysed rows, outside every run directory.
+
+Where: ``session.settings.Settings.cache_dir`` (read from the environment once, by ``Settings.from_env``). One
+file per (reader, file,
+run-relative name) or run row, named by that key and the code version, holding the fingerprints of
+everything the value was read from (``file_deps``); written atomically (temp file + ``os.replace``),
+read back with the no-pickle codec of ``_cache_codec`` and ignored when damaged or foreign. The total
+size is capped (``Settings.cache_max_bytes``, default 2 GB) by evicting the least recently used entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...load.file_deps import Dep, valid_deps
+from ...sources.confine import real_path
+from . import codec
+from .trust import entry_problem, make_private_dir
+
+Deps = tuple[Dep, ...]
+
+ENTRY_SUFFIX = ".pimc"
+DEFAULT_MAX_BYTES = 2 * 1024**3
+TOUCH_AFTER_S = 600.0
+"""An entry read is marked used (its mtime set to now) only when it was last marked longer ago than this: eviction
+needs no finer order, and a warm ``ls`` of a big tree then writes no inode per entry read."""
+_code_versions: dict[tuple[str, ...], str] = {}
+
+
+def code_version(extra: tuple[str, ...] = ()) -> str:
+    """The package version plus a digest of the readers' source files (size, mtime), computed once:
+    results stored by other reader code are never reused. ``extra`` names more subpackages whose code
+    shaped the stored value (``analysis`` for analysed rows)."""
+    if extra not in _code_versions:
+        from ... import __version__
+
+        package = Path(__file__).resolve().parents[2]
+        digest = hashlib.sha256(__version__.encode())
+        folders = ("sources", "load", "session/store", *extra)
+        for source in sorted([*(p for f in folders for p in (package / f).rglob("*.py")), package / "model.py",
+                              package / "evidence.py"]):
+            try:
+                st = source.stat()
+            except OSError:
+                continue
+            digest.update(f"{source.relative_to(package)}|{st.st_size}|{st.st_mtime_ns}".encode())
+        _code_versions[extra] = f"{__version__}+{digest.hexdigest()[:12]}"
+    return _code_versions[extra]
+
+
+def _inside(path: str, folder: str) -> bool:
+    """True when the real path ``path`` is ``folder`` or below it."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+@dataclass
+class DiskCache:
+    """Reader results on disk; every method is a no-op for a run that contains the cache directory."""
+
+    directory: Path
+    max_bytes: int = DEFAULT_MAX_BYTES
+    """The total size entries may take; least recently used ones are evicted beyond it."""
+    written_bytes: int = 0
+    """Bytes written by this process since the last size check."""
+    _real: str = ""
+    """The directory's real path, once resolved."""
+    _made: bool = False
+    """True once the directory is known to exist (created or found)."""
+    on_problem: Callable[[str], None] | None = field(default=None, compare=False)
+    """Told (once) why an entry or the directory was refused (``trust``); the session prints it on stderr."""
+    _told: bool = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Worker processes get the cache without the session's reporter (it may be any callable)."""
+        state = dict(self.__dict__)
+        state["on_problem"] = None
+        return state
+
+    def refuse(self, problem: str) -> None:
+        """Say why something in the cache was not trusted, the first time only."""
+        if not self._told and self.on_problem is not None:
+            self._told = True
+            self.on_problem(problem)
+
+    def usable_for(self, run_root: Path) -> bool:
+        """False when the cache directory is inside the run (a cache must never be written into a run)."""
+        if not self._real:
+            self._real = real_path(self.directory)
+        return not _inside(self._real, real_path(run_root))
+
+    def _entry(self, kind: str, path: Path, rel_path: str, version: str) -> tuple[Path, dict[str, Any]]:
+        absolute = str(path.absolute())
+        header = {"kind": kind, "path": absolute, "rel": rel_path, "version": version}
+        digest = hashlib.sha256("\0".join((kind, absolute, rel_path, version)).encode("utf-8", "surrogateescape"))
+        return self.directory / f"{digest.hexdigest()[:40]}{ENTRY_SUFFIX}", header
+
+    def get(self, kind: str, path: Path, rel_path: str) -> tuple[tuple[int, int, int], Deps, Any] | None:
+        """(signature and dependencies when stored, result) for the file, or None (missing, damaged, foreign)."""
+        stored = self.get_value(kind, path, rel_path)
+        if not (isinstance(stored, tuple) and len(stored) == 3 and isinstance(stored[0], tuple)
+                and len(stored[0]) == 3 and all(type(x) is int for x in stored[0]) and valid_deps(stored[1])):
+            return None
+        return stored[0], stored[1], stored[2]
+
+    def put(self, kind: str, path: Path, rel_path: str, signature: tuple[int, int, int], deps: Deps,
+            result: Any) -> None:
+        """Store ``result`` for the file as it was at ``signature``, read from ``deps``."""
+        self.put_value(kind, path, rel_path, (tuple(signature), tuple(deps), result))
+
+    def get_value(self, kind: str, path: Path, rel_path: str, extra_code: tuple[str, ...] = ()) -> Any:
+        """The value stored under (kind, path, rel_path) by this code version, or None (missing, damaged, foreign)."""
+        entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
+        try:
+            with open(entry, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                problem = entry_problem(st, entry)
+                if problem is not None:  # someone else could have written it: a checksum is no signature
+                    self.refuse(f"{problem}: entries there are not trusted")
+                    return None
+                data = fh.read()
+                used_s = st.st_mtime
+        except OSError:
+            return None
+        try:
+            stored = codec.decode(data, header)
+        except codec.BadEntry:
+            return None  # damaged or foreign: ignored, and replaced by the next put
+        if time.time() - used_s > TOUCH_AFTER_S:
+            try:
+                os.utime(entry)  # least recently used = oldest mtime
+            except OSError:
+                pass
+        return stored
+
+    def put_value(self, kind: str, path: Path, rel_path: str, value: Any, extra_code: tuple[str, ...] = ()) -> None:
+        """Store ``value`` atomically (quietly skipped when not storable or the disk refuses)."""
+        entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
+        try:
+            data = codec.encode(value, header)
+        except (codec.NotCacheable, ValueError, TypeError, RecursionError):
+            return
+        try:
+            fd, tmp = self._temp_file()
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, entry)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            return  # a read-only or full disk must never stop reading runs
+        self.written_bytes += len(data)
+        if self.written_bytes > self.max_bytes // 20:
+            self.written_bytes = 0
+            evict(self.directory, self.max_bytes)
+
+
+    def _temp_file(self) -> tuple[int, str]:
+        """A new temporary file in the cache directory (created with the directory when missing)."""
+        if not self._made:
+            self._make_dir()
+            self._made = True
+        try:
+            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+        except FileNotFoundError:  # removed since (another process cleared the cache): make it again
+            self._make_dir()
+            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+
+    def _make_dir(self) -> None:
+        """The directory, made 0700 when missing; a PermissionError (an OSError: nothing is written) when it is not
+        the user's own or others may write it."""
+        try:
+            make_private_dir(self.directory)
+        except PermissionError as exc:
+            self.refuse(f"{exc}: the cache is not used")
+            raise
+
+
+def entries(directory: Path) -> list[tuple[Path, int, float]]:
+    """(path, size, last use) of every cache entry."""
+    out = []
+    try:
+        with os.scandir(directory) as it:
+            for item in it:
+                if item.name.endswith(ENTRY_SUFFIX) and item.is_file(follow_symlinks=False):
+                    try:
+                        st = item.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    out.append((Path(item.path), st.st_size, st.st_mtime))
+    except OSError:
+        pass
+    return out
+
+
+def evict(directory: Path, limit: int) -> int:
+    """Remove least recently used entries until the total is at most ``limit``; return bytes removed."""
+    found = entries(directory)
+    total = sum(size for _p, size, _t in found)
+    removed = 0
+    for path, size, _used in sorted(found, key=lambda e: e[2]):
+        if total <= limit:
+            break
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        total -= size
+        removed += size
+    return removed
+
+
+def clear(directory: Path) -> tuple[int, int]:
+    """Remove every entry (and leftover temp files); return (files, bytes) removed."""
+    files = size = 0
+    for path, n, _t in entries(directory):
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        files += 1
+        size += n
+    return files, size
