@@ -18,7 +18,6 @@ from ..analysis.summary import run_row
 from ..evidence import RunRow
 from ..load.discover import classify_dir
 from ..load.progress import LoadCancelled
-from ..model import Run
 from ..report.safe_text import clean
 from ..session import Session
 from ..session.staged import Loader, StagedLoader, load_in_stages

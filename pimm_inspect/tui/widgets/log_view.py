@@ -21,6 +21,7 @@ from ...analysis.secrets import mask_text
 from ...report.safe_text import clean
 from ...sources import UnreadableFile, open_regular
 from ..messages import LogIndexProgress
+from .log_scan import CHUNK_BYTES, scan
 
 TRAIN_LINE = re.compile(rb"Train: \[(\d+)/\d+\]\[(\d+)/(\d+)\]")
 """A Train: record's epoch, iter and iters per epoch: g = (epoch - 1) * iters + iter (spec 3.4 D)."""
@@ -31,43 +32,10 @@ LEVEL_CLASS = {"DEBUG": "logview--debug", "INFO": "logview--info", "WARNING": "l
                "ERROR": "logview--error", "CRITICAL": "logview--error"}
 MAX_MATCH_LINES = 100_000
 """Search remembers at most this many matching lines (the count then says "100000+")."""
-CHUNK_BYTES = 8 << 20
 SEARCH_IN_WORKER_BYTES = 16 << 20
 """A log bigger than this is searched in a worker (the UI says "searching…" and escape cancels)."""
 MAX_LINE_CHARS = 2000
 """Very long lines are cut when shown (the file is never changed)."""
-
-
-def scan(path: Path, pattern: re.Pattern[bytes], start: int, end: int, cancelled: Callable[[], bool] = lambda: False):
-    """Yield (absolute offset, match) of ``pattern`` in ``path[start:end]``, read in line-aligned chunks.
-
-    Reads with read(), never mmap: pimm truncates train.log on a fresh relaunch, and a mapped file
-    that shrinks kills the process (SIGBUS). A line longer than a chunk is searched whole.
-    """
-    try:
-        with open_regular(path, path.name) as fh:
-            fh.seek(start)
-            position, carry = start, b""
-            while position < end and not cancelled():
-                chunk = fh.read(min(CHUNK_BYTES, end - position))
-                if not chunk:
-                    break
-                position += len(chunk)
-                data = carry + chunk
-                cut = data.rfind(b"\n") + 1 if position < end else len(data)
-                if cut == 0:
-                    carry = data
-                    continue
-                base = position - len(data)
-                for match in pattern.finditer(data, 0, cut):
-                    yield base + match.start(), match
-                carry = data[cut:]
-            if carry:
-                base = position - len(carry)
-                for match in pattern.finditer(carry):
-                    yield base + match.start(), match
-    except (UnreadableFile, OSError, ValueError):
-        return
 
 
 class LogView(ScrollView, can_focus=True):

@@ -18,7 +18,7 @@ from ...analysis.secrets import mask_text
 from ...load.quick import RunGlance
 from ...model import Attempt, Provenance, Run, Severity
 from ...report.safe_text import clean, data_text
-from ..facts import Span, fmt_range, fmt_range_short, fmt_step, fmt_step_short, kind_label, marked_spans, relative_name
+from ..facts import Span, fmt_range, fmt_range_short, fmt_step_short, kind_label, marked_spans, relative_name
 from ..stages import WAITING, attempts_seen, last_step_seen
 
 SEVERITY_CLASS = {Severity.ERROR: "overview--error", Severity.WARNING: "overview--warning",
