@@ -315,7 +315,7 @@ async def test_help_screen_and_command_palette_list_actions():
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {"Overlap policy: all attempts / newest / oldest per step (p)", "Smoother (+)",
                 "X axis: step / relative time / wall time (x)", "Log y (L)", "Search (/)", "Reload (r)", "Help (?)",
-                "Quit (q)", "Next attempt (], Log tab)"} <= titles, titles
+                "Quit (q)", "Next attempt (] · Log tab)"} <= titles, titles
         command = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Overlap policy"))
         await command.callback()
         await settle(pilot)

@@ -266,7 +266,7 @@ class InspectApp(App):
                     continue
                 seen.add(binding.action)
                 tabs = TAB_ACTIONS.get(binding.action.split("(")[0], ())
-                where = "" if not tabs or screen.active_tab in tabs else f", {TAB_TITLES[tabs[0]]}"
+                where = "" if not tabs or screen.active_tab in tabs else f" · {TAB_TITLES[tabs[0]]}"
                 yield SystemCommand(f"{label_of(binding)} ({self.get_key_display(binding)}{where})", "",
                                     functools.partial(self._run_on_tab, screen, binding.action,
                                                       tabs[0] if where else None))

@@ -15,7 +15,8 @@ from ...report.safe_text import clean, data_text
 from ..facts import flat_config
 
 ABSENT = "—"
-MAX_CELL = 60
+MAX_CELL = 240
+"""A longer value is cut (with …); shorter ones wrap within their column."""
 
 
 def config_differences(columns: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, list[str]]]:
