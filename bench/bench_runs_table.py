@@ -37,9 +37,13 @@ TARGET = 1.5
 
 TABLE = """
 import sys
+from pathlib import Path
+import pimm_inspect.tui.app as app_module
 from pimm_inspect.tui.app import InspectApp
 
 class Timed(InspectApp):
+    CSS_PATH = str(Path(app_module.__file__).with_name("pimm_inspect.tcss"))  # Textual cannot find a -c class's file
+
     def on_load_finished(self, message):
         super().on_load_finished(message)
         self.call_after_refresh(self.exit)

@@ -68,7 +68,7 @@ REFRESH = """
     with open(GROW, "r+b") as fh:
         fh.truncate(cut)
     cache = ReadCache(disk=None)
-    first = cache.train_log(GROW, "train.log")
+    first = cache.train_log(GROW, "train.log").value
     with open(PATH, "rb") as src, open(GROW, "ab") as fh:
         src.seek(cut)
         fh.write(src.read())
@@ -79,7 +79,7 @@ REFRESH = """
         return real(fh, start, size, *args)
     R.blocks = spy
     t, c = time.perf_counter(), time.process_time()
-    r = cache.train_log(GROW, "train.log")
+    r = cache.train_log(GROW, "train.log").value
     work, cpu = time.perf_counter() - t, time.process_time() - c
     out = {"work": work, "cpu": cpu, "bytes_read": sum(read), "lines": sum(s.train_lines for s in r.segments),
            "incremental": cache.incremental_reads}

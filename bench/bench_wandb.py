@@ -118,7 +118,7 @@ try:
     log.write_bytes(data[:cut])
     cache = ReadCache(disk=None)
     t, c = time.perf_counter(), time.process_time()
-    first = cache.wandb_run(folder, ".")
+    first = cache.wandb_run(folder, ".").value
     first_wall, first_cpu = time.perf_counter() - t, time.process_time() - c
     starts = []
     real = bulk.frame_batches
@@ -129,7 +129,7 @@ try:
     with open(log, "ab") as fh:
         fh.write(data[cut:])
     t, c = time.perf_counter(), time.process_time()
-    grown = cache.wandb_run(folder, ".")
+    grown = cache.wandb_run(folder, ".").value
     wall, cpu = time.perf_counter() - t, time.process_time() - c
 finally:
     shutil.rmtree(scratch, ignore_errors=True)

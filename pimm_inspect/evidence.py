@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
-    from .model import Attempt, Finding
+    from .model import Attempt, Era, Finding, RunKind, RunStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +173,26 @@ class SlurmLogFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class EvalFacts:
+    """One final test of the run: pimm's tester writes ``eval/<stamp>/test_metrics.json``."""
+
+    path: str
+    """The file, relative to the run."""
+    stamp: str
+    """The ``eval/<stamp>/`` folder's name (when the test ran)."""
+    split: str | None = None
+    checkpoint: str | None = None
+    """Which checkpoint was tested (``model_best``, ``model_last``), as the file says."""
+    metrics: tuple[tuple[str, float], ...] = ()
+    """The numeric metrics (the file's ``metrics`` object, else its numeric top-level values), in file order."""
+
+
+@dataclass(frozen=True, slots=True)
 class HfFacts:
     """Trainer facts of an HF output dir that are not series, checkpoints or attempts."""
 
     state_path: str | None
     best_metric: float | None
-    replayed: tuple[tuple[int, int], ...]
-    """Inclusive step ranges logged by two attempts."""
     schedule_notes: tuple[str, ...]
 
 
@@ -211,9 +224,9 @@ class RunRow:
     root: Path
     """The run directory (absolute), as it was loaded."""
     name: str
-    kind: str
-    era: str | None
-    status: str
+    kind: RunKind
+    era: Era | None
+    status: RunStatus
     attempts: int
     """Number of attempts (process starts)."""
     wandb_run_ids: tuple[str, ...]

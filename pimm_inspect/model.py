@@ -10,11 +10,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
-from .evidence import (EventFileFacts, HfFacts, ModelDirFacts, RankLogFacts, RunSummary, SbatchFacts,
+from .evidence import (EvalFacts, EventFileFacts, HfFacts, ModelDirFacts, RankLogFacts, RunSummary, SbatchFacts,
                        SlurmLogFacts, TrainLogFacts, WandbRunFacts)
 
 
@@ -35,6 +35,16 @@ class Severity(enum.IntEnum):
         """Parse ``info``/``warning``/``error`` (case-insensitive)."""
         return cls[text.strip().upper()]
 
+
+RunKind = Literal["pimm", "tensorboard", "wandb", "hf-trainer", "unknown"]
+"""What wrote a run directory (``load.discover.classify_dir``); ``unknown`` for a run that could not be loaded."""
+RunStatus = Literal["finished", "running", "crashed", "stopped", "unknown"]
+Era = Literal["E0", "E1", "E1b", "E2", "E3a", "E3b"]
+"""pimm's on-disk format generation (docs/pimm-format.md)."""
+Origin = Literal["fresh", "resume", "resume-inexact", "rollback", "warm-start", "restart", "unknown"]
+"""How an attempt began."""
+ScalarTable = Callable[["Run", "tuple[str, ...] | list[str] | str", str, bool], Any]
+"""``(run, tags, policy, all_sources) -> pandas.DataFrame``: the scalar rows of ``Run.scalars()``."""
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -205,7 +215,7 @@ class Attempt:
     records no zone."""
     first_step: int | None = None
     last_step: int | None = None
-    origin: str = "unknown"
+    origin: Origin = "unknown"
     """fresh, resume (exact), resume-inexact, rollback, warm-start, restart (from scratch into a used directory), unknown."""
     resumed_from: str | None = None
     """Checkpoint path the attempt resumed from (as the log names it)."""
@@ -285,11 +295,11 @@ class Run:
 
     root: Path
     """Absolute path of the run directory; every other path is relative to it."""
-    kind: str
+    kind: RunKind
     """pimm, tensorboard, wandb, hf-trainer."""
-    era: str | None
+    era: Era | None
     """E0, E1, E1b, E2, E3a, E3b for pimm runs, else None."""
-    status: str
+    status: RunStatus
     """finished, running, crashed, stopped, unknown."""
     name: str = ""
     attempts: tuple[Attempt, ...] = ()
@@ -313,6 +323,8 @@ class Run:
     hf: HfFacts | None = None
     run_metadata: Mapping[str, Any] | None = None
     """run_metadata.json as read (scanned for secrets); None when absent or unreadable."""
+    eval_results: tuple[EvalFacts, ...] = ()
+    """The final tests the run holds (``eval/<stamp>/test_metrics.json``), oldest first."""
     summary: RunSummary | None = None
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()

@@ -73,7 +73,15 @@ def test_permission_denied_file_and_folder(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_listdir(path)
 
+    real_os_open = os.open
+
+    def guarded_os_open(file, flags, *args, **kwargs):  # open_regular: O_PATH (no permission needed), then read
+        if str(file).endswith(("resolved_config.json", "train.log")) and not flags & getattr(os, "O_PATH", 0):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_os_open(file, flags, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_os_open)
     monkeypatch.setattr(os, "listdir", guarded_listdir)
     errors = []
     found = discover(tmp_path / "runs", on_error=lambda p, why: errors.append((p.name, why)))

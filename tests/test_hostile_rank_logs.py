@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from pimm_inspect.sources.slurm.rank_logs import MAX_NAME_CHARS, read_rank_log
 from tests.hostile_support import run_cli
 
@@ -34,6 +36,7 @@ def test_names_that_are_not_pimms_stay_out_of_the_summary(tmp_path: Path) -> Non
     assert got.host == "h" * MAX_NAME_CHARS and got.last_step == 5
 
 
+@pytest.mark.slow
 def test_a_two_gigabyte_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:
     """A sparse 2 GiB file of NULs is one line with no newline: skipped in 1 MiB reads, named, fresh process."""
     run = tmp_path / "run"

@@ -105,3 +105,23 @@ def test_every_reader_family_says_what_it_reads() -> None:
     for family in families:
         doc = ast.get_docstring(ast.parse((family / "__init__.py").read_text(encoding="utf-8")))
         assert doc and len(doc.split()) >= 40, f"{family.name}/__init__.py needs a paragraph on what it reads"
+
+
+def test_the_architecture_drawing_matches_the_layers_enforced_here() -> None:
+    """``docs/architecture.md`` draws the layers top to bottom; its order must be the one this test enforces."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawing = doc.split("```")[1].strip().splitlines()
+    drawn: list[list[str]] = []
+    for line in drawing:
+        head = line.strip().split("  ")[0]  # the layer names before the description
+        if not head:
+            continue
+        names = [n.strip().rstrip("/").removesuffix(".py") for n in head.replace(",", "|").split("|")]
+        names = [n for n in names if n in RANK]
+        if names:
+            drawn.append(names)
+    assert {n for row in drawn for n in row} == set(RANK), drawn
+    ranks = [{RANK[n] for n in row} for row in drawn]
+    assert all(len(r) == 1 for r in ranks), drawn  # one floor per line
+    order = [r.pop() for r in ranks]
+    assert order == sorted(order, reverse=True) and len(set(order)) == len(order), drawn

@@ -37,6 +37,8 @@ def test_reader_returns_a_read_naming_its_file_on_bad_input(kind, content: str, 
         assert finding.paths and all(p.startswith("thing") for p in finding.paths), finding
     if content == "garbage" and kind.source_kind not in FOLDER_KINDS and target.is_file():
         assert 0 <= result.bytes_read <= target.stat().st_size
+    if content == "garbage":
+        assert result.findings, f"{kind.source_kind}: garbage read without a finding saying so"
 
 
 def test_resumable_readers_report_where_they_stopped() -> None:
@@ -66,3 +68,32 @@ def test_every_file_kind_is_read_somewhere_in_the_fixtures() -> None:
     for root in iter_runs(FIXTURES):
         seen |= {s.kind for s in load_run(root).sources}
     assert {k.source_kind for k in KINDS} <= seen, {k.source_kind for k in KINDS} - seen
+
+
+@pytest.mark.parametrize("family", ["train_log", "tensorboard", "checkpoint", "wandb"])
+def test_the_cached_path_reads_through_the_protocol_reader(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a read cache handed in, a file is still read by its kind's ``read`` (never a side door), once."""
+    import importlib
+
+    from pimm_inspect.load.assemble import load_run
+    from pimm_inspect.session.store.cache import ReadCache
+
+    module = importlib.import_module(f"pimm_inspect.sources.{family}")
+    real = module.read
+    calls: list[str] = []
+
+    def spy(path: Path, rel_path: str) -> Read:
+        calls.append(rel_path)
+        return real(path, rel_path)
+
+    monkeypatch.setattr(module, "read", spy)
+    run = FIXTURES / ("wandb_clean" if family == "wandb" else "e2_rollback")
+    cache = ReadCache()
+    first = load_run(run, cache=cache)
+    assert calls, f"{family}: read without its protocol reader"
+    seen = len(calls)
+    again = load_run(run, cache=cache)
+    assert len(calls) == seen  # unchanged files come from the cache
+    assert sorted(s.tag for s in again.series) == sorted(s.tag for s in first.series)
+    load_run(run)  # no cache: the same reader
+    assert len(calls) == 2 * seen

@@ -117,7 +117,7 @@ def test_a_link_out_of_the_root_is_not_followed_and_system_folders_are_never_ent
     skipped: list[tuple[Path, str]] = []
     started = time.monotonic()
     found = discover(root, on_error=lambda p, why: skipped.append((p.name, why)))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 120  # a hang guard (a link loop followed forever), not a speed target
     assert _rel(found, root) == ["copied_run"]  # the inside link leads to the same folder (seen once)
     reasons = dict(skipped)
     assert "system folders are never searched" in reasons["to_proc"]

@@ -90,7 +90,7 @@ def test_growing_wandb_log_is_decoded_from_where_it_stopped(tmp_path, monkeypatc
     results = []
     for cut in (len(data) * 3 // 10, len(data) * 6 // 10, len(data)):
         log.write_bytes(data[:cut])
-        results.append(cache.wandb_run(folder, "wandb/run"))
+        results.append(cache.wandb_run(folder, "wandb/run").value)
     first, middle, final = results
     assert "file.truncated" in {f.code for f in first.findings} and first.exit_code is None
     assert 0 < first.end_offset < middle.end_offset < final.end_offset == len(data)

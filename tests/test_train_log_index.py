@@ -83,10 +83,10 @@ def test_refresh_through_the_cache_keeps_the_index_whole(tmp_path: Path) -> None
     path = tmp_path / "train.log"
     path.write_bytes(data[:len(data) * 2 // 3 + 17])  # ends mid-line, inside attempt 2 or 3
     cache = ReadCache()
-    first = cache.train_log(path, "train.log")
+    first = cache.train_log(path, "train.log").value
     with path.open("ab") as fh:
         fh.write(data[path.stat().st_size:])
-    again = cache.train_log(path, "train.log")
+    again = cache.train_log(path, "train.log").value
     assert cache.incremental_reads == 1
     full = read_train_log(full_path, "train.log")
     for field in ("start_line_nos", "start_offsets", "start_trains", "start_attempts", "step_steps",

@@ -172,11 +172,11 @@ def test_read_cache_extends_from_the_kept_state(tmp_path: Path, reads) -> None:
     cut = len(data) // 2 + 3
     path.write_bytes(data[:cut])
     cache = ReadCache(disk=None)
-    first = cache.train_log(path, "train.log")
+    first = cache.train_log(path, "train.log").value
     with path.open("ab") as fh:
         fh.write(data[cut:])
     reads.clear()
-    grown = cache.train_log(path, "train.log")
+    grown = cache.train_log(path, "train.log").value
     assert cache.incremental_reads == 1 and reads == [(first.end_offset, len(data))]
     _equal_to_full_read(grown, path)
 

@@ -39,8 +39,8 @@ async def test_a_background_update_of_a_filtered_out_row_is_kept_silently(tmp_pa
         hidden = (tmp_path / "tb_plain").absolute()
         assert hidden.as_posix() not in table.rows
         # A live reload of the hidden run arrives (as the follow timer's worker posts it).
-        row = run_row(dataclasses.replace(fixed_loader(hidden), status="crashed"))
-        app.post_message(RowLoaded(hidden, row))
+        run = dataclasses.replace(fixed_loader(hidden), status="crashed")
+        app.post_message(RowLoaded(hidden, run_row(run)))
         await settle(pilot)
         assert hidden.as_posix() not in table.rows
         assert app.screen.table.runs[hidden.as_posix()].status == "crashed"  # stored, not shown

@@ -104,17 +104,15 @@ def test_the_sync_command_quotes_paths_and_names_existing_folders(tmp_path):
     assert links.copyable(run.wandb.sync_command) == run.wandb.sync_command
 
 
-def test_a_folder_name_that_is_not_text_gets_no_command_and_a_finding(tmp_path):
+def test_a_folder_name_that_is_not_text_gets_a_command_naming_its_bytes(tmp_path):
     parent = Path(os.fsdecode(bytes(tmp_path) + b"/run_\xff\xfe"))
     shutil.copytree(FIXTURES / "runs" / "wandb_clean", parent)
     run = pimm_inspect.load_run(parent)
-    assert run.wandb.sync_command is None
-    (refused,) = [f for f in run.findings if f.code == "wandb.link-refused"]
-    assert "not text" in refused.message
-    result = CliRunner().invoke(cli, ["url", str(parent)])
-    assert result.exit_code == 1 and "wandb sync" not in result.stdout
+    assert run.wandb.sync_command is not None and "run_\\xff\\xfe" in run.wandb.sync_command
+    assert run.wandb.sync_command.startswith("wandb sync $'/") and run.wandb.sync_command.isprintable()
+    assert not [f for f in run.findings if f.code == "wandb.link-refused"]
     url, command = wandb_target(run)
-    assert links.copyable(url or command) is None
+    assert links.copyable(url or command) == run.wandb.sync_command  # vetted: the UI copies it
 
 
 def test_the_opener_never_passes_an_unvetted_or_option_like_argument(monkeypatch):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,18 +16,6 @@ from tests.tui_support import RUNS, fixed_loader, settle  # noqa: E402
 
 SIZE = (120, 36)
 pytestmark = pytest.mark.asyncio
-
-
-async def test_y_on_a_run_under_a_folder_name_that_is_not_text_copies_nothing_and_says_why(tmp_path):
-    parent = Path(os.fsdecode(bytes(tmp_path) + b"/run_\xff\xfe"))
-    shutil.copytree(RUNS / "wandb_clean", parent)
-    app = make_app(parent, loader=fixed_loader, follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("y")
-        await settle(pilot)
-        assert not getattr(app, "clipboard", "")
-        assert any("nothing to copy" in n.message for n in app._notifications)
 
 
 async def test_o_and_y_refuse_a_link_that_is_not_vetted(monkeypatch):

@@ -197,12 +197,36 @@ def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
         key = (first, last, written.writers)
         ranges.setdefault(key, ReplayedRange(first, last, len(written.writers), attempts, tuple(paths)))
     if not ranges and run.hf is not None:
-        for first, last in run.hf.replayed:  # the Trainer's own history says steps were logged twice
+        for first, last in _trainer_overlaps(run):  # the Trainer's attempts trained these steps twice
             who = tuple(a.index for a in run.attempts if a.first_step is not None and a.last_step is not None
                         and a.first_step <= last and a.last_step >= first)
             ranges[(first, last, who)] = ReplayedRange(first, last, max(2, len(who)), who if len(who) > 1 else (),
                                                        ("trainer_state.json",))
     return tuple(sorted(ranges.values(), key=lambda r: (r.first_step, r.last_step)))
+
+
+def _trainer_overlaps(run: Run) -> list[tuple[int, int]]:
+    """Steps an HF Trainer run trained twice: for each later attempt, from its restore point + 1 (else its first
+    step) to where it and an earlier attempt both got; overlapping ranges merged. The Trainer's
+    ``trainer_state.json`` keeps one history, so its series alone cannot show the second copy."""
+    spans: list[tuple[int, int]] = []
+    for j, later in enumerate(run.attempts):
+        for earlier in run.attempts[:j]:
+            if None in (later.first_step, later.last_step, earlier.first_step, earlier.last_step):
+                continue
+            assert later.first_step is not None and later.last_step is not None
+            assert earlier.first_step is not None and earlier.last_step is not None
+            lo = later.first_step if later.restore_step is None else later.restore_step + 1
+            lo, hi = max(lo, earlier.first_step), min(earlier.last_step, later.last_step)
+            if later.origin != "restart" and lo <= hi:
+                spans.append((lo, hi))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def _touches(s: ScalarSeries, first: int, last: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Iterator
@@ -153,8 +154,14 @@ def console(no_color: bool = False) -> Console:
 
     # Piped output has no terminal width: use a wide page rather than Rich's 80 columns.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
-    return Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width, markup=False,
-                   emoji=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """Rich exits 1 on EPIPE; ``main``'s rule for every command (EPIPE is a normal end) decides instead."""
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return _Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width, markup=False,
+                    emoji=False)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")

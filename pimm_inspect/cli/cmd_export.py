@@ -48,13 +48,17 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
     Example: pimm-inspect export exp/ --format parquet -o runs_dataset
     """
     from ..analysis.scalar_rows import TagRows, iter_scalar_rows, scalar_rows, to_frame
-    from ..report.export import write_json
+    from ..report.export import csv_text, named_rows, replaced_atomically, write_json
+    from ..report.safe_text import clean
 
     if fmt == "parquet" and _dataset_wanted(output):
         _export_dataset(run, output, tags, policy, all_sources, prune)
         return
     if prune:
         stderr("pimm-inspect: --prune is for the Parquet dataset (--format parquet -o DIR)")
+        sys.exit(EXIT_USAGE)
+    if fmt == "parquet" and output == "-":
+        stderr("pimm-inspect: parquet needs a file (-o FILE)")
         sys.exit(EXIT_USAGE)
     try:
         target = next(iter_loaded(find_runs(run, single=True)))
@@ -63,6 +67,7 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
             stderr("pimm-inspect: (for the dataset of every run under a folder, give -o a directory: "
                    "a name not ending in .parquet)")
         sys.exit(EXIT_USAGE)
+    shown_output = clean(output, newlines=False)
     if fmt == "json":
         written: set[str] = set()
 
@@ -75,27 +80,24 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
         if output == "-":
             count = write_json(streamed(), sys.stdout)
         else:
-            with open(output, "w", encoding="utf-8") as fh:
+            with replaced_atomically(output) as fh:
                 count = write_json(streamed(), fh)
-        stderr(f"pimm-inspect: wrote {count} points of {len(written)} tags to {output}")
+        stderr(f"pimm-inspect: wrote {count} points of {len(written)} tags to {shown_output}")
         return
-    rows = scalar_rows(target, tags, policy, all_sources)
+    rows = named_rows(scalar_rows(target, tags, policy, all_sources))
     tag_count = len({block.tag for block in rows if len(block)})
     frame = to_frame(rows)  # pandas only for CSV and Parquet
     if fmt == "parquet":
-        if output == "-":
-            stderr("pimm-inspect: parquet needs a file (-o FILE)")
-            sys.exit(EXIT_USAGE)
         try:
-            frame.to_parquet(output, index=False)
+            import pyarrow  # noqa: F401  (the Parquet writer; optional)
         except ImportError:
             stderr("pimm-inspect: parquet export needs pyarrow: pip install 'pimm-inspect[parquet]'")
             sys.exit(EXIT_USAGE)
+        with replaced_atomically(output, binary=True) as fh:
+            frame.to_parquet(fh, index=False)
     else:
-        _write(output, frame.to_csv(index=False))
-    from ..report.safe_text import clean
-
-    stderr(f"pimm-inspect: wrote {len(frame)} points of {tag_count} tags to {clean(output, newlines=False)}")
+        _write(output, csv_text(frame))
+    stderr(f"pimm-inspect: wrote {len(frame)} points of {tag_count} tags to {shown_output}")
 
 
 def _write(output: str, text: str) -> None:
@@ -105,7 +107,9 @@ def _write(output: str, text: str) -> None:
         # Tags are file-derived: a person reading the CSV in a terminal sees control characters as escapes.
         click.echo(clean(text) if sys.stdout.isatty() else text, nl=False)
     else:
-        with open(output, "w", encoding="utf-8") as fh:
+        from ..report.export import replaced_atomically
+
+        with replaced_atomically(output) as fh:
             fh.write(text)
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
+from typing import Any
 
 import click
 
@@ -13,6 +16,18 @@ from .. import __version__
 _COMMANDS = {"ls": "cmd_ls", "show": "cmd_show", "check": "cmd_check", "curves": "cmd_curves",
              "config": "cmd_config", "export": "cmd_export", "url": "cmd_url", "ui": "cmd_ui", "cache": "cmd_cache"}
 """Command name -> its module in this package, imported only when that command runs (or help lists them all)."""
+
+
+class _OutputError(Exception):
+    """An ``OSError`` carried past click, which would turn EPIPE into exit 1 even in non-standalone mode."""
+
+    def __init__(self, error: OSError):
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Interrupted(Exception):
+    """Ctrl-C, carried past click."""
 
 
 class _DefaultToUi(click.Group):
@@ -26,6 +41,23 @@ class _DefaultToUi(click.Group):
             _refuse_typo(ctx, args[lead], list(_COMMANDS))
             args = [*args[:lead], "ui", *args[lead:]]
         return super().parse_args(ctx, args)
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)  # --help and --version print here
+        except OSError as exc:
+            raise _OutputError(exc) from exc
+        except KeyboardInterrupt as exc:  # past click, which would print an empty line and exit 1
+            raise _Interrupted() from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            raise _OutputError(exc) from exc
+        except KeyboardInterrupt as exc:  # past click, which would print an empty line and exit 1
+            raise _Interrupted() from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)
@@ -71,13 +103,127 @@ def cli(no_cache: bool) -> None:
     # --no-cache is read by each command's session (``_common.session``), built once the command's options are known.
 
 
+class _ClosedStdout:
+    """``sys.stdout`` when the process started with file descriptor 1 closed (``>&-``): Python then sets it to None;
+    this makes the first write fail as writing to a closed descriptor does (EBADF), so the one rule below applies."""
+
+    encoding = "utf-8"
+    errors = "backslashreplace"
+
+    def write(self, _text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: 128 + SIGINT, as a shell reports a process its signal ended."""
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: the exit code, and one rule for broken output and Ctrl-C in every command.
+
+    A reader that closed the pipe (EPIPE: ``| head``) is a normal end: exit 0, silently. Any other failure to
+    write stdout (EBADF for ``>&-``, ENOSPC for ``>/dev/full``, EIO ...) is one line on stderr and exit 1.
+    Ctrl-C is one line on stderr and exit 130. None of them shows a traceback. click's own handling (which
+    turns EPIPE into exit 1) is bypassed: it runs in non-standalone mode and this function decides.
+    """
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):  # a file name with undecodable bytes must not crash the output
             stream.reconfigure(errors="backslashreplace")
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()  # type: ignore[assignment]
+    sys.exit(_run())
+
+
+def _run() -> int:
+    """Run the command; its exit code under the rule of ``main``."""
     try:
-        cli.main(prog_name="pimm-inspect", standalone_mode=True)
-    except BrokenPipeError:  # `pimm-inspect ... | head` closes stdout early: that is fine
-        sys.stderr.close()
-        sys.exit(0)
+        try:
+            code = _exit_code(cli.main(prog_name="pimm-inspect", standalone_mode=False))
+        except SystemExit as exc:
+            code = _exit_code(exc.code)
+        except click.ClickException as exc:
+            exc.show()
+            code = exc.exit_code
+        except click.exceptions.Abort as exc:  # click's form of Ctrl-C (and of EOF at a prompt)
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                return _interrupted()
+            _say("Aborted!")
+            return 1
+        sys.stdout.flush()  # here, not at interpreter exit, where a failure could no longer be reported
+        return code
+    except (KeyboardInterrupt, _Interrupted):
+        return _interrupted()
+    except _OutputError as exc:
+        return _output_failed(exc.error)
+    except OSError as exc:
+        return _output_failed(exc)
+
+
+def _exit_code(value: object) -> int:
+    """``sys.exit``'s argument as an exit code (None is 0; a message is 1, as the interpreter does)."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    _say(str(value))
+    return 1
+
+
+def _output_failed(exc: OSError) -> int:
+    """A failed write: EPIPE ends quietly (0); any other error is one line (1)."""
+    _silence_stdout()
+    if exc.errno == errno.EPIPE:
+        return 0
+    if exc.errno in (errno.EBADF, errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG):
+        from ..report.safe_text import clean
+
+        where = f" {clean(exc.filename, newlines=False)}" if exc.filename else " the output"
+        _say(f"pimm-inspect: cannot write{where}: {exc.strerror or exc}")
+        return 1
+    if exc.filename:  # a file named on the command line (an export's -o) that cannot be opened or written
+        from ..report.safe_text import clean
+
+        _say(f"pimm-inspect: {clean(exc.filename, newlines=False)}: {exc.strerror or exc}")
+        return 1
+    raise exc
+
+
+def _interrupted() -> int:
+    _silence_stdout()
+    _say("pimm-inspect: interrupted")
+    return EXIT_INTERRUPTED
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is still buffered cannot fail again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
+    if isinstance(sys.stdout, _ClosedStdout) or sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if stderr can still take it."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ..arrays import median, unique_sorted
-from ..model import Attempt, CheckpointInfo, Finding, Run, Severity
+from ..model import Attempt, CheckpointInfo, Era, Finding, Run, RunStatus, Severity
 from . import evidence
 from .attempts import attempts_and_series, finish_attempts, restored_checkpoints
 from .collect import Collected, collect
@@ -71,6 +70,7 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Fil
         rank_logs=evidence.rank_logs(c),
         slurm_logs=evidence.slurm_logs(c),
         hf=evidence.hf(c),
+        eval_results=evidence.eval_results(c),
         run_metadata=c.metadata_raw,
     ), live
 
@@ -154,11 +154,11 @@ def log_time(text: str | None) -> float | None:
         return None
 
 
-def _status(attempts: list[Attempt], live: bool) -> str:
+def _status(attempts: list[Attempt], live: bool) -> RunStatus:
     return run_status(attempts[-1].ended if attempts else None, live)
 
 
-def run_status(last_ended: str | None, live: bool) -> str:
+def run_status(last_ended: str | None, live: bool) -> RunStatus:
     """The run's status from how its last attempt ended (None: no attempt found) and whether it is live."""
     if last_ended is None:
         return "running" if live else "unknown"
@@ -180,7 +180,7 @@ def _checkpoints(c: Collected) -> list[CheckpointInfo]:
     return items
 
 
-def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> str | None:
+def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> Era | None:
     """Era per spec 11.1, from the strongest fingerprint present."""
     log = c.train_log
     if log is not None and log.era_hint == "E0":
@@ -203,9 +203,5 @@ def _era(c: Collected, checkpoints: list[CheckpointInfo]) -> str | None:
     if any(ck.top_level_keys and "epoch" in ck.top_level_keys and not ck.schema for ck in checkpoints):
         return "E0"
     return None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Attempt, CheckpointInfo, ScalarSeries
+from ..model import Attempt, CheckpointInfo, Origin, ScalarSeries
 from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments, group_by_process
+from .stale import is_stale
 from .wandb_order import ordered_folders, start_estimates
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
@@ -53,6 +54,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
             started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
+            origin: Origin
             if index == 1:
                 origin = "fresh"
             elif went_back:  # a new writer in the same process whose steps went back: training started again
@@ -170,9 +172,9 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
         return mapping
     # Counts differ (a file lost, or a stale file from a reused directory): match by first step,
     # leaving out files written before this run was created (they belong to an earlier run).
-    created = created_at_seconds(c.provenance.created_at)  # the same rule as analysis' artifacts.stale
+    created = created_at_seconds(c.provenance.created_at)
     for rel_path, _n, result in c.tb_files:
-        if created is not None and result.first_wall_time_s is not None and result.first_wall_time_s < created - 300:
+        if is_stale(result.first_wall_time_s, created):  # the one stale rule (EventFileFacts.stale too)
             continue
         firsts = [s.first_step for s in result.series.values() if s.first_step is not None]
         if not firsts:

@@ -75,8 +75,9 @@ def _read(c: Collected, kind: FileKind, path: Path, rel_path: str) -> None:
     done = False
     with _tracked(c, kind.source_kind, *kind.counted_as(c.root, path, rel_path)), _reading(c, kind.label or rel_path), \
             outside:
-        result: Read[Any] = (kind.cached(c.cache, path, rel_path) if kind.cached is not None and c.cache is not None
-                             else kind.reader()(path, rel_path))
+        reader = kind.reader()  # the reader protocol, with a cache or without one
+        result: Read[Any] = (kind.cached(c.cache, reader, path, rel_path) if kind.cached is not None
+                             and c.cache is not None else reader(path, rel_path))
         c.findings += result.findings
         kind.store(c, path, rel_path, result)
         done = True

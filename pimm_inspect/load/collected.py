@@ -20,21 +20,26 @@ if TYPE_CHECKING:
     from ..sources.tensorboard.reader import EventFileName, EventFileResult
     from ..sources.train_log.reader import TrainLogResult
     from ..sources.wandb.reader import WandbRunResult
+    from ..sources.protocol import Read, Reader
     from .progress import ReadTracker
 
 
 class FileCache(Protocol):
-    """What ``collect`` asks of a read cache handed in (``session.store.cache.ReadCache``): each call returns what
-    the reader returns for the file, reusing an earlier result while nothing it was read from changed and reading
+    """What ``collect`` asks of a read cache handed in (``session.store.cache.ReadCache``): each call reads the file
+    through the file kind's protocol reader ``read`` (``sources.protocol``), reusing an earlier result while nothing it was read from changed and reading
     only the bytes appended to a grown file. ``load`` never makes one itself: the session owns the cache."""
 
-    def train_log(self, path: Path, rel_path: str) -> TrainLogResult: ...
+    def train_log(self, path: Path, rel_path: str, read: Reader[TrainLogResult] | None = None
+                  ) -> Read[TrainLogResult]: ...
 
-    def event_file(self, path: Path, rel_path: str) -> EventFileResult: ...
+    def event_file(self, path: Path, rel_path: str, read: Reader[EventFileResult] | None = None
+                   ) -> Read[EventFileResult]: ...
 
-    def model_dir(self, model: Path, run_root: Path) -> ModelDirResult: ...
+    def model_dir(self, model: Path, rel_path: str, read: Reader[ModelDirResult] | None = None
+                  ) -> Read[ModelDirResult]: ...
 
-    def wandb_run(self, folder: Path, rel_path: str) -> WandbRunResult: ...
+    def wandb_run(self, folder: Path, rel_path: str, read: Reader[WandbRunResult] | None = None
+                  ) -> Read[WandbRunResult]: ...
 
 
 @dataclass

@@ -8,6 +8,8 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..model import RunKind
+
 EVENT_FILE = re.compile(r"^.*tfevents")
 """TensorBoard's own rule: any file whose name contains ``tfevents`` is an event file (use ``.match``)."""
 WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$", re.S)
@@ -24,7 +26,7 @@ MAX_DEPTH = 12
 """Default number of folder levels searched below the root."""
 
 
-def classify_dir(path: Path, names: set[str] | None = None) -> str | None:
+def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
     """The kind of run ``path`` is (pimm, hf-trainer, wandb, tensorboard) or None."""
     if names is None:
         try:

@@ -6,23 +6,18 @@ This is the one place that knows both sides: everything above ``load`` reads the
 from __future__ import annotations
 
 import dataclasses
-from ..evidence import (AttemptStart, BestMetric, EventFileFacts, EventMarker, HfFacts, ModelDirFacts,
+from ..evidence import (AttemptStart, BestMetric, EvalFacts, EventFileFacts, EventMarker, HfFacts, ModelDirFacts,
                         RankLogFacts, SbatchFacts, SlurmAttemptFacts, SlurmLogFacts, TrainLogFacts, WandbRunFacts)
 from ..model import ScalarSeries
 from .attempts import created_at_seconds
 from .collect import Collected
-
-STALE_MARGIN_S = 300.0
-"""An event file whose first record is this much older than the run's creation belongs to an earlier run."""
+from .stale import is_stale
 
 
 def stale_event_paths(c: Collected) -> set[str]:
     """Event files whose first record predates run_metadata.json's ``created_at``: left by an earlier run."""
     created = created_at_seconds(c.provenance.created_at)
-    if created is None:
-        return set()
-    return {rel_path for rel_path, _name, result in c.tb_files
-            if result.first_wall_time_s is not None and result.first_wall_time_s < created - STALE_MARGIN_S}
+    return {rel_path for rel_path, _name, result in c.tb_files if is_stale(result.first_wall_time_s, created)}
 
 
 def event_files(c: Collected) -> tuple[EventFileFacts, ...]:
@@ -106,7 +101,7 @@ def hf(c: Collected) -> HfFacts | None:
     h = c.hf
     if h is None:
         return None
-    return HfFacts(state_path=h.state_path, best_metric=h.best_metric, replayed=tuple(h.replayed),
+    return HfFacts(state_path=h.state_path, best_metric=h.best_metric,
                    schedule_notes=tuple(h.schedule_notes))
 
 
@@ -127,3 +122,18 @@ def _guess_kind(source: str) -> str:
         return "tb_events"
     return "hf_trainer" if source.endswith("trainer_state.json") else "train_log"
 
+
+
+def eval_results(c: Collected) -> tuple[EvalFacts, ...]:
+    """Each tester result (``eval/<stamp>/test_metrics.json``), oldest first, with its numeric metrics."""
+    out = []
+    for doc in sorted(c.eval_metrics, key=lambda d: (d.stamp, d.path)):
+        data = doc.metrics
+        inner = data.get("metrics")
+        values = inner if isinstance(inner, dict) else data
+        metrics = tuple((str(k), float(v)) for k, v in values.items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool))
+        split, checkpoint = data.get("split"), data.get("checkpoint")
+        out.append(EvalFacts(doc.path, doc.stamp, split if isinstance(split, str) else None,
+                             checkpoint if isinstance(checkpoint, str) else None, metrics))
+    return tuple(out)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..model import Finding, Severity
 from ..sources import rel
-from ..sources.protocol import Read, Reader, read_of, run_root
+from ..sources.protocol import Read, Reader
 from .collected import Collected, FileCache
 from .discover import EVENT_FILE, WANDB_RUN_DIR, same_id_siblings
 from .file_deps import note_probe
@@ -44,8 +44,9 @@ class FileKind:
     """The reader, imported when first needed."""
     store: Callable[[Collected, Path, str, Read[Any]], None]
     """Put the value into ``Collected`` and note the run's sources."""
-    cached: Callable[[FileCache, Path, str], Read[Any]] | None = None
-    """The ``ReadCache`` call for files that grow (a refresh reads only their appended bytes)."""
+    cached: Callable[[FileCache, Reader[Any], Path, str], Read[Any]] | None = None
+    """The cache's call for files that grow (a refresh reads only their appended bytes), handed this kind's
+    ``reader``: with or without a cache, every file is read through the reader protocol."""
     label: str | None = None
     """How a reader failure names the file, when not by its own name."""
     listed: bool = True
@@ -253,10 +254,13 @@ def read_wandb_folder(folder: Path, rel_path: str, previous: WandbRunResult | No
     return read_wandb_run(folder, rel_path, previous=previous)
 
 
-def _read_wandb_folder(path: Path, rel_path: str) -> Read[Any]:
-    """A W&B folder read without a cache, as a reader-protocol read."""
-    result = read_wandb_folder(path, rel_path)
-    return read_of(result, result.end_offset)
+def read_wandb(path: Path, rel_path: str) -> Read[WandbRunResult]:
+    """The reader protocol's read of a W&B run folder (``sources.wandb.read``), with the ``settings`` probe noted as
+    ``read_wandb_folder`` does."""
+    from ..sources import wandb  # W&B's record protos are loaded only now
+
+    note_probe(path.parent / "settings")
+    return wandb.read(path, rel_path)
 
 
 # -- HF Trainer ----------------------------------------------------------------------------------------------
@@ -278,18 +282,26 @@ def _store_hf(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
         c.note(c.root / "trainer_state.json", "hf_trainer")
 
 
-def _via_cache(call: Callable[[FileCache, Path, str], Any]) -> Callable[[FileCache, Path, str], Read[Any]]:
-    """A ``FileCache`` call (which keeps a growing file's earlier result) as a reader-protocol read."""
-    def cached(cache: FileCache, path: Path, rel_path: str) -> Read[Any]:
-        result = call(cache, path, rel_path)
-        return read_of(result, getattr(result, "end_offset", 0))
-    return cached
+def _cached_train_log(cache: FileCache, read: Reader[Any], path: Path, rel_path: str) -> Read[Any]:
+    return cache.train_log(path, rel_path, read)
 
 
-_CACHED_TRAIN_LOG = _via_cache(lambda cache, path, rel_path: cache.train_log(path, rel_path))
-_CACHED_EVENT_FILE = _via_cache(lambda cache, path, rel_path: cache.event_file(path, rel_path))
-_CACHED_MODEL_DIR = _via_cache(lambda cache, path, rel_path: cache.model_dir(path, run_root(path, rel_path)))
-_CACHED_WANDB_RUN = _via_cache(lambda cache, path, rel_path: cache.wandb_run(path, rel_path))
+def _cached_event_file(cache: FileCache, read: Reader[Any], path: Path, rel_path: str) -> Read[Any]:
+    return cache.event_file(path, rel_path, read)
+
+
+def _cached_model_dir(cache: FileCache, read: Reader[Any], path: Path, rel_path: str) -> Read[Any]:
+    return cache.model_dir(path, rel_path, read)
+
+
+def _cached_wandb_run(cache: FileCache, read: Reader[Any], path: Path, rel_path: str) -> Read[Any]:
+    return cache.wandb_run(path, rel_path, read)
+
+
+_CACHED_TRAIN_LOG = _cached_train_log
+_CACHED_EVENT_FILE = _cached_event_file
+_CACHED_MODEL_DIR = _cached_model_dir
+_CACHED_WANDB_RUN = _cached_wandb_run
 
 DOCUMENTS: tuple[FileKind, ...] = (
     FileKind("json", _named("run_metadata.json"), _lazy("config.json_docs", "read_run_metadata"), _store_metadata),
@@ -319,7 +331,7 @@ KINDS: tuple[FileKind, ...] = DOCUMENTS + (
              _store_to("slurm_logs", "slurm", append=True)),
     FileKind("slurm", _find_outside_slurm, _lazy("slurm.slurm_log", "read_slurm_log"), _store_outside_slurm,
              label="slurm_logs", listed=False),
-    FileKind("wandb", _find_wandb, lambda: _read_wandb_folder, _store_to("wandb_runs", "wandb", append=True),
+    FileKind("wandb", _find_wandb, lambda: read_wandb, _store_to("wandb_runs", "wandb", append=True),
              _CACHED_WANDB_RUN),
     FileKind("hf_trainer", _find_hf, _lazy("hf"), _store_hf, label="trainer_state.json"),
 )

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import Any
 
 from ..model import Finding, Run, Severity
 from .assemble import load_run, load_run_and_liveness
 from .collected import FileCache
-from .discover import discover
 from .progress import ReadTracker
-
-
-def discover_with_errors(root: Path, **options: Any) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """Run directories under ``root`` plus the folders that were not searched (``options``: max_depth, follow_links)."""
-    errors: list[tuple[Path, str]] = []
-    runs = discover(root, on_error=lambda path, reason: errors.append((path, reason)), **options)
-    return runs, errors
 
 
 def load_safely(path: Path, cache: FileCache | None = None, now: float | None = None,

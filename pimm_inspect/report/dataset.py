@@ -3,7 +3,8 @@
 Every table has a fixed schema (``SCHEMAS``), the same in every partition, so DuckDB, Spark and Polars read
 ``DIR/<table>/*/*.parquet`` as one table. Each row starts with ``run_id``, the run's path relative to ROOT (the
 ``path`` of ``ls --json``; ``.`` when ROOT is the run itself), the key to join on. Strings from run files are
-stored as they are (data: undecodable file-name bytes become ``\\xNN``), with secrets masked as everywhere else.
+stored as they are (data), names of files and folders (``run_id``, ``run_path``, ``name``, ``file``, ``paths``,
+``sources``, ``source``, ``config_path``) by the one name escape (``safe_text.name_text``), with secrets masked as everywhere else.
 The columns are documented in the README ("Parquet dataset"). pyarrow is imported only here, when called.
 """
 
@@ -23,13 +24,16 @@ from ..analysis.secrets import mask_text, mask_value
 from ..analysis.summary import summary_of
 from ..model import Run
 from .json_text import clean as _clean, safe_str
+from .safe_text import name_text
 from .run_facts import started_at_iso
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 DATASET_VERSION = 2
-"""Version of the tables' schemas; a dataset written with another version is rewritten whole."""
+"""Version of the tables' schemas and ids; a dataset written with another version is rewritten whole (2: ``seq``
+in the scalars' key, ``restored_checkpoint`` on the attempts, run ids and file names by the one name escape,
+``safe_text.name_text``)."""
 TABLES = ("runs", "attempts", "findings", "scalars")
 
 
@@ -84,6 +88,10 @@ def _text(value: str | None) -> str | None:
     return None if value is None else safe_str(value)
 
 
+def _name(value: str | None) -> str | None:
+    return None if value is None else name_text(value)
+
+
 def _masked(value: str | None) -> str | None:
     return None if value is None else safe_str(mask_text(value))
 
@@ -126,7 +134,7 @@ def config_columns(run: Run) -> dict[str, Any]:
                 numbers.append((name, float(leaf)))
             except OverflowError:  # an integer beyond a double's range stays in config_flat only
                 pass
-    return {"config_kind": doc.kind, "config_path": _text(doc.path), "config_attempt": doc.attempt,
+    return {"config_kind": doc.kind, "config_path": _name(doc.path), "config_attempt": doc.attempt,
             "config_json": json.dumps(_clean(masked), ensure_ascii=False, default=str),
             "config_flat": flat, "config_number": numbers}
 
@@ -142,7 +150,7 @@ def runs_table(run: Run, run_id: str, exported_at: datetime, rows: list[TagRows]
     rows = scalar_rows(run) if rows is None else rows
     prov, wandb = run.provenance, run.wandb
     row: dict[str, Any] = {
-        "run_id": safe_str(run_id), "run_path": safe_str(str(run.root)), "name": safe_str(run.name),
+        "run_id": safe_str(run_id), "run_path": name_text(str(run.root)), "name": name_text(run.name),
         "kind": run.kind, "era": run.era, "status": run.status,
         "last_step": summary.last_step, "attempts": len(run.attempts),
         "scalar_points": sum(len(block) for block in rows), "tags": len({b.tag for b in rows if len(b)}),
@@ -171,7 +179,7 @@ def attempts_table(run: Run, run_id: str) -> pa.Table:
         "resume_step": a.resume_step, "restore_step": a.restore_step, "saved_steps": list(a.saved_steps),
         "lost_first_step": a.lost_steps[0] if a.lost_steps else None,
         "lost_last_step": a.lost_steps[1] if a.lost_steps else None,
-        "sources": [safe_str(s) for s in a.sources], "restored_checkpoint": _text(a.restored_checkpoint),
+        "sources": [name_text(s) for s in a.sources], "restored_checkpoint": _name(a.restored_checkpoint),
     } for a in run.attempts]
     return pa.Table.from_pylist(rows, schema=schema("attempts"))
 
@@ -182,8 +190,8 @@ def findings_table(run: Run, run_id: str) -> pa.Table:
 
     rows = [{
         "run_id": safe_str(run_id), "code": f.code, "severity": f.severity.label, "severity_rank": int(f.severity),
-        "message": _masked(f.message), "file": safe_str(f.paths[0]) if f.paths else None,
-        "paths": [safe_str(p) for p in f.paths],
+        "message": _masked(f.message), "file": name_text(f.paths[0]) if f.paths else None,
+        "paths": [name_text(p) for p in f.paths],
         "first_step": f.steps[0] if f.steps else None, "last_step": f.steps[1] if f.steps else None,
         "attempts": list(f.attempts), "explanation": _masked(f.explanation),
         "views": list({safe_str(viewer): _masked(shows) for viewer, shows in f.views}.items()),
@@ -212,7 +220,7 @@ def scalars_table(run: Run, run_id: str, rows: list[TagRows]) -> pa.Table:
     kinds: dict[str, int] = {}
     tag_index, file_index, kind_index = [], [], []
     for i, block in enumerate(blocks):
-        local = np.asarray([files.setdefault(safe_str(s), len(files)) for s in block.sources], dtype=np.int32)
+        local = np.asarray([files.setdefault(name_text(s), len(files)) for s in block.sources], dtype=np.int32)
         tag_index.append(np.full(len(block), i, dtype=np.int32))
         file_index.append(local[block.source_index] if len(local) else np.zeros(len(block), dtype=np.int32))
         kind_index.append(np.full(len(block), kinds.setdefault(block.kind, len(kinds)), dtype=np.int32))

@@ -18,15 +18,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import __version__
 from ..load.read_record import ReadRecord, flat, from_flat
 from .dataset import DATASET_VERSION, TABLES
+from .dataset_fs import DatasetProblem as DatasetProblem  # raised by every function here; the CLI catches it
+from .dataset_fs import (entries, is_regular, open_lock, opened_dir, read_regular, rmdir, subdir,
+                         unlink, write_atomically)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,10 +44,6 @@ MAX_VALUE_CHARS = 200
 """Longest partition value kept whole (a path component holds 255 bytes, ``run=`` included)."""
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 """The value Hive and Spark read as NULL: a run folder of that name gets its first ``_`` escaped."""
-
-
-class DatasetProblem(Exception):
-    """The dataset directory cannot be used (not a dataset, another export running, damaged manifest)."""
 
 
 def encode_partition(run_id: str) -> str:
@@ -95,64 +94,95 @@ def partition_dir(out: Path, table: str, value: str) -> Path:
     return out / table / f"{PARTITION_KEY}={value}"
 
 
-def _remove_leftovers(folder: Path) -> None:
+_VALUE = re.compile(r"[A-Za-z0-9._%~-]{1,255}\Z")
+"""Every partition value ``encode_partition`` makes is one name of these characters (no ``/``: never a path)."""
+
+
+def valid_value(value: str) -> bool:
+    """True for a partition value this export could have written (one path component, never ``/`` or empty)."""
+    return bool(_VALUE.match(value))
+
+
+def _remove_leftovers(folder_fd: int) -> None:
     """Delete temporary files a killed export left in a partition folder (only ours: ``.part-0.parquet.tmp-*``)."""
     try:
-        names = os.listdir(folder)
+        names = entries(folder_fd)
     except OSError:
         return
     for name in names:
         if name.startswith(f".{PART_FILE}.tmp-"):
             try:
-                os.unlink(folder / name)
+                unlink(folder_fd, name)
             except OSError:
                 pass
 
 
+def _folder_name(value: str) -> str:
+    if not valid_value(value):
+        raise DatasetProblem(f"{value!r} is not a partition name this export writes: refused")
+    return f"{PARTITION_KEY}={value}"
+
+
 def write_partition(table: pa.Table, out: Path, table_name: str, value: str) -> Path:
     """Write one partition atomically: a temporary file in the same folder, then a rename over ``part-0.parquet``
-    (a reader sees the old file or the new one, never half of one)."""
+    (a reader sees the old file or the new one, never half of one). Every folder is entered without following a
+    link (``dataset_fs``): a partition folder that is a link is refused, never written through."""
     import pyarrow.parquet as pq  # the Parquet writer: only `export --format parquet` needs it
 
     folder = partition_dir(out, table_name, value)
-    folder.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(folder)
-    temporary = folder / f".{PART_FILE}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        pq.write_table(table, temporary, compression="zstd")
-        os.replace(temporary, folder / PART_FILE)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    name = _folder_name(value)
+    with opened_dir(out, create=True) as out_fd, \
+            subdir(out_fd, table_name, str(out / table_name), create=True) as table_fd, \
+            subdir(_fd(table_fd), name, str(folder), create=True) as folder_fd:
+        _remove_leftovers(_fd(folder_fd))
+        write_atomically(_fd(folder_fd), PART_FILE, lambda handle: pq.write_table(table, handle, compression="zstd"),
+                         str(folder / PART_FILE))
     return folder / PART_FILE
+
+
+def _fd(fd: int | None) -> int:
+    assert fd is not None  # made with create=True
+    return fd
 
 
 def remove_partitions(out: Path, value: str) -> list[Path]:
     """Delete one run's partition files and folders (only the files this export writes); the folders that still
-    hold something else are returned and left alone."""
+    hold something else are returned and left alone. Nothing is reached through a link: a partition folder that is
+    a link is refused (``DatasetProblem``), and a ``part-0.parquet`` that is one is removed itself, not its target."""
     kept = []
-    for table_name in TABLES:
-        folder = partition_dir(out, table_name, value)
-        _remove_leftovers(folder)
-        try:
-            os.unlink(folder / PART_FILE)
-        except FileNotFoundError:
-            pass
-        try:
-            folder.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            kept.append(folder)
+    name = _folder_name(value)
+    with opened_dir(out) as out_fd:
+        for table_name in TABLES:
+            folder = partition_dir(out, table_name, value)
+            with subdir(out_fd, table_name, str(out / table_name)) as table_fd:
+                if table_fd is None:
+                    continue
+                with subdir(table_fd, name, str(folder)) as folder_fd:
+                    if folder_fd is None:
+                        continue
+                    _remove_leftovers(folder_fd)
+                    unlink(folder_fd, PART_FILE)
+                if not rmdir(table_fd, name):
+                    kept.append(folder)
     return kept
 
 
 def has_partitions(out: Path, value: str) -> bool:
-    """True when every table has its file for this run."""
-    return all((partition_dir(out, t, value) / PART_FILE).is_file() for t in TABLES)
+    """True when every table has its file for this run (a regular file in a real folder, not a link)."""
+    if not valid_value(value):
+        return False
+    try:
+        with opened_dir(out) as out_fd:
+            for table_name in TABLES:
+                with subdir(out_fd, table_name, table_name) as table_fd:
+                    if table_fd is None:
+                        return False
+                    with subdir(table_fd, _folder_name(value), value) as folder_fd:
+                        if folder_fd is None or not is_regular(folder_fd, PART_FILE):
+                            return False
+    except DatasetProblem:
+        return False  # a link where a folder should be: rewriting the run refuses it with the full message
+    return True
 
 
 @dataclass
@@ -222,40 +252,46 @@ def _entry(data: Any) -> RunEntry:
 
 
 def read_manifest(out: Path) -> Manifest | None:
-    """The dataset's manifest; None when DIR is new or empty. DatasetProblem when DIR holds something else or
-    the manifest is damaged (nothing is overwritten then)."""
+    """The dataset's manifest; None when DIR is new or empty. DatasetProblem when DIR holds something else, the
+    manifest is damaged, is a link, or names a partition this export could not have written (a key with ``/``,
+    ``..``, an absolute path): nothing is overwritten or deleted then."""
     if not out.exists():
         return None
     if not out.is_dir():
         raise DatasetProblem(f"{out} is not a directory")
     path = out / MANIFEST
-    if not path.exists():
-        if any(name != LOCK for name in os.listdir(out)):
-            raise DatasetProblem(f"{out} is not empty and holds no pimm-inspect dataset ({MANIFEST} is missing): "
-                                 "give a new or empty directory")
-        return None
+    with opened_dir(out) as out_fd:
+        data_bytes = read_regular(out_fd, MANIFEST, str(path))
+        if data_bytes is None:
+            if any(name != LOCK for name in entries(out_fd)):
+                raise DatasetProblem(f"{out} is not empty and holds no pimm-inspect dataset ({MANIFEST} is "
+                                     "missing): give a new or empty directory")
+            return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(data_bytes.decode("utf-8"))
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
             raise ValueError("not a pimm-inspect manifest")
         runs = data.get("runs")
         if not isinstance(runs, dict) or not isinstance(data.get("root"), str):
             raise ValueError("no root or runs")
+        for value in runs:
+            if not valid_value(str(value)):
+                raise ValueError(f"its run entry {str(value)[:80]!r} is not a partition name this export writes "
+                                 "(refused: nothing is written or deleted by it)")
         options = data.get("options")
         return Manifest(root=data["root"], options=options if isinstance(options, dict) else {},
                         runs={str(value): _entry(entry) for value, entry in runs.items()},
                         dataset_version=int(data.get("dataset_version", 0)),
                         pimm_inspect_version=str(data.get("pimm_inspect_version", "")))
-    except (OSError, ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         raise DatasetProblem(f"{path} cannot be read ({exc}): remove the directory to export afresh") from exc
 
 
 def write_manifest(out: Path, manifest: Manifest) -> None:
-    """Write the manifest atomically (temporary file, then rename)."""
-    out.mkdir(parents=True, exist_ok=True)
-    temporary = out / f".{MANIFEST}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    temporary.write_text(manifest.to_json() + "\n", encoding="utf-8")
-    os.replace(temporary, out / MANIFEST)
+    """Write the manifest atomically (temporary file, then rename; never through a link)."""
+    text = (manifest.to_json() + "\n").encode("utf-8")
+    with opened_dir(out, create=True) as out_fd:
+        write_atomically(out_fd, MANIFEST, lambda handle: handle.write(text), str(out / MANIFEST))
 
 
 @contextmanager
@@ -266,13 +302,13 @@ def locked(out: Path) -> Iterator[None]:
     except ImportError:
         yield
         return
-    out.mkdir(parents=True, exist_ok=True)
-    handle: IO[str] = open(out / LOCK, "a", encoding="utf-8")
+    with opened_dir(out, create=True) as out_fd:
+        handle = open_lock(out_fd, LOCK, str(out / LOCK))
     try:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             raise DatasetProblem(f"another export is writing {out} (its lock {LOCK} is held)") from exc
         yield
     finally:
-        handle.close()
+        os.close(handle)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import IO, Callable, Iterable, Iterator
+import os
+import re
+import tempfile
+from collections.abc import Generator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows
+from .safe_text import encodable_text, name_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 """JSON has no NaN/inf: a non-finite ``value`` is written as one of these strings (what ``float()`` reads back)."""
@@ -30,8 +40,8 @@ def json_records(rows: Iterable[TagRows]) -> Iterator[str]:
     for block in rows:
         if not len(block):
             continue
-        sources = [json.dumps(s, ensure_ascii=False) for s in block.sources]
-        head = '{"tag": ' + json.dumps(block.tag, ensure_ascii=False) + ', "step": '
+        sources = [json.dumps(name_text(s), ensure_ascii=False) for s in block.sources]
+        head = '{"tag": ' + json.dumps(encodable_text(block.tag), ensure_ascii=False) + ', "step": '
         for start in range(0, len(block), SLICE_ROWS):
             part = slice(start, start + SLICE_ROWS)
             values = _floats(block.values[part], lambda text: f'"{NON_FINITE[text]}"')
@@ -62,4 +72,71 @@ def write_json(rows: Iterable[TagRows], fh: IO[str], batch: int = 10_000) -> int
     return count
 
 
-__all__ = ["COLUMNS", "NON_FINITE", "json_records", "write_json"]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""A CSV cell starting with one of these is a formula to a spreadsheet (OWASP's list for CSV injection)."""
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+"""A cell that is just a number (``-0.5``, ``+1e-3``) is a number, not a formula: left as it is."""
+
+
+def csv_cell(text: str) -> str:
+    """A text cell as OWASP recommends for CSV: one starting with ``= + - @``, TAB or CR gets a leading ``'``, so a
+    spreadsheet shows it as text instead of evaluating it (``=HYPERLINK(...)``, ``=cmd|...``); a plain number is
+    kept. Only CSV does this: JSON and Parquet keep the exact value."""
+    if text and text[0] in FORMULA_START and not _NUMBER.match(text):
+        return "'" + text
+    return text
+
+
+def named_rows(rows: Iterable[TagRows]) -> list[TagRows]:
+    """The rows with their text as every export writes it: file names by the one name escape (``name_text``: a
+    name that is not UTF-8 must not crash a writer, and two names never merge), tags encodable."""
+    from dataclasses import replace
+
+    return [replace(block, tag=encodable_text(block.tag), sources=tuple(name_text(s) for s in block.sources))
+            for block in rows]
+
+
+def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The export table (of ``named_rows``) as written to CSV: text cells through ``csv_cell``; numbers unchanged."""
+    frame = frame.copy()
+    for column in ("tag", "source"):
+        if len(frame):
+            frame[column] = frame[column].map({value: csv_cell(value) for value in frame[column].unique()})
+    return frame
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """The export table as CSV text: text cells neutralised (``csv_cell``) and always quoted, so a CR or LF inside a
+    tag or file name stays inside its cell (the csv module leaves a lone CR unquoted, which every reader takes for
+    a line break: a new row that could start with a formula); numbers unquoted."""
+    import csv
+
+    text: str = csv_frame(frame).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+    return text
+
+
+@contextmanager
+def replaced_atomically(target: str | Path, binary: bool = False) -> Generator[IO[Any], None, None]:
+    """A file to write in ``target``'s folder (a temporary name), renamed over ``target`` once the body finished:
+    a failure (a crash, a full disk, Ctrl-C) removes it and never leaves a partial ``target``. The file gets the
+    mode ``open`` would give a new one (0666 less the umask)."""
+    target = Path(target)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        handle: IO[Any] = (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=""))
+        with handle:
+            yield handle
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+__all__ = ["COLUMNS", "NON_FINITE", "csv_cell", "csv_frame", "csv_text", "json_records", "named_rows",
+           "replaced_atomically", "write_json"]

@@ -13,8 +13,9 @@ from ..analysis.summary import restored_by, run_row
 from ..evidence import RunRow
 from ..model import Finding, Run, WandbInfo
 from .run_facts import started_at_iso
-from .json_text import indented, safe_str
-from .safe_text import clean_json
+from .json_text import indented
+from .json_text import safe_str as safe_str  # imported from here by callers and tests
+from .safe_text import clean_json, name_text
 
 SCHEMA_VERSION = 1
 
@@ -24,8 +25,13 @@ def run_path(run: Run | RunRow, base: Path) -> str:
     try:
         relative = os.path.relpath(run.root, Path(base).absolute())
     except ValueError:
-        return safe_str(run.root.name)
-    return safe_str(Path(relative).as_posix())
+        return name_text(run.root.name)
+    return name_text(Path(relative).as_posix())
+
+
+def _name(value: str | None) -> str | None:
+    """A file or folder name by the one name escape (``safe_text.name_text``); None stays None."""
+    return None if value is None else name_text(value)
 
 
 def _num(value: Any) -> Any:
@@ -50,7 +56,7 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
     restores = restored_by(run)
     return {
         "path": run_path(run, base),
-        "name": run.name,
+        "name": name_text(run.name),
         "kind": run.kind,
         "era": run.era,
         "status": run.status,
@@ -60,12 +66,12 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "resume_step": a.resume_step, "resumed_from": a.resumed_from,
             "restored_checkpoint": a.restored_checkpoint, "restore_step": a.restore_step,
             "end_detail": mask_text(a.end_detail) if a.end_detail else None,
-            "sources": list(a.sources), "saved_steps": list(a.saved_steps),
+            "sources": [name_text(s) for s in a.sources], "saved_steps": list(a.saved_steps),
             "lost_steps": list(a.lost_steps) if a.lost_steps else None,
         } for a in run.attempts],
         "scalars": scalar_summary(run),
         "checkpoints": [{
-            "path": ck.path, "format": ck.format, "role": ck.role, "complete": ck.complete,
+            "path": name_text(ck.path), "format": ck.format, "role": ck.role, "complete": ck.complete,
             "global_step": ck.global_step, "epoch": ck.epoch, "wandb_run_id": ck.wandb_run_id,
             "wandb_cursor": ck.wandb_cursor, "wandb_cursor_key": ck.wandb_cursor_key,
             "size_bytes": ck.size_bytes, "resume_candidate": ck.resume_candidate,
@@ -79,20 +85,22 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "git_commit": prov.git_commit, "git_dirty": prov.git_dirty, "host": prov.host,
             "command": mask_text(prov.command) if prov.command else None,
             "launch_command": mask_text(prov.launch_command) if prov.launch_command else None,
-            "created_at": prov.created_at, "source": prov.source,
+            "created_at": prov.created_at, "source": _name(prov.source),
             "git_remote": mask_text(prov.git_remote) if prov.git_remote else None,
             "python": prov.python, "gpu": prov.gpu,
         },
         "findings": _finding_counts(run.findings),
         "notes": run_notes(run),
         "files": file_roles(run),
+        "eval": [{"path": e.path, "stamp": e.stamp, "split": e.split, "checkpoint": e.checkpoint,
+                  "metrics": {name: _num(value) for name, value in e.metrics}} for e in run.eval_results],
     }
 
 
 def ls_run(run: Run | RunRow, base: Path) -> dict[str, Any]:
     """One run of the ``ls --json`` document: the fields of the ``ls`` table, from the run's row."""
     row = run if isinstance(run, RunRow) else run_row(run)
-    return {"path": run_path(row, base), "name": row.name, "kind": row.kind, "era": row.era, "status": row.status,
+    return {"path": run_path(row, base), "name": name_text(row.name), "kind": row.kind, "era": row.era, "status": row.status,
             "findings": {"error": row.errors, "warning": row.warnings, "info": row.infos},
             "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids)}
 
@@ -102,7 +110,7 @@ def wandb_json(info: WandbInfo) -> dict[str, Any]:
     return {
         "run_ids": list(info.run_ids), "url": info.url, "project": info.project, "entity": info.entity,
         "sync_command": info.sync_command, "mode": info.mode, "url_after_sync": info.url_after_sync,
-        "entity_source": info.entity_source, "server_rejection": info.server_rejection,
+        "entity_source": _name(info.entity_source), "server_rejection": info.server_rejection,
         "link_note": mask_text(info.link_note) if info.link_note else None,
         "link_refused": [mask_text(reason) for reason in info.link_refused],
     }
@@ -151,7 +159,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "severity": finding.severity.label,
         "message": mask_text(finding.message),
         "steps": list(finding.steps) if finding.steps else None,
-        "paths": list(finding.paths),
+        "paths": [name_text(p) for p in finding.paths],
         "explanation": mask_text(finding.explanation),
         "attempts": list(finding.attempts),
         "views": {viewer: mask_text(shows) for viewer, shows in finding.views},

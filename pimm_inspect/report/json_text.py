@@ -9,17 +9,19 @@ process. Strings still go through the C string escaper. ``tests/test_json_text.p
 from __future__ import annotations
 
 import math
+import re
 from json.encoder import encode_basestring  # the C escaper when available (what ensure_ascii=False uses)
 from typing import Any
 
+from .safe_text import encodable_text
+
 
 def safe_str(text: str) -> str:
-    """Text that always encodes: undecodable bytes of file names (surrogate escapes) become ``\\xNN``."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """Text that always encodes: undecodable bytes of file names as ``\\xNN``, lone surrogates as ``\\uXXXX``."""
+    return encodable_text(text)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 def clean(value: Any) -> Any:

@@ -18,7 +18,7 @@ from ..analysis.summary import restored_by, restored_text, run_row
 from ..evidence import RunRow
 from ..model import Attempt, Finding, Run, Severity
 from .json_doc import run_notes, run_path, scalar_summary
-from .safe_text import clean, data_text, shorten
+from .safe_text import clean, clean_name, data_text, name_text, shorten
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 STATUS_STYLE = {"finished": "green", "running": "bold blue", "crashed": "bold red", "stopped": "yellow",
@@ -32,8 +32,8 @@ def _one_line(value: object, style: str = "") -> Text:
 
 def _label(run: Run | RunRow, base: Path) -> str:
     """The run's path relative to what the user typed (its own name when that was the run itself), display-safe."""
-    path = run_path(run, base)
-    return clean(run.name if path == "." else path, newlines=False)
+    path = run_path(run, base)  # already by the one name escape
+    return clean_name(run.name) if path == "." else clean(path, newlines=False)
 
 
 def _counts(run: Run | RunRow) -> Text:
@@ -140,7 +140,7 @@ def run_summary(run: Run, base: Path) -> Group:
         for column in ("tag", "points", "steps", "source"):
             table.add_column(column)
         for tag, info in list(summary.items())[:30]:
-            table.add_row(*(_one_line(cell) for cell in (tag, info["points"],
+            table.add_row(*(_one_line(cell) for cell in (name_text(tag), info["points"],
                                                          f"{info['first_step']}-{info['last_step']}", info["source"])))
         if len(summary) > 30:
             table.add_row(Text(f"... {len(summary) - 30} more"), "", "", "")
@@ -151,12 +151,17 @@ def run_summary(run: Run, base: Path) -> Group:
             table.add_column(column)
         restores = restored_by(run)
         for ck in run.checkpoints:
-            table.add_row(_one_line(ck.path), _one_line(ck.format), Text("yes") if ck.complete else Text("no", style="red"),
+            table.add_row(_one_line(name_text(ck.path)), _one_line(ck.format), Text("yes") if ck.complete else Text("no", style="red"),
                           Text("-" if ck.global_step is None else str(ck.global_step)), _one_line(ck.wandb_run_id or "-"),
                           _one_line("-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}"),
                           Text("<- picked" if ck.resume_candidate else ""),
                           _one_line(restored_text(restores[ck.path]) if ck.path in restores else ""))
         parts.append(table)
+    for result in run.eval_results:
+        what = ", ".join(x for x in (result.split, result.checkpoint) if x)
+        values = "  ".join(f"{name} {value:.4g}" for name, value in result.metrics[:8])
+        more = f"  (+{len(result.metrics) - 8} more)" if len(result.metrics) > 8 else ""
+        parts.append(_one_line(f"eval {result.stamp}" + (f" ({what})" if what else "") + f": {values or '-'}{more}"))
     notes = run_notes(run)
     if notes:
         parts.append(Text("notes", style="bold"))

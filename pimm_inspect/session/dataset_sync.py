@@ -30,6 +30,7 @@ from ..load.safe import load_reusable
 from ..model import Finding, Run, Severity
 from ..report.dataset import (DATASET_VERSION, TABLES, attempts_table, findings_table, run_tables, runs_table,
                               schema)
+from ..report.safe_text import name_text
 from ..report.dataset_store import (DatasetProblem, Manifest, RunEntry, encode_partition, has_partitions, locked,
                             read_manifest, remove_partitions, write_manifest, write_partition)
 
@@ -86,8 +87,14 @@ def check_target(out: Path, run_dirs: list[Path]) -> None:
 
 
 def run_id_of(run_dir: Path, root: Path) -> str:
-    """The run's id: its path relative to ROOT, POSIX style (``.`` when ROOT is the run itself)."""
-    return Path(os.path.relpath(run_dir, root)).as_posix()
+    """The run's id: its path relative to ROOT, POSIX style (``.`` when ROOT is the run itself), by the one name
+    escape (``name_text``: a backslash doubled, a byte that is not UTF-8 ``\\xNN``), as ``ls --json`` writes it."""
+    return name_text(Path(os.path.relpath(run_dir, root)).as_posix())
+
+
+FIRST_ESCAPED_VERSION = 2
+"""The first dataset version whose run ids are escaped by ``name_text``: an older dataset's entry whose escaped id
+is a run found now is that run (its old partitions are replaced, not kept as a run gone from ROOT)."""
 
 
 def _export_failed(run: Run, exc: BaseException) -> Run:
@@ -127,15 +134,17 @@ def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: Dataset
         elif (manifest.dataset_version, manifest.pimm_inspect_version) != (DATASET_VERSION, __version__):
             report.rewrite_all = (f"it was written by pimm-inspect {manifest.pimm_inspect_version} (dataset version "
                                   f"{manifest.dataset_version})")
+        migrating = manifest.dataset_version < FIRST_ESCAPED_VERSION
         manifest.options, manifest.dataset_version, manifest.pimm_inspect_version = (
             options.as_json(), DATASET_VERSION, __version__)
-        _sync(root, run_dirs, out, options, manifest, report, progress, cache)
+        _sync(root, run_dirs, out, options, manifest, report, progress, cache, migrating)
         write_manifest(out, manifest)
     return report
 
 
 def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, manifest: Manifest,
-          report: DatasetReport, progress: Callable[[int, int, str], None] | None, cache: ReadCache | None) -> None:
+          report: DatasetReport, progress: Callable[[int, int, str], None] | None, cache: ReadCache | None,
+          migrating: bool = False) -> None:
     # The per-file cache's entries are not a run's files.
     cache_dir = str(cache.disk.directory) if cache is not None and cache.disk is not None else None
     seen: set[str] = set()
@@ -164,7 +173,10 @@ def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, 
             last_save = time.monotonic()
     for value in sorted(set(manifest.runs) - seen):
         run_id = manifest.runs[value].run_id
-        if options.prune:
+        if migrating and encode_partition(name_text(run_id)) in seen:  # the same run, under its escaped id now
+            remove_partitions(out, value)
+            del manifest.runs[value]
+        elif options.prune:
             report.prune_left += remove_partitions(out, value)
             del manifest.runs[value]
             report.pruned.append(run_id)

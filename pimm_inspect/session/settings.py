@@ -48,7 +48,7 @@ class Settings:
         """Settings from the environment (``os.environ`` unless given) and the front end's own options."""
         env = os.environ if environ is None else environ
         return cls(cache_dir=None if no_cache else cache_dir_from(env),
-                   cache_max_bytes=_number(env.get("PIMM_INSPECT_CACHE_MAX_BYTES"), int, DEFAULT_MAX_BYTES),
+                   cache_max_bytes=int(_number(env.get("PIMM_INSPECT_CACHE_MAX_BYTES"), int, DEFAULT_MAX_BYTES)),
                    cache_min_decode_s=_number(env.get("PIMM_INSPECT_CACHE_MIN_DECODE_MS"), float,
                                               DEFAULT_MIN_DECODE_MS) / 1000.0,
                    jobs=jobs if jobs is not None else _jobs(env.get("PIMM_INSPECT_JOBS")),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..analysis import analyze, scalar_frame
+from ..analysis import analyze
 from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
 from ..load.safe import failed_run, load_safely
@@ -324,6 +324,5 @@ class _Child:
             elif kind == "analysed" and read is not None:
                 assert isinstance(payload, tuple)  # our own child's (analysed run without series, cache)
                 analysed, cache = payload
-                return dataclasses.replace(analysed, series=read.series, events=read.events,
-                                           scalar_table=scalar_frame), cache
+                return dataclasses.replace(analysed, series=read.series, events=read.events), cache
 

@@ -6,16 +6,14 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..model import Finding, Severity
-from ._limits import MAX_NESTING_DEPTH, parse_json_bounded
-from .confine import link_target_text, outside_run
+from ._limits import parse_json_bounded
+from .confine import link_target_text, opened_path, outside_real
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 """JSON documents larger than this are not parsed (a finding says so)."""
-MAX_JSON_DEPTH = MAX_NESTING_DEPTH
-"""JSON values are cut at the one depth cap every nested value has (``_limits.MAX_NESTING_DEPTH``)."""
 MAX_TEXT_BYTES = 16 * 1024 * 1024
 """Text files scanned for facts (W&B console and debug logs) are read up to this size."""
 MAX_SHOWN_TEXT_BYTES = 4 * 1024 * 1024
@@ -46,37 +44,63 @@ def rel(path: Path, root: Path) -> str:
         return path.name
 
 
-def outside_finding(path: Path, rel_path: str) -> Finding:
+def outside_finding(path: Path, rel_path: str, real: str | None = None) -> Finding:
     """``file.outside-run``: the file is a link that leaves the run; named with its target, not read."""
+    target = link_target_text(path) if os.path.islink(path) or real is None else real
     return file_finding("file.outside-run", rel_path,
-                        f"{rel_path} is a link to {link_target_text(path)}, outside the run; not read",
+                        f"{rel_path} is a link to {target}, outside the run; not read",
                         "Links that leave a run directory are shown, never followed: a run written by someone "
                         "else could point at your files (keys, credentials). Open the target directly if you "
                         "mean to inspect it.")
 
 
-def open_regular(path: Path, rel_path: str, root: Path | None = None):
-    """Open a regular file for binary reading without ever blocking.
+_O_PATH = getattr(os, "O_PATH", 0)
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 
-    FIFOs, devices, sockets and directories are refused before opening (opening a
-    FIFO would block), and permission errors become a ``file.unreadable`` finding.
-    A file whose real path leaves the run (``root``, or the run being read) is refused
-    with ``file.outside-run``.
+
+def open_regular(path: Path, rel_path: str, root: Path | None = None) -> BinaryIO:
+    """Open a regular file of the run for binary reading: what is read is what was checked, and nothing blocks.
+
+    The path is first opened with ``O_PATH`` (which opens nothing: no FIFO blocks, no device acts) and that
+    descriptor is checked: ``fstat`` says a regular file, the kernel's real path of it is inside the run (or
+    ``root``). Then the path is opened for reading with ``O_NONBLOCK`` and the descriptor read from must be the
+    very inode checked (device and inode compared), else it is refused: a file swapped for a link out of the run
+    or for a FIFO between the check and the open is never read and never blocks. Without ``O_PATH`` the file is
+    opened ``O_NONBLOCK`` at once and that descriptor is checked. Refusals are ``file.unreadable`` (not a regular
+    file, vanished, changed while opened, no permission) or ``file.outside-run`` (named with its target).
     """
-    if outside_run(path, root) is not None:
-        raise UnreadableFile(outside_finding(path, rel_path))
     try:
-        st = os.stat(path)
+        probe = os.open(path, (_O_PATH or _READ_FLAGS) | os.O_CLOEXEC)
     except FileNotFoundError:
         raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: file vanished or is a dangling link"))
     except OSError as exc:
-        raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: cannot stat ({exc.strerror})"))
-    if not stat.S_ISREG(st.st_mode):
-        raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: not a regular file"))
-    try:
-        return open(path, "rb")
-    except OSError as exc:
         raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: cannot open ({exc.strerror})"))
+    fd = probe
+    try:
+        st = os.fstat(probe)
+        real = opened_path(probe, path)
+        if outside_real(real, root) is not None:  # a link out of the run (even to /dev/zero) is named with its target
+            raise UnreadableFile(outside_finding(path, rel_path, real))
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: not a regular file"))
+        if _O_PATH:
+            try:
+                fd = os.open(path, _READ_FLAGS)
+            except OSError as exc:
+                fd = probe
+                raise UnreadableFile(file_finding("file.unreadable", rel_path, f"{rel_path}: cannot open ({exc.strerror})"))
+            os.close(probe)
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(opened.st_mode):
+                raise UnreadableFile(file_finding(
+                    "file.unreadable", rel_path, f"{rel_path}: replaced while it was being opened; not read",
+                    "The file changed between the check and the open (another process replaced it, perhaps with a "
+                    "link out of the run or a FIFO): it is not read. Run the command again once it is stable."))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_bytes_capped(path: Path, rel_path: str, cap: int) -> tuple[bytes, list[Finding]]:

@@ -94,8 +94,18 @@ def _within(real: str, base: str) -> bool:
 def outside_run(path: Path, root: Path | str | None = None) -> str | None:
     """Where ``path`` really is when it leads out of the run (through a link), else None.
 
-    ``root`` defaults to the run being read (``confined_to``); with neither, nothing is outside.
+    ``root`` defaults to the run being read (``confined_to``); with neither, nothing is outside. This looks the
+    path up: to decide about a file that is then read, check the opened descriptor (``opened_path`` and
+    ``outside_real``, as ``open_regular`` does), never the path before opening it again.
     """
+    if root is None and _CONFINED.get() is None:
+        return None
+    return outside_real(real_path(path), root)
+
+
+def outside_real(real: str, root: Path | str | None = None) -> str | None:
+    """``real`` (a resolved path) when it is outside the run (``root``, else the run being read) and outside the
+    paths also allowed; None when inside, or when no run is being read."""
     confined = _CONFINED.get()
     allowed: tuple[str, ...]
     if root is not None:
@@ -104,10 +114,24 @@ def outside_run(path: Path, root: Path | str | None = None) -> str | None:
         base, allowed = confined
     else:
         return None
-    real = real_path(path)
     if _within(real, base) or any(_within(real, a) for a in allowed):
         return None
     return real
+
+
+def opened_path(fd: int, path: Path | str) -> str:
+    """The real path of what the descriptor ``fd`` (opened from ``path``) is, as the kernel resolved it at open
+    time (``/proc/self/fd``); without ``/proc`` the path's resolution now (``os.path.realpath``)."""
+    global _proc_usable
+    if _proc_usable:
+        try:
+            real = os.readlink(f"{_PROC_FD}{fd}")
+        except OSError:
+            _proc_usable = False
+        else:
+            if real.startswith("/"):
+                return real[: -len(" (deleted)")] if real.endswith(" (deleted)") else real
+    return os.path.realpath(path)
 
 
 def link_target_text(path: Path) -> str:

@@ -23,8 +23,8 @@ from ..session import Session
 from ..session.staged import Loader, StagedLoader, load_in_stages
 from .crash import CRASH_EXIT_CODE, write_crash
 from .facts import relative_name
-from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RunGlanced,
-                       RunsFound)
+from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
+                       RunGlanced, RunsFound)
 from .screens.compare import CompareScreen
 from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.run import TAB_ACTIONS, RunScreen
@@ -135,6 +135,10 @@ class InspectApp(App):
 
     def on_row_loaded(self, message: RowLoaded) -> None:
         self._keep(message.path, message.row)
+
+    def on_rows_loaded(self, message: RowsLoaded) -> None:
+        for path, row in message.rows:
+            self._keep(path, row)
 
     def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
         """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""

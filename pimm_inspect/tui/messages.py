@@ -30,6 +30,14 @@ class RowLoaded(Message):
         self.row = row
 
 
+class RowsLoaded(Message):
+    """Many runs' rows at once (the rows of a big tree arrive in batches: one message each would flood the UI)."""
+
+    def __init__(self, rows: list[tuple[Path, RunRow]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+
 class RunsFound(Message):
     """Discovery found more run directories (not loaded yet), in discovery order."""
 

@@ -26,7 +26,8 @@ from ..load.quick import listing
 from ..session import Session
 from .facts import relative_name
 from ..session.staged import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
-from .messages import DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RunGlanced, RunsFound
+from .messages import (DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded, RunGlanced,
+                       RunsFound)
 from .stages import progress_text
 
 BIG_RUN_BYTES = 64 << 20
@@ -34,7 +35,7 @@ BIG_RUN_BYTES = 64 << 20
 FIRST_ROWS = 30
 """Runs read as soon as they are found, before the search goes on: about a screenful of rows."""
 FOUND_BATCH_S = 0.05
-"""Discovery posts the runs it found at most this often."""
+"""Discovery posts the runs it found at most this often, and rows read after it are posted in batches as often."""
 
 
 class RowSource(Protocol):
@@ -102,6 +103,8 @@ class TablePass:
         self.owned = owned
         """True for a run an open run screen reads itself (the table gets its copy from there)."""
         self.paths: list[Path] = []
+        self.early_rows: dict[Path, RunRow] = {}
+        """Rows posted while the search went on (stored rows, found with their runs)."""
         self.big: list[Path] = []
         self.done = 0
 
@@ -142,7 +145,7 @@ class TablePass:
                 batch.append(path)
                 early = len(self.paths) <= FIRST_ROWS
                 if early or time.monotonic() - sent > FOUND_BATCH_S:  # one message per batch on a big tree
-                    self.post(RunsFound(batch))
+                    self._found(batch, early)
                     batch, sent = [], time.monotonic()
                 if early:
                     self._read(path, count=False)
@@ -152,8 +155,20 @@ class TablePass:
             self.post(LoadFailed(f"searching {self.shown_as.as_posix()} failed: {type(exc).__name__}: {exc}"))
             return None
         if batch:
-            self.post(RunsFound(batch))
+            self._found(batch, False)
         return errors
+
+    def _found(self, batch: list[Path], early: bool) -> None:
+        """Runs found: their names, and (past the first screenful, read one by one) the rows the cache still holds,
+        in the same breath, so a warm tree's rows arrive with its names and the table is laid out once per batch."""
+        self.post(RunsFound(batch))
+        if early:
+            return
+        stored = self.rows.stored([p for p in batch if not self.owned(p.as_posix())])
+        if stored:
+            self.post(RowsLoaded(list(stored.items())))
+            self.done += len(stored)
+            self.early_rows.update(stored)
 
     def _read(self, path: Path, count: bool = True) -> None:  # count False: found during the search
         """One run's row, unless a run screen reads the run, or it has no stored row and is big (then: its quick
@@ -180,20 +195,31 @@ class TablePass:
     def _read_rest(self, paths: list[Path]) -> None:
         """The rows of the runs found after the first screenful: stored ones at once, then the others read (by the
         session's worker processes when many), big ones deferred."""
+        paths = [p for p in paths if p not in self.early_rows]  # posted during the search already
         mine = [p for p in paths if not self.owned(p.as_posix())]
         stored = self.rows.stored(mine)
         misses = [p for p in mine if p not in stored and not self._defer_big(p)]
-        built = self.rows.build(misses, self.cancelled) if misses else iter(())
-        for path in paths:
+        if self.cancelled():
+            raise LoadCancelled()
+        # Every stored row at once: one message, so the table lays a warm tree out once, not per row.
+        if stored:
+            self.post(RowsLoaded([(path, stored[path]) for path in paths if path in stored]))
+        self.done += len(paths) - len(misses) - sum(1 for p in paths if p in self.big)
+        self.post(LoadProgress(self.done, len(self.paths)))
+        batch: list[tuple[Path, RunRow]] = []
+        sent = time.monotonic()
+        for path, row in zip(misses, self.rows.build(misses, self.cancelled) if misses else iter(())):
             if self.cancelled():
                 raise LoadCancelled()
-            if path in self.big:
-                continue
-            if path in stored:
-                self.post(RowLoaded(path, stored[path]))
-            elif path in misses:
-                self.post(RowLoaded(path, next(built)))
-            self._count()
+            batch.append((path, row))
+            self.done += 1
+            if time.monotonic() - sent > FOUND_BATCH_S:  # one message per batch: a big tree never floods the UI
+                self.post(RowsLoaded(batch))
+                self.post(LoadProgress(self.done, len(self.paths)))
+                batch, sent = [], time.monotonic()
+        if batch:
+            self.post(RowsLoaded(batch))
+            self.post(LoadProgress(self.done, len(self.paths)))
 
     def _read_big(self, path: Path) -> None:
         """Read a big run, unless (or until) the user opens it: its run screen then reads it instead."""

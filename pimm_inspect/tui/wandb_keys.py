@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.app import App
 
 from ..model import Run
+from ..report.safe_text import clean, encodable_text
 from . import links
 from .facts import no_link_reason, wandb_target
 
@@ -28,5 +29,6 @@ def copy_wandb(app: App, run: Run) -> None:
     if not text:
         app.notify(f"nothing to copy: {no_link_reason(run)}", severity="warning", timeout=10)
         return
+    text = encodable_text(text)  # a surrogate (a name that is not UTF-8) would crash the clipboard's encoder
     app.copy_to_clipboard(text)
-    app.notify(f"copied: {text}")
+    app.notify(clean(f"copied: {text}"), markup=False)

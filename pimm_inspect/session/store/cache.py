@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 import numpy as np
 
 from ...load import file_deps
-from ...load.kinds import read_wandb_folder
+from ...load.kinds import read_wandb, read_wandb_folder
+from ...sources.protocol import Read, Reader, read_of
 from ...model import make_series
 from .disk_cache import Deps, DiskCache
 
@@ -137,23 +138,32 @@ class ReadCache:
         if disk is not None:
             disk.put(kind, path, rel_path, sig, deps, result)
 
-    def event_file(self, path: Path, rel_path: str) -> EventFileResult:
-        """``read_event_file`` that reuses and extends the previous result of a growing file."""
+    def event_file(self, path: Path, rel_path: str, read: Reader[EventFileResult] | None = None
+                   ) -> Read[EventFileResult]:
+        """The event file through the reader protocol's ``read`` (``sources.tensorboard.read`` unless handed one),
+        reusing the previous result, or extending it when only the file grew."""
+        from ...sources import tensorboard
         from ...sources.tensorboard.reader import read_event_file
+
+        whole = read or tensorboard.read
 
         def extend(old: EventFileResult) -> EventFileResult | None:
             if old.end_offset <= 0 or any(f.code == "file.corrupt" for f in old.findings):
                 return None  # nothing valid to extend from: read it whole
             return _merge_events(old, read_event_file(path, rel_path, start_offset=old.end_offset))
 
-        return self._cached(path, lambda: read_event_file(path, rel_path), extend, "tb_events", rel_path,
-                            _run_root(path, rel_path))
+        result = self._cached(path, lambda: _value(whole(path, rel_path)), extend, "tb_events", rel_path,
+                              _run_root(path, rel_path))
+        return read_of(result, result.end_offset)
 
-    def wandb_run(self, folder: Path, rel_path: str) -> WandbRunResult:
-        """``read_wandb_run`` that decodes only the records appended to a growing transaction log."""
+    def wandb_run(self, folder: Path, rel_path: str, read: Reader[WandbRunResult] | None = None
+                  ) -> Read[WandbRunResult]:
+        """The W&B run folder through the reader protocol's ``read`` (``load.kinds.read_wandb``, which notes the
+        ``settings`` probe, unless handed one), decoding only the records appended to a growing transaction log."""
+        whole = read or read_wandb
         logs = sorted(folder.glob("run-*.wandb"))
         if not logs:
-            return read_wandb_folder(folder, rel_path)
+            return whole(folder, rel_path)
 
         def extend(old: WandbRunResult) -> WandbRunResult | None:
             if old.log_state is None or not old.log_state.resumable:
@@ -161,12 +171,17 @@ class ReadCache:
             return read_wandb_folder(folder, rel_path, previous=old)
 
         root = folder if rel_path in ("", ".") else _run_root(folder, rel_path)
-        return self._cached(logs[0], lambda: read_wandb_folder(folder, rel_path), extend, "wandb", rel_path, root)
+        result = self._cached(logs[0], lambda: _value(whole(folder, rel_path)), extend, "wandb", rel_path, root)
+        return read_of(result, result.end_offset)
 
-    def model_dir(self, model: Path, run_root: Path) -> ModelDirResult:
-        """``read_model_dir``, reused while nothing it read (each file and folder of the tree it visited) changed."""
-        from ...sources.checkpoint.reader import read_model_dir
+    def model_dir(self, model: Path, rel_path: str, read: Reader[ModelDirResult] | None = None
+                  ) -> Read[ModelDirResult]:
+        """The ``model/`` folder through the reader protocol's ``read`` (``sources.checkpoint.read`` unless handed
+        one), reused while nothing it read (each file and folder of the tree it visited) changed."""
+        from ...sources import checkpoint
 
+        whole = read or checkpoint.read
+        run_root = _run_root(model, rel_path)
         key = f"model_dir:{model}"
         disk = self.disk if self.disk is not None and self.disk.usable_for(run_root) else None
         entry = self._lookup(key, disk, "model_dir", model, str(run_root))
@@ -175,23 +190,39 @@ class ReadCache:
                 self.entries[key] = entry
             file_deps.note_known(entry.deps)
             cached: ModelDirResult = entry.result
-            return cached
-        result, deps, cost = _recorded(run_root, model, lambda: read_model_dir(model, run_root))
+            return read_of(cached, 0)
+        result, deps, cost = _recorded(run_root, model, lambda: _value(whole(model, rel_path)))
         self._store(key, (0, 0, 0), deps, result, disk if cost >= self.min_store_s else None, "model_dir", model,
                     str(run_root))
-        return result
+        return read_of(result, 0)
 
-    def train_log(self, path: Path, rel_path: str) -> TrainLogResult:
-        """``read_train_log`` that decodes only the bytes appended to a growing log."""
+    def train_log(self, path: Path, rel_path: str, read: Reader[TrainLogResult] | None = None
+                  ) -> Read[TrainLogResult]:
+        """train.log through the reader protocol's ``read`` (``sources.train_log.read`` unless handed one),
+        decoding only the bytes appended to a growing log."""
+        from ...sources import train_log
         from ...sources.train_log.reader import read_train_log
+
+        whole = read or train_log.read
 
         def extend(old: TrainLogResult) -> TrainLogResult | None:
             if old.resume is None:
                 return None  # the read failed midway: nothing to continue from
             return read_train_log(path, rel_path, previous=old)  # itself reads whole a file rewritten in place
 
-        return self._cached(path, lambda: read_train_log(path, rel_path), extend, "train_log", rel_path,
-                            _run_root(path, rel_path))
+        result = self._cached(path, lambda: _value(whole(path, rel_path)), extend, "train_log", rel_path,
+                              _run_root(path, rel_path))
+        return read_of(result, result.end_offset)
+
+
+_T = TypeVar("_T")
+
+
+def _value(read: Read[_T]) -> _T:
+    """The value of a rich reader's ``Read`` (those readers always return one: damage is in its findings)."""
+    if read.value is None:
+        raise ValueError("the reader returned no value")  # a bug: collect turns it into internal.reader-failed
+    return read.value
 
 
 def _merge_events(old: EventFileResult, new: EventFileResult) -> EventFileResult:

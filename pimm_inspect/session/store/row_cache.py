@@ -108,6 +108,14 @@ def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs
         yield hits[i] if i in hits else next(fresh)
 
 
+def _worker_signals() -> None:
+    """Ctrl-C ends a worker at once and silently (the default action): the command reports the interrupt once;
+    Python's handler would print a traceback from every worker waiting for work."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int
                       ) -> Iterator[RunRow] | None:
     """Rows of ``misses`` built by a pool of forked processes, in order (the rest here if a worker dies)."""
@@ -121,7 +129,8 @@ def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | Non
     def rows() -> Iterator[RunRow]:
         done = 0
         try:
-            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=_worker_signals) as pool:
                 for row in pool.map(partial(build_and_store, build=build, disk=disk), misses, chunksize=4):
                     done += 1
                     yield row

@@ -25,7 +25,7 @@ def _check_tree(node: Any) -> None:
     Lightning writes an alias when one object is two hyperparameters (a tensor passed twice); counting each
     alias's nodes again where it is used keeps a billion-laughs document (or an alias cycle) to ``MAX_NODES``.
     """
-    import yaml  # PyYAML ships with wandb, a dependency; imported only for hparams.yaml
+    import yaml  # PyYAML (a declared dependency), imported only for hparams.yaml
 
     count = 0
     stack: list[tuple[Any, int]] = [(node, 0)]

@@ -130,12 +130,6 @@ def read_event_file(path: Path, rel_path: str, start_offset: int = 0, check_crc:
                                                              f"{rel_path}: cannot read ({exc})")])
 
 
-def _read_buffer(buf, size: int, start: int, rel_path: str, check_crc: bool) -> EventFileResult:
-    """Read the records of ``buf[start:size]`` (the same windows as a file; used by the fuzz harness)."""
-    view = memoryview(buf)[:size]
-    return _read_windows(lambda offset, count: view[offset : offset + count], size, start, rel_path, check_crc)
-
-
 def _read_windows(read_at: Callable[[int, int], bytes | memoryview], size: int, start: int, rel_path: str,
                   check_crc: bool) -> EventFileResult:
     """Frame, check and decode ``[start, size)`` window by window; the first damage ends the read."""

@@ -146,7 +146,6 @@ class _Layout:
         self.ok = False
         self.length = len(line)
         digit_cols: list[int] = [c for c in range(1, 24) if 48 <= line[c] <= 57]
-        self.ts_cols = np.arange(1, 24)
         self.fields: list[np.ndarray] = []  # epoch, max_epoch, iter, ipe digit columns
         self.numbers: list[tuple[np.ndarray, int, bool] | float] = []
         pos = hit

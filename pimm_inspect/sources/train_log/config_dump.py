@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ...model import ConfigDoc, Finding, Severity
-from .._common import file_finding
+from .._common import UnreadableFile, file_finding, open_regular
 
 MAX_HEAD_LINES = 200
 """Lines after an attempt's first line searched for ``Config:``."""
@@ -92,8 +92,8 @@ def read_config_dumps(path: Path, rel_path: str, segments: Iterable[Any]) -> tup
     docs: list[ConfigDoc] = []
     findings: list[Finding] = []
     try:
-        fh = open(path, "rb")
-    except OSError:
+        fh = open_regular(path, rel_path)  # never a FIFO or a link out of the run swapped in since the log's read
+    except (UnreadableFile, OSError):
         return docs, findings  # the train.log reader already reports an unreadable file
     with fh:
         for seg in segments:

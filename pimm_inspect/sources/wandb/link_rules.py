@@ -156,26 +156,51 @@ def vetted_link(url: str | None) -> bool:
 
 
 def sync_command(folders: list[Path]) -> tuple[str | None, str | None]:
-    """(``wandb sync`` naming each folder by absolute path, shell-quoted; None) or (None, why not)."""
+    """(``wandb sync`` naming each existing folder by absolute path, shell-quoted; None) or (None, why not)."""
     paths = []
     for folder in folders:
         path = Path(folder).absolute().as_posix()
-        if any(_unsafe_char(ch) for ch in path):
-            return None, (f"the folder {shown(path)} has a name that is not text (undecodable bytes or control "
-                          "characters): a command naming it could not be shown or pasted as it is; run `wandb sync` "
-                          "on it from a shell (e.g. with a glob)")
         if not os.path.isdir(path):
             return None, f"the folder {shown(path)} does not exist here"
-        paths.append(shlex.quote(path))
+        paths.append(shell_word(path))
     return "wandb sync " + " ".join(paths), None
 
 
+def shell_word(path: str) -> str:
+    """``shlex.quote(path)``; a path holding bytes that are not UTF-8 or characters that are not plain text is
+    written in bash/zsh's ``$'...'`` with ``\\xNN`` escapes, which names exactly those bytes (quoted as text, the
+    command would name a folder that does not exist, or carry control characters into the terminal)."""
+    if not any(_unsafe_char(ch) for ch in path):
+        return shlex.quote(path)
+    raw = os.fsencode(path)
+    return "$'" + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b"'\\" else f"\\x{b:02x}" for b in raw) + "'"
+
+
+_ANSI_C_WORD = re.compile(r"\$'/(?:[\x20-\x26\x28-\x5b\x5d-\x7e]|\\x[0-9a-f]{2})*'")
+"""A ``shell_word`` in ``$'...'`` form: printable ASCII but quote and backslash, and ``\\xNN`` escapes."""
+
+
 def vetted_command(command: str | None) -> bool:
-    """True when ``command`` is a ``wandb sync`` these rules build (no control characters, shell-quoted)."""
+    """True when ``command`` is a ``wandb sync`` these rules build (no control characters; each path shell-quoted or
+    a ``$'...'`` word of printable ASCII and ``\\xNN`` escapes)."""
     if not command or not command.startswith("wandb sync ") or any(_unsafe_char(ch) for ch in command):
         return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    return len(words) > 2 and words[:2] == ["wandb", "sync"] and all(w.startswith("/") for w in words[2:])
+    text = command[len("wandb sync "):]
+    pieces: list[str] = []
+    position = 0
+    while position < len(text):
+        match = _ANSI_C_WORD.match(text, position)
+        if match is not None:
+            pieces.append("/ansi")  # a vetted $'...' word names an absolute path
+            position = match.end()
+        else:
+            end = text.find(" $'", position)
+            chunk = text[position:] if end < 0 else text[position:end]
+            try:
+                pieces += shlex.split(chunk)
+            except ValueError:
+                return False
+            position += len(chunk)
+        while position < len(text) and text[position] == " ":
+            position += 1
+    return bool(pieces) and all(w.startswith("/") for w in pieces)

@@ -52,9 +52,8 @@ class Point:
 
 
 def stale_sources(run: Run) -> set[str]:
-    """Event files the analysis named as stale (``artifacts.stale``): an earlier run's data in this folder."""
-    event_files = {s.path for s in run.sources if s.kind == "tb_events"}
-    return {p for f in run.findings if f.code == "artifacts.stale" for p in f.paths if p in event_files}
+    """Event files left by an earlier run in this folder (``EventFileFacts.stale``, the one stale rule)."""
+    return {f.path for f in run.event_files if f.stale}
 
 
 def without(run: Run, sources: set[str]) -> Run:

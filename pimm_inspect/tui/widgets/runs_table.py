@@ -72,6 +72,8 @@ STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "l
 """Column widths while runs are still being read: room for the usual values (``tensorboard``, ``finished``,
 ``mIoU 0.7458``), so arriving rows seldom need a new layout; the final layout measures the rows alone."""
 RELAYOUT_S = 0.25
+MEASURE_ROW_S = 0.0005
+"""What Textual's measuring of one laid-out row costs after a flush (about; 10 cells)."""
 """Rows arriving faster than this share one flush (a big table waits longer: four times its layout time)."""
 
 
@@ -196,8 +198,9 @@ class RunsTable(DataTable):
                     self.update_cell(key, column.key, value)
         self._dirty.clear()
         self._last_flush = time.monotonic()
-        # A big table takes longer to lay out: flush it less often, so the rows never hog the UI.
-        self._interval = max(RELAYOUT_S, 4 * (self._last_flush - started))
+        # A big table takes longer to lay out: flush it less often, so the rows never hog the UI. Textual measures
+        # every cell of the rows laid out afterwards (when idle), outside this flush's own time: counted per row.
+        self._interval = max(RELAYOUT_S, 4 * (self._last_flush - started + self.row_count * MEASURE_ROW_S))
         self.post_message(self.Flushed())
 
     def _moves(self, key: str) -> bool:
