@@ -59,7 +59,7 @@ class RunScreen(RunLoading):
         Binding("minus", "smooth(-1)", "Less smooth", key_display="-"),
         Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative time / wall time"),
         Binding("L", "log_y", "Log y"),
-        Binding("z", "zoom", "Zoom", tooltip="zoom to the replayed/lost step range, or back out"),
+        Binding("z", "zoom", "Zoom", tooltip="zoom to every replayed range, then to each rolled-back or unlogged one, then out"),
         Binding("comma", "cursor(-1)", "Cursor ←", key_display=",", show=False),
         Binding("full_stop", "cursor(1)", "Cursor →", key_display="."),
         Binding("home", "cursor_end(0)", "Cursor first", show=False),
