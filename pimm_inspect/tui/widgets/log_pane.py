@@ -119,8 +119,8 @@ class LogPane(Vertical):
         wrap = "wrap on" if view.wrap else "wrap off"
         if self._per_attempt():
             attempt = self.files[self.file_index][1]
-            return (f"{self.log_path}  W&B console of attempt {attempt} ({self.file_index + 1} of {len(self.files)}, "
-                    f"] next)  {view.line_count} lines  {wrap}")
+            more = f" ({self.file_index + 1} of {len(self.files)}, ] next)" if len(self.files) > 1 else ""
+            return f"{self.log_path}  W&B console of attempt {attempt}{more}  {view.line_count} lines  {wrap}"
         starts = ", ".join(str(int(i) + 1) for i in view.attempt_lines[:8]) or "-"
         return f"{self.log_path or 'train.log'}  {view.line_count} lines  attempts start at line {starts}  {wrap}"
 

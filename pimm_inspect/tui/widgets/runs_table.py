@@ -65,6 +65,8 @@ MIN_NAME = 14
 SCROLLBAR = 2
 """Cells of the table's vertical scrollbar."""
 TOP_FINDING_MAX = 70
+TOP_FINDING_MIN = 22
+"""Cells the top finding column keeps at least when names are long (the names get the rest)."""
 ARROWS = {"asc": "▲", "desc": "▼"}
 MARK = "●"
 STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "last log": 20, "wandb": 8,
@@ -332,7 +334,7 @@ class RunsTable(DataTable):
         # scroll sideways and a horizontal scrollbar would take a row.
         others = sum(c.width for c in self.columns_shown()) + 2 + SCROLLBAR
         if self._width() >= TOP_FINDING_AT:
-            return max(min(self._longest or MIN_NAME, self._table_width() - others - 30), MIN_NAME)
+            return max(min(self._longest or MIN_NAME, self._table_width() - others - TOP_FINDING_MIN), MIN_NAME)
         return max(self._table_width() - others, MIN_NAME)
 
     def cells(self, key: str) -> tuple[Any, ...]:
