@@ -26,25 +26,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RUN_DIRS = pimm_inspect.discover(FIXTURES)
 """Every run ``discover`` finds under fixtures/ (runs/, tb_shapes/, wandb_shapes/, checkpoints/)."""
 
-_CONFIG_RULE = ("issue 19: config RUN and the cfg. filter still choose different documents on HF runs: config --json "
-                "prints config.json first (its 'config' and 'source'), the filter reads training_args.bin "
-                "(analysis.configs.query_config)")
-_FIGURE = ("issue 19: the replay check compares train/train_loss, the end-of-training mean over different steps (1-20 "
-           "and 11-20), and calls it 'a per-step tag', while train/loss has 2 steps written twice (identical copies)")
-
-_NEW_SOURCES = ("new defect (not in issue 19's list; found by these invariants): Run.sources names the W&B folders "
-                "outside the run root (same-id siblings, pimm's launch-cwd folders) by a bare folder name, neither "
-                "relative to Run.root nor absolute (show --json's attempts name them by absolute path)")
-
 KNOWN: dict[tuple[str, str], str] = {
-    **{("cfg.filter", run): _CONFIG_RULE for run in (
-        "runs/hf_clean", "runs/hf_killed", "runs/hf_resumed", "runs/hf_resumed_wandb", "runs/hf_two_trainings")},
-    **{("sources.paths", run): _NEW_SOURCES for run in (
-        "runs/rw_launch_cwd_wandb/exp/panda/semseg/semseg-drift",
-        "wandb_claims/mixed_ids/wandb/offline-run-20261201_200937-sixfold1",
-        "wandb_shapes/resumed/offline-run-20260101_000000-resume02")},
-    ("replay.figure", "runs/hf_resumed"): _FIGURE,
-    ("replay.figure", "runs/hf_resumed_wandb"): _FIGURE,
 }
 """(invariant, run relative to fixtures/) -> the defect that makes it fail on main today: an issue-19 item another
 helper is fixing, or a new defect these invariants found (reported; marked so the suite stays green until it is

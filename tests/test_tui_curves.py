@@ -13,7 +13,7 @@ pytest.importorskip("textual_plotext")
 from rich.text import Text  # noqa: E402
 from textual.widgets import Input, Static  # noqa: E402
 
-from pimm_inspect.model import Attempt, ReplayedRange, Run  # noqa: E402
+from pimm_inspect.model import ReplayedRange, Run  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
 from pimm_inspect.tui.widgets.curve_spec import points_at, seam_label_places  # noqa: E402
 from pimm_inspect.tui.widgets.curves import CurvesPane  # noqa: E402

@@ -77,8 +77,8 @@ async def test_runs_table_lists_every_fixture_with_loaded_facts():
         key = ROLLBACK.absolute().as_posix()
         row = table.get_row(key)
         assert [str(c) for c in row[1:6]] == ["e2_rollback", "pimm E2", "finished", "2", "100"]
-        assert [str(c) for c in row[6:8]] == ["mIoU 0.7646", "2026-07-16 15:02"]  # best metric, last logged (UTC)
-        assert "W2" in str(row[-1])
+        assert [str(c) for c in row[6:8]] == ["mIoU 0.7646", "2026-07-16 15:02 UTC"]  # best metric, last logged (UTC)
+        assert str(row[-1]) == "2W"  # as `ls` writes it
         assert all(run is not None for run in app.runs.values())
         assert "run(s)" in str(screen.query_one("#runs-status", Static).render())
 
@@ -112,7 +112,7 @@ async def test_filter_substring_negation_regex_and_sort():
         await pilot.press("s")
         assert app.screen.sort_key == "kind"
         assert "sort: kind ▲" in str(app.screen.query_one("#runs-status", Static).render())
-        assert "kind ▲" in [str(c.label) for c in table.ordered_columns]  # the arrow is on the column
+        assert "kind▲" in [str(c.label) for c in table.ordered_columns]  # the arrow is on the column
         kinds = [str(table.get_row(k)[2]) for k in row_keys(table)]
         assert kinds == sorted(kinds)
         await pilot.press("s", "s")
@@ -148,7 +148,7 @@ async def test_mark_and_compare_overlays_runs_in_stable_colours():
         await pilot.press("p")
         assert [line.label for line in screen.query_one(CurvePlot).spec.lines] == [
             "e2_clean #1", "e2_rollback #1", "e2_rollback #2"]
-        await pilot.press("x", "g")
+        await pilot.press("x", "L")
         assert (screen.x_axis, screen.log_y) == ("relative", True)
         await pilot.press("slash", *"val/m")
         assert all("val/m" in o.id for o in screen.query_one("#compare-tags", OptionList).options)
@@ -183,7 +183,7 @@ async def test_single_run_opens_directly_with_overview():
         identity = plain(screen.query_one("#ov-identity", Static))
         assert "e2_rollback" in identity and "pimm E2" in identity
         attempts = plain(screen.query_one("#ov-attempts", Static))
-        assert "resumed at step 50" in attempts
+        assert "restarted from model/last at step 50" in attempts  # the run-relative checkpoint it restored
         strip = plain_renderable(screen.query_one("TimelineStrip").render())
         assert "▓" in strip and "░" in strip  # replayed and lost ranges are marked
         assert "51-100 completed" in strip
@@ -226,7 +226,7 @@ async def test_curves_toggles_policy_smoothing_axis_and_log():
         await pilot.press("x")
         await settle(pilot)
         assert pane.options.x_axis == "relative" and plot.spec.x_label == "minutes since start"  # a 30-minute run
-        await pilot.press("g")
+        await pilot.press("L")
         await settle(pilot)
         assert plot.spec.log_y
         await pilot.press("slash", *"val/m")
@@ -267,7 +267,7 @@ async def test_checkpoints_and_finding_detail_modal():
     async with opened(ROLLBACK, SIZE, tab="4") as (app, pilot):
         table = app.screen.query_one("#checkpoint-table", DataTable)
         row = [str(c) for c in table.get_row("model/last")]
-        assert row[:5] == ["model/last", "standard", "last", "yes", "100"] and row[-1] == "◀ picked"
+        assert row[:2] == ["model/last", "#2 @50"] and {"last", "yes", "100"} <= set(row) and row[-1] == "◀ picked"
         await pilot.press("5")
         findings = app.screen.query_one("#findings-table", DataTable)
         codes = [str(findings.get_row(k)[1]) for k in row_keys(findings)]
@@ -313,15 +313,20 @@ async def test_log_viewer_window_search_and_ends():
 async def test_help_screen_and_command_palette_list_actions():
     async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Overlap policy: all attempts / newest / oldest per step", "Smooth+", "X axis: step / relative "
-                "time / wall time", "Log y", "Search", "Reload", "Help", "Back", "Quit"} <= titles
+        assert {"Overlap policy: all attempts / newest / oldest per step (p)", "Smoother (+)",
+                "X axis: step / relative time / wall time (x)", "Log y (L)", "Search (/)", "Reload (r)", "Help (?)",
+                "Quit (q)", "Next attempt (] · Log tab)"} <= titles, titles
         command = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Overlap policy"))
         await command.callback()
         await settle(pilot)
         assert app.screen.query_one(CurvesPane).options.policy == "newest"
+        jump = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Next attempt"))
+        await jump.callback()  # another tab's action: the palette goes to that tab and runs it
+        await settle(pilot)
+        assert app.screen.active_tab == "log"
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        text = str(app.screen.query_one("#help-text", Static).render())
+        text = plain(app.screen.query_one("#help-text", Static))
         for needle in ("Runs table", "Overlap policy", "Next attempt", "Filter", "Mark"):
             assert needle in text
         await pilot.press("escape")
@@ -570,7 +575,7 @@ async def test_marked_rows_show_a_mark_in_their_own_column():
 async def test_sort_cycles_only_through_columns_on_screen(size):
     async with opened(RUNS, size) as (app, pilot):
         table = app.screen.query_one("#runs-table", DataTable)
-        headers = [str(c.label).split(" ")[0] for c in table.ordered_columns]
+        headers = [str(c.label).rstrip("▲▼ ").split(" ")[0] for c in table.ordered_columns]
         seen = []
         for _ in range(12):
             await pilot.press("s")
@@ -819,8 +824,8 @@ async def test_checkpoints_fit_80_columns_and_sort_by_step():
         await pilot.press("4")
         await settle(pilot)
         labels = [str(c.label) for c in app.screen.query_one("#checkpoint-table", DataTable).ordered_columns]
-        assert labels == ["path", "format", "role", "complete", "step", "epoch", "W&B id", "cursor", "expected",
-                          "size", "resume"]
+        assert labels == ["path", "restored by", "format", "role", "complete", "step", "epoch", "W&B id", "cursor",
+                          "expected", "size", "resume"]
 
 
 # -- log ------------------------------------------------------------------------------------------------------
@@ -919,8 +924,8 @@ async def test_log_levels_are_coloured_and_secrets_masked(tmp_path):
 async def test_help_puts_the_current_tabs_keys_first_without_doubled_labels():
     async with opened(ROLLBACK, SIZE, tab="6") as (app, pilot):
         await pilot.press("question_mark")
-        text = str(app.screen.query_one("#help-text", Static).render())
-        lines = [line for line in text.splitlines() if line.strip()]
+        text = plain(app.screen.query_one("#help-text", Static))
+        lines = [line.rstrip() for line in text.splitlines() if line.strip()]
         assert lines[0] == "Log tab (this tab)"
         first_section = lines[1:lines.index("Curves tab")]
         assert any("Next attempt" in line for line in first_section) and any("Wrap" in line for line in first_section)
@@ -929,10 +934,16 @@ async def test_help_puts_the_current_tabs_keys_first_without_doubled_labels():
             head, _, rest = label.partition(": ")
             assert not rest or head.lower() not in rest.lower(), line  # never "Policy: Overlap policy: ..."
         curves = lines[lines.index("Curves tab"):]
-        top = next(line for line in curves if line.strip().startswith("g "))
-        assert "Log y" in top and "Top" not in top  # g is Log y on the Curves tab, Top on the Log tab
+        keys = [line.split()[0] for line in lines if line.startswith(" ")]
+        assert "g" not in [line.split()[0] for line in curves if line.startswith(" ")]  # g is Top, on the Log tab
+        labels: dict[str, set[str]] = {}
+        for line in lines[:lines.index("Everywhere")]:  # the Run screen's tabs (the runs table is another screen)
+            if line.startswith(" ") and len(line.split(None, 1)) == 2:
+                key, label = line.split(None, 1)
+                labels.setdefault(key, set()).add(label)
+        assert keys and all(len(found) == 1 for found in labels.values()), labels  # one meaning per key
         await pilot.press("escape", "2", "question_mark")
-        text = str(app.screen.query_one("#help-text", Static).render())
+        text = plain(app.screen.query_one("#help-text", Static))
         assert text.splitlines()[0] == "Curves tab (this tab)"
 
 
@@ -940,10 +951,12 @@ async def test_command_palette_has_only_this_apps_actions():
     async with opened(ROLLBACK, SIZE, tab="2") as (app, pilot):
         from pimm_inspect.tui.screens.help import label_of
 
-        titles = [c.title for c in app.get_system_commands(app.screen)]
+        commands = list(app.get_system_commands(app.screen))
+        titles = [c.title.rsplit(" (", 1)[0] for c in commands]
         allowed = {label_of(b) for b in RunScreen.BINDINGS} | {"Help", "Quit"}
         assert set(titles) <= allowed, set(titles) - allowed
-        assert not any(t.lower().startswith(("theme", "change theme", "screenshot", "keys", "maximize")) for t in titles)
+        assert all(not c.help for c in commands)  # one line each: the key is in the title
+        assert not {t.lower() for t in titles} & {"theme", "change theme", "screenshot", "keys", "maximize"}
 
 
 async def test_o_and_y_say_why_there_is_no_link():

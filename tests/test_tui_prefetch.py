@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pimm_inspect.model import ReplayedRange
-from pimm_inspect.tui import loader as loader_module
-from pimm_inspect.tui.loader import CachingLoader
+from pimm_inspect.session import staged as loader_module
+from pimm_inspect.session.staged import CachingLoader
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

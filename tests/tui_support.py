@@ -19,26 +19,7 @@ FIXED_NOW = 4102444800.0
 
 def fixed_loader(path: Path) -> Run:
     """The default loader with a fixed clock."""
-    return _with_replayed(analyze(load_run(path, now=FIXED_NOW)))
-
-
-def _with_replayed(run: Run) -> Run:
-    """TEMPORARY (until analysis sets ``Run.replayed`` on main, the attempts branch): the ranges its
-    ``steps.replayed`` findings name, written by every attempt whose steps cover them."""
-    import dataclasses
-
-    from pimm_inspect.model import ReplayedRange
-
-    if run.replayed:
-        return run
-    ranges = []
-    for f in run.findings:
-        if f.code == "steps.replayed" and f.steps:
-            first, last = int(f.steps[0]), int(f.steps[1])
-            who = tuple(a.index for a in run.attempts if a.first_step is not None and a.last_step is not None
-                        and a.first_step <= last and a.last_step >= first)
-            ranges.append(ReplayedRange(first, last, max(len(who), 2), who, tuple(f.paths)))
-    return dataclasses.replace(run, replayed=tuple(sorted(ranges, key=lambda r: r.first_step)))
+    return analyze(load_run(path, now=FIXED_NOW))
 
 
 async def settle(pilot) -> None:

@@ -26,8 +26,12 @@ EXIT_USAGE = 2
 
 
 def stderr(message: str) -> None:
-    """Diagnostics for people go to stderr; stdout carries the product."""
-    click.echo(message, err=True)
+    """Diagnostics for people go to stderr; stdout carries the product. A stderr that cannot be written (closed,
+    full) loses the diagnostic, never the command: its output and exit code stay what they would be."""
+    try:
+        click.echo(message, err=True)
+    except OSError:
+        pass
 
 
 _DISCOVERY = "pimm_inspect.discovery"

@@ -16,15 +16,16 @@ KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_co
 
 
 def _default(run) -> list:
-    """The documents shown without --kind/--attempt: the resolved config, HF's model + training arguments,
-    else every document of the first kind present (e.g. one W&B config per folder)."""
-    resolved = run.config("resolved_config")
-    if resolved is not None:
-        return [resolved]
-    if run.kind == "hf-trainer":
-        docs = [d for d in run.configs if d.kind in ("model_config", "hf_training_args")]
-        if docs:
-            return docs
+    """The documents shown without --kind/--attempt: first the run's config by the one rule every surface uses
+    (``analysis.configs.query_config``: what the ``cfg.`` filter and the dataset read), then its companions (HF's
+    other document, the other folders' W&B configs); else, without a parsed config, every document of the first
+    kind present (``config.py`` as text)."""
+    from ..analysis.configs import query_config
+
+    primary = query_config(run)
+    if primary is not None:
+        kinds = ("model_config", "hf_training_args") if run.kind == "hf-trainer" else (primary.kind,)
+        return [primary] + [d for d in run.configs if d.kind in kinds and d is not primary]
     for kind in KINDS:
         docs = [d for d in run.configs if d.kind == kind]
         if docs:
@@ -49,12 +50,11 @@ def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
         docs = [d for d in run.configs if d.kind == kind]
         if docs:
             return docs
-        fallback = _default(run)
-        if fallback:
-            stderr(f"pimm-inspect: {label} has no {kind} document; showing {fallback[0].kind}")
-        docs = fallback
-    else:
-        docs = _default(run)
+        have = sorted({d.kind for d in run.configs})
+        stderr(f"pimm-inspect: {label} has no {kind} document"
+               + (f" (it has: {', '.join(have)})" if have else " (it has no config document)"))
+        sys.exit(EXIT_USAGE)
+    docs = _default(run)
     if not docs:
         stderr(f"pimm-inspect: {label} has no config document")
         sys.exit(EXIT_USAGE)
@@ -80,7 +80,8 @@ def _entry(doc) -> dict:
 @click.option("--attempt", type=int, help="The config attempt N started with (train.log's Config: dump, its W&B folder).")
 @click.option("--flat", is_flag=True, help="One `key = value` line per leaf.")
 @click.option("--kind", type=click.Choice(KINDS), default=None,
-              help="Which config document (default: resolved_config; HF runs: config.json and training_args.bin).")
+              help="Which config document (default: the run's config, the one the cfg. filter reads, then its companions); "
+                   "exit 2 naming the kinds the run has when it has none of this kind.")
 @json_option
 def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: str | None, as_json: bool) -> None:
     """Print a run's config with secrets masked, per attempt, or its differences from another run or attempt.

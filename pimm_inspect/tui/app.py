@@ -26,10 +26,11 @@ from .facts import relative_name
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
                        RunGlanced, RunsFound)
 from .screens.compare import CompareScreen
-from .screens.help import HelpScreen, as_bindings, label_of, run_screen_sections
+from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.run import TAB_ACTIONS, RunScreen
 from .screens.run_loading import RunLoading
 from .screens.runs import RunsScreen
+from .wandb_keys import copy_wandb, open_wandb
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
 
 class InspectApp(App):
@@ -171,6 +172,19 @@ class InspectApp(App):
     def on_runs_screen_refresh(self, message: RunsScreen.Refresh) -> None:
         self._load_all()  # discovery again (new runs), then every run (live ones read only appended bytes)
 
+    def on_runs_screen_wandb(self, message: RunsScreen.Wandb) -> None:
+        self._load_for_wandb(message.path, message.what)
+
+    @work(thread=True, group="wandb", exclusive=True)
+    def _load_for_wandb(self, path: Path, what: str) -> None:
+        """The run under the runs table's cursor, for ``o``/``y`` (a row holds no link)."""
+        worker = get_current_worker()
+        try:
+            run = load_in_stages(self.loader, path, cancelled=lambda: worker.is_cancelled)
+        except LoadCancelled:
+            return
+        self.call_from_thread(open_wandb if what == "open" else copy_wandb, self, run)
+
     def on_runs_screen_compare(self, message: RunsScreen.Compare) -> None:
         self._load_for_compare(list(message.paths))
 
@@ -247,20 +261,38 @@ class InspectApp(App):
         self.push_screen(HelpScreen(sections))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Every action of the screen (by its binding), help and quit: none of Textual's generic entries."""
+        """Every action of the screen, on every tab (one of another tab switches there first), help and quit: none of
+        Textual's generic entries; one line each (the key is in the title)."""
         seen: set[str] = set()
-        for key, active in screen.active_bindings.items():
-            binding = active.binding
-            if not active.enabled or binding.action in seen or binding.action in ("quit", "command_palette"):
-                continue
-            if binding.action not in {b.action for b in type(active.node).__dict__.get("BINDINGS", ())}:
-                continue  # Textual's own (focus next, copy selected text ...): not this app's actions
-            seen.add(binding.action)
-            yield SystemCommand(label_of(binding), f"key: {self.get_key_display(binding)}",
-                                functools.partial(self.run_action, binding.action, active.node))
+        if isinstance(screen, RunScreen):
+            for binding in as_bindings(RunScreen.BINDINGS):
+                if binding.action in seen:
+                    continue
+                seen.add(binding.action)
+                tabs = TAB_ACTIONS.get(binding.action.split("(")[0], ())
+                where = "" if not tabs or screen.active_tab in tabs else f" · {TAB_TITLES[tabs[0]]}"
+                yield SystemCommand(f"{label_of(binding)} ({self.get_key_display(binding)}{where})", "",
+                                    functools.partial(self._run_on_tab, screen, binding.action,
+                                                      tabs[0] if where else None))
+        else:
+            for key, active in screen.active_bindings.items():
+                binding = active.binding
+                if not active.enabled or binding.action in seen or binding.action in ("quit", "command_palette"):
+                    continue
+                if binding.action not in {b.action for b in type(active.node).__dict__.get("BINDINGS", ())}:
+                    continue  # Textual's own (focus next, copy selected text ...): not this app's actions
+                seen.add(binding.action)
+                yield SystemCommand(f"{label_of(binding)} ({self.get_key_display(binding)})", "",
+                                    functools.partial(self.run_action, binding.action, active.node))
         if "help" not in seen:
-            yield SystemCommand("Help", "List every key binding", self.action_help)
-        yield SystemCommand("Quit", "key: q", self.action_quit)
+            yield SystemCommand("Help (?)", "", self.action_help)
+        yield SystemCommand("Quit (q)", "", self.action_quit)
+
+    async def _run_on_tab(self, screen: RunScreen, action: str, tab: str | None) -> None:
+        """Run a Run screen action from the palette, on its tab (switching there first when it is another's)."""
+        if tab is not None:
+            screen.action_tab(tab)
+        await self.run_action(action, screen)
 
 
 def make_app(path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,

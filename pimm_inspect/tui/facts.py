@@ -10,6 +10,7 @@ from pathlib import Path
 
 
 from ..analysis.configs import flatten_config, query_config
+from ..analysis.names import name_text
 from ..analysis.run_filter import compile_filter, compile_run_filter, filter_error
 
 __all__ = ["compile_filter", "compile_run_filter", "filter_error"]  # the filter grammar lives below the front ends
@@ -20,12 +21,13 @@ from ..model import Run, Severity
 
 
 def relative_name(root: Path, base: Path) -> str:
-    """A run's path relative to the path the user gave (its own name when it is that path)."""
+    """A run's path relative to the path the user gave (its own name when it is that path), by the one name escape
+    (``analysis.names.name_text``: the text ``ls`` and ``show`` give it)."""
     try:
         rel = Path(os.path.relpath(Path(root).absolute(), Path(base).absolute())).as_posix()
     except ValueError:
-        return Path(root).name
-    return Path(root).name if rel == "." else rel
+        return name_text(Path(root).name)
+    return name_text(Path(root).name if rel == "." else rel)
 
 
 def flat_config(data: object) -> dict[str, object]:
@@ -54,10 +56,10 @@ def last_logged(run: Run | RunRow) -> float | None:
 
 
 def fmt_time(seconds: float | None) -> str:
-    """``YYYY-MM-DD HH:MM`` in UTC, or '-'."""
+    """``YYYY-MM-DD HH:MM UTC`` (the zone said, as every time the UI shows), or '-'."""
     if seconds is None:
         return "-"
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def severity_counts(run: Run | RunRow) -> dict[Severity, int]:
@@ -69,11 +71,11 @@ def severity_counts(run: Run | RunRow) -> dict[Severity, int]:
 
 
 def findings_cell(run: Run | RunRow) -> str:
-    """Compact ``E1 W2 I0`` text for a table cell ('-' when clean)."""
+    """Compact ``1E 2W`` text for a table cell, as ``ls`` writes it ('-' when clean)."""
     counts = severity_counts(run)
     if not any(counts.values()):
         return "-"
-    return " ".join(f"{s.name[0]}{counts[s]}" for s in sorted(Severity, reverse=True) if counts[s])
+    return " ".join(f"{counts[s]}{s.name[0]}" for s in sorted(Severity, reverse=True) if counts[s])
 
 
 def last_step(run: Run | RunRow) -> int | None:
@@ -94,17 +96,16 @@ class Span:
     last: int
     what: str
     """replayed (written again by a later attempt) or gap (nothing logged); lost steps come from Attempt.lost_steps."""
+    by: tuple[int, ...] = ()
+    """For a replayed range: the attempts whose copy is a replay (every writer after the first)."""
 
 
 def marked_spans(run: Run) -> list[Span]:
-    """Replayed and unlogged step ranges from the analysis findings."""
-    spans: list[Span] = []
+    """Replayed ranges (``Run.replayed``: who wrote each copy) and unlogged ranges (``steps.gap`` findings)."""
+    spans = [Span(r.first_step, r.last_step, "replayed", r.attempts[1:]) for r in run.replayed]
     for f in run.findings:
-        if f.steps is None:
-            continue
-        what = {"steps.replayed": "replayed", "steps.gap": "gap"}.get(f.code)
-        if what:
-            spans.append(Span(int(f.steps[0]), int(f.steps[1]), what))
+        if f.steps is not None and f.code == "steps.gap":
+            spans.append(Span(int(f.steps[0]), int(f.steps[1]), "gap"))
     return spans
 
 
@@ -123,11 +124,31 @@ def fmt_step(step: int | None) -> str:
     return "-" if step is None else str(step)
 
 
+def fmt_step_short(step: int | None) -> str:
+    """A step in at most 5 cells: ``938k``, ``1.41M``, ``12.3M`` (exact below 100,000); '-' when unknown."""
+    if step is None:
+        return "-"
+    if abs(step) < 100_000:
+        return str(step)
+    for unit, size in (("k", 1e3), ("M", 1e6), ("G", 1e9)):
+        value = step / size
+        if abs(value) < 999.5 or unit == "G":  # 999,999 is 1M, not 1e+03k
+            return f"{value:.3g}{unit}" if abs(value) < 999.5 else f"{value:.0f}{unit}"
+    return str(step)  # pragma: no cover - the loop always returns
+
+
 def fmt_range(first: int | None, last: int | None) -> str:
     """``51-75``; one step is ``55`` (never ``55-55``); '-' for an unknown end."""
     if first is not None and first == last:
         return str(first)
     return f"{fmt_step(first)}-{fmt_step(last)}"
+
+
+def fmt_range_short(first: int | None, last: int | None) -> str:
+    """``fmt_range`` with each end in at most 5 cells (``938k-1.41M``)."""
+    if first is not None and first == last:
+        return fmt_step_short(first)
+    return f"{fmt_step_short(first)}-{fmt_step_short(last)}"
 
 
 def attempt_marks(attempts: tuple[int, ...] | list[int]) -> str:

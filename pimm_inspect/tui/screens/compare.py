@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,8 +20,9 @@ from ...model import Run
 from ...report.safe_text import clean, data_text
 from ...report.plot import lines_for
 from ..facts import compile_filter, main_config, relative_name
-from ..widgets.curves import X_LABELS, default_tag
-from ..widgets.plot import CurvePlot, PlotLine, PlotSpec
+from ..widgets.curve_spec import axis_for
+from ..widgets.curves import default_tag
+from ..widgets.plot import CurvePlot, PlotLine, PlotSpec, legend_style
 
 
 class CompareScreen(Screen):
@@ -31,7 +33,7 @@ class CompareScreen(Screen):
         Binding("slash", "filter", "Filter tags", key_display="/"),
         Binding("p", "policy", "Policy"),
         Binding("x", "x_axis", "X axis"),
-        Binding("g", "log_y", "Log y"),
+        Binding("L", "log_y", "Log y"),
         Binding("d", "config_diff", "Config diff", tooltip="config keys that differ between these runs"),
     ]
 
@@ -65,9 +67,9 @@ class CompareScreen(Screen):
             with Vertical(id="plot-column"):
                 yield Static("", id="compare-status", markup=False)
                 # Runs are told apart by marker as well as colour (NO_COLOR, 16 colours): the legend shows the marker.
-                yield Static(clean("   ".join(f"{PlotLine(n, np.zeros(0), np.zeros(0), i).glyph} {n}"
-                                              for i, n in enumerate(names))),
-                             id="compare-legend", markup=False)
+                legend = [PlotLine(n, np.zeros(0), np.zeros(0), i) for i, n in enumerate(names)]
+                yield Static(Text("   ").join(Text.assemble((line.glyph, legend_style(line.color)), " " + clean(line.label))
+                                              for line in legend), id="compare-legend", markup=False)
                 yield CurvePlot(id="compare-plot")
         yield Footer()
 
@@ -103,8 +105,9 @@ class CompareScreen(Screen):
                     lines.append(PlotLine(clean(f"{name}{suffix}", newlines=False), line.x, line.y, index))
             except Exception as exc:  # one bad run must not hide the others
                 self.notify(f"{name}: cannot draw {self.tag}: {exc}", severity="warning")
-        plot.show(PlotSpec(tuple(lines), (), X_LABELS[self.x_axis], clean(f"{self.tag}  policy={self.policy}", newlines=False),
-                           self.log_y, empty_text=clean(f"no run has points for {self.tag}")))
+        x_label, ticks, lines = axis_for(self.x_axis, lines, width)  # integer step ticks, readable time units
+        plot.show(PlotSpec(tuple(lines), (), x_label, clean(f"{self.tag}  policy={self.policy}", newlines=False),
+                           self.log_y, empty_text=clean(f"no run has points for {self.tag}"), x_ticks=ticks))
 
     @on(Input.Changed, "#compare-filter")
     def _filter_changed(self) -> None:

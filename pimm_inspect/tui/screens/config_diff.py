@@ -15,7 +15,8 @@ from ...report.safe_text import clean, data_text
 from ..facts import flat_config
 
 ABSENT = "—"
-MAX_CELL = 60
+MAX_CELL = 240
+"""A longer value is cut (with …); shorter ones wrap within their column."""
 
 
 def config_differences(columns: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, list[str]]]:
@@ -50,20 +51,33 @@ class ConfigDiffScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="diff-dialog"):
-            yield Static(clean(f"{self.title_text}: {len(self.rows)} differing key(s)", newlines=False), id="diff-title",
-                         markup=False)
+            yield Static(clean(f"{self.title_text}: {self._headline()}", newlines=False), id="diff-title", markup=False)
             if self.legend:
                 yield Static(clean(self.legend), id="diff-legend", markup=False)
             yield DataTable(id="diff-table", cursor_type="row", zebra_stripes=True)
             yield Static("escape close   (secrets masked; — means absent)", id="diff-keys")
 
+    def _headline(self) -> str:
+        """How many keys differ, or why nothing can: documents missing are said, never shown as 'no differences'."""
+        missing = [label for label, data in self.columns if not data]
+        if len(missing) == len(self.columns):
+            return "none of them has a config document"
+        if missing:
+            return f"{len(self.rows)} differing key(s); no config document: {', '.join(missing)}"
+        return f"{len(self.rows)} differing key(s)"
+
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_column("key")
+        # Every document's column on screen: the width is shared out and long values wrap, never pushed off-screen.
+        width = min(int(self.app.size.width * 0.9), 110) - 6
+        key_width = min(max([3] + [len(clean(key, newlines=False)) for key, _ in self.rows]), 30)
+        value_width = max((width - key_width - 2 * (len(self.columns) + 1)) // max(len(self.columns), 1), 8)
+        table.add_column("key", width=key_width)
         for label, _data in self.columns:
-            table.add_column(data_text(label, newlines=False))
+            table.add_column(data_text(label, newlines=False), width=value_width)
         for key, values in self.rows:
-            table.add_row(data_text(key, newlines=False), *(data_text(v) for v in values))
+            table.add_row(data_text(key, newlines=False), *(data_text(v) for v in values), height=None)
         if not self.rows:
-            table.add_row("(no differences)", *[""] * len(self.columns))
+            table.add_row("(no differences)" if all(data for _l, data in self.columns) else "(nothing to compare)",
+                          *[""] * len(self.columns))
         table.focus()

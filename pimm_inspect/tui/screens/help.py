@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -84,15 +86,18 @@ class HelpScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         heading = self.get_component_rich_style("help--heading")
         key_style = self.get_component_rich_style("help--key")
-        text = Text()
+        parts: list[RenderableType] = []
         for title, bindings in self.sections:
-            text.append(f"{title}\n", heading)
+            parts.append(Text(title, heading))
+            # A long label wraps under the label column, never back to column 0.
+            grid = Table.grid(padding=(0, 1), pad_edge=True)
+            grid.add_column(width=12, no_wrap=True, style=key_style)
+            grid.add_column(ratio=1)
             for keys, label in _rows(bindings, self._key_display):
-                text.append(f"  {keys:<12}", key_style)
-                text.append(f"{label}\n")
-            text.append("\n")
-        text.append(FILTER_SYNTAX)
-        self.query_one("#help-text", Static).update(text)
+                grid.add_row(keys, label)
+            parts += [grid, Text("")]
+        parts.append(Text(FILTER_SYNTAX))
+        self.query_one("#help-text", Static).update(Group(*parts))
 
     def _key_display(self, binding: Binding) -> str:
         if binding.key_display:

@@ -12,9 +12,9 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
-from ...report.safe_text import clean, data_text, encodable_text
-from .. import links
-from ..facts import no_link_reason, relative_name, wandb_target
+from ...report.safe_text import data_text
+from ..facts import relative_name
+from ..wandb_keys import copy_wandb, open_wandb
 from ...session.staged import Loader, StagedLoader
 from ..stages import run_title
 from ..widgets.config_tree import ConfigPane
@@ -23,7 +23,7 @@ from ..widgets.curves import CurvesPane
 from ..widgets.log_pane import LogPane
 from ..widgets.log_view import LogView
 from ..widgets.overview import Overview
-from ..widgets.tables import CheckpointTable, FindingsTable
+from ..widgets.tables import CheckpointsPane, FindingsTable
 from .config_diff import ConfigDiffScreen
 from .finding import FindingScreen
 from .run_loading import RunLoading
@@ -55,11 +55,11 @@ class RunScreen(RunLoading):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("p", "policy", "Policy", tooltip="Overlap policy: all attempts / newest / oldest per step"),
-        Binding("plus,equals_sign", "smooth(1)", "Smooth+", key_display="+"),
-        Binding("minus", "smooth(-1)", "Smooth-", key_display="-"),
+        Binding("plus,equals_sign", "smooth(1)", "Smoother", key_display="+"),
+        Binding("minus", "smooth(-1)", "Less smooth", key_display="-"),
         Binding("x", "x_axis", "X axis", tooltip="x axis: step / relative time / wall time"),
-        Binding("g", "log_y", "Log y"),
-        Binding("z", "zoom", "Zoom", tooltip="zoom to the replayed/lost step range, or back out"),
+        Binding("L", "log_y", "Log y"),
+        Binding("z", "zoom", "Zoom", tooltip="zoom to every replayed range, then to each rolled-back or unlogged one, then out"),
         Binding("comma", "cursor(-1)", "Cursor ←", key_display=",", show=False),
         Binding("full_stop", "cursor(1)", "Cursor →", key_display="."),
         Binding("home", "cursor_end(0)", "Cursor first", show=False),
@@ -111,7 +111,7 @@ class RunScreen(RunLoading):
             with TabPane("3 Config", id="config"):
                 yield ConfigPane()
             with TabPane("4 Checkpoints", id="checkpoints"):
-                yield CheckpointTable(id="checkpoint-table")
+                yield CheckpointsPane(id="checkpoints-pane")
             with TabPane("5 Findings", id="findings"):
                 yield FindingsTable(id="findings-table")
             with TabPane("6 Log", id="log"):
@@ -154,7 +154,7 @@ class RunScreen(RunLoading):
         self.query_one(Overview).set_run(run, analysed)
         self.query_one(CurvesPane).set_run(run)
         self.query_one(ConfigPane).set_run(run)
-        self.query_one(CheckpointTable).set_run(run)
+        self.query_one(CheckpointsPane).set_run(run)
         if analysed:
             self.query_one(FindingsTable).set_run(run)
         else:
@@ -227,7 +227,10 @@ class RunScreen(RunLoading):
             page()
 
     def action_back(self) -> None:
-        """Leave a search box, else go back to the runs table."""
+        """Cancel a log search under way, else leave a search box, else go back to the runs table."""
+        if self.active_tab == "log" and self.query_one(LogPane).searching:
+            self.query_one(LogPane).cancel_search()
+            return
         if isinstance(self.focused, Input):
             if self.focused.id == "log-search":
                 self.query_one(LogView).focus()
@@ -374,28 +377,13 @@ class RunScreen(RunLoading):
 
     def action_open_wandb(self) -> None:
         """Open the W&B run in a browser when one is available, else say how to get there."""
-        if self.run is None:
-            return
-        url, _command = wandb_target(self.run)
-        if url is None:
-            self.notify(no_link_reason(self.run), severity="warning", timeout=10)
-        elif links.open_in_browser(url):
-            self.notify(f"opened {url}")
-        else:
-            self.notify(f"no browser here (SSH?): {url}  (y copies it)", severity="warning", timeout=8)
+        if self.run is not None:
+            open_wandb(self.app, self.run)
 
     def action_copy_wandb(self) -> None:
         """Copy the W&B link (or the ``wandb sync`` command) via the terminal clipboard (OSC 52)."""
-        if self.run is None:
-            return
-        url, command = wandb_target(self.run)
-        text = links.copyable(url or command)  # only a vetted link or sync command reaches the clipboard
-        if not text:
-            self.notify(f"nothing to copy: {no_link_reason(self.run)}", severity="warning", timeout=10)
-            return
-        text = encodable_text(text)  # a surrogate (a name that is not UTF-8) would crash the clipboard's encoder
-        self.app.copy_to_clipboard(text)
-        self.notify(clean(f"copied: {text}"), markup=False)
+        if self.run is not None:
+            copy_wandb(self.app, self.run)
 
     def action_reload(self) -> None:
         """Load the run again (also what live follow does); a load still under way is cancelled first."""

@@ -38,6 +38,8 @@ class RunsScreen(Screen):
         Binding("space", "mark", "Mark", tooltip="mark runs to compare (● in the first column)"),
         Binding("c", "compare", "Compare", tooltip="overlay the marked runs' curves"),
         Binding("r", "refresh", "Refresh", tooltip="look for new runs and read what every run appended"),
+        Binding("o", "wandb('open')", "Open W&B", show=False, tooltip="open the cursor row's W&B run in a browser"),
+        Binding("y", "wandb('copy')", "Copy W&B", show=False, tooltip="copy the cursor row's W&B link or wandb sync command"),
         Binding("enter", "open", "Open", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
@@ -56,6 +58,14 @@ class RunsScreen(Screen):
         def __init__(self, paths: list[Path]) -> None:
             super().__init__()
             self.paths = paths
+
+    class Wandb(Message):
+        """The user wants the cursor row's W&B link opened (``open``) or copied (``copy``)."""
+
+        def __init__(self, path: Path, what: str) -> None:
+            super().__init__()
+            self.path = path
+            self.what = what
 
     class Refresh(Message):
         """The user wants every run read again (new runs found, appended bytes read)."""
@@ -92,6 +102,7 @@ class RunsScreen(Screen):
         yield Static(data_text(f"runs under {self.base.as_posix()}"), id="runs-title")
         yield Input(placeholder="/ filter: text, !text, /regex/, cfg.optimizer.lr>0.001 (? for more)",
                     id="runs-filter")
+        yield Static("", id="runs-nomatch", markup=False)
         with Horizontal(id="runs-body"):
             yield self.table
             yield RunPreview(id="runs-preview")
@@ -106,6 +117,7 @@ class RunsScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#runs-problem", Static).display = False
+        self.query_one("#runs-nomatch", Static).display = False
         self._relayout(fresh=False)
         self.table.focus()
 
@@ -175,13 +187,21 @@ class RunsScreen(Screen):
     @on(DataTable.RowHighlighted, "#runs-table")
     def _row_highlighted(self) -> None:
         self._preview()
+        self._status()  # the cursor row's full path
 
     def _status(self) -> None:
         table = self.table
+        text = self.query_one("#runs-filter", Input).value.strip()
+        nomatch = self.query_one("#runs-nomatch", Static)
+        nomatch.display = bool(text) and not table.row_count and bool(table.paths)
+        if nomatch.display:  # a blank table would look like nothing was found at all
+            nomatch.update(data_text(f'no run matches "{text}" (esc clears)', newlines=False))
         sort = next((c for c in table.columns_shown() if c.key == table.sort_key), None)
         arrow = f" {ARROWS[sort.sort]}" if sort is not None and sort.sort else ""
+        key = table.cursor_key()
         self.status.show(TableState(len(table.paths), table.row_count, f"{table.sort_key}{arrow}", len(table.marked),
-                                    len(self.live_keys()), filter_error(self.query_one("#runs-filter", Input).value)))
+                                    len(self.live_keys()), filter_error(self.query_one("#runs-filter", Input).value),
+                                    table.name_of(key) if key is not None else ""))
 
     # -- actions --------------------------------------------------------------------------------------------
 
@@ -237,6 +257,14 @@ class RunsScreen(Screen):
         self.table.streaming = True
         self._status()
         self.post_message(self.Refresh())
+
+    def action_wandb(self, what: str) -> None:
+        """``o``/``y`` on the cursor row: the app reads the run's W&B facts and opens or copies its link."""
+        key = self.table.cursor_key()
+        if key is None:
+            self.notify("no run under the cursor", severity="warning")
+            return
+        self.post_message(self.Wandb(self.table.paths[key], what))
 
     def action_open(self) -> None:
         """Open the run under the cursor."""

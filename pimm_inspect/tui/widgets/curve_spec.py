@@ -130,13 +130,16 @@ def build_spec(run: Run, tag: str, options: CurveOptions, width: int) -> PlotSpe
     if options.x_axis == "step":
         replays = tuple(replayed_ranges(run))
         ends = tuple(sorted({float(x) for r in replays for x in r if lo_view <= x <= hi_view}))
-    x_label, ticks, plot_lines = _axis(options.x_axis, plot_lines, width)
+    x_label, ticks, plot_lines = axis_for(options.x_axis, plot_lines, width)
     xs = [float(v) for line in plot_lines if line.x.size for v in (line.x.min(), line.x.max())]
     xs += [x for x, _ in seams]
     labels = seam_label_places(seams, min(xs), max(xs), max(width - 10, 10)) if seams and xs else ()
     title = ""  # the status line above the plot names tag, policy, smoothing and zoom
+    empty = f"no finite points for {tag}"
+    if options.x_axis != "step" and not any(np.isfinite(s.wall_times_s).any() for s in preferred_series(own, tag)):
+        empty = f"{tag}: the run records no wall times for its points, so only the step axis can draw it (x)"
     return PlotSpec(tuple(plot_lines), tuple(x for x, _ in seams), x_label, title, options.log_y,
-                    empty_text=clean(f"no finite points for {tag}", newlines=False), replays=replays,
+                    empty_text=clean(empty, newlines=False), replays=replays,
                     replay_ends=ends, x_ticks=ticks, seam_labels=labels)
 
 
@@ -144,7 +147,7 @@ def _attempt_label(label: str, attempt: int | None) -> str:
     return f"attempt {attempt}" if attempt is not None and "(attempt" in label else label
 
 
-def _axis(x_axis: str, lines: list[PlotLine],
+def axis_for(x_axis: str, lines: list[PlotLine],
           width: int) -> tuple[str, tuple[tuple[float, ...], tuple[str, ...]] | None, list[PlotLine]]:
     """(x label, ticks, lines) for the axis: integer steps, relative time in a readable unit, local clock."""
     xs = [line.x for line in lines if line.x.size]

@@ -228,7 +228,9 @@ class CurvesPane(Vertical):
         readout.update(clean(text))
 
     def _update_note(self) -> None:
-        if self.run is not None:
+        if self.run is not None and not self.run.tags():
+            self.query_one("#policy-note", Static).update("")  # no curves: nothing was written twice, or once
+        elif self.run is not None:
             note = policy_note(self.run, self.options.policy)
             if self.app.size.height < SHORT_SCREEN and self.run.replayed:
                 # A short terminal keeps its rows for the plot: the legend below names the ranges and their

@@ -1,4 +1,5 @@
-"""The Log tab: a status line, a search box and the train.log viewer, with attempts from the run itself."""
+"""The Log tab: a status line, a search box and the train.log viewer (else each W&B attempt's console log), with
+attempts from the run itself."""
 
 from __future__ import annotations
 
@@ -30,6 +31,21 @@ def attempt_starts(run: Run, log_path: str) -> list[tuple[int, int]]:
     return sorted(starts.items())
 
 
+def log_files(run: Run) -> list[tuple[str, int | None]]:
+    """The logs the tab can show, with the attempt each belongs to: train.log (every attempt, None), else the
+    console each W&B folder kept (``files/output.log``), one per attempt, oldest first."""
+    train_logs: list[tuple[str, int | None]] = [(s.path, None) for s in run.sources if s.kind == "train_log"]
+    if train_logs:
+        return train_logs
+    found: list[tuple[str, int | None]] = []
+    for attempt in run.attempts:
+        for folder in attempt.sources:
+            path = f"{folder}/files/output.log"
+            if folder.startswith("wandb/") and (run.root / path).is_file() and path not in [p for p, _ in found]:
+                found.append((path, attempt.index))
+    return found
+
+
 class LogPane(Vertical):
     """The train.log of a run, indexed on first view; the screen forwards keys to it."""
 
@@ -43,6 +59,9 @@ class LogPane(Vertical):
         self.early: tuple[Path, str] | None = None
         """(run root, log path) from the quick stage: the log can be shown before the run is read."""
         self._opened_early = False
+        self.files: list[tuple[str, int | None]] = []
+        """The logs this run has (``log_files``); ``]``/``[`` go from one to the next when each is one attempt's."""
+        self.file_index = 0
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-status")
@@ -80,12 +99,13 @@ class LogPane(Vertical):
                 self.view.open(root / self.log_path, self.log_path, root)
             return
         self.opened = True
-        log_files = [s.path for s in self.run.sources if s.kind == "train_log"]
+        self.files = log_files(self.run)
         status = self.query_one("#log-status", Static)
-        if not log_files:
-            status.update("this run has no train.log")
+        if not self.files:
+            status.update("this run has no train.log and no W&B console log (files/output.log)")
             return
-        self.log_path = log_files[0]
+        self.file_index = min(self.file_index, len(self.files) - 1)
+        self.log_path = self.files[self.file_index][0]
         status.update(data_text(f"{self.log_path}  indexing…", newlines=False))
         self.view.set_attempts(attempt_starts(self.run, self.log_path))
         self.view.open(self.run.root / self.log_path, self.log_path, self.run.root)  # no link out of the run
@@ -96,9 +116,17 @@ class LogPane(Vertical):
 
     def _facts(self) -> str:
         view = self.view
-        starts = ", ".join(str(int(i) + 1) for i in view.attempt_lines[:8]) or "-"
         wrap = "wrap on" if view.wrap else "wrap off"
+        if self._per_attempt():
+            attempt = self.files[self.file_index][1]
+            more = f" ({self.file_index + 1} of {len(self.files)}, ] next)" if len(self.files) > 1 else ""
+            return f"{self.log_path}  W&B console of attempt {attempt}{more}  {view.line_count} lines  {wrap}"
+        starts = ", ".join(str(int(i) + 1) for i in view.attempt_lines[:8]) or "-"
         return f"{self.log_path or 'train.log'}  {view.line_count} lines  attempts start at line {starts}  {wrap}"
+
+    def _per_attempt(self) -> bool:
+        """True when the logs are one per attempt (W&B consoles), so ]/[ go from log to log."""
+        return bool(self.files) and self.files[0][1] is not None
 
     def search(self, forward: bool) -> str | None:
         """n/N: the next/previous match of the search box's text (None: nothing typed yet)."""
@@ -110,7 +138,11 @@ class LogPane(Vertical):
         return result
 
     def step_attempt(self, forward: bool) -> str:
-        """]/[: the next/previous attempt start (the same attempts as the Overview)."""
+        """]/[: the next/previous attempt start (the same attempts as the Overview), or attempt's console log."""
+        if self._per_attempt() and len(self.files) > 1:
+            self.file_index = (self.file_index + (1 if forward else -1)) % len(self.files)
+            self.open()
+            return f"attempt {self.files[self.file_index][1]}"
         result = self.view.step_attempt(forward)
         self.say(result)
         return result
@@ -123,6 +155,15 @@ class LogPane(Vertical):
 
     def show_step(self, step: int, attempt: int | None) -> None:
         """Go to the first Train: line at or after ``step`` once the index is ready."""
+        if self._per_attempt():
+            # A W&B console has no Train: lines: show the console of the attempt that logged the step.
+            index = next((i for i, (_p, a) in enumerate(self.files) if a == attempt), self.file_index)
+            if index != self.file_index:
+                self.file_index = index
+                self.open()
+            self.app.notify(f"no train.log: this is the W&B console of attempt {self.files[index][1]}; "
+                            f"it does not say which line is step {step}", severity="information")
+            return
         self.pending_step = (step, attempt)
         self.try_pending_step()
 
@@ -134,6 +175,10 @@ class LogPane(Vertical):
         self.pending_step = None
         if not view.find_step(step, attempt):
             self.app.notify(f"no Train: line for step {step} in the log", severity="warning")
+            self.say(f"no Train: line for step {step}")
+        else:  # the line says where the jump went, never an earlier search's or attempt's result
+            self.say(f"step {step}" + (f" of attempt {attempt}" if attempt is not None else "")
+                     + f" (line {view.cursor_line + 1})")
         view.focus()
 
     @on(Input.Submitted, "#log-search")
@@ -141,6 +186,20 @@ class LogPane(Vertical):
         event.stop()
         if self.search(True) is not None:
             self.view.focus()
+
+    def on_log_view_search_done(self, message: LogView.SearchDone) -> None:
+        """A big log's search finished: its result replaces "searching…"."""
+        self.say(message.note)
+
+    @property
+    def searching(self) -> bool:
+        """True while a big log is being searched."""
+        return self.view.searching
+
+    def cancel_search(self) -> None:
+        """Escape during a search: stop it and say so."""
+        self.view.cancel_search()
+        self.say("search cancelled")
 
     def on_log_index_progress(self, message: LogIndexProgress) -> None:
         """Show indexing progress of a big log."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from textual import work
+from textual.worker import get_current_worker
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
@@ -19,6 +21,7 @@ from ...analysis.secrets import mask_text
 from ...report.safe_text import clean
 from ...sources import UnreadableFile, open_regular
 from ..messages import LogIndexProgress
+from .log_scan import CHUNK_BYTES, scan
 
 TRAIN_LINE = re.compile(rb"Train: \[(\d+)/\d+\]\[(\d+)/(\d+)\]")
 """A Train: record's epoch, iter and iters per epoch: g = (epoch - 1) * iters + iter (spec 3.4 D)."""
@@ -29,41 +32,10 @@ LEVEL_CLASS = {"DEBUG": "logview--debug", "INFO": "logview--info", "WARNING": "l
                "ERROR": "logview--error", "CRITICAL": "logview--error"}
 MAX_MATCH_LINES = 100_000
 """Search remembers at most this many matching lines (the count then says "100000+")."""
-CHUNK_BYTES = 8 << 20
+SEARCH_IN_WORKER_BYTES = 16 << 20
+"""A log bigger than this is searched in a worker (the UI says "searching…" and escape cancels)."""
 MAX_LINE_CHARS = 2000
 """Very long lines are cut when shown (the file is never changed)."""
-
-
-def scan(path: Path, pattern: re.Pattern[bytes], start: int, end: int):
-    """Yield (absolute offset, match) of ``pattern`` in ``path[start:end]``, read in line-aligned chunks.
-
-    Reads with read(), never mmap: pimm truncates train.log on a fresh relaunch, and a mapped file
-    that shrinks kills the process (SIGBUS). A line longer than a chunk is searched whole.
-    """
-    try:
-        with open_regular(path, path.name) as fh:
-            fh.seek(start)
-            position, carry = start, b""
-            while position < end:
-                chunk = fh.read(min(CHUNK_BYTES, end - position))
-                if not chunk:
-                    break
-                position += len(chunk)
-                data = carry + chunk
-                cut = data.rfind(b"\n") + 1 if position < end else len(data)
-                if cut == 0:
-                    carry = data
-                    continue
-                base = position - len(data)
-                for match in pattern.finditer(data, 0, cut):
-                    yield base + match.start(), match
-                carry = data[cut:]
-            if carry:
-                base = position - len(carry)
-                for match in pattern.finditer(carry):
-                    yield base + match.start(), match
-    except (UnreadableFile, OSError, ValueError):
-        return
 
 
 class LogView(ScrollView, can_focus=True):
@@ -85,6 +57,13 @@ class LogView(ScrollView, can_focus=True):
             super().__init__()
             self.offsets = offsets
             self.widest = widest
+
+    class SearchDone(Message):
+        """A search of a big log (in a worker) went to its match, or found none: what the status line says."""
+
+        def __init__(self, note: str) -> None:
+            super().__init__()
+            self.note = note
 
     class Failed(Message):
         """The file could not be read."""
@@ -310,10 +289,44 @@ class LogView(ScrollView, can_focus=True):
             return where + (": wrapped to the first" if forward else ": wrapped to the last")
         return where
 
+    @property
+    def searching(self) -> bool:
+        """True while a big log is being searched in a worker."""
+        return any(w.group == "log-search" and w.is_running for w in self.workers)
+
+    def cancel_search(self) -> None:
+        """Stop a search under way (escape)."""
+        self.workers.cancel_group(self, "log-search")
+        self.search_text = ""
+
     def search(self, text: str, forward: bool = True) -> str:
-        """Go to the next/previous line holding ``text`` (case-insensitive, wrapping); says "match 2/4" or why not."""
+        """Go to the next/previous line holding ``text`` (case-insensitive, wrapping); says "match 2/4" or why not.
+
+        A new text in a big log is searched in a worker: this says "searching…" at once (escape cancels) and
+        ``SearchDone`` brings the result; the previous result is never left on screen meanwhile.
+        """
         if text != self.search_text or not self.match_lines.size:
+            if self.path is not None and int(self.offsets[-1]) > SEARCH_IN_WORKER_BYTES:
+                self.search_text, self.match_lines, self.match_capped = text, np.zeros(0, dtype=np.int64), False
+                self.refresh()
+                self._search_worker(text, forward)
+                return f'searching "{text}"… (escape cancels)'
             self._find_all(text)
+        return self._go_to_match(text, forward)
+
+    @work(thread=True, exclusive=True, group="log-search")
+    def _search_worker(self, text: str, forward: bool) -> None:
+        lines, capped = self._matching_lines(text, lambda: get_current_worker().is_cancelled)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._search_finished, text, forward, lines, capped)
+
+    def _search_finished(self, text: str, forward: bool, lines: np.ndarray, capped: bool) -> None:
+        if text != self.search_text:
+            return  # superseded or cancelled
+        self.match_lines, self.match_capped = lines, capped
+        self.post_message(self.SearchDone(self._go_to_match(text, forward)))
+
+    def _go_to_match(self, text: str, forward: bool) -> str:
         self.refresh()
         lines = self.match_lines
         if not lines.size:
@@ -333,19 +346,21 @@ class LogView(ScrollView, can_focus=True):
     def _find_all(self, text: str) -> None:
         """Every line holding ``text``, by scanning the file in chunks (never the whole file in line objects)."""
         self.search_text = text
-        self.match_lines = np.zeros(0, dtype=np.int64)
-        self.match_capped = False
+        self.match_lines, self.match_capped = self._matching_lines(text, lambda: False)
+
+    def _matching_lines(self, text: str, cancelled: Callable[[], bool]) -> tuple[np.ndarray, bool]:
+        """(0-based lines holding ``text``, capped?); stops early (with what it has) once ``cancelled()``."""
         if not text or self.path is None or not self.line_count:
-            return
+            return np.zeros(0, dtype=np.int64), False
         needle = re.compile(re.escape(text.encode("utf-8", errors="replace")), re.IGNORECASE)
         offsets: list[int] = []
-        for offset, _m in scan(self.path, needle, 0, int(self.offsets[-1])):
+        for offset, _m in scan(self.path, needle, 0, int(self.offsets[-1]), cancelled):
             offsets.append(offset)
             if len(offsets) >= MAX_MATCH_LINES * 4:
                 break
         lines = np.unique(np.searchsorted(self.offsets, np.asarray(offsets, dtype=np.int64), side="right") - 1)
-        self.match_capped = lines.size > MAX_MATCH_LINES or len(offsets) >= MAX_MATCH_LINES * 4
-        self.match_lines = lines[:MAX_MATCH_LINES].astype(np.int64)
+        capped = lines.size > MAX_MATCH_LINES or len(offsets) >= MAX_MATCH_LINES * 4
+        return lines[:MAX_MATCH_LINES].astype(np.int64), capped
 
     def find_step(self, step: int, attempt: int | None = None) -> bool:
         """Go to the first ``Train:`` line at or after global ``step`` (within ``attempt`` when given)."""

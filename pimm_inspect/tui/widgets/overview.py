@@ -9,6 +9,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
+from textual.geometry import Size
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
@@ -17,7 +18,7 @@ from ...analysis.secrets import mask_text
 from ...load.quick import RunGlance
 from ...model import Attempt, Provenance, Run, Severity
 from ...report.safe_text import clean, data_text
-from ..facts import Span, fmt_step, kind_label, marked_spans, relative_name
+from ..facts import Span, fmt_range, fmt_range_short, fmt_step_short, kind_label, marked_spans, relative_name
 from ..stages import WAITING, attempts_seen, last_step_seen
 
 SEVERITY_CLASS = {Severity.ERROR: "overview--error", Severity.WARNING: "overview--warning",
@@ -44,47 +45,67 @@ class TimelineStrip(Widget):
         self.attempts = attempts
         self.spans = spans
         self.text = None
-        self.styles.height = len(attempts) + 2 if attempts else 1
         self.refresh(layout=True)
 
     def show_text(self, text: str) -> None:
         """A line in place of the strip (the attempts are still being read)."""
         self.attempts, self.spans, self.text = (), [], text
-        self.styles.height = 1
         self.refresh(layout=True)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """As many rows as the strip renders at this width (the legend may take two): nothing is pushed out."""
+        return len(self._lines(width))
 
     def render(self) -> RenderResult:
         """Draw the strip to the widget's current width."""
+        return Text("\n").join(self._lines(self.size.width))
+
+    def _lines(self, width: int) -> list[Text]:
+        """The strip's rows, none wider than ``width``: one per attempt, the step axis, the legend."""
+        dim = self.get_component_rich_style("timeline--dim")
         if self.text is not None:
-            return Text(self.text, style=self.get_component_rich_style("timeline--dim"))
+            return [Text(self.text, style=dim, no_wrap=True, overflow="ellipsis")]
         if not self.attempts:
-            return Text("no attempts found (no train.log segments or event files)",
-                        style=self.get_component_rich_style("timeline--dim"))
+            return [Text("no attempts found (no train.log segments or event files)", style=dim)]
         steps = [s for a in self.attempts for s in (a.first_step, a.last_step) if s is not None]
         steps += [s for sp in self.spans for s in (sp.first, sp.last)]
-        lo, hi = (min(steps), max(steps)) if steps else (0, 1)
+        if not steps:  # no axis to invent: say what there is
+            return [Text(clean(f"#{a.index} {a.origin}", newlines=False)[:13].ljust(14) + f"no step logged, {a.ended}",
+                         dim, no_wrap=True, overflow="ellipsis") for a in self.attempts]
+        lo, hi = min(steps), max(steps)
         label_width = 14
-        bar_width = max(self.size.width - label_width - 22, 10)
+        # Each row ends with its span and how it ended; steps of 6-7 digits are abbreviated (938k-1.41M).
+        suffixes = [clean(f" {fmt_range_short(a.first_step, a.last_step)} {a.ended}", newlines=False)
+                    for a in self.attempts]
+        suffix_width = max(len(x) for x in suffixes)
+        bar_width = max(width - label_width - suffix_width, 10)
         scale = (hi - lo + 1) / bar_width
-        out = Text(no_wrap=True, overflow="ellipsis")
+        rows: list[Text] = []
         drawn: set[str] = set()
-        for attempt in self.attempts:
-            out.append(clean(f"#{attempt.index} {attempt.origin}", newlines=False)[:label_width - 1].ljust(label_width),
+        for attempt, suffix in zip(self.attempts, suffixes):
+            row = Text(no_wrap=True, overflow="ellipsis")
+            row.append(clean(f"#{attempt.index} {attempt.origin}", newlines=False)[:label_width - 1].ljust(label_width),
                        self.get_component_rich_style("timeline--label"))
             for cell in range(bar_width):
                 a, b = lo + int(cell * scale), lo + int((cell + 1) * scale) - 1
                 char, style, what = self._cell(attempt, a, max(a, b))
                 drawn.add(what)
-                out.append(char, style)
-            out.append(clean(f" {fmt_step(attempt.first_step)}-{fmt_step(attempt.last_step)} {attempt.ended}", newlines=False))
-            out.append("\n")
-        out.append(" " * label_width + f"{lo}".ljust(bar_width - len(str(hi))) + f"{hi}",
-                   self.get_component_rich_style("timeline--dim"))
-        out.append("\n")
+                row.append(char, style)
+            row.append(suffix)
+            rows.append(row)
+        first, last = fmt_step_short(lo), fmt_step_short(hi)
+        rows.append(Text(" " * label_width + first.ljust(max(bar_width - len(last), len(first) + 1)) + last, dim,
+                         no_wrap=True, overflow="ellipsis"))
         # The legend names only what is drawn: "lost" appears only where checkpoint evidence put it.
-        legend = "  ".join(f"{BAR_CHARS[k]} {LEGEND[k]}" for k in ("logged", "replayed", "lost", "gap") if k in drawn)
-        out.append(" " * label_width + legend, self.get_component_rich_style("timeline--dim"))
-        return out
+        entries = [f"{BAR_CHARS[k]} {LEGEND[k]}" for k in ("logged", "replayed", "lost", "gap") if k in drawn]
+        line = " " * label_width
+        for entry in entries:
+            if line.strip() and len(line) + 2 + len(entry) > width:
+                rows.append(Text(line, dim, no_wrap=True, overflow="ellipsis"))
+                line = " " * label_width
+            line += ("  " if line.strip() else "") + entry
+        rows.append(Text(line, dim, no_wrap=True, overflow="ellipsis"))
+        return rows
 
     def _cell(self, attempt: Attempt, a: int, b: int) -> tuple[str, Style, str]:
         """Character, style and mark for the step range [a, b] of one attempt's row."""
@@ -98,15 +119,22 @@ class TimelineStrip(Widget):
             if span.first <= b and span.last >= a:
                 if span.what == "gap" and not inside:
                     return self._mark("gap")
-                if inside and span.what == "replayed" and attempt.first_step is not None \
-                        and attempt.first_step >= span.first - 1 and attempt.index > 1:
-                    return self._mark("replayed")
+                if inside and span.what == "replayed" and attempt.index in span.by:
+                    return self._mark("replayed")  # this attempt's copy of the range is a replay
         if inside:
             return self._mark("logged")
         return " ", self.get_component_rich_style("timeline--dim"), "none"
 
     def _mark(self, what: str) -> tuple[str, Style, str]:
         return BAR_CHARS[what], self.get_component_rich_style(f"timeline--{what}"), what
+
+
+def started(attempt: Attempt) -> str:
+    """When the attempt started, with its zone: ``UTC`` for a writer's clock, else train.log's local clock,
+    which records none."""
+    if not attempt.started_at:
+        return "?"
+    return f"{attempt.started_at} UTC" if attempt.started_at_utc else f"{attempt.started_at} (log clock, no zone)"
 
 
 class Overview(VerticalScroll):
@@ -154,7 +182,8 @@ class Overview(VerticalScroll):
             ("findings", reading),
         ]))
         self.query_one(TimelineStrip).show_text(reading)
-        started = f"current attempt started {quick.attempt_started_at}" if quick.attempt_started_at else ""
+        started = f"current attempt started {quick.attempt_started_at} (log clock, no zone)" \
+            if quick.attempt_started_at else ""
         self.query_one("#ov-attempts", Static).update(data_text(started, newlines=False))
         if quick.provenance is not None:
             self.query_one("#ov-provenance", Static).update(self._provenance(quick.provenance))
@@ -196,12 +225,16 @@ class Overview(VerticalScroll):
     def _attempt_text(self, run: Run) -> Table:
         rows = []
         for a in run.attempts:
-            parts = [f"{a.origin}", f"started {a.started_at or '?'}",
-                     f"steps {fmt_step(a.first_step)}-{fmt_step(a.last_step)}"]
-            if a.resume_step is not None:
-                parts.append(f"resumed at step {a.resume_step}")
-            if a.resumed_from:
-                parts.append(f"from {a.resumed_from}")
+            parts = [f"{a.origin}", f"started {started(a)}", f"steps {fmt_range(a.first_step, a.last_step)}"]
+            if a.restored_checkpoint:
+                # The checkpoint as the run holds it (run-relative), not the cluster path the log names.
+                at = f" at step {a.restore_step}" if a.restore_step is not None else ""
+                parts.append(f"restarted from {a.restored_checkpoint}{at}")
+            else:
+                if a.resume_step is not None:
+                    parts.append(f"resumed at step {a.resume_step}")
+                if a.resumed_from:
+                    parts.append(f"from {a.resumed_from}")
             parts.append(f"ended: {a.ended}" + (f" ({a.end_detail})" if a.end_detail else ""))
             rows.append((f"#{a.index}", ", ".join(parts)))
         return self._rows(rows)
@@ -222,16 +255,17 @@ class Overview(VerticalScroll):
             rows.append(("local", ", ".join(info.local_dirs)))
         return self._rows(rows)
 
-    def _findings_text(self, run: Run) -> Text:
+    def _findings_text(self, run: Run) -> Table | Text:
+        """The worst findings, one row each; a long message wraps under its own column, not to column 0."""
         if not run.findings:
             return Text("no findings")
-        out = Text()
-        for i, f in enumerate(run.findings[:6]):
-            if i:
-                out.append("\n")
-            out.append(f"{f.severity.label:<8}", self.get_component_rich_style(SEVERITY_CLASS[f.severity]))
-            out.append(clean(f"{f.code:<24} ", newlines=False), self.get_component_rich_style("overview--key"))
-            out.append(clean(mask_text(f.message), newlines=False))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=7, no_wrap=True)
+        grid.add_column(no_wrap=True, style=self.get_component_rich_style("overview--key"))
+        grid.add_column(ratio=1)
+        for f in run.findings[:6]:
+            grid.add_row(Text(f.severity.label, self.get_component_rich_style(SEVERITY_CLASS[f.severity])),
+                         data_text(f.code, newlines=False), data_text(mask_text(f.message), newlines=False))
         if len(run.findings) > 6:
-            out.append(f"\n… {len(run.findings) - 6} more in the Findings tab (5)")
-        return out
+            grid.add_row("", "", f"… {len(run.findings) - 6} more in the Findings tab (5)")
+        return grid

@@ -23,6 +23,8 @@ class TableState:
     marked: int
     live: int
     filter_error: str | None
+    cursor: str = ""
+    """The cursor row's full path (the table may show it cut to what tells the runs apart)."""
 
 
 class RunsStatus(Static):
@@ -65,12 +67,16 @@ class RunsStatus(Static):
         state = self.state
         if state is None:
             return
-        status = Text("   ".join([f"{state.runs} run(s)", f"{state.shown} shown", f"sort: {state.sort}"]))
+        status = Text()
+        if state.cursor:
+            status.append(clean(state.cursor, newlines=False) + "\n", self.style_of("runs--loading"))
+        status.append("   ".join([f"{state.runs} run(s)", f"{state.shown} shown", f"sort: {state.sort}"]))
         if state.marked:
             status.append(f"   {state.marked} marked", self.style_of("runs--mark"))
         if self.progress:
             status.append("   " + clean(self.progress, newlines=False))
-        if self.updated_at is not None and (state.live or self.refreshed):
+        if self.updated_at is not None and (state.live or self.refreshed) and not self.progress:
+            # Only once every run is read: "updated 0s ago" while still loading would claim a fresh table.
             ago = max(int(self.clock() - self.updated_at), 0)
             status.append(f"   {state.live} live" if state.live else "")
             status.append(f"   updated {ago}s ago (r refresh)")

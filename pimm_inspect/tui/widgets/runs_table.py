@@ -17,6 +17,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable
@@ -29,6 +30,7 @@ from ...report.safe_text import clean, data_text
 from ..facts import (best_metric, compile_run_filter, filter_error, findings_cell, fmt_step, fmt_time, kind_label,
                      last_logged, last_step, relative_name, severity_counts)
 from ..stages import WAITING, attempts_seen, last_step_seen
+from .run_names import distinguishing, shorten, shorten_end
 from .run_preview import top_finding
 
 
@@ -45,10 +47,10 @@ class Column:
 
 MARK_COLUMN = Column("mark", " ", 3)
 NARROW_COLUMNS = (MARK_COLUMN, Column("run", "run", 0, "asc"), Column("kind", "kind", 10, "asc"),
-                  Column("status", "status", 11, "asc"), Column("att", "att", 5, "desc"),
+                  Column("status", "status", 11, "asc"), Column("att", "att", 6, "desc"),
                   Column("step", "step", 8, "desc"), Column("wandb", "W&B id", 12, None),
                   Column("findings", "findings", 13, "desc"))
-WIDE_COLUMNS = NARROW_COLUMNS[:6] + (Column("best", "best", 14, "desc"), Column("last log", "last log", 18, "desc"),
+WIDE_COLUMNS = NARROW_COLUMNS[:6] + (Column("best", "best", 14, "desc"), Column("last log", "last log", 22, "desc"),
                                     ) + NARROW_COLUMNS[6:]
 TOP_FINDING = Column("top finding", "top finding", 0, None)
 WIDE_AT = 120
@@ -60,10 +62,14 @@ PREVIEW_AT = 180
 PREVIEW_WIDTH = 40
 """As in the .tcss (#runs-preview)."""
 MIN_NAME = 14
+SCROLLBAR = 2
+"""Cells of the table's vertical scrollbar."""
 TOP_FINDING_MAX = 70
+TOP_FINDING_MIN = 22
+"""Cells the top finding column keeps at least when names are long (the names get the rest)."""
 ARROWS = {"asc": "▲", "desc": "▼"}
 MARK = "●"
-STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "last log": 16, "wandb": 8,
+STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "last log": 20, "wandb": 8,
                     "findings": 8}
 """Column widths while runs are still being read: room for the usual values (``tensorboard``, ``finished``,
 ``mIoU 0.7458``), so arriving rows seldom need a new layout; the final layout measures the rows alone."""
@@ -73,21 +79,13 @@ MEASURE_ROW_S = 0.0005
 """Rows arriving faster than this share one flush (a big table waits longer: four times its layout time)."""
 
 
-def shorten(name: str, width: int) -> str:
-    """Cut the middle of a long relative path so both its top folder and the run's own name stay visible."""
-    if len(name) <= width:
-        return name
-    head = max((width - 1) // 3, 1)
-    return name[:head] + "…" + name[-(width - 1 - head):]
-
-
-def shorten_end(text: str, width: int) -> str:
-    """``text`` cut to ``width`` cells with an ellipsis at the end."""
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 class RunsTable(DataTable):
     """The table of runs; the screen hands it paths, glances, runs, the filter text and the sort column."""
+
+    BINDINGS = [
+        Binding("home,g", "first_row", "First run", show=False),
+        Binding("end,G", "last_row", "Last run", show=False),
+    ]
 
     def __init__(self, base: Path, style_of: Callable[[str], Style], *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
@@ -103,6 +101,10 @@ class RunsTable(DataTable):
         self.sort_key = "run"
         self.filter_text = ""
         self._names: dict[str, str] = {}
+        self._name_room: tuple[int, int] | None = None
+        """(terminal width, cells) the names had room for at the last layout (the columns as measured)."""
+        self._shown: dict[str, str] = {}
+        """The names as the table shows them (``distinguishing``), worked out again when runs are found."""
         self._longest = 0
         self._predicate: tuple[str, Callable[[str, RunRow | None], bool]] | None = None
         self._timer: Timer | None = None
@@ -129,9 +131,10 @@ class RunsTable(DataTable):
                 continue
             self.paths[key] = path
             self._names[key] = relative_name(path, self.base)
-            self._longest = max(self._longest, len(clean(self._names[key], newlines=False)))
             added = True
         if added:
+            self._shown = distinguishing(self._names)
+            self._longest = max((len(clean(name, newlines=False)) for name in self._shown.values()), default=0)
             self._layout_due = True
             self._soon()
 
@@ -232,10 +235,20 @@ class RunsTable(DataTable):
             self.clear()  # keep the columns and their measured widths: only the rows are re-laid
         else:
             self.clear(columns=True)
+            widths = []
             for i, (column, label) in enumerate(zip(columns, labels)):
                 # Widths from every row at once, so the layout never depends on the order runs arrived in.
                 least = STREAMING_WIDTHS.get(column.key, 0) if self.streaming and not fresh else 0
-                width = 1 if column is MARK_COLUMN else max([cell_len(label), least] + [cell_len(str(r[i])) for r in rows])
+                widths.append(1 if column is MARK_COLUMN else
+                              max([cell_len(label), least] + [cell_len(str(r[i])) for r in rows]))
+            if "top finding" not in wanted and "run" in wanted:
+                # The names get exactly what the other columns, as measured, leave: never a sideways scroll.
+                at = wanted.index("run")
+                room = self._table_width() - sum(w + 2 for i, w in enumerate(widths) if i != at) - 2 - SCROLLBAR
+                self._name_room = (self._width(), max(room, MIN_NAME))
+                rows = [row[:at] + (self._name_cell(key),) + row[at + 1:] for key, row in zip(keys, rows)]
+                widths[at] = max([cell_len(labels[at])] + [cell_len(str(r[at])) for r in rows])
+            for column, label, width in zip(columns, labels, widths):
                 self.add_column(label, key=column.key, width=width)
         for key, row in zip(keys, rows):
             self.add_row(*row, key=key)
@@ -290,24 +303,43 @@ class RunsTable(DataTable):
         return [c for c in self.columns_shown() if c.sort]
 
     def header(self, column: Column) -> str:
-        """A column's header, with the sort arrow on the sort column."""
+        """A column's header, with the sort arrow on the sort column; every sortable column keeps room for the arrow,
+        so sorting never widens a column (nor scrolls the table sideways)."""
         if column.key == self.sort_key and column.sort:
-            return f"{column.label} {ARROWS[column.sort]}"
-        return column.label
+            return f"{column.label}{ARROWS[column.sort]}"
+        return f"{column.label} " if column.sort else column.label
+
+    def action_first_row(self) -> None:
+        """g / Home: the first run (as on the Log tab, in lazygit and k9s)."""
+        if self.row_count:
+            self.move_cursor(row=0)
+
+    def action_last_row(self) -> None:
+        """G / End: the last run."""
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1)
 
     def _table_width(self) -> int:
         return self._width() - (PREVIEW_WIDTH if self._width() >= PREVIEW_AT else 0)
 
+    def _name_cell(self, key: str) -> Text:
+        """The run's name as the table shows it: its distinguishing parts, cut in the middle to the room left."""
+        return data_text(shorten(clean(self._shown.get(key, self._names[key]), newlines=False), self._name_width()))
+
     def _name_width(self) -> int:
         """Cells left for the run name (the top finding column, when shown, gets what the names leave)."""
-        others = sum(c.width for c in self.columns_shown())
+        if self._name_room is not None and self._name_room[0] == self._width() and self._width() < TOP_FINDING_AT:
+            return self._name_room[1]  # measured at the last layout
+        # The name's own padding and the vertical scrollbar take cells too: a table wider than the screen would
+        # scroll sideways and a horizontal scrollbar would take a row.
+        others = sum(c.width for c in self.columns_shown()) + 2 + SCROLLBAR
         if self._width() >= TOP_FINDING_AT:
-            return max(min(self._longest or MIN_NAME, self._table_width() - others - 30), MIN_NAME)
+            return max(min(self._longest or MIN_NAME, self._table_width() - others - TOP_FINDING_MIN), MIN_NAME)
         return max(self._table_width() - others, MIN_NAME)
 
     def cells(self, key: str) -> tuple[Any, ...]:
         """The row of one run, as shown now."""
-        name = data_text(shorten(clean(self._names[key], newlines=False), self._name_width()))
+        name = self._name_cell(key)
         mark = Text(MARK if key in self.marked else " ", self.style_of("runs--mark"))
         run = self.runs.get(key)
         columns = self.columns_shown()
@@ -334,7 +366,7 @@ class RunsTable(DataTable):
             "wandb": data_text(", ".join(run.wandb_run_ids) or "-", newlines=False), "findings": findings,
         }
         if self._width() >= TOP_FINDING_AT:
-            room = self._table_width() - sum(c.width for c in columns) - self._name_width() - 3
+            room = self._table_width() - sum(c.width for c in columns) - self._name_width() - 4 - SCROLLBAR
             values["top finding"] = Text(shorten_end(top_finding(run), max(min(room, TOP_FINDING_MAX), 10)), rich_style)
         return tuple(values[c.key] for c in columns)
 
