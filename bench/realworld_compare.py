@@ -226,6 +226,7 @@ def main() -> int:
     for run in runs:
         read = list(run.sources) + [type(run.sources[0])(s.source, "series", 0, 0.0) for s in run.series
                                     if run.sources] if run.sources else []
+        read += [type(run.sources[0])(w.path, "wandb", 0, 0.0) for w in run.wandb_runs] if run.sources else []
         for src in read:
             path = Path(src.path) if os.path.isabs(src.path) else run.root / src.path
             if src.kind == "wandb" and path.is_dir():
@@ -259,17 +260,35 @@ def main() -> int:
         if path.name.endswith(".wandb"):
             wandb_files.append((path, run))
             continue
+        if path.name == "trainer_state.json" and HF_CHECKPOINT.match(path.parent.name):
+            # A checkpoint's copy of the state is a prefix of the history the run reads from its newest state: each
+            # of its points must be among the run's Trainer-state points (as a set), not a series of its own.
+            every = _points(s for s in run.series if s.source_kind == "hf_trainer")
+            for tag, ref_points in _hf_reference(path).items():
+                checked += len(ref_points)
+                have = set(every.get(tag, []))
+                lacking = [p for p in ref_points if p not in have]
+                if lacking:
+                    problems.append(f"value mismatch: {path.relative_to(corpus)} tag {tag!r}: {len(lacking)} of "
+                                    f"{len(ref_points)} points are not in the run's Trainer-state points (first "
+                                    f"{lacking[0]})")
+            continue
         ours = _points(s for s in run.series if s.source == rel)
         ref = _hf_reference(path) if path.name == "trainer_state.json" else _tb_reference(path)
         checked += _compare(str(path.relative_to(corpus)), ours, ref, problems, as_set=path.name == "trainer_state.json")
     refs = _wandb_reference([p for p, _r in wandb_files])
     for path, run in wandb_files:
         doc = refs.get(str(path))
-        folder_rel = next(s.path for s in run.sources if s.kind == "wandb" and (Path(s.path) if os.path.isabs(s.path)
-                                                                                 else run.root / s.path).resolve()
-                          == path.parent.resolve())
-        mine = [s for s in run.series if s.source == folder_rel or s.source.startswith(folder_rel.rstrip("/") + "/")
-                or (folder_rel == "." and s.source.endswith(".wandb"))]
+        folder_rel = next((s.path for s in run.sources if s.kind == "wandb" and (
+            Path(s.path) if os.path.isabs(s.path) else run.root / s.path).resolve() == path.parent.resolve()), None)
+        if folder_rel is None:  # the run reads the log but names its folder by a path that is not run-relative
+            folder_rel = next((s.path for s in run.sources if s.kind == "wandb" and not os.path.isabs(s.path)
+                               and (run.root.parent / s.path).resolve() == path.parent.resolve()), None)
+            problems.append(f"source path not run-relative: {path.parent.relative_to(corpus)} is a source of "
+                            f"{run.root.relative_to(corpus)} named {folder_rel!r}")
+        log = path.resolve()
+        mine = [s for s in run.series
+                if (Path(s.source) if os.path.isabs(s.source) else run.root / s.source).resolve() == log]
         checked += _compare(str(path.relative_to(corpus)), _points(mine), _wandb_points(doc), problems)
         summary = path.parent / "files" / "wandb-summary.json"
         if summary.is_file() and doc["complete"]:  # a cut log lost the rows the summary was made from

@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
 START, END = "<!-- bench-table:start -->", "<!-- bench-table:end -->"
-ORDER = ["tb_events", "train_log", "wandb", "cache", "tui_first_screen", "checkpoint", "export"]
+ORDER = ["tb_events", "train_log", "wandb", "cache", "tui_first_screen", "checkpoint", "export", "report"]
 
 
 def _s(value: float | None) -> str:

@@ -45,6 +45,13 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
      ("FwoGZXIvYXdz", "FQoGZXIvYXdz", "IQoJb3JpZ2lu")),
     ("Slack webhook", re.compile(r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}"),
      ("hooks.slack.com",)),
+    # Payment, mail and chat services, a data platform and Azure shared-access signatures (issue 21, beyond its list).
+    ("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), ("sk_live_", "sk_test_", "rk_live_", "rk_test_")),
+    ("SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), ("SG.",)),
+    ("Discord webhook", re.compile(r"(?<=discord\.com/api/webhooks/)[0-9]{6,}/[A-Za-z0-9_-]{20,}"),
+     ("discord.com/api/webhooks/",)),
+    ("Databricks token", re.compile(r"\bdapi[0-9a-f]{32}(?:-\d)?\b"), ("dapi",)),
+    ("Azure SAS signature", re.compile(r"(?<=[?&]sig=)[A-Za-z0-9%+/=]{16,}"), ("sig=",)),
     # A line of a PEM body on its own (a log view masks line by line): 60-100 base64 chars of mixed case and digits.
     ("private key", re.compile(r"^[ \t]*(?=[A-Za-z0-9+/]{0,100}[0-9])(?=[A-Za-z0-9+/]{0,100}[a-z])"
                                r"(?=[A-Za-z0-9+/]{0,100}[A-Z])[A-Za-z0-9+/]{60,100}={0,2}[ \t]*$", re.MULTILINE), ()),

@@ -122,5 +122,14 @@ def test_ctrl_c_during_a_multi_root_ls_with_workers(tmp_path: Path) -> None:
         pytest.fail("no worker processes appeared")
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
-    assert err == "pimm-inspect: interrupted\n"
+    assert proc.returncode == 130, err
+    assert err == "pimm-inspect: interrupted\n", err
+
+
+def test_a_full_stderr_costs_the_diagnostic_not_the_command(tmp_path: Path) -> None:
+    """`curves` says on stderr which tags it plots; with stderr full, stdout still gets the chart and exit is 0."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(_cli("curves", str(RUNS / "e2_clean")), stdout=subprocess.PIPE, stderr=full,
+                              env=_env(tmp_path), text=True, timeout=120)
+    assert proc.returncode == 0
+    assert "train/loss" in proc.stdout

@@ -38,8 +38,9 @@ def test_check_brief_is_one_whole_unpadded_line_per_finding(name):
 def test_check_brief_of_a_tree_has_the_path_on_every_line():
     result = run_cli("check", "--brief", RUNS, "--fail-on", "never")
     lines = result.stdout.splitlines()
-    assert all(re.match(r"^\S+ (error|warning|info|no findings)", line) for line in lines), lines[:5]
-    assert "e2_clean no findings" in lines
+    assert all(re.match(r"^\S+ (error|warning|info) \S+ ", line) for line in lines), lines[:5]  # findings only
+    assert not any("no findings" in line for line in lines)
+    assert "pimm-inspect: e2_clean no findings\n" in result.stderr  # runs without findings are named for people
     assert "runs," in result.stderr and "runs," not in result.stdout  # the summary is for people
 
 
@@ -47,8 +48,9 @@ def test_min_severity_says_what_it_hid():
     text = run_cli("check", RUNS / "e2_rollback", "--min-severity", "error").stdout
     assert "no findings at error or above; 2 below" in text
     assert "no findings\n" in run_cli("check", RUNS / "e2_clean", "--min-severity", "error").stdout
-    brief = run_cli("check", "--brief", RUNS / "e2_rollback", "--min-severity", "error").stdout
-    assert brief == "e2_rollback no findings at error or above; 2 below\n"
+    brief = run_cli("check", "--brief", RUNS / "e2_rollback", "--min-severity", "error")
+    assert brief.stdout == ""  # stdout is finding lines only (issue 24)
+    assert brief.stderr == "pimm-inspect: e2_rollback no findings at error or above; 2 below\n"
 
 
 def test_finding_messages_are_never_cut():
@@ -173,3 +175,52 @@ def test_a_mistyped_command_is_suggested(tmp_path, monkeypatch):
     result = run_cli("chekc")
     assert result.exit_code == 0 and "chekc" in result.stdout and "pimm" in result.stdout
     assert run_cli("no_such_run_here").exit_code == 2  # far from every command: still a missing path
+
+
+def test_config_kind_absent_is_a_usage_error_naming_the_documents_the_run_has():
+    """Issue 24: `config --kind wandb_config` on a run without one printed another document and exited 0."""
+    result = run_cli("config", RUNS / "hf_clean", "--kind", "wandb_config")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "hf_clean has no wandb_config document (it has: hf_training_args, model_config)" in result.stderr
+
+
+def test_config_prints_first_the_document_the_cfg_filter_reads():
+    """Issue 19: one rule picks a run's config: `config RUN --json` leads with `query_config`'s document."""
+    import pimm_inspect
+    from pimm_inspect.analysis.configs import query_config
+
+    for name in ("hf_clean", "e0_legacy", "e2_clean"):
+        doc = query_config(pimm_inspect.load_run(RUNS / name))
+        assert doc is not None, name
+        printed = json.loads(run_cli("config", RUNS / name, "--json").stdout)
+        assert (printed["source"], printed["documents"][0]["kind"]) == (doc.path, doc.kind), name
+
+
+@pytest.mark.parametrize("inside", ["train.log", "model", "model/model_best.pth"])
+def test_a_path_inside_a_run_names_the_run(inside: str) -> None:
+    """Issue 24: ``RUN/train.log`` or ``RUN/model`` got "no run found" (or was taken for a run): say whose it is."""
+    from click.testing import CliRunner
+
+    from pimm_inspect.cli.main import cli
+
+    run = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_rollback"
+    assert (run / inside).exists()
+    for command in ("show", "check", "ls"):
+        result = CliRunner().invoke(cli, [command, str(run / inside)])
+        assert result.exit_code == 2, (command, result.output)
+        assert f"is inside the run {run}" in result.stderr and result.stdout == ""
+
+
+def test_an_hf_checkpoint_folder_is_part_of_its_run(tmp_path: Path) -> None:
+    import pimm_inspect
+    from pimm_inspect.session import NotARunError
+
+    run = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "hf_resumed"
+    checkpoint = next(p for p in sorted(run.iterdir()) if p.name.startswith("checkpoint-"))
+    with pytest.raises(NotARunError) as raised:
+        pimm_inspect.load_run(checkpoint)
+    assert raised.value.inside == run and "load that run" in str(raised.value)
+    with pytest.raises(FileNotFoundError):
+        pimm_inspect.load_run(tmp_path / "typo")
+    with pytest.raises(NotARunError, match="discover"):
+        pimm_inspect.load_run(run.parent)

@@ -63,3 +63,72 @@ def test_a_checkpoint_belongs_to_the_last_attempt_of_its_training_that_reached_i
     spans = [(None, 8, 0), (None, 20, 1)]
     assert checkpoint_owners(spans, [(8, 0), (10, 1), (20, 1)]) == {8: 0, 10: 1, 20: 1}
     assert checkpoint_owners([(None, 5, None)], [(8, None)]) == {8: 0}  # saved after its last logged step
+
+
+def test_a_resume_with_other_settings_is_the_same_training() -> None:
+    """Resumed with a larger max_steps (or batch size), the checkpoints disagree on them but the history goes on."""
+    rows = [{"step": 5, "loss": 2.5}, {"step": 10, "loss": 2.25}]
+    first = StateDoc("checkpoint-10/trainer_state.json", {"max_steps": 20, "train_batch_size": 4}, rows)
+    resumed = StateDoc("checkpoint-30/trainer_state.json", {"max_steps": 40, "train_batch_size": 4},
+                       rows + [{"step": 15, "loss": 2.0}, {"step": 30, "loss": 1.5}])
+    restarted = StateDoc("checkpoint-30/trainer_state.json", {"max_steps": 40, "train_batch_size": 4},
+                         [{"step": 5, "loss": 2.75}, {"step": 30, "loss": 1.5}])
+    (one,) = trainings([(10, 1.0, first), (30, 2.0, resumed)], None)
+    assert one.checkpoint_steps == (10, 30) and one.key == (40, 4)
+    assert len(trainings([(10, 1.0, first), (30, 2.0, restarted)], None)) == 2
+
+
+def _tb_folder(folder: Path, stamp: int, steps: range) -> None:
+    from tests.many_names import _frame, _scalar_event
+
+    folder.mkdir(parents=True)
+    records = [_frame(_scalar_event(float(stamp + s), s, b"train/loss", 2.0 - s / 100)) for s in steps]
+    (folder / f"events.out.tfevents.{stamp}.node01.77.0").write_bytes(b"".join(records))
+
+
+def test_two_trainings_with_tensorboard_folders(tmp_path: Path) -> None:
+    """With one runs/ folder per process start (HF's TensorBoard callback), the second start is the restart."""
+    import shutil
+
+    run = tmp_path / "hf_two_trainings"
+    shutil.copytree(RUNS / "hf_two_trainings", run)
+    _tb_folder(run / "runs" / "Jan01_10-00-00_node01", 1_760_000_000, range(2, 9, 2))
+    _tb_folder(run / "runs" / "Jan08_10-00-00_node01", 1_760_600_000, range(5, 21, 5))
+    loaded = pimm_inspect.load_run(run)
+    got = [(a.origin, a.sources, a.saved_steps) for a in loaded.attempts]
+    assert got == [("fresh", ("runs/Jan01_10-00-00_node01",), (8,)),
+                   ("restart", ("runs/Jan08_10-00-00_node01",), (10, 20))]
+    assert "hf.new-training" in {f.code for f in loaded.findings}
+
+
+def test_a_rerun_with_the_same_settings_is_told_apart_by_its_history() -> None:
+    """Run A reached checkpoint-60; rerun B (same settings, another seed) overwrote checkpoint-10..50 and died:
+    checkpoint-60 (A's) disagrees with checkpoint-50 (B's) at the same steps, so they are two trainings."""
+    a_rows = [{"step": s, "loss": 3.0 - s / 100} for s in range(10, 61, 10)]
+    b_rows = [{"step": s, "loss": 3.5 - s / 100} for s in range(10, 51, 10)]
+    fields = {"max_steps": 100, "train_batch_size": 8}
+    states = [(s, 20.0, StateDoc(f"checkpoint-{s}/trainer_state.json", dict(fields, global_step=s),
+                                 [r for r in b_rows if r["step"] <= s])) for s in range(10, 51, 10)]
+    states.append((60, 10.0, StateDoc("checkpoint-60/trainer_state.json", dict(fields, global_step=60), a_rows)))
+    found = trainings(states, None)
+    assert [t.checkpoint_steps for t in found] == [(60,), (10, 20, 30, 40, 50)]  # A first: written earlier
+
+
+def test_a_rollback_resume_that_logged_other_values_is_the_same_training() -> None:
+    """Attempt 1 reached checkpoint-30; attempt 2 resumed from checkpoint-10, logged 15-20 anew and saved
+    checkpoint-20: the histories differ at 15 and 20 but share their beginning, so it is one training."""
+    fields = {"max_steps": 40, "train_batch_size": 8}
+    first = [{"step": s, "loss": 3.0 - s / 100} for s in range(5, 31, 5)]
+    second = first[:2] + [{"step": s, "loss": 3.01 - s / 100} for s in (15, 20)]
+    states = [(10, 1.0, StateDoc("checkpoint-10/trainer_state.json", dict(fields, global_step=10), first[:2])),
+              (20, 3.0, StateDoc("checkpoint-20/trainer_state.json", dict(fields, global_step=20), second)),
+              (30, 2.0, StateDoc("checkpoint-30/trainer_state.json", dict(fields, global_step=30), first))]
+    assert [t.checkpoint_steps for t in trainings(states, None)] == [(10, 20, 30)]
+
+
+def test_each_training_has_its_own_training_args() -> None:
+    run = pimm_inspect.load_run(RUNS / "hf_two_trainings")
+    args = {d.attempt: d for d in run.configs if d.kind == "hf_training_args" and d.attempt is not None}
+    assert args[1].path == "checkpoint-8/training_args.bin" and args[2].path == "checkpoint-20/training_args.bin"
+    assert (args[1].data["max_steps"], args[1].data["seed"]) == (8, 42)
+    assert (args[2].data["max_steps"], args[2].data["seed"]) == (40, 7)

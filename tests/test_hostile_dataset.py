@@ -115,3 +115,15 @@ def test_a_lock_file_that_is_a_link_creates_nothing_outside(tmp_path: Path) -> N
     result = _export(root, out)
     assert result.exit_code == 2
     assert not (tmp_path / "created-outside").exists()
+
+
+def test_a_manifest_nested_too_deep_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    root, out = _tree(tmp_path, "a"), tmp_path / "ds"
+    assert _export(root, out).exit_code == 0
+    manifest_path = out / "_pimm_inspect_manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    text = json.dumps(manifest)
+    manifest_path.write_text(text[:-1] + ', "extra": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    result = _export(root, out)
+    assert result.exit_code == 2 and "cannot be read" in result.stderr
+    assert not isinstance(result.exception, RecursionError)

@@ -143,3 +143,71 @@ def test_a_failed_export_leaves_the_previous_file_and_no_partial_one(fmt: str, t
     assert isinstance(result.exception, (Boom, UnicodeEncodeError))
     assert out.read_text() == "previous export\n"
     assert sorted(p.name for p in out_dir.iterdir()) == [out.name]
+
+
+def test_a_formula_in_an_event_file_name_is_neutralised_in_the_source_cell(tmp_path: Path) -> None:
+    name = b"=HYPERLINK(\"http:x\")tfevents.1784293210.host"  # any name holding `tfevents` is an event file
+    run = tb_run(tmp_path / "run", ["loss"], file_name=name)
+    out = tmp_path / "out.csv"
+    assert CliRunner().invoke(cli, ["export", str(run), "-o", str(out)]).exit_code == 0
+    with open(out, newline="", encoding="utf-8") as fh:
+        sources = {row["source"] for row in csv.DictReader(fh)}
+    assert sources == {"'" + name.decode()}
+    out_json = tmp_path / "out.json"
+    assert CliRunner().invoke(cli, ["export", str(run), "--format", "json", "-o", str(out_json)]).exit_code == 0
+    assert {r["source"] for r in json.loads(out_json.read_text(encoding="utf-8"))} == {name.decode()}
+
+
+def test_the_python_api_dataframe_of_a_run_with_a_non_utf8_event_file_name(tmp_path: Path) -> None:
+    """``Run.scalars()`` (pandas with Arrow strings) crashed on the name; its ``source`` is the one name escape."""
+    import pimm_inspect
+
+    run = tb_run(tmp_path / "run", ["loss"], file_name=b"events.out.tfevents.1784293210.host\xff\xfe")
+    frame = pimm_inspect.load_run(run).scalars()
+    assert set(frame["source"]) == {"events.out.tfevents.1784293210.host\\xff\\xfe"}
+    assert len(frame) == 3
+
+
+def test_an_export_to_a_folder_that_does_not_exist_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    target = tmp_path / "missing" / "x.csv"
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-P", "-m", "pimm_inspect", "--no-cache", "export",
+                           str(repo / "fixtures" / "runs" / "e2_clean"), "-o", str(target)], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(repo)))
+    assert proc.returncode == 1
+    assert proc.stderr == f"pimm-inspect: {target}: No such file or directory\n"
+
+
+def test_json_export_writes_c1_bidi_and_invisible_characters_as_escapes(tmp_path: Path) -> None:
+    """`export --format json` (also `-o -` on a terminal) never writes a C1 control (0x9b is CSI to a terminal), a
+    bidi override or an invisible character raw; the JSON value is still the exact tag."""
+    tags = ["loss\x9b2J", "loss\u202eevil", "loss\u200bx"]
+    run = tb_run(tmp_path / "run", tags)
+    out = tmp_path / "out.json"
+    assert CliRunner().invoke(cli, ["export", str(run), "--format", "json", "-o", str(out)]).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert not any(c in text for c in ("\x9b", "\u202e", "\u200b"))
+    assert "loss\\u009b2J" in text
+    assert {r["tag"] for r in json.loads(text)} == set(tags)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_a_link_planted_at_the_output_path_is_replaced_not_written_through(fmt: str, tmp_path: Path) -> None:
+    """A shared folder (/tmp, a team directory): someone plants `out.csv -> ~/.bashrc`; the export replaces the
+    link with its file and never truncates or writes the link's target."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    run = tb_run(tmp_path / "run", ["loss"])
+    victim = tmp_path / "bashrc"
+    victim.write_text("export PATH=/usr/bin\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    out = shared / f"out.{fmt}"
+    out.symlink_to(victim)
+    result = CliRunner().invoke(cli, ["export", str(run), "--format", fmt, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "export PATH=/usr/bin\n"
+    assert not out.is_symlink() and out.stat().st_size > 10

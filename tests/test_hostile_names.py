@@ -82,10 +82,14 @@ def test_show_and_curves_show_invisible_characters(tmp_path: Path) -> None:
     assert "train/\\u200bloss" in curves.stdout and all(c not in curves.stdout for c in INVISIBLE)
 
 
+LOOK_LIKE_A_SPACE = ["\u00a0", "\u2009", "\u202f", "\u205f", "\u2800", "\u1680"]
+"""No-break, thin, narrow no-break, medium mathematical space, braille blank, Ogham space: `a b` lookalikes."""
+
+
 def test_check_brief_and_ui_text_show_invisible_characters(tmp_path: Path) -> None:
     from pimm_inspect.report.safe_text import clean, data_text
 
-    for char in INVISIBLE:
+    for char in INVISIBLE + LOOK_LIKE_A_SPACE:
         assert clean(f"a{char}b") == f"a\\u{ord(char):04x}b" or clean(f"a{char}b") == f"a\\x{ord(char):02x}b"
         assert data_text(f"a{char}b").plain == clean(f"a{char}b")  # the UI's tag lists render data_text
 
@@ -148,3 +152,30 @@ async def test_ui_copies_the_sync_command_of_a_run_under_a_raw_folder(tmp_path: 
         assert app.is_running
         assert app.clipboard.startswith("wandb sync $'") and "\\xff\\xfe" in app.clipboard
     assert app.return_code in (None, 0) and app._exit_renderables == []
+
+
+def test_clean_text_always_encodes() -> None:
+    """Text surfaces (and what the UI copies from a finding) never hold a surrogate: a finding message naming a
+    file whose name is not UTF-8 would crash the clipboard's encoder or the terminal's writer."""
+    from pimm_inspect.report.safe_text import clean
+
+    message = f"{os.fsdecode(b'events.out.tfevents.1.host' + bytes([0xff]))} is empty"
+    assert clean(message).encode("utf-8") == b"events.out.tfevents.1.host\\xff is empty"
+
+
+@pytest.mark.asyncio
+async def test_ui_runs_table_names_the_twins_apart(tmp_path: Path) -> None:
+    """The UI's runs table shows the two folders as `ls` does: `run_\\xff\\xfe` and `run_\\\\xff\\\\xfe`."""
+    from textual.widgets import DataTable
+
+    from pimm_inspect.tui.app import make_app
+    from tests.tui_support import fixed_loader, settle
+
+    root = _twins(tmp_path)
+    app = make_app(str(root), loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        cells = [[getattr(cell, "plain", cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        names = sorted(row[1] for row in cells)  # column 0 is the mark
+    assert names == ["run_\\\\xff\\\\xfe", "run_\\xff\\xfe"]

@@ -16,6 +16,7 @@ RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 def test_pointcept_log_has_two_attempts_and_the_log_tab_shows_both():
     run = pimm_inspect.load_run(RUNS / "rw_pointcept_log")
     assert [(a.first_step, a.last_step, a.restore_step) for a in run.attempts] == [(1, 75, None), (51, 100, 50)]
+    assert [a.origin for a in run.attempts] == ["fresh", "rollback"]  # the first process trained from step 1
     lines = (RUNS / "rw_pointcept_log" / "train.log").read_text().splitlines()
     starts = attempt_starts(run, "train.log")
     assert [n for n, _line in starts] == [a.index for a in run.attempts]

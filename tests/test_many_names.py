@@ -72,3 +72,21 @@ def test_a_million_names_in_bounded_memory(tmp_path: Path, kind: str, command: s
     else:
         assert doc["last_step"] == MILLION // 100
     assert doc["findings"]["warning"] >= 1
+
+
+def test_a_growing_event_file_keeps_the_cap_across_refreshes(tmp_path: Path) -> None:
+    """Read, then appended to with new names: the refresh gives the whole file's read (the first names kept)."""
+    from pimm_inspect.session.store.cache import ReadCache
+    from tests.many_names import _frame, _scalar_event
+
+    path = write_event_file(tmp_path / "tb", MAX_TAGS_PER_FILE - 100)
+    cache = ReadCache()
+    first = cache.event_file(path, "ev").value
+    assert first is not None and len(first.series) == MAX_TAGS_PER_FILE - 100
+    with open(path, "ab") as out:
+        out.write(b"".join(_frame(_scalar_event(1.0, 1, b"late%05d" % i, 0.5)) for i in range(300)))
+    grown = cache.event_file(path, "ev").value
+    assert grown is not None
+    assert len(grown.series) == MAX_TAGS_PER_FILE and "late00099" in grown.series and "late00100" not in grown.series
+    (finding,) = [f for f in grown.findings if f.code == "file.too-many-tags"]
+    assert "200 distinct tags" in finding.message

@@ -180,3 +180,50 @@ def test_findings_are_capped_one_per_range_plus_one_for_the_rest():
     rest = found[-1]
     assert rest.message.startswith(f"{len(run.replayed) - 50} more replayed step ranges")
     assert set(rest.paths) == {p for r in run.replayed[50:] for p in r.paths}
+
+
+def _event_file(folder: Path, start: float, steps: range, offset: float) -> bytes:
+    """The bytes TensorBoard's own writer makes for one session writing ``loss`` at ``steps``."""
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    folder.mkdir(parents=True)
+    writer = EventFileWriter(str(folder))
+    for step in steps:
+        writer.add_event(Event(wall_time=start + step, step=step,
+                               summary=Summary(value=[Summary.Value(tag="loss", simple_value=1.0 / (step + 1) + offset)])))
+    writer.close()
+    (made,) = folder.iterdir()
+    return made.read_bytes()
+
+
+def test_a_restart_inside_one_file_is_a_new_attempt(tmp_path):
+    """Two writer sessions in one file (joined end to end, as ``cat`` or an object store's compose leaves them):
+    the second starts with its own file_version record and goes back to step 0: a restart, and a replay."""
+    first = _event_file(tmp_path / "a", 1_700_000_000.0, range(0, 10), 0.0)
+    second = _event_file(tmp_path / "b", 1_700_003_600.0, range(0, 5), 0.05)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "events.out.tfevents.1700000000.node1").write_bytes(first + second)
+    run = pimm_inspect.load_run(run_dir)
+    assert [(a.origin, a.first_step, a.last_step) for a in run.attempts] == [("fresh", 0, 9), ("restart", 0, 4)]
+    (only,) = run.replayed
+    assert (only.first_step, only.last_step, only.copies, only.attempts) == (0, 4, 2, (1, 2))
+    (found,) = _replays(run)
+    assert "restarted from scratch" in found.message and "0.05" in found.explanation
+    # One session that merely continues in the same file (no step going back) stays one attempt.
+    calm = tmp_path / "calm"
+    calm.mkdir()
+    (calm / "events.out.tfevents.1700000000.node1").write_bytes(
+        first + _event_file(tmp_path / "c", 1_700_003_600.0, range(10, 15), 0.0))
+    assert len(pimm_inspect.load_run(calm).attempts) == 1
+
+
+def test_hf_replay_check_uses_the_logged_loss_not_the_end_of_training_mean():
+    """HF logs ``train/train_loss`` once per training (the mean over its own steps: 1-20 vs 11-20) and
+    ``train/loss`` every logging step; the figure comes from train/loss, whose replayed copies are identical."""
+    run = pimm_inspect.load_run(RUNS / "hf_resumed")
+    (found,) = _replays(run)
+    check = next(s for s in found.explanation.split(". ") if s.startswith("Replay check"))
+    assert "up to 0 in train/loss" in check and "deterministic" in check and "train_loss" not in check

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import pimm_inspect
 from pimm_inspect.cli.main import cli
-from pimm_inspect.load.attempts import restored_path
+from pimm_inspect.load.restored import restored_path
 from pimm_inspect.model import CheckpointInfo
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"

@@ -39,6 +39,15 @@ def test_a_save_after_the_next_restore_point_is_not_lost() -> None:
     assert 60 in first.saved_steps and first.lost_steps == (61, 70)
 
 
+def test_a_save_cut_short_is_no_save() -> None:
+    """e2_incomplete_checkpoint: the log says g 75 was being saved, but model/last (g 75) never got its .complete;
+    a resume picks last.prev (g 50), so 51-75 are lost."""
+    run = pimm_inspect.load_run(RUNS / "e2_incomplete_checkpoint")
+    (attempt,) = run.attempts
+    assert attempt.saved_steps == (25, 50) and attempt.lost_steps == (51, 75)
+    assert [(c.path, c.global_step) for c in run.checkpoints if c.resume_candidate] == [("model/last.prev", 50)]
+
+
 @pytest.mark.parametrize("name", FIXTURE_RUNS)
 def test_no_checkpointed_step_is_lost(name: str) -> None:
     run = pimm_inspect.load_run(RUNS / name)

@@ -40,6 +40,15 @@ SHAPES = {
               "machine api.wandb.ai login fixture-user password"),
     "aws_pair": (f"{AWS_ID},{AWS_SECRET}", AWS_SECRET, ","),
     "aws_session": (f"sts {AWS_SESSION} expires soon", AWS_SESSION, "expires soon"),
+    # beyond the list
+    "stripe": ("billing sk_live_" + "FixtureFakeStripe0123456789", "FixtureFakeStripe0123456789", "billing "),
+    "sendgrid": ("mail SG.FixtureFakeSendGrid01.FixtureFakeSendGridSecret0123", "FixtureFakeSendGridSecret0123",
+                 "mail "),
+    "discord": ("https://discord.com/api/webhooks/123456789012/FixtureFakeDiscordWebhookToken_0123",
+                "FixtureFakeDiscordWebhookToken_0123", "https://discord.com/api/webhooks/"),
+    "databricks": ("host dapi" + "0123456789abcdef" * 2, "0123456789abcdef" * 2, "host "),
+    "azure_sas": ("https://acct.blob.core.windows.net/c/f?sv=2024-01-01&sp=r&sig=FixtureFakeSasSignature0123%3D",
+                  "FixtureFakeSasSignature0123", "sp=r&sig="),
 }
 
 

@@ -61,6 +61,8 @@ def _check(run: Path, cache: Path) -> dict[str, list[dict]]:
     ("e2_clean", "model/last/weights.pth", 0o000),
     ("e2_clean", "model/last", 0o000),
     ("e2_clean", "model/last", 0o600),
+    ("e2_crashed", "model/model_last.pth", 0o000),  # a legacy single file
+    ("e2_clean", "model", 0o000),
 ])
 def test_an_unreadable_checkpoint_is_not_an_interrupted_save(tmp_path: Path, fixture: str, locked: str,
                                                             mode: int) -> None:
@@ -74,6 +76,25 @@ def test_an_unreadable_checkpoint_is_not_an_interrupted_save(tmp_path: Path, fix
     assert any(locked in path for f in found.get("file.unreadable", []) for path in f["paths"]), found
     assert "checkpoint.incomplete" not in found, found["checkpoint.incomplete"]
     assert "internal.reader-failed" not in found, found["internal.reader-failed"]
+    if fixture == "e2_clean" and locked.startswith("model/last"):  # not known to be cut short: still a save
+        env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache2"))
+        (run / locked).chmod(mode)
+        try:
+            shown = subprocess.run([sys.executable, "-P", "-c", _AS_ANOTHER_USER, "show", "--json", str(run)], env=env,
+                                   capture_output=True, text=True, timeout=120)
+        finally:
+            (run / locked).chmod(0o755)
+        assert json.loads(shown.stdout)["runs"][0]["attempts"][0]["saved_steps"] == [25, 50, 75]
+    if fixture == "hf_killed":  # not known to be incomplete: its step is not claimed lost
+        env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
+        (run / locked).chmod(mode)
+        try:
+            shown = subprocess.run([sys.executable, "-P", "-c", _AS_ANOTHER_USER, "show", "--json", str(run)], env=env,
+                                   capture_output=True, text=True, timeout=120)
+        finally:
+            (run / locked).chmod(0o755)
+        (attempt,) = json.loads(shown.stdout)["runs"][0]["attempts"]
+        assert attempt["saved_steps"] == [8] and attempt["lost_steps"] == [9, 10], attempt
 
 
 def test_a_cut_publish_is_still_an_interrupted_save(tmp_path: Path) -> None:

@@ -152,3 +152,19 @@ def test_a_rejected_entity_with_a_space_is_read_whole():
     run = pimm_inspect.load_run(CLAIMS / "rejected_017_space")
     assert run.wandb.server_rejection == "entity pimm team not found during upsertBucket (HTTP 404)"
     assert run.wandb.url is None
+
+
+def test_a_resume_from_rewind_in_the_run_record_is_part_of_the_view():
+    run = pimm_inspect.load_run(CLAIMS / "rewound")
+    second = [w for w in run.wandb_runs if w.resume_from]
+    assert [w.resume_from for w in second] == ["resume_from rewind01?_step=10"]
+    ((views, text),) = _replay_views(run)
+    assert views["W&B"].endswith("history rewound (resume_from)")
+    assert "resume_from rewind01?_step=10" in text and "wandb sync" not in text  # online folders: no sync
+
+
+def test_online_folders_of_one_id_are_not_called_requeued_offline_attempts():
+    run = pimm_inspect.load_run(CLAIMS / "rewound")
+    (split,) = [f for f in run.findings if f.code == "wandb.run-split"]
+    assert "offline" not in split.explanation and "wandb sync" not in split.explanation
+    assert "2 of them online" in split.explanation

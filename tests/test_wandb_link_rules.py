@@ -40,7 +40,8 @@ def _synced_copy(tmp_path: Path, settings: str, scenario: Path = FIXTURES / "run
 HOSTILE_BASES = ["javascript:alert(document.cookie)//", "file:///etc/passwd#", "--proxy-server=evil.example:1",
                  "https://user:hunter2@wandb.example.org", "https://wandb.ai@evil.example", "https://wandb.ai\\@evil.example",
                  "https://evil.example#@wandb.ai", "https://exa mple.org", "https://wandb.ai:99999",
-                 "https://wand\u0430b.ai", "ftp://wandb.ai", "https://-bad-.example", "http://[::1"]
+                 "https://wand\u0430b.ai", "ftp://wandb.ai", "https://-bad-.example", "http://[::1",
+                 "https://wandb.ai/../../evil"]
 
 
 @pytest.mark.parametrize("base", HOSTILE_BASES)
@@ -71,7 +72,7 @@ def test_a_valid_server_address_becomes_the_link_rebuilt_from_its_parts(tmp_path
 
 
 @pytest.mark.parametrize("entity", ["team\n  $(touch /tmp/pwned)", "team\x1b]52;c;ZWNobyBoaQ==\x07", "team/other",
-                                    "te%61m", "team#x", "team?x=1", "a:b", "back\\slash", "zero\u200bwidth"])
+                                    "te%61m", "team#x", "team?x=1", "a:b", "back\\slash", "zero\u200bwidth", ".."])
 def test_a_hostile_entity_gives_no_link_and_no_command_text_from_it(tmp_path, entity):
     settings = "[default]\nentity = " + entity.replace("\n", "\n") + "\n"
     run_dir = _synced_copy(tmp_path, settings)

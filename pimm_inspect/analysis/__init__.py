@@ -65,8 +65,8 @@ def scalar_frame(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy:
 
 
 def analyze(run: Run) -> Run:
-    """The run with reader findings plus every check's findings, worst first, its derived row facts, and the row rules
-    of ``Run.scalars()``."""
+    """The run with reader findings plus every check's findings, worst first, its derived row facts (the replayed
+    ranges among them), and the row rules of ``Run.scalars()``."""
     run = dataclasses.replace(run, replayed=compute_replayed(run))  # the checks and every view read it
     combined = list(run.findings) + run_checks(run)
     combined.sort(key=lambda f: (-int(f.severity), f.code, f.steps or (0, 0)))

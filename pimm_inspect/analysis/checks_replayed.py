@@ -55,9 +55,10 @@ def _inside(s: ScalarSeries, first: int, last: int) -> tuple[np.ndarray, np.ndar
 def compare_copies(by_writer: Writers, r: ReplayedRange) -> ReplayCheck | None:
     """Compare like with like: per step, the copies of each tag; the figure comes from a per-step tag first.
 
-    A tag is per step when it holds at least half as many steps with copies in the range as the densest tag: an
-    epoch mean (``train/loss`` at the epoch's last step) covers different batches after a mid-epoch resume, so
-    its copies differ by more than any step did and say nothing about how exact the replay was.
+    A tag is per step when it holds as many steps with copies in the range as the densest tag: an epoch mean
+    (pimm's ``train/loss`` at the epoch's last step, HF's end-of-training ``train/train_loss``) covers different
+    batches after a mid-epoch resume, so its copies differ by more than any step did and say nothing about how
+    exact the replay was.
     """
     per_tag: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = defaultdict(lambda: ([], []))
     for writer in list(r.attempts) + [p for p in r.paths if p in by_writer]:
@@ -92,7 +93,7 @@ def compare_copies(by_writer: Writers, r: ReplayedRange) -> ReplayCheck | None:
     if not results or lo_written is None or hi_written is None:
         return None
     densest = max(n for _t, n, _d in results)
-    per_step = {t for t, n, _d in results if 2 * n >= densest}
+    per_step = {t for t, n, _d in results if n == densest}
     tags = tuple(sorted((t for t, _n, _d in results), key=lambda t: ("loss" not in t, t)))
     finite_results = [res for res in results if np.isfinite(res[2])]
     pool = [res for res in finite_results if res[0] in per_step] or finite_results
@@ -214,8 +215,8 @@ def _replay_finding(run: Run, r: ReplayedRange, ctx: _Context) -> Finding:
     lines.append(f"{evidence or 'Files: ' + ', '.join(_named(r.paths, NAMED_FILES))}."
                  + (f" Tags affected: {len(tags)} (e.g. {', '.join(tags[:3])})." if tags else ""))
     if check is not None and np.isfinite(check.max_diff):
-        exact = ("the copies are identical (a deterministic replay)" if check.max_diff == 0 else
-                 f"the copies differ by up to {check.max_diff:.4g} in {check.tag}")
+        exact = f"the copies differ by up to {check.max_diff:.4g} in {check.tag}" + (
+            ": identical, a deterministic replay" if check.max_diff == 0 else "")
         kind = "a per-step tag" if check.per_step else "the densest tag with copies"
         lines.append(f"Replay check: {exact} ({check.tag} is {kind}, compared step by step).")
     purged = _purged(run, r, ctx)

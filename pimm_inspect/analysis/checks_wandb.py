@@ -81,13 +81,18 @@ def check_run_split(run: Run) -> list[Finding]:
             by_id[wrun.run_id].append(wrun.path)
     for run_id, folders in by_id.items():
         if len(folders) > 1:
+            online = [w.path for w in run.wandb_runs if w.run_id == run_id and not w.offline]
             findings.append(Finding(
                 "wandb.run-split", Severity.WARNING,
                 f"{len(folders)} local W&B folders share run id {run_id}",
                 tuple(sorted(folders)), None,
                 "Each requeued offline attempt wrote its own folder with the same id. `wandb sync` uploads each "
                 "folder separately and does not merge them, so the later upload's history conflicts with the earlier one. "
-                "Sync them in order, or use W&B's resume/rewind when online."))
+                "Sync them in order, or use W&B's resume/rewind when online." if not online else
+                f"Each attempt wrote its own folder with the same id ({len(online)} of them online: their rows were "
+                "streamed to the server as they were logged). Each folder holds only its own attempt's rows; what the "
+                "server kept of steps logged again depends on how the attempt resumed (the W&B view of the "
+                "steps.replayed finding says what the folders record: dropped steps, a resume_from rewind)."))
     for run_id in by_id:
         projects = list(dict.fromkeys(f"{w.entity or '?'}/{w.project}" for w in run.wandb_runs
                                       if w.run_id == run_id and w.project))

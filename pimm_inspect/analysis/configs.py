@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..model import ConfigDoc, Run
@@ -41,3 +42,45 @@ def query_config(run: Run) -> ConfigDoc | None:
         if docs:
             return max(docs, key=lambda doc: (doc.attempt is None, doc.attempt or 0))
     return None
+
+
+PER_ATTEMPT_KINDS = ("log_config", "wandb_config")
+"""Kinds that exist once per attempt (train.log's ``Config:`` dumps, W&B folders), preferred in this order."""
+
+
+def attempt_configs(run: Run, attempt: int) -> list[ConfigDoc]:
+    """The config documents attempt ``attempt`` started with, the per-attempt kinds first (train.log's dump, then
+    its W&B folder, then the rest, e.g. the ``training_args.bin`` of the checkpoints it saved)."""
+    docs = [doc for doc in run.configs if doc.attempt == attempt]
+    rank = {kind: i for i, kind in enumerate(PER_ATTEMPT_KINDS)}
+    return sorted(docs, key=lambda doc: rank.get(doc.kind, len(PER_ATTEMPT_KINDS)))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDifference:
+    """One ``a.b.c`` key whose value differs between two config documents."""
+
+    key: str
+    left: Any
+    right: Any
+    in_left: bool
+    """False when the key is absent on the left (so ``left`` None is not a real null)."""
+    in_right: bool
+
+
+def config_differences(left: Any, right: Any) -> list[ConfigDifference]:
+    """The flattened keys whose values differ between two documents' data, sorted by key (``config --diff``, the
+    report's diffs between attempts). Mask before calling when the values are shown."""
+    flat_left = flatten_config(left) if left is not None else {}
+    flat_right = flatten_config(right) if right is not None else {}
+    missing = object()
+    keys = sorted(k for k in flat_left.keys() | flat_right.keys()
+                  if not _same(flat_left.get(k, missing), flat_right.get(k, missing)))
+    return [ConfigDifference(k, flat_left.get(k), flat_right.get(k), k in flat_left, k in flat_right) for k in keys]
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equal values; two NaNs are the same value (``NaN != NaN`` would report every NaN key as changed)."""
+    if isinstance(left, float) and isinstance(right, float) and left != left and right != right:
+        return True
+    return bool(left == right)

@@ -23,6 +23,7 @@ from ..model import Run, ScalarSeries
 from ._facts import SOURCE_PRIORITY, source_kind
 from .curves import POLICIES
 from .distinct import strictly_increasing
+from .names import encodable_text, name_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -207,7 +208,8 @@ COLUMNS = ("tag", "step", "value", "wall_time", "attempt", "source", "seq")
 
 
 def to_frame(rows: list[TagRows]) -> pd.DataFrame:
-    """The tidy DataFrame of ``Run.scalars()`` and ``export``: tag, step, value, wall_time, attempt, source, seq."""
+    """The tidy DataFrame of ``Run.scalars()`` and ``export``: tag, step, value, wall_time, attempt, source, seq
+    (``source`` by the one name escape, ``analysis.names.name_text``)."""
     import pandas as pd  # heavy (~0.5 s): only the Python API and export build DataFrames
 
     parts = []
@@ -217,9 +219,10 @@ def to_frame(rows: list[TagRows]) -> pd.DataFrame:
         attempt = pd.array(np.where(block.attempts == NO_ATTEMPT, 0, block.attempts), dtype="Int64")
         attempt[block.attempts == NO_ATTEMPT] = pd.NA
         parts.append(pd.DataFrame({
-            "tag": np.full(len(block), block.tag, dtype=object), "step": block.steps, "value": block.values,
-            "wall_time": block.wall_times_s, "attempt": attempt,
-            "source": np.asarray(block.sources, dtype=object)[block.source_index], "seq": block.seq}))
+            "tag": np.full(len(block), encodable_text(block.tag), dtype=object), "step": block.steps,
+            "value": block.values, "wall_time": block.wall_times_s, "attempt": attempt,
+            "source": np.asarray([name_text(s) for s in block.sources], dtype=object)[block.source_index],
+            "seq": block.seq}))  # names by the one escape: a file name that is not UTF-8 is not a crash
     if not parts:
         return pd.DataFrame({"tag": pd.Series(dtype=object), "step": pd.Series(dtype="int64"),
                              "value": pd.Series(dtype="float64"), "wall_time": pd.Series(dtype="float64"),

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .yaml_binary import yaml_binary_lines
+
 MASK = "****"
 """What a masked secret looks like in every output."""
 
@@ -45,6 +47,13 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     # A Slack incoming-webhook URL: whoever has the path can post to the channel.
     ("Slack webhook", re.compile(r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}"),
      ("hooks.slack.com",)),
+    # Payment, mail and chat services, a data platform and Azure shared-access signatures (issue 21, beyond its list).
+    ("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), ("sk_live_", "sk_test_", "rk_live_", "rk_test_")),
+    ("SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), ("SG.",)),
+    ("Discord webhook", re.compile(r"(?<=discord\.com/api/webhooks/)[0-9]{6,}/[A-Za-z0-9_-]{20,}"),
+     ("discord.com/api/webhooks/",)),
+    ("Databricks token", re.compile(r"\bdapi[0-9a-f]{32}(?:-\d)?\b"), ("dapi",)),
+    ("Azure SAS signature", re.compile(r"(?<=[?&]sig=)[A-Za-z0-9%+/=]{16,}"), ("sig=",)),
     # A line of a PEM body on its own (a log view masks line by line): 60-100 base64 chars of mixed case and digits.
     ("private key", re.compile(r"^[ \t]*(?=[A-Za-z0-9+/]{0,100}[0-9])(?=[A-Za-z0-9+/]{0,100}[a-z])"
                                r"(?=[A-Za-z0-9+/]{0,100}[A-Z])[A-Za-z0-9+/]{60,100}={0,2}[ \t]*$", re.MULTILINE), ()),
@@ -213,32 +222,6 @@ def _quoted_mask(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[0] + MASK + value[0]
     return MASK
-
-
-_BINARY_HEADER = re.compile(r"^(?P<indent>[ \t]*)[^\n#]*!!binary[ \t]*[|>][-+0-9]*[ \t]*$")
-_BASE64_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/=]+[ \t]*")
-
-
-def yaml_binary_lines(lines: list[str]) -> set[int]:
-    """0-based indexes of the lines that are the base64 body of a YAML ``!!binary |`` block (data, not secrets).
-
-    Lightning's ``hparams.yaml`` stores a tensor hyperparameter so; its body lines have the shape of a PEM key's.
-    A body line is indented deeper than its header and holds only base64 characters; anything else ends the block.
-    """
-    found: set[int] = set()
-    bare = [line.rstrip("\r\n") for line in lines]
-    i = 0
-    while i < len(bare):
-        header = _BINARY_HEADER.match(bare[i]) if "!!binary" in bare[i] else None
-        i += 1
-        if header is None:
-            continue
-        depth = len(header["indent"])
-        while i < len(bare) and (not bare[i].strip() or (
-                len(bare[i]) - len(bare[i].lstrip()) > depth and _BASE64_LINE.fullmatch(bare[i]))):
-            found.add(i)
-            i += 1
-    return found
 
 
 def _mask_around_binary(text: str) -> str:

@@ -94,7 +94,8 @@ def wandb_view(run: Run, tags: Iterable[str], first: int, last: int) -> tuple[st
         holder_names = ", ".join(sorted(holders)) or "none"
         times = {0: "in no folder", 1: "once", 2: "twice"}.get(count, f"{count} times")
         parts.append(f"Its history holds steps {span} {times} (folders: {holder_names})"
-                     + (", each folder uploaded on its own by `wandb sync`" if count > 1 else "") + ".")
+                     + (", each folder uploaded on its own by `wandb sync`"
+                        if sum(1 for f in holders.values() if f.offline) > 1 else "") + ".")
     for folder, calls in dropped:
         where = folder.dropped_step_source or folder.path
         parts.append(f"W&B dropped {len(calls)} log call(s) at steps {_facts.fmt_range(calls[0], calls[-1])} as going "
@@ -104,7 +105,8 @@ def wandb_view(run: Run, tags: Iterable[str], first: int, last: int) -> tuple[st
     rewinds = [f"{f.path}: {f.resume_from}" for f in folders if f.resume_from]
     cursors = sorted({(ck.path, ck.wandb_cursor) for ck in run.checkpoints if ck.wandb_cursor is not None})
     if rewinds:
-        parts.append("History rewound by the run record's " + "; ".join(rewinds) + ".")
+        parts.append("History rewound by the run record's " + "; ".join(rewinds) + ": on the server the rewound "
+                     "run keeps the rows the newer attempt logged from that step on.")
         shows += "; history rewound (resume_from)"
     elif cursors:
         parts.append(f"The checkpoint cursor ({cursors[-1][0]}: resume_step {cursors[-1][1]}) is the resume_from point "

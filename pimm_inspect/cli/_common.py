@@ -26,8 +26,12 @@ EXIT_USAGE = 2
 
 
 def stderr(message: str) -> None:
-    """Diagnostics for people go to stderr; stdout carries the product."""
-    click.echo(message, err=True)
+    """Diagnostics for people go to stderr; stdout carries the product. A stderr that cannot be written (closed,
+    full) loses the diagnostic, never the command: its output and exit code stay what they would be."""
+    try:
+        click.echo(message, err=True)
+    except OSError:
+        pass
 
 
 _DISCOVERY = "pimm_inspect.discovery"
@@ -79,9 +83,15 @@ class UsageProblem(Exception):
 def find_runs(path: str, single: bool = False) -> list[Path]:
     """The run directories under ``path``; raise ``UsageProblem`` (after saying why on stderr) when there is none,
     or several where one is needed."""
+    from ..load.discover import run_containing
+
     root = Path(path)
     if not root.exists() and not root.is_symlink():
         stderr(f"pimm-inspect: {_name(path)}: no such file or directory")
+        raise UsageProblem(path)
+    owner = run_containing(root)
+    if owner is not None:  # RUN/train.log, RUN/model, an HF Trainer's RUN/checkpoint-10: part of a run, not one
+        stderr(f"pimm-inspect: {_name(path)} is inside the run {_name(owner)}: name that run")
         raise UsageProblem(path)
     run_dirs, errors = session().discover_with_errors(root)
     for folder, reason in errors:

@@ -17,7 +17,8 @@ from ._common import EXIT_FINDINGS, EXIT_OK, console, discovery_options, json_op
 @click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default="info",
               show_default=True, help="Hide findings below this severity in text output.")
 @click.option("--brief", is_flag=True,
-              help="One line per finding (PATH SEVERITY CODE MESSAGE), never wrapped, without explanations.")
+              help="One line per finding (PATH SEVERITY CODE MESSAGE), never wrapped, without explanations; "
+                   "runs without findings and the summary are named on stderr.")
 def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: str, brief: bool) -> None:
     """Check runs for replayed steps, rollbacks, W&B cursor problems, incomplete checkpoints,
     provenance issues and damaged files.
@@ -43,10 +44,13 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
         if out is None:  # --json
             documents.append({"path": run_path(run, base), "findings": [finding_json(f) for f in run.findings]})
         elif brief:
-            from ..report.text import findings_brief
+            from ..report.text import brief_empty_note, findings_brief
 
             for line in findings_brief(run, base, Severity.parse(min_severity)):
                 out.print(line, soft_wrap=True)
+            note = brief_empty_note(run, base, Severity.parse(min_severity))
+            if note is not None:  # stdout carries finding lines only; this is for people
+                stderr(f"pimm-inspect: {note}")
         else:
             from ..report.text import findings_view
 

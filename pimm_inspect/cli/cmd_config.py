@@ -13,20 +13,19 @@ from ._common import EXIT_USAGE, json_option, load_runs, stderr
 
 KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_config", "hf_training_args", "lightning_hparams")
 """Also the fallback order when the asked-for kind is absent."""
-PER_ATTEMPT = ("log_config", "wandb_config")
-"""Kinds that exist once per attempt (train.log's ``Config:`` dumps, W&B folders), preferred in this order."""
 
 
 def _default(run) -> list:
-    """The documents shown without --kind/--attempt: the resolved config, HF's model + training arguments,
-    else every document of the first kind present (e.g. one W&B config per folder)."""
-    resolved = run.config("resolved_config")
-    if resolved is not None:
-        return [resolved]
-    if run.kind == "hf-trainer":
-        docs = [d for d in run.configs if d.kind in ("model_config", "hf_training_args")]
-        if docs:
-            return docs
+    """The documents shown without --kind/--attempt: first the run's config by the one rule every surface uses
+    (``analysis.configs.query_config``: what the ``cfg.`` filter and the dataset read), then its companions (HF's
+    other document, the other folders' W&B configs); else, without a parsed config, every document of the first
+    kind present (``config.py`` as text)."""
+    from ..analysis.configs import query_config
+
+    primary = query_config(run)
+    if primary is not None:
+        kinds = ("model_config", "hf_training_args") if run.kind == "hf-trainer" else (primary.kind,)
+        return [primary] + [d for d in run.configs if d.kind in kinds and d is not primary]
     for kind in KINDS:
         docs = [d for d in run.configs if d.kind == kind]
         if docs:
@@ -37,8 +36,9 @@ def _default(run) -> list:
 def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
     """The documents asked for; exits with a usage error naming what exists when there are none."""
     if attempt is not None:
-        docs = [d for d in run.configs if d.attempt == attempt and (kind is None or d.kind == kind)]
-        docs.sort(key=lambda d: PER_ATTEMPT.index(d.kind) if d.kind in PER_ATTEMPT else len(PER_ATTEMPT))
+        from ..analysis.configs import attempt_configs
+
+        docs = [d for d in attempt_configs(run, attempt) if kind is None or d.kind == kind]
         if not docs:
             have = sorted({d.attempt for d in run.configs if d.attempt is not None})
             stderr(f"pimm-inspect: {label} has no config for attempt {attempt}"
@@ -50,12 +50,11 @@ def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
         docs = [d for d in run.configs if d.kind == kind]
         if docs:
             return docs
-        fallback = _default(run)
-        if fallback:
-            stderr(f"pimm-inspect: {label} has no {kind} document; showing {fallback[0].kind}")
-        docs = fallback
-    else:
-        docs = _default(run)
+        have = sorted({d.kind for d in run.configs})
+        stderr(f"pimm-inspect: {label} has no {kind} document"
+               + (f" (it has: {', '.join(have)})" if have else " (it has no config document)"))
+        sys.exit(EXIT_USAGE)
+    docs = _default(run)
     if not docs:
         stderr(f"pimm-inspect: {label} has no config document")
         sys.exit(EXIT_USAGE)
@@ -81,7 +80,8 @@ def _entry(doc) -> dict:
 @click.option("--attempt", type=int, help="The config attempt N started with (train.log's Config: dump, its W&B folder).")
 @click.option("--flat", is_flag=True, help="One `key = value` line per leaf.")
 @click.option("--kind", type=click.Choice(KINDS), default=None,
-              help="Which config document (default: resolved_config; HF runs: config.json and training_args.bin).")
+              help="Which config document (default: the run's config, the one the cfg. filter reads, then its companions); "
+                   "exit 2 naming the kinds the run has when it has none of this kind.")
 @json_option
 def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: str | None, as_json: bool) -> None:
     """Print a run's config with secrets masked, per attempt, or its differences from another run or attempt.
@@ -136,18 +136,22 @@ def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: 
 def _diff(left_label: str, right_label: str, left_doc, right_doc, as_json: bool, flatten_config, mask_value, dumps,
           attempts: tuple[int, int] | None) -> None:
     """Keys whose values differ; in JSON ``in_left``/``in_right`` tell a missing key from a real null."""
-    left = flatten_config(mask_value(left_doc.data)) if left_doc.data is not None else {}
-    right = flatten_config(mask_value(right_doc.data)) if right_doc is not None and right_doc.data is not None else {}
-    keys = sorted(k for k in left.keys() | right.keys() if left.get(k, ...) != right.get(k, ...))
+    from ..analysis.configs import config_differences
+
+    left = mask_value(left_doc.data) if left_doc.data is not None else None
+    right = mask_value(right_doc.data) if right_doc is not None and right_doc.data is not None else None
+    differences = config_differences(left, right)
     if as_json:
         document = {"schema_version": 1, "left": left_label, "right": right_label, "kind": left_doc.kind,
-                    "differences": {k: {"left": left.get(k), "right": right.get(k),
-                                        "in_left": k in left, "in_right": k in right} for k in keys}}
+                    "differences": {d.key: {"left": d.left, "right": d.right, "in_left": d.in_left,
+                                            "in_right": d.in_right} for d in differences}}
         if attempts is not None:
             document["attempts"] = list(attempts)
         click.echo(dumps(document))
         return
-    for k in keys:
-        click.echo(f"{clean(k, newlines=False)}: {json.dumps(left.get(k, '<absent>'))} -> {json.dumps(right.get(k, '<absent>'))}")
-    if not keys:
+    for d in differences:
+        shown_left = d.left if d.in_left else "<absent>"
+        shown_right = d.right if d.in_right else "<absent>"
+        click.echo(f"{clean(d.key, newlines=False)}: {json.dumps(shown_left)} -> {json.dumps(shown_right)}")
+    if not differences:
         stderr("pimm-inspect: no differences")

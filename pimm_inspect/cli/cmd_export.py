@@ -26,7 +26,7 @@ def _dataset_wanted(output: str) -> bool:
                    "or a directory DIR for the dataset of every run under RUN.")
 @click.option("--tag", "tags", multiple=True, help="Tag glob (repeatable).")
 @click.option("--policy", type=click.Choice(["all", "newest", "oldest"]), default="all", show_default=True,
-              help="Replayed steps: one row per (step, attempt), or per step the newest/oldest writer's.")
+              help="Replayed steps: every record as written (all), or per step the newest/oldest writer's.")
 @click.option("--all-sources", is_flag=True,
               help="Keep every source's copy (TensorBoard, W&B, Trainer state, train.log), not only the preferred one.")
 @click.option("--prune", is_flag=True,
@@ -34,10 +34,11 @@ def _dataset_wanted(output: str) -> bool:
 @discovery_options
 def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str, all_sources: bool,
             prune: bool) -> None:
-    """Export scalars as a tidy table: tag, step, value, wall_time, attempt, source.
+    """Export scalars as a tidy table: tag, step, value, wall_time, attempt, source, seq.
 
-    One row per (tag, step, attempt) after --policy, from each tag's preferred source (the same points
-    `show --json` counts). JSON floats read back exactly; NaN/inf values are the strings "NaN",
+    Rows keyed (tag, step, attempt, source, seq): --policy all keeps every record as written (seq numbers
+    the repeats of a step within one file), newest/oldest one row per step; each tag from its preferred
+    source (the same points `show --json` counts). JSON floats read back exactly; NaN/inf values are the strings "NaN",
     "Infinity", "-Infinity"; a missing wall_time or attempt is null.
 
     With --format parquet and -o DIR (not ending in .parquet), every run under RUN goes into a
@@ -48,7 +49,7 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
     Example: pimm-inspect export exp/ --format parquet -o runs_dataset
     """
     from ..analysis.scalar_rows import TagRows, iter_scalar_rows, scalar_rows, to_frame
-    from ..report.export import csv_text, named_rows, replaced_atomically, write_json
+    from ..report.export import csv_text, replaced_atomically, write_json
     from ..report.safe_text import clean
 
     if fmt == "parquet" and _dataset_wanted(output):
@@ -84,7 +85,7 @@ def command(run: str, fmt: str, output: str, tags: tuple[str, ...], policy: str,
                 count = write_json(streamed(), fh)
         stderr(f"pimm-inspect: wrote {count} points of {len(written)} tags to {shown_output}")
         return
-    rows = named_rows(scalar_rows(target, tags, policy, all_sources))
+    rows = scalar_rows(target, tags, policy, all_sources)
     tag_count = len({block.tag for block in rows if len(block)})
     frame = to_frame(rows)  # pandas only for CSV and Parquet
     if fmt == "parquet":

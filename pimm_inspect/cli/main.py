@@ -6,6 +6,7 @@ import errno
 import importlib
 import os
 import sys
+import threading
 from typing import Any
 
 import click
@@ -14,7 +15,8 @@ from .. import __version__
 
 
 _COMMANDS = {"ls": "cmd_ls", "show": "cmd_show", "check": "cmd_check", "curves": "cmd_curves",
-             "config": "cmd_config", "export": "cmd_export", "url": "cmd_url", "ui": "cmd_ui", "cache": "cmd_cache"}
+             "config": "cmd_config", "export": "cmd_export", "url": "cmd_url", "ui": "cmd_ui", "cache": "cmd_cache",
+             "report": "cmd_report"}
 """Command name -> its module in this package, imported only when that command runs (or help lists them all)."""
 
 
@@ -140,7 +142,38 @@ def main() -> None:
             stream.reconfigure(errors="backslashreplace")
     if sys.stdout is None:
         sys.stdout = _ClosedStdout()  # type: ignore[assignment]
+    _quiet_interrupts()
     sys.exit(_run())
+
+
+_INTERRUPTED = threading.Event()
+"""Set by Ctrl-C, before the KeyboardInterrupt is raised."""
+
+
+def _quiet_interrupts() -> None:
+    """Ctrl-C marks the process interrupted before raising KeyboardInterrupt, and a thread that fails once the
+    process is interrupted says nothing: when Ctrl-C ends `ls`'s worker processes, the process pool's manager
+    thread races the command's own shutdown of the pool (it may try to fail a future the shutdown just cancelled,
+    an InvalidStateError) and would print that thread's traceback after the one line the interrupt prints."""
+    import signal
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        _INTERRUPTED.set()
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupted)
+    default_hook = threading.excepthook
+
+    def thread_failed(args: threading.ExceptHookArgs) -> None:
+        from concurrent.futures import InvalidStateError
+
+        pool_race = isinstance(args.exc_value, InvalidStateError) and "ExecutorManager" in type(args.thread).__name__
+        if _INTERRUPTED.is_set() or pool_race:
+            return
+        default_hook(args)
+
+    threading.excepthook = thread_failed
 
 
 def _run() -> int:

@@ -9,7 +9,8 @@ from pathlib import Path
 from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Era, Finding, Run, RunStatus, Severity
 from . import evidence
-from .attempts import attempts_and_series, finish_attempts, restored_checkpoints
+from .attempts import attempts_and_series, finish_attempts
+from .restored import restored_checkpoints
 from .collect import Collected, collect
 from .collected import FileCache
 from .discover import classify_dir

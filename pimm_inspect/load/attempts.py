@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Set
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from ..model import Attempt, CheckpointInfo, Origin, ScalarSeries
+from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
-from .process_evidence import epoch_axis_tags, fold_evaluator_segments, group_by_process
+from .process_evidence import epoch_axis_tags, fold_evaluator_segments
 from .stale import is_stale
+from .tb_sessions import tb_sessions, writer_sessions
 from .wandb_order import ordered_folders, start_estimates
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
@@ -36,20 +36,23 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     c.train_log = fold_evaluator_segments(c.train_log)  # a tester's config line is no process start
     segments = list(c.train_log.segments) if c.train_log is not None else []
     tb_attempt = _map_event_files(c, segments)
+    tb_parts = tb_sessions(c.tb_files) if not segments else list(c.tb_files)
+    part_attempt: dict[int, int] = {}  # id(result part) -> attempt, for a file that holds several writer sessions
     wandb_attempt: dict[str, int] = {}
     if segments:
         for seg in segments:
             sources = ["train.log"] + [p for p, a in tb_attempt.items() if a == seg.index]
             attempts.append(Attempt(
                 index=seg.index, started_at=seg.started_at, first_step=seg.first_step,
-                last_step=seg.last_step, origin=seg.origin, resumed_from=seg.resumed_from,
+                last_step=seg.last_step, origin=_segment_origin(seg), resumed_from=seg.resumed_from,
                 resume_step=seg.resume_step, ended=seg.ended or "unknown",
                 end_detail=seg.end_detail, sources=tuple(sources), saved_steps=tuple(seg.saved_steps)))
         series += list(c.train_log.series)
     elif c.tb_files:
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
-        for index, (group, went_back) in enumerate(writer_sessions(c.tb_files), start=1):
+        for index, (group, went_back) in enumerate(writer_sessions(tb_parts), start=1):
+            part_attempt.update((id(r), index) for _p, _n, r in group)
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
@@ -64,7 +67,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             if first is not None:
                 earliest = first if earliest is None else min(earliest, first)
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
-                                    origin=origin, sources=tuple(p for p, _n, _r in group)))
+                                    origin=origin, sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
     elif c.wandb_runs and c.kind == "wandb":
         ordered = ordered_folders(c.wandb_runs)  # by the best start evidence, folder stamps included
         starts, on_utc = start_estimates(c.wandb_runs)
@@ -84,8 +87,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
                 wandb_attempt[wrun.rel_path] = index
     elif c.hf is not None and c.hf.attempts:
         attempts += _hf_attempts(c)
-    for rel_path, _name, result in c.tb_files:
-        attempt = tb_attempt.get(rel_path)
+    for rel_path, _name, result in tb_parts:
+        attempt = part_attempt.get(id(result), tb_attempt.get(rel_path))
         for s in result.series.values():
             series.append(dataclasses.replace(s, attempt=attempt))
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
@@ -101,6 +104,15 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
     return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
+
+
+def _segment_origin(seg: Any) -> Origin:
+    """A train.log segment's origin; one with no config line (a Pointcept-style log) that is the log's first
+    process and trains from step 1 with nothing restored started fresh."""
+    if seg.origin == "unknown" and seg.start_line == 1 and seg.first_step is not None and seg.first_step <= 1 \
+            and not seg.is_resume and seg.resume_step is None:
+        return "fresh"
+    return seg.origin  # type: ignore[no-any-return]  # the reader's origin words are the model's
 
 
 def _hf_attempts(c: Collected) -> list[Attempt]:
@@ -185,35 +197,6 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
     return mapping
 
 
-def _file_steps(result: Any) -> tuple[int | None, int | None]:
-    """(first, last) step an event file logged over all its tags; (None, None) when it logged none."""
-    firsts = [s.first_step for s in result.series.values() if len(s)]
-    lasts = [s.last_step for s in result.series.values() if len(s)]
-    return (min(firsts), max(lasts)) if firsts else (None, None)
-
-
-def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tuple[str, Any, Any]], bool]]:
-    """Event files as attempts: those of one writer process together (``group_by_process``), except that a new
-    writer session (a new file) of the same process whose first step goes back below a step the process already
-    logged starts again: a notebook kernel that ran ``trainer.train()`` several times into one folder. Each entry
-    is (files, True when it is such a restart inside one process)."""
-    out: list[tuple[list[tuple[str, Any, Any]], bool]] = []
-    for group in group_by_process(tb_files):
-        current: list[tuple[str, Any, Any]] = []
-        reached: int | None = None
-        went_back = False
-        for item in group:
-            first, last = _file_steps(item[2])
-            if current and first is not None and reached is not None and first < reached:
-                out.append((current, went_back))
-                current, reached, went_back = [], None, True
-            current.append(item)
-            if last is not None:
-                reached = last if reached is None else max(reached, last)
-        out.append((current, went_back))
-    return out
-
-
 def _close_attempts(attempts: list[Attempt], live: bool) -> list[Attempt]:
     """Say how attempts without an end marker ended: killed when a later one exists, else running/stopped."""
     out = []
@@ -279,7 +262,9 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
     inexact = _inexact_attempts(c)
     evidence = _has_checkpoint_evidence(c)
     out: list[Attempt] = []
-    restored = [dataclasses.replace(att, restore_step=restore_point(att)) for att in attempts]
+    cut = _interrupted_saves(c)
+    restored = [dataclasses.replace(att, restore_step=restore_point(att),
+                                    saved_steps=tuple(s for s in att.saved_steps if s not in cut)) for att in attempts]
     for i, att in enumerate(restored):
         prev = out[-1] if out else None
         nxt = restored[i + 1] if i + 1 < len(restored) else None
@@ -292,6 +277,22 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
         lost = _lost(att, nxt) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None) else None
         out.append(dataclasses.replace(att, origin=origin, lost_steps=lost))
     return out
+
+
+def _interrupted_saves(c: Collected) -> set[int]:
+    """Steps whose save was cut short: every checkpoint of that step on disk is incomplete (a save line is no save).
+
+    A checkpoint this user may not read is not known to be incomplete and cuts nothing (``file.unreadable``).
+    """
+    if c.model_dir is None:
+        return set()
+    from ..sources.checkpoint import access_denied  # the one rule for "may not read"
+
+    denied = {p for f in c.findings if access_denied(f) for p in f.paths}
+    infos = c.model_dir.checkpoints
+    kept = {ck.global_step for ck in infos if ck.complete}
+    return {ck.global_step for ck in infos if not ck.complete and ck.global_step is not None
+            and not any(p == ck.path or p.startswith(ck.path + "/") for p in denied)} - kept
 
 
 _RESUMED = ("resume", "rollback", "resume-inexact")
@@ -343,39 +344,3 @@ def _inexact_attempts(c: Collected) -> set[int]:
         return set()
     return {e.attempt for e in c.train_log.events
             if e.attempt is not None and any(marker in e.message for marker in INEXACT_MARKERS)}
-
-
-def restored_checkpoints(attempts: list[Attempt], checkpoints: list[CheckpointInfo], root: Path,
-                         save_paths: list[str]) -> list[Attempt]:
-    """Each resumed attempt with the checkpoint it restored: the run's ``CheckpointInfo.path`` its log names (the
-    longest run checkpoint path the logged path ends with: pimm logs ``<save_path>/model/model_last.pth``, HF
-    ``checkpoint-N``), else the logged path made relative to the run where it lies inside it."""
-    return [dataclasses.replace(att, restored_checkpoint=restored_path(att.resumed_from, checkpoints, root, save_paths))
-            if att.resumed_from and att.restored_checkpoint is None else att for att in attempts]
-
-
-def restored_path(logged: str | None, checkpoints: list[CheckpointInfo], root: Path,
-                  save_paths: list[str]) -> str | None:
-    """The run-relative path of the checkpoint a log line names, or None when it names none."""
-    if not logged or not logged.strip():
-        return None
-    text = logged.strip().rstrip("/")
-    parts = PurePosixPath(text).parts
-    best: str | None = None
-    for ck in checkpoints:
-        tail = PurePosixPath(ck.path.rstrip("/")).parts
-        if tail and len(tail) <= len(parts) and parts[len(parts) - len(tail):] == tail:
-            if best is None or len(tail) > len(PurePosixPath(best).parts):
-                best = ck.path
-    if best is not None:
-        return best
-    for prefix in sorted({p.strip().rstrip("/") for p in save_paths if p and p.strip()}, key=len, reverse=True):
-        if text.startswith(prefix + "/"):
-            return text[len(prefix) + 1:]
-    absolute = PurePosixPath(text)
-    if absolute.is_absolute():
-        try:
-            return absolute.relative_to(PurePosixPath(root.as_posix())).as_posix()
-        except ValueError:
-            return text
-    return text

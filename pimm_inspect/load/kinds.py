@@ -85,7 +85,8 @@ def _store_to(attr: str, source_kind: str, append: bool = False) -> Callable[[Co
                 getattr(c, attr).append(r.value)
             else:
                 setattr(c, attr, r.value)
-        c.note(path, source_kind, r.bytes_read)
+        # A file outside the run (pimm's launch-cwd W&B folders, same-id W&B siblings) keeps its finder's name.
+        c.note(path, source_kind, r.bytes_read, name=None if path.absolute().is_relative_to(c.root) else rel_path)
     return store
 
 

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import numpy as np
 
 from ..analysis.scalar_rows import COLUMNS, NO_ATTEMPT, TagRows
-from .safe_text import encodable_text, name_text
+from .safe_text import clean_json, encodable_text, name_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,8 +40,9 @@ def json_records(rows: Iterable[TagRows]) -> Iterator[str]:
     for block in rows:
         if not len(block):
             continue
-        sources = [json.dumps(name_text(s), ensure_ascii=False) for s in block.sources]
-        head = '{"tag": ' + json.dumps(encodable_text(block.tag), ensure_ascii=False) + ', "step": '
+        # C1 controls, bidi and invisible characters as \uXXXX (json.dumps leaves them raw): the same value, inert
+        sources = [clean_json(json.dumps(name_text(s), ensure_ascii=False)) for s in block.sources]
+        head = '{"tag": ' + clean_json(json.dumps(encodable_text(block.tag), ensure_ascii=False)) + ', "step": '
         for start in range(0, len(block), SLICE_ROWS):
             part = slice(start, start + SLICE_ROWS)
             values = _floats(block.values[part], lambda text: f'"{NON_FINITE[text]}"')
@@ -87,17 +88,9 @@ def csv_cell(text: str) -> str:
     return text
 
 
-def named_rows(rows: Iterable[TagRows]) -> list[TagRows]:
-    """The rows with their text as every export writes it: file names by the one name escape (``name_text``: a
-    name that is not UTF-8 must not crash a writer, and two names never merge), tags encodable."""
-    from dataclasses import replace
-
-    return [replace(block, tag=encodable_text(block.tag), sources=tuple(name_text(s) for s in block.sources))
-            for block in rows]
-
-
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The export table (of ``named_rows``) as written to CSV: text cells through ``csv_cell``; numbers unchanged."""
+    """The export table (``to_frame``: names already escaped) as written to CSV: text cells through ``csv_cell``;
+    numbers unchanged."""
     frame = frame.copy()
     for column in ("tag", "source"):
         if len(frame):
@@ -121,7 +114,10 @@ def replaced_atomically(target: str | Path, binary: bool = False) -> Generator[I
     a failure (a crash, a full disk, Ctrl-C) removes it and never leaves a partial ``target``. The file gets the
     mode ``open`` would give a new one (0666 less the umask)."""
     target = Path(target)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # named by the file asked for, not by the temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -138,5 +134,5 @@ def replaced_atomically(target: str | Path, binary: bool = False) -> Generator[I
         raise
 
 
-__all__ = ["COLUMNS", "NON_FINITE", "csv_cell", "csv_frame", "csv_text", "json_records", "named_rows",
+__all__ = ["COLUMNS", "NON_FINITE", "csv_cell", "csv_frame", "csv_text", "json_records",
            "replaced_atomically", "write_json"]

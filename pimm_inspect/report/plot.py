@@ -10,7 +10,7 @@ import numpy as np
 from ..analysis.curves import downsample_minmax, ema, merge, preferred_series
 from ..analysis.distinct import strictly_increasing
 from ..model import Run
-from .safe_text import clean
+from .safe_text import clean, clean_name
 
 X_AXES = ("step", "wall", "relative")
 
@@ -97,7 +97,7 @@ def _styles(count: int, color: bool) -> list[tuple[str, str | None, str]]:
 
 def chart_title(run: Run, policy: str, smooth: float, x_axis: str, log_y: bool) -> str:
     """What the chart shows: the run, the x axis, the y scale, the overlap policy and the smoothing."""
-    return (f"{clean(run.name, newlines=False)}  x: {X_LABELS[x_axis]}  y: {'log' if log_y else 'linear'}  "
+    return (f"{clean_name(run.name)}  x: {X_LABELS[x_axis]}  y: {'log' if log_y else 'linear'}  "
             f"policy={policy}" + (f"  smooth={smooth}" if smooth else ""))
 
 

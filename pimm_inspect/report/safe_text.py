@@ -13,49 +13,21 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+# The one escape of names (and of undecodable bytes in any text) lives in analysis, below every surface that writes
+# names (the Python API's DataFrames included); text and JSON surfaces take it from here.
+from ..analysis.names import encodable_text as encodable_text, name_text as name_text
+
 if TYPE_CHECKING:  # Rich is imported only when a Text is made: `--json` output needs clean_json alone
     from rich.text import Text
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-                      "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb"
-                      "\U000e0000-\U000e007f]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5"
+                      "\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u2800\u3164\ufeff\uffa0"
+                      "\ufff9-\ufffb\U000e0000-\U000e007f]")
 """C0 (except tab and newline), DEL, C1, line/paragraph separators, bidi controls (LRM, RLM, ALM, embeddings,
 overrides, isolates) and the invisible characters that make two different names look the same (soft hyphen,
-zero-width space/joiners, word joiner, invisible operators, BOM, fillers, tag characters)."""
-
-_NAME_ESCAPE = re.compile("[\\\\\ud800-\udfff]")
-"""What ``name_text`` escapes: the backslash itself and surrogates (undecodable bytes of file names)."""
-
-
-def _name_escape(match: re.Match[str]) -> str:
-    char = match.group(0)
-    if char == "\\":
-        return "\\\\"
-    code = ord(char)
-    return f"\\x{code - 0xdc00:02x}" if 0xdc80 <= code <= 0xdcff else f"\\u{code:04x}"
-
-
-def name_text(name: str) -> str:
-    """THE text of a name from the filesystem (a path, a file or folder name, a run id), on every surface.
-
-    Unambiguous: a backslash is doubled and each byte that is not UTF-8 (``os.fsdecode``'s surrogate escape) is
-    written ``\\xNN``, so a folder whose name holds the bytes ``ff fe`` (``run_\\xff\\xfe``) and one literally
-    named ``run_\\xff\\xfe`` (``run_\\\\xff\\\\xfe``) never read the same. Names without either are unchanged.
-    Text surfaces apply ``clean`` on top (control and invisible characters shown as escapes); JSON keeps those
-    as the JSON value, written ``\\uXXXX``.
-    """
-    return _NAME_ESCAPE.sub(_name_escape, name) if _NAME_ESCAPE.search(name) else name
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def encodable_text(text: str) -> str:
-    """Text that always encodes as UTF-8: an undecodable byte of a file name as ``\\xNN``, a lone surrogate (a JSON
-    ``\\udXXX`` escape) as ``\\uXXXX``, as ``name_text`` writes them; for text that is not a name (backslashes
-    kept as they are)."""
-    return _SURROGATE.sub(_name_escape, text) if _SURROGATE.search(text) else text
-
+zero-width space/joiners, word joiner, invisible operators, BOM, fillers, tag characters, and the spaces that are
+not U+0020 but look like it: no-break, en/em/thin/hair, narrow no-break, medium mathematical, Ogham, braille
+blank)."""
 
 def clean_name(name: str) -> str:
     """A name for a text surface: ``name_text``, then every control or invisible character as an escape."""
@@ -78,9 +50,10 @@ def _json_escape(match: re.Match[str]) -> str:
 
 
 def clean(value: object, newlines: bool = True) -> str:
-    """``str(value)`` with control characters shown as escapes; ``newlines=False`` escapes ``\\n`` and ``\\t`` too."""
+    """``str(value)`` with control and invisible characters shown as escapes, and undecodable bytes as ``\\xNN``;
+    ``newlines=False`` escapes ``\\n`` and ``\\t`` too."""
     text = value if isinstance(value, str) else str(value)
-    text = _CONTROL.sub(_escape, text)
+    text = encodable_text(_CONTROL.sub(_escape, text))  # a byte of a name that is not UTF-8: \xNN, as name_text
     if not newlines:
         text = text.replace("\n", "\\n").replace("\t", "\\t")
     return text

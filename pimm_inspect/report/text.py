@@ -204,11 +204,12 @@ def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, 
 
 
 def findings_brief(run: Run, base: Path, min_severity: Severity = Severity.INFO) -> list[Text]:
-    """``check --brief``: one unwrapped, unpadded line per finding (``PATH SEVERITY CODE MESSAGE``), for grep."""
+    """``check --brief``: one unwrapped, unpadded line per finding (``PATH SEVERITY CODE MESSAGE``), for grep;
+    none for a run without findings at ``min_severity`` (``brief_empty_note`` says so, for stderr)."""
     label = _label(run, base)
     shown, empty = _shown(run, min_severity)
     if empty is not None:
-        return [Text(label + " ") + Text(empty.plain.strip(), style=empty.style)]
+        return []
     lines = []
     for f in shown:
         line = Text(label + " ")
@@ -218,3 +219,9 @@ def findings_brief(run: Run, base: Path, min_severity: Severity = Severity.INFO)
         line.append(" " + clean(mask_text(f.message), newlines=False))
         lines.append(line)
     return lines
+
+
+def brief_empty_note(run: Run, base: Path, min_severity: Severity = Severity.INFO) -> str | None:
+    """``PATH no findings`` (or ``... at error or above; N below``) for a run ``findings_brief`` prints nothing of."""
+    _shown_findings, empty = _shown(run, min_severity)
+    return None if empty is None else f"{_label(run, base)} {empty.plain.strip()}"

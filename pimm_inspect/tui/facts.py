@@ -10,6 +10,7 @@ from pathlib import Path
 
 
 from ..analysis.configs import flatten_config, query_config
+from ..analysis.names import name_text
 from ..analysis.run_filter import compile_filter, compile_run_filter, filter_error
 
 __all__ = ["compile_filter", "compile_run_filter", "filter_error"]  # the filter grammar lives below the front ends
@@ -20,12 +21,13 @@ from ..model import Run, Severity
 
 
 def relative_name(root: Path, base: Path) -> str:
-    """A run's path relative to the path the user gave (its own name when it is that path)."""
+    """A run's path relative to the path the user gave (its own name when it is that path), by the one name escape
+    (``analysis.names.name_text``: the text ``ls`` and ``show`` give it)."""
     try:
         rel = Path(os.path.relpath(Path(root).absolute(), Path(base).absolute())).as_posix()
     except ValueError:
-        return Path(root).name
-    return Path(root).name if rel == "." else rel
+        return name_text(Path(root).name)
+    return name_text(Path(root).name if rel == "." else rel)
 
 
 def flat_config(data: object) -> dict[str, object]:

@@ -206,20 +206,13 @@ class TablePass:
             self.post(RowsLoaded([(path, stored[path]) for path in paths if path in stored]))
         self.done += len(paths) - len(misses) - sum(1 for p in paths if p in self.big)
         self.post(LoadProgress(self.done, len(self.paths)))
-        batch: list[tuple[Path, RunRow]] = []
-        sent = time.monotonic()
+        # Rows read now come one by one (each costs a read: they never flood the UI), so the table and the count
+        # show every row the moment it is made, also while the next run's read is slow.
         for path, row in zip(misses, self.rows.build(misses, self.cancelled) if misses else iter(())):
             if self.cancelled():
                 raise LoadCancelled()
-            batch.append((path, row))
-            self.done += 1
-            if time.monotonic() - sent > FOUND_BATCH_S:  # one message per batch: a big tree never floods the UI
-                self.post(RowsLoaded(batch))
-                self.post(LoadProgress(self.done, len(self.paths)))
-                batch, sent = [], time.monotonic()
-        if batch:
-            self.post(RowsLoaded(batch))
-            self.post(LoadProgress(self.done, len(self.paths)))
+            self.post(RowLoaded(path, row))
+            self._count()
 
     def _read_big(self, path: Path) -> None:
         """Read a big run, unless (or until) the user opens it: its run screen then reads it instead."""

@@ -143,14 +143,16 @@ class ReadCache:
         """The event file through the reader protocol's ``read`` (``sources.tensorboard.read`` unless handed one),
         reusing the previous result, or extending it when only the file grew."""
         from ...sources import tensorboard
-        from ...sources.tensorboard.reader import read_event_file
+        from ...sources.tensorboard.reader import MAX_TAGS_PER_FILE, read_event_file
 
         whole = read or tensorboard.read
 
         def extend(old: EventFileResult) -> EventFileResult | None:
-            if old.end_offset <= 0 or any(f.code == "file.corrupt" for f in old.findings):
-                return None  # nothing valid to extend from: read it whole
-            return _merge_events(old, read_event_file(path, rel_path, start_offset=old.end_offset))
+            if old.end_offset <= 0 or any(f.code in ("file.corrupt", "file.too-many-tags") for f in old.findings):
+                return None  # nothing valid to extend from (or names it dropped were not kept): read it whole
+            merged = _merge_events(old, read_event_file(path, rel_path, start_offset=old.end_offset))
+            # past the cap on distinct tags only together: the whole file's read keeps the first ones
+            return merged if len(merged.series) <= MAX_TAGS_PER_FILE else None
 
         result = self._cached(path, lambda: _value(whole(path, rel_path)), extend, "tb_events", rel_path,
                               _run_root(path, rel_path))

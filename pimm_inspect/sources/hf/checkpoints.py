@@ -48,6 +48,8 @@ class HfCheckpoint:
     missing: tuple[str, ...]
     """Essential files that are absent."""
     weight_dtypes: tuple[str, ...] = ()
+    denied: bool = False
+    """True when a file or the folder may not be read by this user: not known to be incomplete."""
 
 
 def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ...], list[Finding]]:
@@ -181,4 +183,4 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     info = CheckpointInfo(path=rel_dir, format="hf", role="tmp" if tmp else "checkpoint", complete=complete,
                           global_step=state_step if state_step is not None else step, best_metric_value=best,
                           tensor_count=count, tensor_bytes=total, size_bytes=size, mtime_s=mtime)
-    return HfCheckpoint(info, step, state_step, tuple(names), tuple(missing), dtypes), state, findings
+    return HfCheckpoint(info, step, state_step, tuple(names), tuple(missing), dtypes, unreadable), state, findings

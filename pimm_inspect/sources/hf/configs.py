@@ -75,8 +75,12 @@ def attempt_training_args(run_dir: Path, run_root: Path, attempts: list, checkpo
     from a checkpoint below s, and reached s). A document already in ``docs`` gets the attempt set
     instead of being read twice.
     """
-    owner: dict[int, int] = {}
+    # The attempt that saved each checkpoint (its training's, ``trainings.checkpoint_owners``); a checkpoint no
+    # attempt is known to have saved (an incomplete one) goes to the last attempt that trained its step.
+    owner: dict[int, int] = {step: att.index for att in attempts for step in getattr(att, "saved_steps", ())}
     for step in checkpoint_steps:
+        if step in owner:
+            continue
         for att in attempts:
             start = att.resumed_from_checkpoint if att.resumed_from_checkpoint is not None else 0
             if att.last_step is not None and start < step <= att.last_step:

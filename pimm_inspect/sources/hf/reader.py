@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ...model import CheckpointInfo, ConfigDoc, Finding, ScalarSeries, SourceFile
+from ...model import CheckpointInfo, ConfigDoc, Finding, Origin, ScalarSeries, SourceFile
 from .._common import file_finding, rel
 from .configs import attempt_training_args, read_hf_configs
 from .notes import schedule_notes
@@ -45,7 +45,7 @@ class HfAttempt:
     last_step: int | None
     resumed_from_checkpoint: int | None = None
     """N of the checkpoint-N the attempt resumed from, when inferable; None for a fresh start or unknown."""
-    origin: str = "fresh"
+    origin: Origin = "fresh"
     """fresh (the first), resume (from ``resumed_from_checkpoint``) or restart (a later one that restored nothing)."""
     saved_steps: tuple[int, ...] = ()
     """Steps of the complete checkpoint-N folders this attempt saved (``trainings.checkpoint_owners``)."""
@@ -230,8 +230,10 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
                    else attempt_trainings(resumed, len(found)))
     training_of_step = {s: t for t, training in enumerate(found) for s in training.checkpoint_steps} if len(found) > 1 else {}
     owners = checkpoint_owners([(r, hi, t) for r, (_p, _lo, hi, _t), t in zip(resumed, spans, of_training)],
+                               # a checkpoint this user may not read kept its steps as far as anyone can tell
                                sorted({(c.info.global_step, training_of_step.get(c.dir_step)) for c in checkpoints
-                                       if c.info.complete and c.info.role == "checkpoint" and c.info.global_step is not None}))
+                                       if (c.info.complete or c.denied) and c.info.role == "checkpoint"
+                                       and c.info.global_step is not None}))
     finished = {t for t, training in enumerate(found) if _reached_max_steps(training.newest)}
     attempts = []
     for i, ((path, lo, hi, _t), restored, training) in enumerate(zip(spans, resumed, of_training)):

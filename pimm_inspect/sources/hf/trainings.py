@@ -2,7 +2,8 @@
 
 A Trainer keeps ``max_steps`` and ``train_batch_size`` in every ``trainer_state.json`` it writes, from its first
 save to its last: two checkpoints that disagree on them were written by two trainings (the same output dir used
-again for a new run). A checkpoint at step s was saved by the last attempt of its training that trained s.
+again for a new run), unless the later one's log_history goes on from the earlier one's (a resume with other
+settings restores the history). A checkpoint at step s was saved by the last attempt of its training that trained s.
 """
 
 from __future__ import annotations
@@ -39,29 +40,84 @@ def training_key(state: StateDoc | None) -> tuple[int | None, ...] | None:
     return key if any(v is not None for v in key) else None
 
 
+def _losses(state: StateDoc) -> dict[int, float]:
+    """Step -> logged training loss of a state's log_history."""
+    out: dict[int, float] = {}
+    for row in state.history:
+        step, loss = as_int(row.get("step")), row.get("loss")
+        if step is not None and isinstance(loss, (int, float)) and not isinstance(loss, bool):
+            out.setdefault(step, float(loss))
+    return out
+
+
+def _agree(before: dict[int, float], after: dict[int, float]) -> tuple[bool, bool]:
+    """(have common steps, the first common step has the same loss) of two step -> loss maps (NaN equals NaN).
+
+    Only the first: one training's histories share their beginning, while a resume that rolled back may log other
+    values at the steps it trained again; a new training differs from its first logged step on.
+    """
+    common = [step for step in before if step in after]
+    if not common:
+        return False, True
+    first = min(common)
+    return True, before[first] == after[first] or (before[first] != before[first] and after[first] != after[first])
+
+
+def continues(later: StateDoc, earlier: StateDoc) -> bool:
+    """True when ``later``'s log_history holds ``earlier``'s rows (a resume restores them), so one training went on.
+
+    A resume that changed max_steps or the batch size writes the new values into its checkpoints, but its history
+    starts with the restored one; a new training's history starts afresh (other losses, or none, at those steps).
+    """
+    common, same = _agree(_losses(earlier), _losses(later))
+    return common and same
+
+
 def trainings(checkpoint_states: Sequence[tuple[int, float, StateDoc]], top: StateDoc | None) -> list[Training]:
     """The trainings whose checkpoints are in the dir, oldest first; one (or none) in the usual case.
 
-    ``checkpoint_states`` are (N, mtime, trainer_state.json) of every readable checkpoint-N; the top-level state
-    belongs to the training whose key it has (the last one: it is written when a training ends).
+    ``checkpoint_states`` are (N, mtime, trainer_state.json) of every readable checkpoint-N. Checkpoints of one
+    training share its key and its history: one whose history has other losses at the same steps was written by
+    another training with the same settings (a rerun that overwrote the lower checkpoint-N). The top-level state
+    belongs to the last training of its key (it is written when a training ends).
     """
-    groups: dict[tuple[int | None, ...], list[tuple[int, float, StateDoc]]] = {}
+    groups: list[tuple[tuple[int | None, ...], list[tuple[int, float, StateDoc]], dict[int, float]]] = []
     for step, mtime, state in sorted(checkpoint_states, key=lambda t: t[0]):
         key = training_key(state)
-        if key is not None:
-            groups.setdefault(key, []).append((step, mtime, state))
-    out = []
-    for key, members in groups.items():
-        newest = members[-1][2]
-        if top is not None and training_key(top) == key:
-            newest = top if (as_int(top.fields.get("global_step")) or -1) >= (
-                as_int(newest.fields.get("global_step")) or -1) else newest
-        out.append(Training(key, tuple(s for s, _m, _st in members), newest, min(m for _s, m, _st in members)))
+        if key is None:
+            continue
+        losses = _losses(state)
+        home = next((g for g in reversed(groups) if g[0] == key and _agree(g[2], losses)[1]), None)
+        if home is None:
+            groups.append((key, [(step, mtime, state)], losses))
+        else:
+            home[1].append((step, mtime, state))
+            home[2].update(losses)
     top_key = training_key(top)
-    if top is not None and top_key is not None and top_key not in groups:
-        out.append(Training(top_key, (), top, float("inf")))
+    top_home = None
+    if top is not None and top_key is not None:  # written when the last training ended: the last one of its key
+        top_home = next((i for i in reversed(range(len(groups))) if groups[i][0] == top_key), None)
+    out = []
+    for i, (key, members, _losses_seen) in enumerate(groups):
+        newest = members[-1][2]
+        if i == top_home and top is not None and (as_int(top.fields.get("global_step")) or -1) >= (
+                as_int(newest.fields.get("global_step")) or -1):
+            newest = top
+        out.append((i == top_home, Training(key, tuple(s for s, _m, _st in members), newest,
+                                            min(m for _s, m, _st in members))))
+    if top is not None and top_key is not None and top_home is None:
+        out.append((True, Training(top_key, (), top, float("inf"))))
     # The top level's training ends last; the others by when their first checkpoint was written.
-    return sorted(out, key=lambda t: (t.key == top_key and top is not None, t.first_mtime_s, t.checkpoint_steps))
+    ordered = [t for _last, t in sorted(out, key=lambda x: (x[0], x[1].first_mtime_s, x[1].checkpoint_steps))]
+    merged: list[Training] = []
+    for training in ordered:  # a resume with other settings is the same training going on
+        if merged and continues(training.newest, merged[-1].newest):
+            last = merged[-1]
+            merged[-1] = Training(training.key, tuple(sorted(last.checkpoint_steps + training.checkpoint_steps)),
+                                  training.newest, last.first_mtime_s)
+        else:
+            merged.append(training)
+    return merged
 
 
 def _describe(t: Training) -> str:
@@ -80,10 +136,11 @@ def trainings_finding(found: list[Training], rel_dir: str) -> Finding | None:
         "hf.new-training", Severity.WARNING,
         f"{len(found)} trainings wrote into this output dir: " + "; then ".join(_describe(t) for t in found),
         paths or tuple(t.newest.rel_path for t in found), None,
-        "A Trainer keeps max_steps and train_batch_size from its first save to its last (a resume restores them), "
-        "so checkpoints that disagree on them come from different trainings: the dir was used again without "
-        "overwrite. Each later training started from scratch (origin `restart`); `resume_from_checkpoint=True` "
-        "picks the highest checkpoint-N whichever training wrote it. Use a new output_dir per training.")
+        "A Trainer keeps max_steps and train_batch_size from its first save to its last, and every checkpoint of one "
+        "training holds the same log_history up to its step (a resume restores it); checkpoints that disagree on "
+        "these come from different trainings: the dir was used again without overwrite. Each later training "
+        "started from scratch (origin `restart`); `resume_from_checkpoint=True` picks the highest checkpoint-N "
+        "whichever training wrote it. Use a new output_dir per training.")
 
 
 def attempt_trainings(resumed: Sequence[int | None], count: int) -> list[int | None]:

@@ -43,6 +43,8 @@ def name_problem(what: str, value: str) -> str | None:
     """Why ``value`` cannot be an entity/project/run id path segment (None when it can)."""
     if not value:
         return f"the {what} is empty"
+    if value in (".", ".."):
+        return f"the {what} is {value!r} (a browser would read it as a folder step, not a name)"
     bad = sorted({ch for ch in value if ch in NAME_FORBIDDEN or _unsafe_char(ch)})
     if bad:
         return (f"the {what} {shown(value)} holds {', '.join(ascii(ch) for ch in bad)} (an entity, project or run id "
@@ -101,7 +103,7 @@ def vet_base(text: str) -> tuple[str | None, str | None]:
     path = parts.path.rstrip("/")
     if path.endswith("/graphql"):
         path = path[: -len("/graphql")]
-    if path and not all(_PATH_SEGMENT.match(seg) for seg in path.strip("/").split("/")):
+    if path and not all(_PATH_SEGMENT.match(seg) and seg not in (".", "..") for seg in path.strip("/").split("/")):
         return None, f"the server address {shown(raw)} has a path with characters a link cannot carry as they are"
     base = f"{scheme}://{host}{':' + str(port) if port is not None else ''}{path}"
     return (DEFAULT_BASE_URL if base in _CLOUD_API_HOSTS else base), None

@@ -1,0 +1,149 @@
+"""Rebuild the real-world corpus: extract the run folders of public repositories into a folder OUTSIDE this one.
+
+    python bench/corpus_extract.py CORPUS_DIR --git-dir OWNER+NAME=PATH_TO_GIT_DIR [...]
+    python bench/corpus_extract.py CORPUS_DIR --mirror /work/.mirror      (every SOURCES entry found there)
+
+Each SOURCES entry is a public repository, the commit its run folders are taken from, and whether every run
+artifact ever committed is wanted (``union``: each file from the newest commit holding it, for repositories whose
+runs were committed a folder at a time). Get each repository as a git directory first (``git clone --bare
+https://github.com/OWNER/NAME``, or the agents' ``fetch`` tool, which leaves one under ``/work/.mirror/OWNER+NAME/``),
+then this script copies, with ``git show``, every file under each folder that holds a run artifact (event files, W&B
+folders, ``trainer_state.json``, Lightning ``hparams.yaml``, ``train.log``, detectron2 ``metrics.json``,
+Ultralytics ``results.csv``) to ``CORPUS_DIR/OWNER+NAME/`` with the repository's paths, and writes ``.source``
+(URL and commit). Nothing of it belongs in this repository: the corpus is read, never committed. Files of 4 MiB and
+more may be missing from a snapshot (and Git LFS files are pointers): the runs are judged as extracted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
+
+SOURCES: list[tuple[str, str, bool]] = [
+    # issue 11's corpus
+    ("02hyc/VQ-VAE", "b5b9335ffd0119f9e84f7d6f48a118bf7f3b61da", False),
+    ("10844110/t5-summarization-demo", "bf0ebb2464f6b3c2d6eec7df995767d2de010633", False),
+    ("ADL-Group-10/lab0", "15d277f433db55729c20afe8fd1f78898b4e19e1", False),
+    ("Aaidt/Lite-GPT", "ae76da9dfc49a418c54582cbc61e672e0c950564", False),
+    ("AbhijeetAnand23/LLM_Assignment_3", "f344fe7c28dc8a0d2ce1bdb4f8b821576898e9c2", False),
+    ("AkshayKulkarni3467/NAF_DQN", "c5947e254c6a48bf0d93cbcde886bbcbac26cc99", False),
+    ("AradhyaSpace11/KANKAN", "ca3f071038d19fa8bfc0e9f1386d664fae5fb501", False),
+    ("KaiboLiu/fancy-repos", "a75a67093d07585ef151b5828aed4a0cc63021c0", False),
+    ("RohitBind123/falcon-lora-imdb-sentiment", "e6de0d5fa740a7c37afa23c2a403c6f8c38f2f32", False),
+    ("Tashu014/lora-imdb-distilbert", "b43db57b9033dee045e6f1e984f984c3adb6607b", False),
+    ("TheCodeheadMT/TensorBoard-Tutorial", "cfa2f7de49d1331a750c6ce5b130a68f80911bb9", False),
+    ("aigoncharov/trainer_state_viz", "dadf91ac27c15f8dfe035445c3d969a7871fb94e", False),
+    ("tanmayshishodia/cs-7643-proj", "1b6ba9f656ab18dfa890c102e4922a2918655d93", False),
+    # issue 19: W&B SDK 0.10-0.19 (ids with spaces, resumes of one id beside other ids), HF, detectron2, Ultralytics
+    ("3lLobo/HPC", "2172ed374ddf5e0952341e53ff50d3711b78143e", False),  # W&B 0.10.17, Keras logs/<ts>/train
+    ("TijmenKort/vcnet-blind-image-inpainting", "00f30b3f4cba7de27237dc0cdada05a91a23df70", False),  # 0.11.0
+    ("ToberoCat/TicTacToe", "3731f8f12d2ea326eb413954387d343b294a316c", False),  # 0.12.11, one id resumed 6 times
+    ("ARM-software/keyword-transformer", "89d185482810396c41d800ca6fc56705bf9e485e", False),  # 0.12.15, Keras
+    ("A-Ijishakin/beta-tcvae", "421bbaf7246ae614ecdadcd6ccf11fe8162016dc", False),  # 0.13.10
+    ("1-13AM/CodeBertModel", "620aeaf2960fe85080262b3db017a64af717ad8f", False),  # 0.17.0, HF
+    ("AaronLuo-ai/LighteningSegmentation", "8c6067969635b6bf2e33bda95ffe15745e5b9f3f", False),  # 0.18.0, Lightning
+    ("yonatanyal/Mancala", "70873f0180a45209dc929f9b37645b3178f0af5a", False),  # 0.19.1, ids "Mancala 8"
+    ("Asaf2101/Backgammon", "bfbabc3c58643bc243e7f1a7eb86ef3df2dd5cd5", False),  # 0.19.8, ids "Backgammon -test3"
+    ("Yhwani/baseballAI", "6abf8807c57f7df7b9684966af8fa67e2b0ef398", False),  # detectron2 output/ (LFS pointers)
+    ("norlab-ulaval/droneSegmentation", "fa0e17ff9c927ae7253e660cf77879fa6573542d", True),  # detectron2, notebooks
+    ("coffee19850519/pathway_retinanet", "a029f632e64ef0f1d91f8ea519897c45e21811b5", False),  # detectron2
+    ("Noba1anc3/Publaynet", "e0d15b4e1b2e7a872e18e8aca30c57892a39e428", False),  # detectron2
+    ("29aitch/AIchatbot", "055a529f37a3a05d38a4590e159ed4d61e38393c", False),  # HF Trainer
+    ("AhmedSheded/yolov8_ball_detector", "d0d78a4d27e8205ddac640920701a4a9f044841e", True),  # Ultralytics, 2 hosts
+    ("vedovati-matteo/SmalltalkCodeGen", "8750a97235eb610359b25ad728fa3db91a6a68d9", True),  # HF, 8 processes
+    ("odudler/dl2023", "2df3450ba5354fbb1ebdf9174488d884dfbd8218", True),  # HF, 18 trainer sessions
+]
+"""(OWNER/NAME, commit, union)."""
+
+ARTIFACT = re.compile(r"(tfevents|\.wandb$|(^|/)trainer_state\.json$|(^|/)hparams\.yaml$|(^|/)train\.log$|"
+                      r"(^|/)metrics\.json$|(^|/)results\.csv$|(^|/)wandb-summary\.json$)")
+
+
+def _git(git_dir: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, check=True).stdout
+
+
+def _files(git_dir: Path, rev: str) -> list[str]:
+    return _git(git_dir, "ls-tree", "-r", "--name-only", "-z", rev).decode(errors="replace").split("\0")[:-1]
+
+
+def _containers(paths: list[str]) -> tuple[set[str], set[str]]:
+    """(folders taken whole, folders of which only the top-level files are taken)."""
+    whole, top = set(), set()
+    for path in paths:
+        if not ARTIFACT.search(path):
+            continue
+        parts = PurePosixPath(path).parts
+        if "wandb" in parts[:-1]:
+            i = len(parts) - 1 - parts[:-1][::-1].index("wandb") - 1
+            whole.add("/".join(parts[:i + 1]))
+            top.add("/".join(parts[:i]))
+            continue
+        parent = PurePosixPath(path).parent
+        if re.fullmatch(r"checkpoint-\d+", parent.name):
+            parent = parent.parent
+        if parent.name.startswith("version_") and parent.parent.name == "lightning_logs":
+            whole.add(str(parent.parent))
+        elif parent.parent.name == "runs" and "tfevents" in path:
+            whole.add(str(parent.parent))  # HF / torch runs/<date_host>/: the whole output dir's runs/ ...
+            top.add(str(parent.parent.parent))  # ... and the output dir's own files
+        else:
+            whole.add(str(parent))
+    return whole, top
+
+
+def extract(name: str, commit: str, union: bool, git_dir: Path, corpus: Path) -> str:
+    where = {path: commit for path in _files(git_dir, commit)}
+    if union:
+        for rev in _git(git_dir, "rev-list", "--all").decode().split()[:300]:
+            for path in _files(git_dir, rev):
+                where.setdefault(path, rev)
+    whole, top = _containers(sorted(where))
+    wanted = [p for p in where if any(d in ("", ".") or p.startswith(d + "/") for d in whole)
+              or str(PurePosixPath(p).parent) in {t or "." for t in top}]
+    out = corpus / name.replace("/", "+")
+    missing = 0
+    for path in wanted:
+        try:
+            data = _git(git_dir, "show", f"{where[path]}:{path}")
+        except subprocess.CalledProcessError:
+            missing += 1  # not in the snapshot (4 MiB and more)
+            continue
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (out / ".source").write_text(f"https://github.com/{name} {commit}{' union' if union else ''}\n")
+    return f"{name}: {len(wanted)} files under {len(whole)} folders, {missing} not in the snapshot"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--git-dir", action="append", default=[], help="OWNER+NAME=PATH (repeatable)")
+    parser.add_argument("--mirror", type=Path, help="a folder of OWNER+NAME/repo git directories")
+    args = parser.parse_args()
+    repo_root = Path(__file__).resolve().parents[1]
+    corpus = args.corpus.resolve()
+    if corpus.is_relative_to(repo_root):
+        print("the corpus must live outside the repository", file=sys.stderr)
+        return 2
+    given = dict(item.split("=", 1) for item in args.git_dir)
+    for name, commit, union in SOURCES:
+        key = name.replace("/", "+")
+        git_dir = Path(given[key]) if key in given else (args.mirror / key / "repo" if args.mirror else None)
+        if git_dir is not None and (git_dir / ".git").is_dir():
+            git_dir = git_dir / ".git"
+        if git_dir is None or not git_dir.exists():
+            print(f"{name}: no git directory (skipped)", file=sys.stderr)
+            continue
+        print(extract(name, commit, union, git_dir, corpus))
+    os.makedirs(corpus, exist_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
