@@ -182,3 +182,13 @@ async def test_a_big_log_search_says_searching_at_once_and_a_jump_replaces_the_o
         await pilot.press("l")
         await settle(pilot)
         assert app.screen.active_tab == "log" and str(status.render()).startswith("step ")  # not "match 1/…"
+
+
+def test_run_names_keep_the_parts_that_tell_runs_apart():
+    from pimm_inspect.tui.widgets.run_names import distinguishing
+
+    names = {i: f"exp/sweep/lr{i}/runs/baseline" for i in range(3)} | {9: "exp/other/lightning_logs/version_0"}
+    shown = distinguishing(names)
+    assert [shown[i] for i in range(3)] == ["sweep/lr0/…/baseline", "sweep/lr1/…/baseline", "sweep/lr2/…/baseline"]
+    assert shown[9] == "other/lightning_logs/version_0"  # the shared 'exp/' is dropped, nothing that differs
+    assert len(set(shown.values())) == len(names)

@@ -26,8 +26,10 @@ def distinguishing(names: dict[str, str]) -> dict[str, str]:
         common += 1
     rest = {key: p[common:] for key, p in parts.items()}
     depth = max(len(p) for p in rest.values())
+    # A middle folder is shared when every name that has a middle folder there has this one (shallower names
+    # have nothing there to tell apart).
     shared = {i for i in range(1, depth - 1)
-              if len({p[i] if i < len(p) - 1 else None for p in rest.values()}) == 1}
+              if len({p[i] for p in rest.values() if i < len(p) - 1}) == 1}
     out = {}
     for key, p in rest.items():
         shown: list[str] = []
