@@ -132,3 +132,24 @@ def test_each_training_has_its_own_training_args() -> None:
     assert args[1].path == "checkpoint-8/training_args.bin" and args[2].path == "checkpoint-20/training_args.bin"
     assert (args[1].data["max_steps"], args[1].data["seed"]) == (8, 42)
     assert (args[2].data["max_steps"], args[2].data["seed"]) == (40, 7)
+
+
+def test_trainings_of_a_checkout_go_by_their_steps_and_of_a_disk_by_their_times(tmp_path: Path) -> None:
+    """A git checkout stamps every file at once (in any order): the times then order nothing; on a real disk
+    the first checkpoint's write time orders the trainings."""
+    import os
+    import shutil
+
+    run = tmp_path / "out"
+    shutil.copytree(RUNS / "hf_two_trainings", run)
+    for offset, name in enumerate(("checkpoint-20", "checkpoint-10", "checkpoint-8")):  # a checkout's order
+        for path in [run / name, *(run / name).iterdir()]:
+            os.utime(path, (1_800_000_000 + offset * 0.01, 1_800_000_000 + offset * 0.01))
+    origins = [(a.origin, a.first_step) for a in pimm_inspect.load_run(run).attempts]
+    assert origins == [("fresh", 2), ("restart", 5)]
+    for stamp, name in ((1_800_000_000, "checkpoint-10"), (1_800_000_600, "checkpoint-20"),
+                        (1_800_001_200, "checkpoint-8")):  # the 40-step training really ran first
+        for path in [run / name, *(run / name).iterdir()]:
+            os.utime(path, (stamp, stamp))
+    assert [a.origin for a in pimm_inspect.load_run(run).attempts] == ["fresh", "restart"]
+    assert pimm_inspect.load_run(run).attempts[0].first_step == 5

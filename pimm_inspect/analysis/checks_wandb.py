@@ -94,8 +94,9 @@ def check_run_split(run: Run) -> list[Finding]:
                 "server kept of steps logged again depends on how the attempt resumed (the W&B view of the "
                 "steps.replayed finding says what the folders record: dropped steps, a resume_from rewind)."))
     for run_id in by_id:
-        projects = list(dict.fromkeys(f"{w.entity or '?'}/{w.project}" for w in run.wandb_runs
-                                      if w.run_id == run_id and w.project))
+        from ..sources.wandb.link_rules import id_projects  # only for runs with W&B folders
+
+        projects = id_projects((w.entity, w.project) for w in run.wandb_runs if w.run_id == run_id)
         if len(projects) > 1:
             findings.append(Finding(
                 "wandb.run-split", Severity.WARNING,

@@ -71,7 +71,9 @@ def wandb_view(run: Run, tags: Iterable[str], first: int, last: int) -> tuple[st
     logged = [f for f in folders if any(t in f.step_metrics for t in tags)]
     dropped = [(f, inside) for f in folders if (inside := [d for d in f.dropped_steps if first <= d <= last])]
     ids = list(dict.fromkeys(f.run_id for f in folders if f.run_id))
-    projects = list(dict.fromkeys(f"{f.entity or '?'}/{f.project}" for f in folders if f.project))
+    from ..sources.wandb.link_rules import id_projects  # only for runs with W&B folders
+
+    projects = id_projects((f.entity, f.project) for f in folders)
     parts: list[str] = []
     who = (f"{len(folders)} folder(s) of W&B id {', '.join(ids) or '(none recorded)'}"
            + (f" in {len(projects)} projects ({', '.join(projects)}), which are {len(projects)} W&B runs"

@@ -101,14 +101,10 @@ def wandb_info(c: Collected, checkpoints: list[CheckpointInfo]) -> WandbInfo:
 
 
 def _projects(runs: list[WandbRunResult], run_id: str) -> list[str]:
-    """``entity/project`` of every project the id was used in, oldest first (an unknown entity as ``?``)."""
-    out: list[str] = []
-    for run in runs:
-        if run.run_id == run_id and run.project:
-            key = f"{run.entity or '?'}/{run.project}"
-            if key not in out:
-                out.append(key)
-    return out
+    """``entity/project`` of every project the id was used in, oldest first (``link_rules.id_projects``)."""
+    from ..sources.wandb.link_rules import id_projects  # only for runs with W&B folders
+
+    return id_projects((run.entity, run.project) for run in runs if run.run_id == run_id)
 
 
 def run_provenance(c: Collected) -> Provenance:

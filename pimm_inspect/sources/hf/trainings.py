@@ -8,6 +8,7 @@ settings restores the history). A checkpoint at step s was saved by the last att
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -73,6 +74,10 @@ def continues(later: StateDoc, earlier: StateDoc) -> bool:
     return common and same
 
 
+MTIME_ORDER_S = 2.0
+"""Checkpoints' first write times closer than this order nothing (a copy or a checkout stamps them all at once)."""
+
+
 def trainings(checkpoint_states: Sequence[tuple[int, float, StateDoc]], top: StateDoc | None) -> list[Training]:
     """The trainings whose checkpoints are in the dir, oldest first; one (or none) in the usual case.
 
@@ -107,8 +112,13 @@ def trainings(checkpoint_states: Sequence[tuple[int, float, StateDoc]], top: Sta
                                             min(m for _s, m, _st in members))))
     if top is not None and top_key is not None and top_home is None:
         out.append((True, Training(top_key, (), top, float("inf"))))
-    # The top level's training ends last; the others by when their first checkpoint was written.
-    ordered = [t for _last, t in sorted(out, key=lambda x: (x[0], x[1].first_mtime_s, x[1].checkpoint_steps))]
+    # The top level's training ends last; the others by when their first checkpoint was written, unless the times
+    # say nothing: files copied or checked out (git, rsync without -t) are all stamped within a second or two, and
+    # then the trainings go by their checkpoints' steps.
+    stamps = [t.first_mtime_s for _last, t in out if math.isfinite(t.first_mtime_s)]
+    timed = len(stamps) > 1 and max(stamps) - min(stamps) >= MTIME_ORDER_S
+    ordered = [t for _last, t in sorted(out, key=lambda x: (x[0], x[1].first_mtime_s if timed else 0.0,
+                                                             x[1].checkpoint_steps))]
     merged: list[Training] = []
     for training in ordered:  # a resume with other settings is the same training going on
         if merged and continues(training.newest, merged[-1].newest):

@@ -15,6 +15,7 @@ import ipaddress
 import os
 import re
 import shlex
+from collections.abc import Iterable
 import unicodedata
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
@@ -206,3 +207,22 @@ def vetted_command(command: str | None) -> bool:
         while position < len(text) and text[position] == " ":
             position += 1
     return bool(pieces) and all(w.startswith("/") for w in pieces)
+
+
+def id_projects(pairs: Iterable[tuple[str | None, str | None]]) -> list[str]:
+    """The ``entity/project`` places one W&B id was used in, oldest first, from each folder's (entity, project).
+
+    A folder that records no entity logged to the default entity: it is the same place as a folder of that project
+    whose entity is recorded, so it is not a project of its own (``?/Mancala`` beside ``team/Mancala`` is one run);
+    a project whose entity no folder records is ``?/project``. Folders without a project say nothing.
+    """
+    seen = [(entity or None, project) for entity, project in pairs if project]
+    known = {project for entity, project in seen if entity}
+    out: list[str] = []
+    for entity, project in seen:
+        if entity is None and project in known:
+            continue
+        key = f"{entity or '?'}/{project}"
+        if key not in out:
+            out.append(key)
+    return out
