@@ -149,3 +149,13 @@ def test_a_hostile_api_url_in_debug_internal_log_gives_no_link(tmp_path, api_url
     assert [f for f in run.findings if f.code == "wandb.link-refused"]
     result = CliRunner().invoke(cli, ["url", str(run_dir)])
     assert result.exit_code == 1 and result.stdout == ""
+
+
+def test_a_folder_without_an_entity_is_the_default_entity_of_the_same_project():
+    """Corpus (Mancala 8): every run record said project Mancala with no entity, one debug.log named the entity;
+    that is one W&B run, not '2 projects (?/Mancala, team/Mancala)'. Another project is still another run."""
+    from pimm_inspect.sources.wandb.link_rules import id_projects
+
+    assert id_projects([(None, "Mancala"), ("team", "Mancala"), ("", "Mancala"), (None, None)]) == ["team/Mancala"]
+    assert id_projects([(None, "Mancala")]) == ["?/Mancala"]
+    assert id_projects([("team-a", "p"), (None, "q"), ("team-b", "p")]) == ["team-a/p", "?/q", "team-b/p"]
