@@ -2,7 +2,7 @@
 
 DIR is opened once (as the user named it); every folder and file below it is opened, created, renamed and deleted
 relative to a directory descriptor with ``O_NOFOLLOW``, never by a path string that the kernel would resolve
-again. A link planted anywhere below DIR (a partition folder pointing at ``/home/you``, a ``part-0.parquet``
+again. A link planted anywhere below DIR (a partition folder pointing into your home folder, a ``part-0.parquet``
 pointing at a file outside) is therefore refused with ``DatasetProblem``, never written through, read through or
 deleted through; between a check and a use nothing can be swapped, because nothing is looked up twice.
 """
