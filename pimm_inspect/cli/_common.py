@@ -45,6 +45,17 @@ def _remember(ctx: click.Context, param: click.Parameter, value: object) -> obje
     return value
 
 
+_GLOBAL = "pimm_inspect.global"
+"""Key in the click context's ``meta`` of global options given after the command (``ls --no-cache``)."""
+
+
+def remember_global(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    """Keep a global option given after the command for ``session``."""
+    if value:
+        ctx.meta.setdefault(_GLOBAL, {})[param.name] = value
+    return value
+
+
 def session() -> Session:
     """The command's session, built once per invocation from the environment, the global ``--no-cache`` and the
     command's --max-depth / --follow-links (nothing is kept in a module global)."""
@@ -53,7 +64,7 @@ def session() -> Session:
     ctx = click.get_current_context()
     made = ctx.meta.get(_SESSION)
     if made is None:
-        no_cache = bool(ctx.find_root().params.get("no_cache", False))
+        no_cache = bool(ctx.find_root().params.get("no_cache", False) or ctx.meta.get(_GLOBAL, {}).get("no_cache"))
         made = ctx.meta[_SESSION] = default_session(no_cache=no_cache, **ctx.meta.get(_DISCOVERY, {}))
         ctx.call_on_close(made.close)
     return made

@@ -70,8 +70,22 @@ class _DefaultToUi(click.Group):
         if module is None:
             return None
         if cmd_name not in self.commands:
-            self.add_command(importlib.import_module(f"{__package__}.{module}").command, cmd_name)
+            command = importlib.import_module(f"{__package__}.{module}").command
+            _accept_global_options(command)
+            self.add_command(command, cmd_name)
         return self.commands[cmd_name]
+
+
+def _accept_global_options(command: click.Command) -> None:
+    """The global ``--no-cache`` is also accepted after the command (``pimm-inspect ls --no-cache ROOT``), with the
+    same meaning as before it: users put options after the command, and "No such option" would not say why."""
+    from ._common import remember_global
+
+    if not any("--no-cache" in param.opts for param in command.params):
+        command.params.append(click.Option(
+            ["--no-cache"], is_flag=True, expose_value=False, callback=remember_global,
+            help="Neither read nor write the persistent cache (a global option: also `pimm-inspect --no-cache "
+                 "COMMAND`)."))
 
 
 def _refuse_typo(ctx: click.Context, word: str, commands: list[str]) -> None:

@@ -110,7 +110,7 @@ def run_summary(run: Run, base: Path) -> Group:
     parts.append(head)
     prov = run.provenance
     if prov.source:
-        dirty = " (dirty)" if prov.git_dirty else ""
+        dirty = {True: " (dirty)", False: " (clean)", None: ""}[prov.git_dirty]  # None: not recorded
         parts.append(_one_line(f"git {prov.git_commit[:12] if prov.git_commit else '-'}{dirty}  "
                                f"host {prov.host or '-'}  created {prov.created_at or '-'}  [{prov.source}]",
                                style="dim"))
