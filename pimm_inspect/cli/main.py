@@ -38,11 +38,19 @@ class _DefaultToUi(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         lead = 1 if args and args[0] == "--no-cache" else 0  # global options before the command or PATH
         if len(args) == lead:
-            args = [*args, "ui"]
+            if not ctx.resilient_parsing:  # shell completion of the first word: complete command names, not ui's PATH
+                args = [*args, "ui"]
         elif args[lead] not in _COMMANDS and not args[lead].startswith("-"):
-            _refuse_typo(ctx, args[lead], list(_COMMANDS))
+            if not ctx.resilient_parsing:
+                _refuse_typo(ctx, args[lead], list(_COMMANDS))
             args = [*args[:lead], "ui", *args[lead:]]
         return super().parse_args(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        """The first word completes to a command name, else (no command starts so) to a path for the UI."""
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(incomplete, type="file"), *super().shell_complete(ctx, incomplete)]
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
