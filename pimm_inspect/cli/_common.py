@@ -200,12 +200,13 @@ def console(no_color: bool = False) -> Console:
                     emoji=False)
 
 
-_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+_TRAILING = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def strip_trailing_spaces(text: str) -> str:
-    """Every line of ``text`` without the spaces Rich pads it with (colour codes after them are kept)."""
-    return _TRAILING.sub(r"\1", text)
+    """Every line of ``text`` without the spaces Rich pads it with (colour codes among them are kept)."""
+    return _TRAILING.sub(lambda m: "".join(_SGR.findall(m.group(0))), text)
 
 
 def _unshrunk(renderable: Any) -> Any:
