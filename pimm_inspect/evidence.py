@@ -272,8 +272,9 @@ class RunRow:
     command: str | None = None
     """The launch command (else the command) the run records, secrets masked; None when none."""
     config: tuple[tuple[str, Any], ...] = ()
-    """The run's query config (``analysis.configs.query_config``) flattened to ``a.b.c`` keys, in document order:
-    what the ``cfg.<key> OP value`` filter compares."""
+    """The run's query config (``analysis.configs.query_config``) with its secrets masked (``analysis.secrets``:
+    a secret's value is ``****``), flattened to ``a.b.c`` keys, in document order: what the ``cfg.<key> OP value``
+    filter compares and ``ls --columns cfg.<key>`` shows, so no filter can probe a secret's value."""
     metrics: tuple[MetricSummary, ...] = ()
     """Every scalar tag in brief, sorted by tag (``ls --columns last:TAG`` and the like)."""
 
