@@ -50,6 +50,9 @@ class HfCheckpoint:
     weight_dtypes: tuple[str, ...] = ()
     denied: bool = False
     """True when a file or the folder may not be read by this user: not known to be incomplete."""
+    save_finished: bool = False
+    """True when its trainer_state.json is there and intact: ``Trainer._save_checkpoint`` writes it after the weights,
+    optimizer and scheduler, so the save ran to its end (files missing beside it were deleted or not copied since)."""
 
 
 def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ...], list[Finding]]:
@@ -164,6 +167,7 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     state_bad = STATE_NAME in names and (state is None or state.damaged)
     state_step = as_int(_in_range(state.fields.get("global_step"))) if state else None
     complete = not missing and not damaged and not state_bad and not tmp
+    save_finished = not tmp and state is not None and not state.damaged
     # A file this user may not read says nothing about how the save ended: file.unreadable names it.
     unreadable = any(access_denied(f) for f in findings)
     if not complete and not unreadable:
@@ -171,6 +175,9 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
         why = ("a temporary directory HF renames when a save finishes" if tmp else
                f"missing {', '.join(missing)}" if missing else "a weights file is damaged" if damaged else
                f"{STATE_NAME} is damaged or unreadable")
+        if save_finished and missing:
+            why += (f"; its {STATE_NAME}, which the Trainer writes after the weights and optimizer, is there: the save "
+                    "finished and these files were deleted or not copied since")
         findings.append(Finding("checkpoint.incomplete", Severity.INFO if only_resume and len(missing) == 3
                                 else Severity.WARNING, f"{rel_dir} is incomplete: {why}", (rel_dir,), (step, step),
                                 "save_only_model=True skips optimizer, scheduler and RNG state on purpose; otherwise "
@@ -183,4 +190,5 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     info = CheckpointInfo(path=rel_dir, format="hf", role="tmp" if tmp else "checkpoint", complete=complete,
                           global_step=state_step if state_step is not None else step, best_metric_value=best,
                           tensor_count=count, tensor_bytes=total, size_bytes=size, mtime_s=mtime)
-    return HfCheckpoint(info, step, state_step, tuple(names), tuple(missing), dtypes, unreadable), state, findings
+    return (HfCheckpoint(info, step, state_step, tuple(names), tuple(missing), dtypes, unreadable, save_finished), state,
+            findings)

@@ -230,9 +230,11 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
                    else attempt_trainings(resumed, len(found)))
     training_of_step = {s: t for t, training in enumerate(found) for s in training.checkpoint_steps} if len(found) > 1 else {}
     owners = checkpoint_owners([(r, hi, t) for r, (_p, _lo, hi, _t), t in zip(resumed, spans, of_training)],
-                               # a checkpoint this user may not read kept its steps as far as anyone can tell
+                               # a checkpoint this user may not read kept its steps as far as anyone can tell; one
+                               # whose trainer_state.json (written last) is there was saved, whatever was deleted since
                                sorted({(c.info.global_step, training_of_step.get(c.dir_step)) for c in checkpoints
-                                       if (c.info.complete or c.denied) and c.info.role == "checkpoint"
+                                       if (c.info.complete or c.denied or c.save_finished)
+                                       and c.info.role == "checkpoint"
                                        and c.info.global_step is not None}))
     finished = {t for t, training in enumerate(found) if _reached_max_steps(training.newest)}
     attempts = []
