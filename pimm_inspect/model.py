@@ -133,7 +133,8 @@ class CheckpointInfo:
 
     path: str
     format: str
-    """legacy (single torch.save file), standard (model/last dir), weights, dcp, hf, unknown."""
+    """legacy (single torch.save file), standard (model/last dir), weights, dcp, hf, lfs-pointer (a Git LFS pointer
+    file in its place: the checkpoint was not fetched), unknown."""
     role: str
     """last, last.prev, last.tmp, best, iter, prev, tmp, other."""
     complete: bool

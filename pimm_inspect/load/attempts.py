@@ -291,13 +291,14 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
 def _interrupted_saves(c: Collected) -> set[int]:
     """Steps whose save was cut short: every checkpoint of that step on disk is incomplete (a save line is no save).
 
-    A checkpoint this user may not read is not known to be incomplete and cuts nothing (``file.unreadable``).
+    A checkpoint this user may not read (``file.unreadable``) or that is a Git LFS pointer (``file.lfs-pointer``) is
+    not known to be incomplete and cuts nothing.
     """
     if c.model_dir is None:
         return set()
-    from ..sources.checkpoint import access_denied  # the one rule for "may not read"
+    from ..sources.checkpoint import save_unknown  # the one rule for "may not read, or not fetched"
 
-    denied = {p for f in c.findings if access_denied(f) for p in f.paths}
+    denied = {p for f in c.findings if save_unknown(f) for p in f.paths}
     infos = c.model_dir.checkpoints
     kept = {ck.global_step for ck in infos if ck.complete}
     return {ck.global_step for ck in infos if not ck.complete and ck.global_step is not None

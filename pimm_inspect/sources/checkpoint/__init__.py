@@ -30,6 +30,12 @@ def access_denied(finding: Finding) -> bool:
     return finding.code == "file.unreadable" and finding.message.endswith(_DENIED)
 
 
+def save_unknown(finding: Finding) -> bool:
+    """True for a finding that leaves a checkpoint's save unknown, not interrupted: this user may not read it
+    (``access_denied``), or the file is a Git LFS pointer whose checkpoint was never fetched (``file.lfs-pointer``)."""
+    return access_denied(finding) or finding.code == "file.lfs-pointer"
+
+
 def read(path: Path, rel_path: str) -> Read[ModelDirResult]:
     """A pimm ``model/`` folder: every checkpoint's metadata and the resume candidate.
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from ...model import CheckpointInfo, Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular, rel
 from .._limits import json_over_limit
-from ..checkpoint import access_denied
+from ..checkpoint import save_unknown
+from ..checkpoint._lfs import LFS_HEAD, lfs_finding, read_pointer
 from .state import STATE_NAME, StateDoc, as_float, as_int, read_state
 
 CHECKPOINT_RE = re.compile(r"^(tmp-)?checkpoint-(\d{1,18})$")
@@ -49,7 +50,8 @@ class HfCheckpoint:
     """Essential files that are absent."""
     weight_dtypes: tuple[str, ...] = ()
     denied: bool = False
-    """True when a file or the folder may not be read by this user: not known to be incomplete."""
+    """True when a file or the folder may not be read by this user, or a file is a Git LFS pointer (not fetched):
+    not known to be incomplete."""
     save_finished: bool = False
     """True when its trainer_state.json is there and intact: ``Trainer._save_checkpoint`` writes it after the weights,
     optimizer and scheduler, so the save ran to its end (files missing beside it were deleted or not copied since)."""
@@ -61,6 +63,8 @@ def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ..
         with open_regular(path, rel_path) as fh:
             size = os.fstat(fh.fileno()).st_size
             head = fh.read(8)
+            if head[:4] == LFS_HEAD and (pointer := read_pointer(fh)) is not None:
+                return 0, 0, (), [lfs_finding(rel_path, pointer)]
             if len(head) < 8:
                 return 0, 0, (), [file_finding("file.truncated", rel_path, f"{rel_path} has {size} bytes, fewer "
                                                "than the 8-byte safetensors header length")]
@@ -168,8 +172,9 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     state_step = as_int(_in_range(state.fields.get("global_step"))) if state else None
     complete = not missing and not damaged and not state_bad and not tmp
     save_finished = not tmp and state is not None and not state.damaged
-    # A file this user may not read says nothing about how the save ended: file.unreadable names it.
-    unreadable = any(access_denied(f) for f in findings)
+    # A file this user may not read, or a Git LFS pointer in its place, says nothing about how the save ended:
+    # file.unreadable or file.lfs-pointer names it.
+    unreadable = any(save_unknown(f) for f in findings)
     if not complete and not unreadable:
         only_resume = set(missing) <= {*RESUME_NAMES, "rng_state.pth"} and not damaged and not state_bad and not tmp
         why = ("a temporary directory HF renames when a save finishes" if tmp else
