@@ -194,6 +194,8 @@ class HfFacts:
     state_path: str | None
     best_metric: float | None
     schedule_notes: tuple[str, ...]
+    best_metric_name: str | None = None
+    """The metric ``best_metric`` is of (``metric_for_best_model`` as the Trainer compares it, ``eval_loss``)."""
 
 
 @dataclass(frozen=True, slots=True)

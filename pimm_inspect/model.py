@@ -143,6 +143,9 @@ class CheckpointInfo:
     """As stored: E1+ next 0-based epoch index; E0 epoch_index+1."""
     iter_in_epoch: int | None = None
     best_metric_value: float | None = None
+    best_metric_name: str | None = None
+    """The metric ``best_metric_value`` is of, when a file names it (HF: ``metric_for_best_model``, as the Trainer
+    compares it, ``eval_loss``); None when unnamed."""
     schema: str | None = None
     version: int | None = None
     wandb_run_id: str | None = None
@@ -165,6 +168,10 @@ class CheckpointInfo:
     top_level_keys: tuple[str, ...] = ()
     resume_candidate: bool = False
     """True for the checkpoint pimm's latest-checkpoint logic would pick."""
+    saved_by_attempt: int | None = None
+    """The attempt that wrote it, from the files (``load.checkpoint_writers``: the attempt whose logged value at its
+    step is its best metric value, else the last that logged a save there, else the only one that trained that
+    step); None when they do not say."""
 
 
 @dataclass(frozen=True, slots=True)

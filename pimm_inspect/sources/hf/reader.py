@@ -65,6 +65,9 @@ class HfTrainerResult:
     summary: Mapping[str, float]
     """The final train_* summary row (train_runtime, train_loss, total_flos, step, ...); empty if none."""
     best_metric: float | None
+    best_metric_name: str | None
+    """The metric ``best_metric`` is of: ``metric_for_best_model`` from trainer_state.json, else training_args.bin,
+    with the ``eval_`` prefix the Trainer adds when comparing (``accuracy`` is ``eval_accuracy``); None when unset."""
     best_global_step: int | None
     best_model_checkpoint: str | None
     """Run-relative path of the best checkpoint as recorded (made relative), or None."""
@@ -263,6 +266,17 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
     return attempts, replayed
 
 
+def best_metric_name(state_fields: Mapping[str, Any], training_args: Mapping[str, Any]) -> str | None:
+    """``metric_for_best_model`` (trainer_state.json, else training_args.bin) as the Trainer compares it: with the
+    ``eval_`` prefix it adds to a name without one; None when neither file sets it."""
+    for doc in (state_fields, training_args):
+        name = doc.get("metric_for_best_model")
+        if isinstance(name, str) and name.strip():
+            name = name.strip()[:200]
+            return name if name.startswith("eval_") else f"eval_{name}"
+    return None
+
+
 def _relative_checkpoint(recorded: Any, run_dir: Path, run_root: Path) -> str | None:
     """best_model_checkpoint as a run-relative path (HF stores it relative to the training cwd, or absolute)."""
     if not isinstance(recorded, str) or not recorded:
@@ -377,9 +391,13 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
             checkpoints = [replace(c, info=replace(c.info, resume_candidate=True)) if c is last else c
                            for c in checkpoints]
     epochs = as_float(fields.get("num_train_epochs"))
+    best_name = best_metric_name(fields, training_args)
+    if best_name is not None:  # every checkpoint's best_metric is of the one metric the Trainer compares
+        checkpoints = [replace(c, info=replace(c.info, best_metric_name=best_name))
+                       if c.info.best_metric_value is not None else c for c in checkpoints]
     return HfTrainerResult(
         state_path=primary.rel_path if primary else None, series=tuple(series), summary=summary,
-        best_metric=as_float(fields.get("best_metric")), best_global_step=as_int(fields.get("best_global_step")),
+        best_metric=as_float(fields.get("best_metric")), best_metric_name=best_name, best_global_step=as_int(fields.get("best_global_step")),
         best_model_checkpoint=_relative_checkpoint(fields.get("best_model_checkpoint"), run_dir, run_root),
         logging_steps=declared["logging_steps"], eval_steps=declared["eval_steps"],
         save_steps=declared["save_steps"], global_step=declared["global_step"],
