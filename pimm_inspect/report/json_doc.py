@@ -128,6 +128,12 @@ def run_notes(run: Run) -> list[str]:
                  for log in sorted(ranks, key=lambda log: log.rank or 0) if (log.started or "") == newest]
         notes.append("structured logs, newest attempt: " + "; ".join(parts))
     notes += list(run.hf.schedule_notes) if run.hf is not None else []
+    if run.hf is not None and run.replayed:  # Run.replayed: the one rule (analysis.replays), said here
+        again = ", ".join(f"{r.first_step}" if r.first_step == r.last_step else f"{r.first_step}-{r.last_step}"
+                          for r in run.replayed)
+        notes.append(f"Steps {again} were logged again: TensorBoard keeps one folder per start and shows every copy "
+                     "(W&B may too), while trainer_state.json holds one copy because HF restores log_history from "
+                     "the checkpoint.")
     for wrun in run.wandb_runs:
         axes = {axis for axis in wrun.step_metrics.values() if axis != "_step"}
         if axes:

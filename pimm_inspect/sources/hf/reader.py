@@ -85,8 +85,9 @@ class HfTrainerResult:
     tb_series: tuple[ScalarSeries, ...]
     """Series read from runs/*/ event files (attempt set to the folder's index); empty without a TB reader."""
     attempts: tuple[HfAttempt, ...]
-    replayed: tuple[tuple[int, int], ...]
-    """Inclusive step ranges logged by two attempts."""
+    history_conflicts: tuple[tuple[int, int], ...]
+    """Inclusive step ranges where a checkpoint's log_history holds other values than the newest state's (rows
+    another attempt wrote), as read; which steps were replayed is decided once, in ``analysis.replays``."""
     inferred_intervals: Mapping[str, int | None]
     """logging/eval/save intervals measured from the data (None when too few points)."""
     schedule_notes: tuple[str, ...]
@@ -224,8 +225,8 @@ def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trainin
 
 
 def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training], log_every: int | None,
-              save_every: int | None, checkpoints: list[HfCheckpoint]) -> tuple[list[HfAttempt], list[tuple[int, int]]]:
-    """One attempt per TB folder (else per log_history segment), what each saved, and the step ranges logged twice."""
+              save_every: int | None, checkpoints: list[HfCheckpoint]) -> list[HfAttempt]:
+    """One attempt per TB folder (else per log_history segment) and what each saved."""
     checkpoint_steps = [c.dir_step for c in checkpoints if c.info.role == "checkpoint"]
     spans = _spans(tb_dirs, primary, found)
     resumed = [_resume_point(lo, log_every, save_every, checkpoint_steps) for _p, lo, _hi, _t in spans]
@@ -250,20 +251,7 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
                                   origin="fresh" if i == 0 else "resume" if restored is not None else "restart",
                                   saved_steps=tuple(sorted(s for s, owner in owners.items() if owner == i)),
                                   completed=done, state_path=None if tb_dirs else path))
-    replayed: list[tuple[int, int]] = []
-    for j, later in enumerate(attempts):
-        for i, earlier in enumerate(attempts[:j]):
-            if of_training[i] is not None and of_training[i] != of_training[j]:
-                continue  # another training's steps: hf.new-training says so, they are no copies of these
-            if (later.first_step is None or later.last_step is None or earlier.first_step is None
-                    or earlier.last_step is None):
-                continue
-            lo = later.first_step if later.resumed_from_checkpoint is None else later.resumed_from_checkpoint + 1
-            lo = max(lo, earlier.first_step)
-            hi = min(earlier.last_step, later.last_step)
-            if lo <= hi:
-                replayed.append((lo, hi))
-    return attempts, replayed
+    return attempts
 
 
 def best_metric_name(state_fields: Mapping[str, Any], training_args: Mapping[str, Any]) -> str | None:
@@ -357,15 +345,14 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     sources += tb_sources
     log_every = declared["logging_steps"] or intervals["logging"]
     save_every = declared["save_steps"] or intervals["save"]
-    attempts, replayed = _attempts(dirs, primary, found_trainings, log_every, save_every, checkpoints)
-    if primary:
-        replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
-                                                and training_key(s) in (None, training_key(primary))])
-    merged = _merge(replayed)
+    attempts = _attempts(dirs, primary, found_trainings, log_every, save_every, checkpoints)
+    conflicts = _merge(history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
+                                                   and training_key(s) in (None, training_key(primary))])
+                       if primary else [])
     configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
     findings += more
-    notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, merged,
-                            tb_series, declared_in)
+    notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, tb_series,
+                           declared_in)
     final_model = None
     top_names = list_files(run_dir)[0]
     top_weights = [n for n in top_names if is_weight_file(n)]
@@ -404,6 +391,6 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
         max_steps=as_int(fields.get("max_steps")),
         num_train_epochs=epochs, train_batch_size=as_int(fields.get("train_batch_size")),
         checkpoints=tuple(checkpoints), final_model=final_model, tb_dirs=tuple(dirs), tb_series=tuple(tb_series),
-        attempts=tuple(attempts), replayed=merged, inferred_intervals=intervals, schedule_notes=tuple(notes),
+        attempts=tuple(attempts), history_conflicts=conflicts, inferred_intervals=intervals, schedule_notes=tuple(notes),
         findings=tuple(findings), sources=tuple(sources),
         configs=tuple(configs))
