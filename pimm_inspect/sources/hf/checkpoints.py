@@ -11,8 +11,7 @@ from pathlib import Path
 from ...model import CheckpointInfo, Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular, rel
 from .._limits import json_over_limit
-from ..checkpoint import save_unknown
-from ..checkpoint._lfs import LFS_HEAD, lfs_finding, read_pointer
+from ..checkpoint import LFS_HEAD, lfs_finding, read_pointer, save_unknown
 from .state import STATE_NAME, StateDoc, as_float, as_int, read_state
 
 CHECKPOINT_RE = re.compile(r"^(tmp-)?checkpoint-(\d{1,18})$")
