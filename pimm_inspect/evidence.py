@@ -194,6 +194,11 @@ class HfFacts:
     state_path: str | None
     best_metric: float | None
     schedule_notes: tuple[str, ...]
+    best_metric_name: str | None = None
+    """The metric ``best_metric`` is of (``metric_for_best_model`` as the Trainer compares it, ``eval_loss``)."""
+    history_conflicts: tuple[tuple[int, int], ...] = ()
+    """Step ranges where a checkpoint's log_history holds other values than the newest state's (another attempt's
+    rows), as read; ``analysis.replays`` decides what was replayed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,7 +139,8 @@ class CheckpointInfo:
     path: str
     """The checkpoint file or directory, relative to the run root."""
     format: str
-    """legacy (single torch.save file), standard (model/last dir), weights, dcp, hf, unknown."""
+    """legacy (single torch.save file), standard (model/last dir), weights, dcp, hf, lfs-pointer (a Git LFS pointer
+    file in its place: the checkpoint was not fetched), unknown."""
     role: str
     """last, last.prev, last.tmp, best, iter, prev, tmp, other."""
     complete: bool
@@ -152,6 +153,9 @@ class CheckpointInfo:
     """Iteration within the epoch for a mid-epoch save, as stored."""
     best_metric_value: float | None = None
     """The best validation metric recorded in it."""
+    best_metric_name: str | None = None
+    """The metric ``best_metric_value`` is of, when a file names it (HF: ``metric_for_best_model``, as the Trainer
+    compares it, ``eval_loss``); None when unnamed."""
     schema: str | None = None
     """The saved dict's ``schema`` entry, as stored."""
     version: int | None = None
@@ -188,6 +192,10 @@ class CheckpointInfo:
     """Keys of the saved dict (``state_dict``, ``optimizer``, ``epoch`` ...)."""
     resume_candidate: bool = False
     """True for the checkpoint pimm's latest-checkpoint logic would pick."""
+    saved_by_attempt: int | None = None
+    """The attempt that wrote it, from the files (``load.checkpoint_writers``: the attempt whose logged value at its
+    step is its best metric value, else the last that logged a save there, else the only one that trained that
+    step); None when they do not say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,7 +385,8 @@ class Run:
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
     scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
-    """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it."""
+    """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it (then
+    ``scalars()`` asks analysis for them itself)."""
 
     def tags(self) -> list[str]:
         """Sorted unique scalar tags."""
@@ -400,11 +409,23 @@ class Run:
         preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
         as ``pimm-inspect export`` and the point counts of ``show --json``.
         """
-        # The row rules live in analysis (shared with export and show), which hands them to the Run it analyses:
-        # the model never imports a layer above it.
-        if self.scalar_table is None:
-            raise ValueError("Run.scalars() needs an analysed run: use pimm_inspect.load_run or Session.load")
-        return self.scalar_table(self, tags, policy, all_sources)
+        # The row rules live in analysis (shared with export and show), which hands them to the Run it analyses. A
+        # Run nobody analysed (built by hand, or by load alone) delegates to the same rules: they read only the
+        # series and sources, no analysis result.
+        table = self.scalar_table if self.scalar_table is not None else _analysis_scalar_table()
+        return table(self, tags, policy, all_sources)
+
+
+def _analysis_scalar_table() -> ScalarTable:
+    """``analysis.scalar_frame``, the one home of the row rules, imported by name when first asked for.
+
+    By name, at call time: the model never imports a layer above it when it is imported (the layer contract), and
+    this delegation is the one exception issue 20 allows for ``Run.scalars()``.
+    """
+    import importlib
+
+    table: ScalarTable = importlib.import_module(f"{__package__}.analysis").scalar_frame
+    return table
 
 
 def make_series(

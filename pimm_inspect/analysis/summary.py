@@ -41,13 +41,13 @@ def last_logged_s(run: Run) -> float | None:
 
 def best_metric_fact(run: Run) -> tuple[str | None, float | None]:
     """(name, value) of the best selection metric the run reached: train.log's last ``Best validation`` record,
-    else the Trainer state's ``best_metric``, else the highest finite one a checkpoint stores; (None, None) when
+    else the Trainer state's ``best_metric`` (named by ``metric_for_best_model``), else the highest finite one a checkpoint stores; (None, None) when
     unknown."""
     if run.train_log is not None and run.train_log.best:
         best = run.train_log.best[-1]
         return best.name, best.value
     if run.hf is not None and run.hf.best_metric is not None:
-        return None, run.hf.best_metric
+        return run.hf.best_metric_name, run.hf.best_metric
     values = [ck.best_metric_value for ck in run.checkpoints
               if ck.best_metric_value is not None and math.isfinite(ck.best_metric_value)]
     return (None, max(values)) if values else (None, None)
