@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import ReplayedRange, Run
+from ._facts import fmt_range as fmt_range  # step ranges read the same in every comparison view
 from .names import name_text
 from .replay_copies import TagCopies, Writer, per_step_tags, range_copies, tag_rank, writers_of
 from .replays import drawn_series

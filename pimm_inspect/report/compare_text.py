@@ -7,8 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ..analysis._facts import fmt_range
-from ..analysis.compare import AttemptsComparison, CopyTable, SideBySide, SidesComparison
+from ..analysis.compare import AttemptsComparison, CopyTable, SideBySide, SidesComparison, fmt_range
 from ..analysis.replays import describe
 from .safe_text import clean, clean_name
 
