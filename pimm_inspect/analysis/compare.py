@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -41,14 +42,20 @@ class Side:
 
 
 def _run_labels(runs: Sequence[Run]) -> list[str]:
-    """Each run's name; where two distinct runs share one, as many trailing folder names as tell them apart."""
+    """Each run's name; runs that share one get as many trailing folder names as tell them apart."""
     roots = list(dict.fromkeys(r.root for r in runs))
     names = {r.root: r.name or r.root.name for r in runs}
-    depth = 1
-    while len(set(names.values())) < len(roots) and depth < max(len(root.parts) for root in roots):
-        depth += 1
-        names = {root: "/".join(root.parts[-depth:]) for root in roots}
-    return [name_text(names[r.root]) for r in runs]
+    depth = dict.fromkeys(roots, 1)
+    while True:
+        seen: dict[str, list[Path]] = {}
+        for root in roots:
+            seen.setdefault(names[root], []).append(root)
+        clashing = [root for same in seen.values() if len(same) > 1 for root in same if depth[root] < len(root.parts)]
+        if not clashing:
+            return [name_text(names[r.root]) for r in runs]
+        for root in clashing:
+            depth[root] += 1
+            names[root] = "/".join(root.parts[-depth[root]:])
 
 
 def make_sides(runs: Sequence[Run], attempts: Sequence[int] = ()) -> tuple[list[Side], list[tuple[Run, int]]]:

@@ -99,7 +99,7 @@ def sides_text(comparison: SidesComparison, rows: int = 30, brief: bool = False)
     """``compare RUN RUN...``: the sides named by letter, then per tag its shared steps side by side."""
     out = [f"Comparing {len(comparison.sides)} sides, {POLICY_WORDS[comparison.policy]}; difference = largest - "
            "smallest value of the step, relative = difference / largest magnitude:"]
-    out += [f"  {letter(i)} = {clean_name(side.label)}" for i, side in enumerate(comparison.sides)]
+    out += [f"  {letter(i)} = {clean(side.label, newlines=False)}" for i, side in enumerate(comparison.sides)]
     for tag in comparison.tags:
         out.append("")
         out += list(_side_lines(comparison, tag, rows, brief))
