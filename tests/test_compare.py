@@ -203,3 +203,19 @@ def test_wall_ticks_read_as_utc_times():
     out = run_cli("curves", TWICE, "--tag", LOSS, "--x", "wall", "--width", 100, "--height", 10).stdout
     assert "1784" not in out and "wall clock (UTC, 2026-07-18)" in out and "08:30" in out
     assert np.isfinite(ticks).all()
+
+
+def test_session_compare_is_the_commands_comparison(twice):
+    from pimm_inspect.session import default_session
+
+    session = default_session()
+    sides = session.compare([twice, RUNS / "e2_rollback"], tags=[LOSS])
+    (loss,) = sides.tags
+    doc = json.loads(run_cli("compare", TWICE, RUNS / "e2_rollback", "--tag", LOSS, "--json").stdout)["tags"][0]
+    assert loss.steps.tolist() == [r["step"] for r in doc["rows"]] and loss.max_abs_diff == doc["max_abs_diff"]
+    assert loss.values[:, 0].tolist() == [r["values"][0] for r in doc["rows"]]
+    copies = session.compare_attempts(twice, tags=[LOSS])
+    assert [(r.replayed.first_step, r.tags[0].writers, int(r.tags[0].copies.min())) for r in copies.ranges] == [
+        (51, (1, 2, 3), 3), (76, (2, 3), 2)]
+    with pytest.raises(ValueError, match="no attempt 4"):
+        session.compare([twice], attempts=[1, 4])
