@@ -134,6 +134,14 @@ def test_compare_runs_side_by_side_over_the_shared_steps():
     assert re.search(r"train_batch/loss: 75 shared steps, 1-75 \(steps logged: A 100, B 75\); largest difference", text)
 
 
+def test_compare_a_folder_of_runs_compares_the_runs_under_it():
+    doc = json.loads(run_cli("compare", RUNS / "tb_plain", "--tag", "loss", "--json").stdout)
+    assert [s["label"] for s in doc["sides"]] == ["baseline", "lr-0.1"]
+    (loss,) = doc["tags"]
+    assert loss["shared_steps"] == 50 and loss["max_abs_diff_step"] == 44
+    assert loss["rows"][0]["values"] == [2.38409161567688, 2.3131802082061768]
+
+
 def test_compare_attempts_as_sides_and_usage_errors(twice):
     doc = json.loads(run_cli("compare", TWICE, "--attempt", "2", "--attempt", "3", "--tag", LOSS, "--json").stdout)
     assert [(s["label"], s["attempt"]) for s in doc["sides"]] == [("e2_requeued_twice attempt 2", 2),

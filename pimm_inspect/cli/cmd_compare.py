@@ -25,7 +25,8 @@ from ._common import EXIT_USAGE, json_option, load_runs, stderr
 @json_option
 def command(runs: tuple[str, ...], by_attempt: bool, attempts: tuple[int, ...], tags: tuple[str, ...], policy: str,
             rows: int, brief: bool, as_json: bool) -> None:
-    """Compare runs, or the attempts of a run, per tag over the steps they share; values exact.
+    """Compare runs (each RUN, or every run under a folder of runs), or the attempts of a run, per tag over the
+    steps they share; values exact.
 
     Example: pimm-inspect compare exp/run_a exp/run_b --tag 'train_batch/loss'
     """
@@ -38,7 +39,7 @@ def command(runs: tuple[str, ...], by_attempt: bool, attempts: tuple[int, ...], 
         stderr("pimm-inspect: --attempts compares every attempt of a run; --attempt N picks attempts to compare "
                "as sides: use one of them")
         sys.exit(EXIT_USAGE)
-    loaded = [run for path in paths for run in load_runs(path, single=True)]
+    loaded = [run for path in paths for run in load_runs(path)]  # a tree: every run under it
     base = Path(paths[0]) if len(paths) == 1 else Path(".")
     if by_attempt:
         from ..report.compare_doc import attempts_document, attempts_run

@@ -62,8 +62,8 @@ def _with_gap(lines: list[str], head: int, hidden: int, what: str) -> list[str]:
     """The table's lines (header first) with one ``... N more ...`` line where rows were left out."""
     if not hidden:
         return lines
-    return lines[:1 + head] + [f"... {hidden} more {what} (--rows 0 for all, --json for every value) ..."] + \
-        lines[1 + head:]
+    gap = f"... {hidden} more {what if hidden != 1 else what[:-1]} (--rows 0 for all, --json for every value) ..."
+    return lines[:1 + head] + [gap] + lines[1 + head:]
 
 
 def _largest(table_: SideBySide | CopyTable) -> str:
@@ -81,7 +81,7 @@ def _side_lines(comparison: SidesComparison, tag: SideBySide, rows: int, brief: 
     n = tag.steps.shape[0]
     holds = ", ".join(f"{letter(i)} {points}" for i, points in enumerate(tag.points))
     span = f", {fmt_range(int(tag.steps[0]), int(tag.steps[-1]))}" if n else ""
-    head = f"{clean(tag.tag, newlines=False)}: {n} shared steps{span} (steps logged: {holds})"
+    head = f"{clean(tag.tag, newlines=False)}: {n} shared step{'s' if n != 1 else ''}{span} (steps logged: {holds})"
     if not n:
         yield head
         return
@@ -118,7 +118,7 @@ def _writer(writer: int | str) -> str:
 def _copy_lines(tag: CopyTable, rows: int, brief: bool) -> Iterator[str]:
     n = tag.steps.shape[0]
     kind = "per step" if tag.per_step else "not per step: sparser than the densest tag, compared after it"
-    yield f"  {clean(tag.tag, newlines=False)} ({kind}): {n} steps with copies; {_largest(tag)}"
+    yield f"  {clean(tag.tag, newlines=False)} ({kind}): {n} step{'s' if n != 1 else ''} with copies; {_largest(tag)}"
     if brief:
         return
     shown, hidden = _cut(n, rows)
