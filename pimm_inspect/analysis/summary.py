@@ -13,7 +13,8 @@ from ..evidence import RunRow, RunSummary
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
 from .configs import flatten_config, query_config
-from .secrets import mask_text
+from .metric_summary import metric_summaries
+from .secrets import mask_text, mask_value
 
 
 def last_step(run: Run) -> int | None:
@@ -83,7 +84,8 @@ def run_row(run: Run) -> RunRow:
                   warnings=counts[Severity.WARNING], infos=counts[Severity.INFO], summary=summary_of(run),
                   top_finding=top, findings=tuple(run.findings), attempt_facts=tuple(run.attempts),
                   command=mask_text(command) if command else None,
-                  config=tuple(flatten_config(config.data).items()) if config is not None else ())
+                  config=tuple(flatten_config(mask_value(config.data)).items()) if config is not None else (),
+                  metrics=metric_summaries(run))
 
 
 def summary_of(run: Run) -> RunSummary:

@@ -102,7 +102,14 @@ def ls_run(run: Run | RunRow, base: Path) -> dict[str, Any]:
     row = run if isinstance(run, RunRow) else run_row(run)
     return {"path": run_path(row, base), "name": name_text(row.name), "kind": row.kind, "era": row.era, "status": row.status,
             "findings": {"error": row.errors, "warning": row.warnings, "info": row.infos},
-            "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids)}
+            "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids),
+            "best_metric": best_metric_json(row), "last_logged_at": row.last_logged_at}
+
+
+def best_metric_json(row: RunRow) -> dict[str, Any] | None:
+    """``{"name", "value"}`` of the row's best selection metric (``name`` null when the files do not name it)."""
+    best = row.best_metric
+    return None if best is None else {"name": _name(best.name), "value": _num(best.value)}
 
 
 def wandb_json(info: WandbInfo) -> dict[str, Any]:

@@ -1,0 +1,46 @@
+"""Each scalar tag of a run in brief (last step and value, smallest and largest value): the ``MetricSummary`` a
+``RunRow`` keeps, so ``ls --columns last:TAG`` and ``--sort best:TAG`` need no series once the row is cached.
+
+One rule, here: the tag's preferred source kind (``scalar_rows``), each step's newest copy (a replayed step counts
+as the attempt that wrote it last), stale event files left out (as for the row's last step). "Best" of a tag is
+its minimum when its name says lower is better (``LOWER_IS_BETTER``), else its maximum.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..evidence import MetricSummary
+from ..model import Run
+from ._facts import stale_event_files
+from .scalar_rows import iter_scalar_rows
+
+LOWER_IS_BETTER = re.compile(r"(loss|err|error|wer|cer|mse|mae|rmse|nll|perplexity|ppl|time|latency)",
+                             re.IGNORECASE)
+"""A tag whose last path part (after the last ``/``) contains one of these words is better when lower."""
+
+
+def metric_summaries(run: Run) -> tuple[MetricSummary, ...]:
+    """Every scalar tag of the run in brief, sorted by tag; tags without a point are left out."""
+    out: list[MetricSummary] = []
+    for rows in iter_scalar_rows(run, policy="newest", skip=frozenset(stale_event_files(run))):
+        if not len(rows):
+            continue
+        values = rows.values
+        finite = values[np.isfinite(values)]
+        low = float(finite.min()) if finite.size else None
+        high = float(finite.max()) if finite.size else None
+        out.append(MetricSummary(rows.tag, int(rows.steps[-1]), float(values[-1]), low, high))
+    return tuple(out)
+
+
+def lower_is_better(tag: str) -> bool:
+    """True when the tag's name says smaller values are better (a loss, an error rate, a time)."""
+    return LOWER_IS_BETTER.search(tag.rsplit("/", 1)[-1]) is not None
+
+
+def best_value(metric: MetricSummary) -> float | None:
+    """The tag's best value: its minimum when lower is better, else its maximum; None when no value is finite."""
+    return metric.min if lower_is_better(metric.tag) else metric.max
