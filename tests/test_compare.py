@@ -227,3 +227,10 @@ def test_session_compare_is_the_commands_comparison(twice):
         (51, (1, 2, 3), 3), (76, (2, 3), 2)]
     with pytest.raises(ValueError, match="no attempt 4"):
         session.compare([twice], attempts=[1, 4])
+
+
+def test_python_api_compare(twice):
+    sides = pimm_inspect.compare([TWICE, RUNS / "e2_clean"], tags=[LOSS])
+    assert [s.label for s in sides.sides] == ["e2_requeued_twice", "e2_clean"] and sides.tags[0].steps.size == 75
+    first = pimm_inspect.compare_attempts(twice, tags=[LOSS]).ranges[0].tags[0]
+    assert first.values[24].tolist() == [_logged(twice, LOSS, a)[75] for a in (1, 2, 3)] and first.present.all()
