@@ -234,3 +234,21 @@ def test_python_api_compare(twice):
     assert [s.label for s in sides.sides] == ["e2_requeued_twice", "e2_clean"] and sides.tags[0].steps.size == 75
     first = pimm_inspect.compare_attempts(twice, tags=[LOSS]).ranges[0].tags[0]
     assert first.values[24].tolist() == [_logged(twice, LOSS, a)[75] for a in (1, 2, 3)] and first.present.all()
+
+
+def test_hostile_names_and_tags_stay_inert(tmp_path: Path):
+    """Control sequences and markup in a run's folder name and tags reach neither compare nor the overlay raw."""
+    from tests import hostile_run
+    from tests.test_cli_terminal_safety import foreign_controls
+
+    run, plain = str(hostile_run.build(tmp_path)), str(hostile_run.build(tmp_path, hostile=False))
+    for force_color in (None, "1"):
+        for args in (["compare", run, plain, "--tag", "*"], ["compare", run, "--attempts"],
+                     ["compare", run, plain, "--json"], ["curves", run, plain, "--tag", "*", "--width", "100"]):
+            result = CliRunner().invoke(cli, ["--no-cache", *args], env={"FORCE_COLOR": force_color, "NO_COLOR": None},
+                                        catch_exceptions=False)
+            assert result.exit_code == 0, (args, result.output)
+            for text in (result.stdout, result.stderr):
+                assert not foreign_controls(text), (args, foreign_controls(text)[:3])
+    text = run_cli("--no-cache", "compare", run, plain, "--tag", "loss*").stdout
+    assert "loss\\x1b]52;c;cHduZWQ=" in text and "A = run\\x1b]0;t\\x07" in text
