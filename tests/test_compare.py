@@ -252,3 +252,16 @@ def test_hostile_names_and_tags_stay_inert(tmp_path: Path):
                 assert not foreign_controls(text), (args, foreign_controls(text)[:3])
     text = run_cli("--no-cache", "compare", run, plain, "--tag", "loss*").stdout
     assert "loss\\x1b]52;c;cHduZWQ=" in text and "A = run\\x1b]0;t\\x07" in text
+
+
+def test_spread_of_equal_infinite_nan_and_absent_copies():
+    from pimm_inspect.analysis.compare import spread
+
+    values = np.array([[1.0, 3.0], [np.inf, np.inf], [np.nan, 1.0], [0.0, 0.0], [-2.0, 2.0], [5.0, np.nan]])
+    present = np.ones(values.shape, dtype=bool)
+    present[5, 1] = False  # a writer that did not log the step: its NaN placeholder is no copy
+    absolute, relative = spread(values, present)
+    assert absolute[[0, 1, 3, 4, 5]].tolist() == [2.0, 0.0, 0.0, 4.0, 0.0] and np.isnan(absolute[2])
+    assert relative[[0, 1, 3, 4, 5]].tolist() == [2.0 / 3.0, 0.0, 0.0, 2.0, 0.0] and np.isnan(relative[2])
+    every = spread(values[:5])
+    assert np.array_equal(every[0], absolute[:5], equal_nan=True)
