@@ -265,3 +265,12 @@ def test_spread_of_equal_infinite_nan_and_absent_copies():
     assert relative[[0, 1, 3, 4, 5]].tolist() == [2.0 / 3.0, 0.0, 0.0, 2.0, 0.0] and np.isnan(relative[2])
     every = spread(values[:5])
     assert np.array_equal(every[0], absolute[:5], equal_nan=True)
+
+
+def test_an_attempt_whose_points_name_no_attempt_is_said_on_stderr():
+    result = run_cli("curves", RUNS / "wandb_clean", "--attempt", "1", "--tag", "train/loss", "--width", 60)
+    assert result.exit_code == 0
+    assert "wandb_clean attempt 1 has no point of train/loss to draw (its files do not say which points this " \
+        "attempt wrote)" in result.stderr
+    assert "wandb_clean attempt 1: train/loss" not in result.stdout  # nothing drawn, nothing named
+    assert run_cli("curves", RUNS / "wandb_clean", "--tag", "train/loss", "--width", 60).stderr == ""

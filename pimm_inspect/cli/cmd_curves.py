@@ -36,7 +36,7 @@ def command(runs: tuple[str, ...], attempts: tuple[int, ...], tags: tuple[str, .
     (overlays: pimm-inspect curves exp/run_a exp/run_b --tag train_batch/loss; exp/run --attempt 1 --attempt 2)
     """
     from ..analysis.compare import make_sides
-    from ..report.plot import render_sides, select_tags, side_lines
+    from ..report.plot import empty_sides, render_sides, select_tags, side_lines
     from ..report.safe_text import clean, clean_name
 
     loaded = [run for path in runs or (".",) for run in load_runs(path, single=True)]
@@ -57,6 +57,10 @@ def command(runs: tuple[str, ...], attempts: tuple[int, ...], tags: tuple[str, .
         chosen = preferred[:4]
         stderr(f"pimm-inspect: plotting {clean(', '.join(chosen), newlines=False)} "
                f"(use --tag to choose among {len(every_tag)} tags)")
+    for side in empty_sides(sides, chosen):
+        stderr(f"pimm-inspect: {clean(side.label, newlines=False)} has no point of "
+               f"{clean(', '.join(chosen), newlines=False)} to draw"
+               + (" (its files do not say which points this attempt wrote)" if side.attempt is not None else ""))
     if as_json:
         from ..report.json_doc import dumps
 

@@ -141,6 +141,13 @@ def side_lines(sides: list[Side], tags: list[str], policy: str = "all", smooth: 
     return out
 
 
+def empty_sides(sides: list[Side], tags: list[str]) -> list[Side]:
+    """The sides with no point of any of the tags to draw (an attempt whose files do not say which points it wrote)."""
+    return [side for side in sides
+            if not any(len(s) and (side.attempt is None or s.attempt == side.attempt)
+                       for tag in tags for s in preferred_series(side.run, tag))]
+
+
 def _x_ticks(plt: Any, drawn: list[Line], x_axis: str, width: int) -> str:
     """Round ticks on the step axis (whole steps) and the wall-clock axis (UTC times); returns the axis title."""
     if x_axis == "relative" or not drawn:
