@@ -33,7 +33,10 @@ def command(runs: tuple[str, ...], attempts: tuple[int, ...], tags: tuple[str, .
     replays shown per the policy.
 
     Example: pimm-inspect curves exp/run --tag train_batch/loss --policy all --smooth 0.6
-    (overlays: pimm-inspect curves exp/run_a exp/run_b --tag train_batch/loss; exp/run --attempt 1 --attempt 2)
+
+    \b
+    Overlays: pimm-inspect curves exp/run_a exp/run_b --tag train_batch/loss
+              pimm-inspect curves exp/run --attempt 1 --attempt 2
     """
     from ..analysis.compare import make_sides
     from ..report.plot import empty_sides, render_sides, select_tags, side_lines
