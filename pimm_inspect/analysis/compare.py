@@ -18,7 +18,7 @@ from ..model import ReplayedRange, Run
 from ._facts import fmt_range as fmt_range  # step ranges read the same in every comparison view
 from .names import name_text
 from .replay_copies import TagCopies, Writer, per_step_tags, range_copies, tag_rank, writers_of
-from .replays import drawn_series
+from .replays import compute_replayed, drawn_series
 from .scalar_rows import iter_scalar_rows, tag_matches
 
 COMPARE_POLICIES = ("newest", "oldest")
@@ -280,10 +280,11 @@ def copy_table(copies: TagCopies, per_step: bool) -> CopyTable:
 
 
 def compare_attempts(run: Run, patterns: Sequence[str] = ()) -> AttemptsComparison:
-    """Per replayed range of the (analysed) run: the copies of every tag matching the globs, per-step tags first."""
+    """Per replayed range of the run (``Run.replayed``): the copies of every tag matching the globs, per-step tags
+    first."""
     by_writer = writers_of(drawn_series(run))
     ranges: list[RangeCopies] = []
-    for replayed in run.replayed:
+    for replayed in run.replayed or compute_replayed(run):  # a run not analysed yet: the same ranges, found now
         copies = range_copies(by_writer, replayed)
         per_step = per_step_tags(copies)
         chosen = sorted((c for c in copies if tag_matches(c.tag, tuple(patterns))),
