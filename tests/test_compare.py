@@ -151,6 +151,9 @@ def test_compare_attempts_as_sides_and_usage_errors(twice):
     assert loss["rows"][9]["values"] == [_logged(twice, LOSS, 2)[60], _logged(twice, LOSS, 3)[60]]
     missing = run_cli("compare", TWICE, "--attempt", "2", "--attempt", "7")
     assert missing.exit_code == 2 and "has no attempt 7 (attempts: 1, 2, 3)" in missing.stderr
+    partly = run_cli("compare", TWICE, "--attempt", "2", "--attempt", "3", "--attempt", "7", "--tag", LOSS, "--brief")
+    assert partly.exit_code == 2 and "has no attempt 7" in partly.stderr  # as a PATH without a run: the rest shown
+    assert "A = e2_requeued_twice attempt 2" in partly.stdout and "40 shared steps, 51-90" in partly.stdout
     assert run_cli("compare", TWICE).exit_code == 2  # one run, nothing to compare it with
     assert run_cli("compare", TWICE, RUNS / "e2_clean", "--tag", "nope/*").exit_code == 2
 
@@ -174,6 +177,8 @@ def test_curves_overlays_runs_and_attempts_and_names_them(twice):
     assert [line["label"] for line in single["lines"]] == [f"{LOSS} (attempt {a})" for a in (1, 2, 3)]  # unchanged
     missing = run_cli("curves", TWICE, "--attempt", "9")
     assert missing.exit_code == 2 and "has no attempt 9" in missing.stderr
+    partly = run_cli("curves", TWICE, "--attempt", "1", "--attempt", "9", "--tag", LOSS, "--width", 80)
+    assert partly.exit_code == 2 and f"e2_requeued_twice attempt 1: {LOSS}" in partly.stdout
 
 
 def test_names_in_legends_and_columns_are_data(tmp_path: Path):

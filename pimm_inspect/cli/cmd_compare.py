@@ -67,7 +67,9 @@ def command(runs: tuple[str, ...], by_attempt: bool, attempts: tuple[int, ...], 
         from ..report.compare_doc import sides_document
 
         click.echo(dumps(sides_document(comparison, base)))
-        return
-    from ..report.compare_text import sides_text
+    else:
+        from ..report.compare_text import sides_text
 
-    click.echo(sides_text(comparison, rows, brief))
+        click.echo(sides_text(comparison, rows, brief))
+    if missing:
+        sys.exit(EXIT_USAGE)  # as for a PATH that holds no run: the rest is compared, the exit code says so

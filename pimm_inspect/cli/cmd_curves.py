@@ -73,6 +73,8 @@ def command(runs: tuple[str, ...], attempts: tuple[int, ...], tags: tuple[str, .
             for tag in chosen
             for side, line, label in side_lines(sides, [tag], policy, smooth, x_axis, max_points=10**9)]}
         click.echo(dumps(doc))
+        if missing:
+            sys.exit(EXIT_USAGE)
         return
     columns, lines = shutil.get_terminal_size((100, 30))
     color = color_wanted()
@@ -85,3 +87,5 @@ def command(runs: tuple[str, ...], attempts: tuple[int, ...], tags: tuple[str, .
         note = clean(policy_note(run, policy), newlines=False)
         named = note if len(loaded) == 1 else f"{clean_name(run.name)}: {note}"
         click.echo("\n" + textwrap.fill(named, width=width or columns))  # per replayed range: copies, attempts
+    if missing:
+        sys.exit(EXIT_USAGE)  # as for a PATH that holds no run: the rest is drawn, the exit code says so
