@@ -54,6 +54,7 @@ def test_compare_attempts_json_gives_every_copy_exactly(twice):
     assert (two["first_step"], two["last_step"], two["copies"], two["attempts"]) == (76, 90, 2, [2, 3])
     loss = three["tags"][0]
     assert (loss["tag"], loss["per_step"], loss["writers"]) == (LOSS, True, [1, 2, 3])  # the per-step loss first
+    assert loss["source"] == "tb_events"  # the event files' copies, as the curves draw them (not train.log's)
     assert [row["step"] for row in loss["rows"]] == list(range(51, 76))
     logged = {a: _logged(twice, LOSS, a) for a in (1, 2, 3)}
     for row in loss["rows"]:
@@ -91,6 +92,7 @@ def test_compare_attempts_text_prints_the_copies_and_differences(twice):
     out = result.stdout
     assert "Steps 51-75: 3 copies (#1 #2 #3)" in out and "Steps 76-90: 2 copies (#2 #3)" in out
     assert "train/loss" not in out  # --tag chooses the tags
+    assert f"{LOSS} (per step; from tb_events): 25 steps with copies" in out
     rows = [line.split() for line in out.splitlines() if re.match(r"\s+\d+\s", line)]
     assert [int(r[0]) for r in rows] == list(range(51, 91))
     logged = {a: _logged(twice, LOSS, a) for a in (1, 2, 3)}

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..model import ReplayedRange, Run
 from ._facts import fmt_range as fmt_range  # step ranges read the same in every comparison view
+from ._facts import source_kind
 from .names import name_text
 from .replay_copies import TagCopies, Writer, per_step_tags, range_copies, tag_rank, writers_of
 from .replays import compute_replayed, drawn_series
@@ -233,6 +234,8 @@ class CopyTable(_Differences):
     """bool (steps x writers): whether the writer logged the step."""
     abs_diff: np.ndarray
     rel_diff: np.ndarray
+    source: str = ""
+    """The source kind the copies were read from (the tag's preferred one, as the curves draw it)."""
 
     @property
     def copies(self) -> np.ndarray:
@@ -257,7 +260,7 @@ class AttemptsComparison:
     ranges: tuple[RangeCopies, ...]
 
 
-def copy_table(copies: TagCopies, per_step: bool) -> CopyTable:
+def copy_table(copies: TagCopies, per_step: bool, source: str = "") -> CopyTable:
     """The copies of one tag as a table: one row per step held twice, one column per writer (its last record)."""
     group = np.repeat(np.arange(copies.starts.shape[0]), copies.counts)
     multi = copies.counts > 1
@@ -276,19 +279,22 @@ def copy_table(copies: TagCopies, per_step: bool) -> CopyTable:
     absolute, relative = spread(values, present)
     writers = tuple(w if isinstance(w, int) else name_text(w) for w in copies.writers)
     return CopyTable(copies.tag, per_step, writers, copies.held.astype(np.int64, copy=False), values, present,
-                     absolute, relative)
+                     absolute, relative, source)
 
 
 def compare_attempts(run: Run, patterns: Sequence[str] = ()) -> AttemptsComparison:
     """Per replayed range of the run (``Run.replayed``): the copies of every tag matching the globs, per-step tags
     first."""
-    by_writer = writers_of(drawn_series(run))
+    drawn = drawn_series(run)
+    by_writer = writers_of(drawn)
+    kind_of = {s.tag: source_kind(run, s) for s in drawn}  # one kind per tag: the one the curves draw
     ranges: list[RangeCopies] = []
     for replayed in run.replayed or compute_replayed(run):  # a run not analysed yet: the same ranges, found now
         copies = range_copies(by_writer, replayed)
         per_step = per_step_tags(copies)
         chosen = sorted((c for c in copies if tag_matches(c.tag, tuple(patterns))),
                         key=lambda c: tag_rank(c.tag, per_step))
-        ranges.append(RangeCopies(replayed, tuple(copy_table(c, c.tag in per_step) for c in chosen)))
+        ranges.append(RangeCopies(replayed, tuple(copy_table(c, c.tag in per_step, kind_of.get(c.tag, ""))
+                                                  for c in chosen)))
     return AttemptsComparison(run, tuple(ranges))
 

@@ -56,7 +56,8 @@ def _copy_tag(table: CopyTable) -> dict[str, Any]:
         values = [number(float(v)) if held else None for v, held in zip(table.values[i], table.present[i])]
         rows.append({"step": step, "values": values, "copies": int(table.present[i].sum()),
                      "abs_diff": number(float(table.abs_diff[i])), "rel_diff": number(float(table.rel_diff[i]))})
-    return {"tag": encodable_text(table.tag), "per_step": table.per_step, "writers": list(table.writers),
+    return {"tag": encodable_text(table.tag), "per_step": table.per_step, "source": table.source,
+            "writers": list(table.writers),
             **_differences(table), "rows": rows}
 
 

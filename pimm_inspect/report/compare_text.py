@@ -85,6 +85,8 @@ def _side_lines(comparison: SidesComparison, tag: SideBySide, rows: int, brief: 
     if not n:
         yield head
         return
+    if len(set(tag.kinds)) > 1:  # e.g. one side's event file against another's train.log (printed to 4 decimals)
+        head += " from " + ", ".join(f"{letter(i)} {kind}" for i, kind in enumerate(tag.kinds))
     yield f"{head}; {_largest(tag)}"
     if brief:
         return
@@ -117,7 +119,8 @@ def _writer(writer: int | str) -> str:
 
 def _copy_lines(tag: CopyTable, rows: int, brief: bool) -> Iterator[str]:
     n = tag.steps.shape[0]
-    kind = "per step" if tag.per_step else "not per step: sparser than the densest tag, compared after it"
+    kind = ("per step" if tag.per_step else "not per step: sparser than the densest tag, compared after it") + (
+        f"; from {tag.source}" if tag.source else "")
     yield f"  {clean(tag.tag, newlines=False)} ({kind}): {n} step{'s' if n != 1 else ''} with copies; {_largest(tag)}"
     if brief:
         return
