@@ -82,11 +82,11 @@ def _side_lines(comparison: SidesComparison, tag: SideBySide, rows: int, brief: 
     holds = ", ".join(f"{letter(i)} {points}" for i, points in enumerate(tag.points))
     span = f", {fmt_range(int(tag.steps[0]), int(tag.steps[-1]))}" if n else ""
     head = f"{clean(tag.tag, newlines=False)}: {n} shared step{'s' if n != 1 else ''}{span} (steps logged: {holds})"
+    if len(set(tag.kinds)) > 1:  # e.g. one side's event file against another's train.log (printed to 4 decimals)
+        head += " from " + ", ".join(f"{letter(i)} {kind}" for i, kind in enumerate(tag.kinds))
     if not n:
         yield head
         return
-    if len(set(tag.kinds)) > 1:  # e.g. one side's event file against another's train.log (printed to 4 decimals)
-        head += " from " + ", ".join(f"{letter(i)} {kind}" for i, kind in enumerate(tag.kinds))
     yield f"{head}; {_largest(tag)}"
     if brief:
         return
