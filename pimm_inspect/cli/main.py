@@ -16,7 +16,7 @@ from .. import __version__
 
 _COMMANDS = {"ls": "cmd_ls", "show": "cmd_show", "check": "cmd_check", "curves": "cmd_curves",
              "config": "cmd_config", "export": "cmd_export", "url": "cmd_url", "ui": "cmd_ui", "cache": "cmd_cache",
-             "report": "cmd_report"}
+             "report": "cmd_report", "compare": "cmd_compare"}
 """Command name -> its module in this package, imported only when that command runs (or help lists them all)."""
 
 
