@@ -260,6 +260,25 @@ class ReplayedRange:
 
 
 @dataclass(frozen=True, slots=True)
+class ResumeHint:
+    """The exact option that resumes the run from the checkpoint a resume would pick (``analysis.resume_hint``)."""
+
+    checkpoint: str
+    """The picked checkpoint (its ``CheckpointInfo.path``, relative to the run root)."""
+    step: int | None
+    """Its global step; None when the checkpoint does not say."""
+    tool: str
+    """Whose option it is: ``pimm`` (``weight=... resume=True``) or ``hf-trainer`` (``resume_from_checkpoint=...``)."""
+    option: str
+    """The option text, its path shell-quoted (``weight=exp/panda/semseg/x/model/last resume=True``)."""
+    path_base: str
+    """What the option's path is relative to, and which file says so (``the launch directory ... (run_metadata.json
+    cwd)``)."""
+    newer_incomplete: tuple[str, ...] = ()
+    """Incomplete checkpoints newer than the picked one (a higher step): the resume goes back past them."""
+
+
+@dataclass(frozen=True, slots=True)
 class WandbInfo:
     """What the run knows about its W&B identity."""
 
@@ -329,6 +348,9 @@ class Run:
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
+    resume: ResumeHint | None = None
+    """How to resume from the checkpoint a resume would pick; set by analysis, None before it or when no
+    checkpoint qualifies."""
     scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
     """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it."""
 

@@ -78,6 +78,7 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "best_metric_value": _num(ck.best_metric_value),
             "restored_by": [{"attempt": a, "step": step} for a, step in restores.get(ck.path, ())],
         } for ck in run.checkpoints],
+        "resume": resume_json(run),
         "replayed": [{"first_step": r.first_step, "last_step": r.last_step, "copies": r.copies,
                       "attempts": list(r.attempts), "paths": list(r.paths)} for r in run.replayed],
         "wandb": wandb_json(run.wandb),
@@ -103,6 +104,17 @@ def ls_run(run: Run | RunRow, base: Path) -> dict[str, Any]:
     return {"path": run_path(row, base), "name": name_text(row.name), "kind": row.kind, "era": row.era, "status": row.status,
             "findings": {"error": row.errors, "warning": row.warnings, "info": row.infos},
             "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids)}
+
+
+def resume_json(run: Run) -> dict[str, Any] | None:
+    """The ``resume`` object of ``show --json``: the option that resumes from the picked checkpoint (None: none
+    qualifies, or the trainer takes no option this tool knows)."""
+    hint = run.resume
+    if hint is None:
+        return None
+    return {"checkpoint": name_text(hint.checkpoint), "step": hint.step, "tool": hint.tool,
+            "option": safe_str(hint.option), "path_base": safe_str(hint.path_base),
+            "newer_incomplete": [name_text(p) for p in hint.newer_incomplete]}
 
 
 def wandb_json(info: WandbInfo) -> dict[str, Any]:

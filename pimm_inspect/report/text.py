@@ -157,6 +157,8 @@ def run_summary(run: Run, base: Path) -> Group:
                           Text("<- picked" if ck.resume_candidate else ""),
                           _one_line(restored_text(restores[ck.path]) if ck.path in restores else ""))
         parts.append(table)
+    if run.resume is not None:
+        parts += resume_lines(run)
     for result in run.eval_results:
         what = ", ".join(x for x in (result.split, result.checkpoint) if x)
         values = "  ".join(f"{name} {value:.4g}" for name, value in result.metrics[:8])
@@ -170,6 +172,22 @@ def run_summary(run: Run, base: Path) -> Group:
     if run.findings:
         parts.append(Text("findings: ", style="bold") + _counts(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
     return Group(*parts)
+
+
+def resume_lines(run: Run) -> list[RenderableType]:
+    """``resume with`` line: the exact option (shell-quoted), what its path is relative to, and a warning when
+    the resume would go back past a newer incomplete checkpoint."""
+    hint = run.resume
+    assert hint is not None
+    step = f" (step {hint.step})" if hint.step is not None else ""
+    lines: list[RenderableType] = [
+        Text("resume with: ", style="bold") + _one_line(hint.option),
+        _one_line(f"  picks {name_text(hint.checkpoint)}{step}; path relative to {hint.path_base}", style="dim")]
+    if hint.newer_incomplete:
+        lines.append(Text("  warning: ", style="yellow") + _one_line(
+            f"{name_text(hint.checkpoint)} is older than the incomplete {', '.join(map(name_text, hint.newer_incomplete))}"
+            "; the resume goes back to it and retrains the steps after it"))
+    return lines
 
 
 def _shown(run: Run, min_severity: Severity) -> tuple[list[Finding], Text | None]:
