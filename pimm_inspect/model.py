@@ -239,6 +239,29 @@ class Attempt:
     """The checkpoint this attempt restored (its ``CheckpointInfo.path``, relative to the run root, when the run
     holds it; else the path as the log names it, made relative to the run where it lies inside it); None for a
     fresh start, a restart from scratch, or when no file says. Its step is ``restore_step``."""
+    job_id: str | None = None
+    """The Slurm job the attempt ran in (structured logs' ``job_id``, else its Slurm log's name); None when no file
+    says. A requeue keeps the job id; a resubmission gets a new one."""
+    array_index: int | None = None
+    """The job's array task index (``slurm-<A>_<a>.out``); None when not an array task or no file says."""
+    nodes: tuple[str, ...] = ()
+    """Hosts the attempt ran on (structured logs' ``host_name`` by rank, else its Slurm log's node lines)."""
+    partition: str | None = None
+    """Slurm partition (``launch.sbatch``; only when the run's attempts ran in at most one job, as the script is
+    rewritten by each submission)."""
+    gpus: int | None = None
+    """GPUs of the attempt: structured logs' ``world_size`` (pimm runs one process per GPU), else what
+    ``launch.sbatch`` asked for (``--gpus-per-node`` x ``--nodes``, ``--gres=gpu:N``, ``--gpus``); None when unrecorded."""
+    elapsed_s: float | None = None
+    """Wall time from the attempt's first to its last record (train.log lines, else its event files' wall times)."""
+    lost_wall_s: float | None = None
+    """Wall time spent on ``lost_steps`` (from the wall times of the attempt's own points); None without lost steps
+    or without times."""
+    lost_gpu_hours: float | None = None
+    """``lost_wall_s`` x ``gpus`` / 3600; None when either is unknown."""
+    context_sources: tuple[tuple[str, str], ...] = ()
+    """(field, file) for each of the fields above that is set: the file that says it (relative to the run root;
+    a Slurm log found outside the run by its absolute path)."""
 
 
 @dataclass(frozen=True, slots=True)

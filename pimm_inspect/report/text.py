@@ -134,6 +134,7 @@ def run_summary(run: Run, base: Path) -> Group:
                         else a.restored_checkpoint or a.resumed_from or "-")
             table.add_row(*(_one_line(cell) for cell in (a.index, _started(a), steps, origin, ended, lost, restored)))
         parts.append(table)
+        parts += attempt_context_lines(run)
     summary = scalar_summary(run)
     if summary:
         table = Table(title=f"scalars ({len(summary)} tags)", title_justify="left", box=None, header_style="bold")
@@ -172,6 +173,49 @@ def run_summary(run: Run, base: Path) -> Group:
     if run.findings:
         parts.append(Text("findings: ", style="bold") + _counts(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
     return Group(*parts)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}" if whole >= 60 else f"{seconds:.1f}s"
+
+
+_CONTEXT_NAMES = {"job_id": "job", "array_index": "array", "nodes": "nodes", "partition": "partition", "gpus": "GPUs",
+                  "elapsed_s": "elapsed", "lost_wall_s": "lost time", "lost_gpu_hours": "lost GPU-h"}
+
+
+def attempt_context_lines(run: Run) -> list[RenderableType]:
+    """Per attempt: Slurm job (and array index), nodes, partition, GPUs, elapsed time and the compute its lost
+    steps cost, each fact's file in the last column; then the run's lost-compute total. Empty when no file says."""
+    if not any(a.context_sources for a in run.attempts):
+        return []
+    table = Table(title="attempt context", title_justify="left", box=None, header_style="bold")
+    for column in ("#", "job", "nodes", "partition", "GPUs", "elapsed", "lost time", "lost GPU-h", "from"):
+        table.add_column(column)
+    for a in run.attempts:
+        job = (a.job_id or "-") + (f"_{a.array_index}" if a.array_index is not None else "")
+        files: dict[str, list[str]] = {}
+        for name, path in a.context_sources:
+            files.setdefault(name_text(path), []).append(_CONTEXT_NAMES.get(name, name))
+        origin = "; ".join(f"{path} ({', '.join(names)})" for path, names in files.items())
+        table.add_row(*(_one_line(cell) for cell in (
+            a.index, job, ",".join(a.nodes) or "-", a.partition or "-", "-" if a.gpus is None else a.gpus,
+            _duration(a.elapsed_s), _duration(a.lost_wall_s),
+            "-" if a.lost_gpu_hours is None else f"{a.lost_gpu_hours:.4g}", origin or "-")))
+    lines: list[RenderableType] = [table]
+    summary = run.summary
+    if summary is not None and (summary.lost_steps or summary.failed_requeues):
+        parts = [f"{summary.lost_steps} step(s)"]
+        if summary.lost_steps:
+            parts.append(_duration(summary.lost_wall_s) if summary.lost_wall_s is not None else "time unknown")
+            if summary.lost_gpu_hours is not None:
+                parts.append(f"{summary.lost_gpu_hours:.4g} GPU-h")
+        if summary.failed_requeues:
+            parts.append(f"{summary.failed_requeues} failed requeue(s) (their time is not recorded)")
+        lines.append(Text("lost compute: ", style="bold") + _one_line(", ".join(parts)))
+    return lines
 
 
 def resume_lines(run: Run) -> list[RenderableType]:
