@@ -135,3 +135,18 @@ def test_dataset_attempts_carry_context_and_each_attempts_config(tmp_path):
     assert [(r["job_id"], r["nodes"], r["gpus"]) for r in rows] == [("41920001", ["sdfampere012"], 2),
                                                                     ("41920377", ["sdfampere031"], 2)]
     assert dict(rows[0]["context_sources"])["lost_wall_s"] == "events.out.tfevents.1785142809.sdfampere012"
+
+
+def test_lost_time_comes_from_a_series_that_reaches_the_last_lost_step():
+    # The crashed attempt trained to 40 (last save 25); its event file lost its unflushed tail after 35, so the
+    # lost time is read from train.log's Train: lines at g 25 and g 40, not cut at the event file's end.
+    (attempt,) = _attempts(RUNS / "e2_crashed")
+    stamps = {}
+    for line in (RUNS / "e2_crashed" / "train.log").read_text().splitlines():
+        if "Train: [1/3][25/25]" in line or "Train: [2/3][15/25]" in line:
+            stamps[25 if "[1/3]" in line else 40] = line[1:24]
+    from datetime import datetime
+    parse = lambda text: datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()  # noqa: E731
+    assert attempt["lost_steps"] == [26, 40]
+    assert attempt["lost_wall_s"] == pytest.approx(parse(stamps[40]) - parse(stamps[25]), abs=1e-3)
+    assert attempt["context_sources"]["lost_wall_s"] == "train.log"

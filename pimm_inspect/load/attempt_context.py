@@ -174,9 +174,11 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     own = [s for s in series if s.attempt == att.index and len(s) and np.isfinite(s.wall_times_s).any()]
     if not own:
         return None
-    # The writers that stamp each point on the training node's clock first (a W&B row's time is when the client
-    # took it), then the most written series.
-    best = min(own, key=lambda s: (_CLOCK_RANK.get(kinds.get(s.source, ""), len(_CLOCK_RANK)), -len(s)))
+    # A series that reaches the last lost step (an event file may have lost its unflushed tail), then the writers
+    # that stamp each point on the training node's clock (a W&B row's time is when the client took it), then the
+    # most written one.
+    best = min(own, key=lambda s: ((s.last_step or 0) < last, _CLOCK_RANK.get(kinds.get(s.source, ""), len(_CLOCK_RANK)),
+                                   -len(s)))
     ok = np.isfinite(best.wall_times_s)
     steps, walls = best.steps[ok], best.wall_times_s[ok]
     before, upto = walls[steps < first], walls[steps <= last]
