@@ -272,15 +272,29 @@ def findings_brief(run: Run, base: Path, min_severity: Severity = Severity.INFO)
     shown, empty = _shown(run, min_severity)
     if empty is not None:
         return []
-    lines = []
-    for f in shown:
-        line = Text(label + " ")
-        line.append(f.severity.label, style=SEVERITY_STYLE[f.severity])
-        line.append(" ")
-        line.append(clean(f.code, newlines=False), style="bold")
-        line.append(" " + clean(mask_text(f.message), newlines=False))
-        lines.append(line)
-    return lines
+    return [_finding_line(label, f) for f in shown]
+
+
+def _finding_line(label: str, f: Finding) -> Text:
+    line = Text(label + " ")
+    line.append(f.severity.label, style=SEVERITY_STYLE[f.severity])
+    line.append(" ")
+    line.append(clean(f.code, newlines=False), style="bold")
+    line.append(" " + clean(mask_text(f.message), newlines=False))
+    return line
+
+
+def finding_line(run: Run, base: Path, f: Finding) -> Text:
+    """One ``PATH SEVERITY CODE MESSAGE`` line (``check --brief``, ``check --watch``)."""
+    return _finding_line(_label(run, base), f)
+
+
+def stalled_line(run: Run, base: Path, detail: str) -> Text:
+    """``PATH stalled DETAIL`` (``check --stalled-after``): a run that has not ended logged nothing for too long."""
+    line = Text(_label(run, base) + " ")
+    line.append("stalled", style="bold red")
+    line.append(" " + clean(detail, newlines=False))
+    return line
 
 
 def brief_empty_note(run: Run, base: Path, min_severity: Severity = Severity.INFO) -> str | None:
