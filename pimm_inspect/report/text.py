@@ -226,7 +226,8 @@ def resume_lines(run: Run) -> list[RenderableType]:
     step = f" (step {hint.step})" if hint.step is not None else ""
     lines: list[RenderableType] = [
         Text("resume with: ", style="bold") + _one_line(hint.option),
-        _one_line(f"  picks {name_text(hint.checkpoint)}{step}; path relative to {hint.path_base}", style="dim")]
+        _one_line(f"  picks {name_text(hint.checkpoint)}{step}", style="dim"),
+        _one_line(f"  path relative to {hint.path_base}", style="dim")]
     if hint.newer_incomplete:
         lines.append(Text("  warning: ", style="yellow") + _one_line(
             f"{name_text(hint.checkpoint)} is older than the incomplete {', '.join(map(name_text, hint.newer_incomplete))}"
