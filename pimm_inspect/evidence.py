@@ -215,6 +215,14 @@ class RunSummary:
     """Name of that metric (train.log's ``Best validation <name>``); None when unknown or unnamed."""
     best_metric_value: float | None = None
     """Its value as a number; None when unknown."""
+    lost_steps: int = 0
+    """Steps trained that no checkpoint kept, over all attempts (``analysis.lost_compute``)."""
+    lost_wall_s: float | None = 0.0
+    """Their wall time; None when some lost range has no times."""
+    lost_gpu_hours: float | None = 0.0
+    """Their GPU-hours; None when some lost range has no GPU count or no times."""
+    failed_requeues: int = 0
+    """submitit attempts a Slurm log started that trained nothing."""
 
 
 

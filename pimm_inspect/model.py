@@ -276,6 +276,29 @@ class Attempt:
     """The checkpoint this attempt restored (its ``CheckpointInfo.path``, relative to the run root, when the run
     holds it; else the path as the log names it, made relative to the run where it lies inside it); None for a
     fresh start, a restart from scratch, or when no file says. Its step is ``restore_step``."""
+    job_id: str | None = None
+    """The Slurm job the attempt ran in (structured logs' ``job_id``, else its Slurm log's name); None when no file
+    says. A requeue keeps the job id; a resubmission gets a new one."""
+    array_index: int | None = None
+    """The job's array task index (``slurm-<A>_<a>.out``); None when not an array task or no file says."""
+    nodes: tuple[str, ...] = ()
+    """Hosts the attempt ran on (structured logs' ``host_name`` by rank, else its Slurm log's node lines)."""
+    partition: str | None = None
+    """Slurm partition (``launch.sbatch``; only when the run's attempts ran in at most one job, as the script is
+    rewritten by each submission)."""
+    gpus: int | None = None
+    """GPUs of the attempt: structured logs' ``world_size`` (pimm runs one process per GPU), else what
+    ``launch.sbatch`` asked for (``--gpus-per-node`` x ``--nodes``, ``--gres=gpu:N``, ``--gpus``); None when unrecorded."""
+    elapsed_s: float | None = None
+    """Wall time from the attempt's first to its last record (train.log lines, else its event files' wall times)."""
+    lost_wall_s: float | None = None
+    """Wall time spent on ``lost_steps`` (from the wall times of the attempt's own points); None without lost steps
+    or without times."""
+    lost_gpu_hours: float | None = None
+    """``lost_wall_s`` x ``gpus`` / 3600; None when either is unknown."""
+    context_sources: tuple[tuple[str, str], ...] = ()
+    """(field, file) for each of the fields above that is set: the file that says it (relative to the run root;
+    a Slurm log found outside the run by its absolute path)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +319,25 @@ class ReplayedRange:
     """1-based attempts that wrote a copy, oldest first; empty when the writers are not attempts."""
     paths: tuple[str, ...] = ()
     """The files holding the copies, relative to the run root."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeHint:
+    """The exact option that resumes the run from the checkpoint a resume would pick (``analysis.resume_hint``)."""
+
+    checkpoint: str
+    """The picked checkpoint (its ``CheckpointInfo.path``, relative to the run root)."""
+    step: int | None
+    """Its global step; None when the checkpoint does not say."""
+    tool: str
+    """Whose option it is: ``pimm`` (``weight=... resume=True``) or ``hf-trainer`` (``resume_from_checkpoint=...``)."""
+    option: str
+    """The option text, its path shell-quoted (``weight=exp/panda/semseg/x/model/last resume=True``)."""
+    path_base: str
+    """What the option's path is relative to, and which file says so (``the launch directory ... (run_metadata.json
+    cwd)``)."""
+    newer_incomplete: tuple[str, ...] = ()
+    """Incomplete checkpoints newer than the picked one (a higher step): the resume goes back past them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +426,9 @@ class Run:
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
+    resume: ResumeHint | None = None
+    """How to resume from the checkpoint a resume would pick; set by analysis, None before it or when no
+    checkpoint qualifies."""
     scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
     """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it (then
     ``scalars()`` asks analysis for them itself)."""

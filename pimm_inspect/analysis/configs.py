@@ -44,6 +44,19 @@ def query_config(run: Run) -> ConfigDoc | None:
     return None
 
 
+def attempt_query_config(run: Run, attempt: int) -> ConfigDoc | None:
+    """The parsed config attempt ``attempt`` ran with, by ``query_config``'s rule: the first kind in
+    ``QUERY_CONFIG_KINDS`` with a document of that attempt wins, the run-level document standing for attempt 1
+    (pimm writes ``resolved_config.json`` on the first attempt only; within a kind it wins, as in
+    ``query_config``). An attempt that has no document of its own gets the run's query config."""
+    for kind in QUERY_CONFIG_KINDS:
+        docs = [doc for doc in run.configs if doc.kind == kind and isinstance(doc.data, Mapping)
+                and (doc.attempt == attempt or (doc.attempt is None and attempt == 1))]
+        if docs:
+            return max(docs, key=lambda doc: doc.attempt is None)
+    return query_config(run)
+
+
 PER_ATTEMPT_KINDS = ("log_config", "wandb_config")
 """Kinds that exist once per attempt (train.log's ``Config:`` dumps, W&B folders), preferred in this order."""
 

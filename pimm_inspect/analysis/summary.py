@@ -13,6 +13,7 @@ from ..evidence import RunRow, RunSummary
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
 from .configs import flatten_config, query_config
+from .lost_compute import lost_totals
 from .metric_summary import metric_summaries
 from .secrets import mask_text, mask_value
 
@@ -64,8 +65,10 @@ def best_metric(run: Run) -> str:
 def summarize(run: Run) -> RunSummary:
     """The run's derived row facts."""
     name, value = best_metric_fact(run)
+    lost = lost_totals(run)
     return RunSummary(last_step=last_step(run), last_logged_s=last_logged_s(run), best_metric=best_metric(run),
-                      best_metric_name=name, best_metric_value=value)
+                      best_metric_name=name, best_metric_value=value, lost_steps=lost.steps, lost_wall_s=lost.wall_s,
+                      lost_gpu_hours=lost.gpu_hours, failed_requeues=lost.failed_requeues)
 
 
 def run_row(run: Run) -> RunRow:
