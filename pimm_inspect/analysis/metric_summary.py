@@ -3,7 +3,7 @@
 
 One rule, here: the tag's preferred source kind (``scalar_rows``), each step's newest copy (a replayed step counts
 as the attempt that wrote it last), stale event files left out (as for the row's last step). "Best" of a tag is
-its minimum when its name says lower is better (``LOWER_IS_BETTER``), else its maximum.
+its minimum when its name says lower is better (``lower_is_better``), else its maximum.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from ..model import Run
 from ._facts import stale_event_files
 from .scalar_rows import iter_scalar_rows
 
-LOWER_IS_BETTER = re.compile(r"(loss|err|error|wer|cer|mse|mae|rmse|nll|perplexity|ppl|time|latency)",
-                             re.IGNORECASE)
-"""A tag whose last path part (after the last ``/``) contains one of these words is better when lower."""
+HIGHER_IS_BETTER = re.compile(r"(acc|iou|f1|precision|recall|auc|score|(?:^|[^a-z])map(?:[^a-z]|$)|bleu|rouge|reward|dice)",
+                              re.IGNORECASE)
+"""A tag whose last part (after the last ``/``) contains one of these is better when higher, whatever its group."""
+LOWER_IS_BETTER = re.compile(r"(loss|err|wer|cer|mse|mae|nll|perplexity|ppl|time|latency|_s$)", re.IGNORECASE)
+"""Else a tag containing one of these anywhere (``train/loss``, ``time/batch_s``) is better when lower."""
 
 
 def metric_summaries(run: Run) -> tuple[MetricSummary, ...]:
@@ -37,8 +39,11 @@ def metric_summaries(run: Run) -> tuple[MetricSummary, ...]:
 
 
 def lower_is_better(tag: str) -> bool:
-    """True when the tag's name says smaller values are better (a loss, an error rate, a time)."""
-    return LOWER_IS_BETTER.search(tag.rsplit("/", 1)[-1]) is not None
+    """True when the tag's name says smaller values are better (a loss, an error rate, a time), unless its last
+    part names a score (``val/mAcc``, ``loss_group/acc``)."""
+    if HIGHER_IS_BETTER.search(tag.rsplit("/", 1)[-1]):
+        return False
+    return LOWER_IS_BETTER.search(tag) is not None
 
 
 def best_value(metric: MetricSummary) -> float | None:
