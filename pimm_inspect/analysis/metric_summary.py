@@ -15,7 +15,8 @@ import numpy as np
 from ..evidence import MetricSummary
 from ..model import Run
 from ._facts import stale_event_files
-from .scalar_rows import iter_scalar_rows
+from .distinct import strictly_increasing
+from .scalar_rows import select_rows, tag_groups
 
 HIGHER_IS_BETTER = re.compile(r"(acc|iou|f1|precision|recall|auc|score|(?:^|[^a-z])map(?:[^a-z]|$)|bleu|rouge|reward|dice)",
                               re.IGNORECASE)
@@ -27,14 +28,20 @@ LOWER_IS_BETTER = re.compile(r"(loss|err|wer|cer|mse|mae|nll|perplexity|ppl|time
 def metric_summaries(run: Run) -> tuple[MetricSummary, ...]:
     """Every scalar tag of the run in brief, sorted by tag; tags without a point are left out."""
     out: list[MetricSummary] = []
-    for rows in iter_scalar_rows(run, policy="newest", skip=frozenset(stale_event_files(run))):
-        if not len(rows):
+    for tag, kind, group in tag_groups(run, (), False, frozenset(stale_event_files(run))):
+        ordered = [s for s in group if len(s)]
+        if not ordered:
             continue
-        values = rows.values
-        finite = values[np.isfinite(values)]
-        low = float(finite.min()) if finite.size else None
-        high = float(finite.max()) if finite.size else None
-        out.append(MetricSummary(rows.tag, int(rows.steps[-1]), float(values[-1]), low, high))
+        if len(ordered) == 1 and strictly_increasing(ordered[0].steps):  # the usual case: its points as they are
+            steps, values = ordered[0].steps, ordered[0].values
+        else:
+            rows = select_rows(tag, kind, group, "newest")
+            steps, values = rows.steps, rows.values
+        finite = np.isfinite(values)
+        some = bool(finite.any())
+        low = float(np.min(values, where=finite, initial=np.inf)) if some else None
+        high = float(np.max(values, where=finite, initial=-np.inf)) if some else None
+        out.append(MetricSummary(tag, int(steps[-1]), float(values[-1]), low, high))
     return tuple(out)
 
 
