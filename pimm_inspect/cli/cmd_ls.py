@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import console, discovery_options, json_option, stderr, stream_many
+from ._common import discovery_options, json_option, print_runs_table, stderr, stream_many
 
 FILTER_HELP = ("Keep the runs this matches (the UI's filter): text, !text, /regex/ on the path, kind, status, W&B ids "
                "and finding codes, or cfg.KEY OP VALUE (OP: = == != > < >= <= ~) on the config. Repeat: all must match.")
@@ -68,21 +68,11 @@ def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, 
         runs = [ls_run(r, base) | ({"columns": json_columns(r, columns, base)} if columns else {}) for r in rows]
         click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": runs}))
     else:
-        from ..report.text import (  # Rich: only here
-            RUNS_COLUMNS,
-            plain_runs_table,
-            runs_table,
-            runs_table_row,
-        )
+        from ..report.text import RUNS_COLUMNS, runs_table_row  # Rich: only for the table
 
-        headers = [c.header for c in columns] if columns else list(RUNS_COLUMNS)
-        cells = [runs_table_row(r, base, columns) for r in rows]
-        out = console()
-        plain = plain_runs_table(cells, out.width, headers) if out.color_system is None else None
-        if plain is not None:
-            out.file.write(plain)  # what Rich would print, without its per-cell layout cost
-        elif cells:
-            out.print(runs_table(cells, headers))
+        if rows:
+            print_runs_table([runs_table_row(r, base, columns) for r in rows],
+                             [c.header for c in columns] if columns else RUNS_COLUMNS)
         elif filters:
             stderr("no run matches the filter")
     stream.exit()
