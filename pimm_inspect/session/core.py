@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .dataset_sync import DatasetOptions, DatasetReport
+    from .frames import RunsArg, Table
 
 
 class NotARunError(ValueError):
@@ -203,6 +204,14 @@ class Session:
         loaded = run if isinstance(run, Run) else self.load(run)
         frame: pd.DataFrame = scalar_frame(loaded, tags, policy, all_sources)
         return frame
+
+    def table(self, root_or_runs: RunsArg, table: Table, tags: tuple[str, ...] | list[str] | str = (),
+              policy: str = "all", all_sources: bool = False) -> pd.DataFrame:
+        """One table of the Parquet dataset (``runs``, ``attempts``, ``findings``, ``checkpoints``, ``scalars``)
+        for the runs under a ROOT or the runs given, as one DataFrame (``frames.table_frame``)."""
+        from .frames import table_frame
+
+        return table_frame(self, root_or_runs, table, tags, policy, all_sources)
 
     def export_dataset(self, root: Path, out: Path, options: DatasetOptions | None = None,
                        progress: Callable[[int, int, str], None] | None = None,
