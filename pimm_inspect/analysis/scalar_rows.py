@@ -131,7 +131,7 @@ def tag_matches(tag: str, patterns: tuple[str, ...] | list[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(tag, p) for p in patterns)
 
 
-def _tag_groups(run: Run, tags: tuple[str, ...] | list[str] | str, all_sources: bool,
+def tag_groups(run: Run, tags: tuple[str, ...] | list[str] | str, all_sources: bool,
                 skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str, list[ScalarSeries]]]:
     """(tag, source kind, its series) of the scalar table, tag by tag (sorted), preferred kind only unless
     ``all_sources``; series from the files in ``skip`` left out."""
@@ -158,10 +158,9 @@ def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: 
 
 
 def iter_scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
-                     all_sources: bool = False, skip: frozenset[str] = frozenset()) -> Iterator[TagRows]:
-    """``scalar_rows`` one tag at a time: a writer that streams keeps one tag's rows in memory, not the table.
-    ``skip``: files whose series are left out (stale event files, for a run's row)."""
-    for tag, kind, group in _tag_groups(run, tags, all_sources, skip):
+                     all_sources: bool = False) -> Iterator[TagRows]:
+    """``scalar_rows`` one tag at a time: a writer that streams keeps one tag's rows in memory, not the table."""
+    for tag, kind, group in tag_groups(run, tags, all_sources):
         yield select_rows(tag, kind, group, policy)
 
 
@@ -186,7 +185,7 @@ def row_counts(run: Run, policy: str = "all") -> list[TagCount]:
     selected, one tag at a time, so memory stays near one tag's rows.
     """
     out: list[TagCount] = []
-    for tag, kind, group in _tag_groups(run, (), False):
+    for tag, kind, group in tag_groups(run, (), False):
         ordered = [s for s in group if len(s)]
         if not ordered:
             out.append(TagCount(tag, kind, 0, None, None))

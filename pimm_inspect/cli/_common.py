@@ -6,7 +6,7 @@ import errno
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 from pathlib import Path
 
@@ -242,16 +242,18 @@ class _NaturalWidth:
         return Measurement.get(console, self._options(console, options), self.table)
 
 
-def print_runs_table(rows: list[Any]) -> None:
+def print_runs_table(rows: list[Any], headers: Sequence[str] | None = None) -> None:
     """The ``ls`` table on stdout (also the piped ``pimm-inspect PATH``): without Rich's per-cell layout when it
-    is plain text that fits (piped, every table fits: no column is dropped or cut)."""
-    from ..report.text import plain_runs_table, runs_table
+    is plain text that fits (piped, every table fits: no column is dropped or cut). ``headers``: those of ``ls
+    --columns`` (the default table's without)."""
+    from ..report.text import RUNS_COLUMNS, plain_runs_table, runs_table
 
+    heads = RUNS_COLUMNS if headers is None else headers
     out = console()
     piped = not sys.stdout.isatty()
-    plain = plain_runs_table(rows, 1_000_000 if piped else out.width) if out.color_system is None else None
+    plain = plain_runs_table(rows, 1_000_000 if piped else out.width, heads) if out.color_system is None else None
     if plain is None:
-        out.print(runs_table(rows))
+        out.print(runs_table(rows, heads))
     else:
         out.file.write(strip_trailing_spaces(plain) if piped else plain)
 

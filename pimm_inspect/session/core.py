@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..analysis.compare import AttemptsComparison, SidesComparison
 
     from .dataset_sync import DatasetOptions, DatasetReport
+    from .frames import RunsArg, Table
 
 
 class NotARunError(ValueError):
@@ -225,6 +226,14 @@ class Session:
         from ..analysis.compare import compare_attempts
 
         return compare_attempts(run if isinstance(run, Run) else self.load(run), tags)
+
+    def table(self, root_or_runs: RunsArg, table: Table, tags: tuple[str, ...] | list[str] | str = (),
+              policy: str = "all", all_sources: bool = False) -> pd.DataFrame:
+        """One table of the Parquet dataset (``runs``, ``attempts``, ``findings``, ``checkpoints``, ``scalars``)
+        for the runs under a ROOT or the runs given, as one DataFrame (``frames.table_frame``)."""
+        from .frames import table_frame
+
+        return table_frame(self, root_or_runs, table, tags, policy, all_sources)
 
     def export_dataset(self, root: Path, out: Path, options: DatasetOptions | None = None,
                        progress: Callable[[int, int, str], None] | None = None,

@@ -57,9 +57,11 @@ def last_logged(row: RunRow) -> float | None:
 
 
 def last_logged_cell(row: RunRow) -> str:
-    """``YYYY-MM-DD HH:MM UTC`` of ``RunRow.last_logged_at`` (the field ``ls --json`` gives), or '-'."""
-    at = row.last_logged_at
-    return f"{at[:10]} {at[11:16]} UTC" if at else "-"
+    """``YYYY-MM-DD HH:MM UTC`` of ``RunRow.last_logged_at`` (the field ``ls --json`` gives), or '-': the cell
+    ``ls --columns last_logged_at`` prints."""
+    from ..report.ls_columns import last_logged_text
+
+    return last_logged_text(row)
 
 
 def severity_counts(run: Run | RunRow) -> dict[Severity, int]:
