@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 from pathlib import Path
 
 import click
@@ -156,92 +155,23 @@ def color_wanted(stream=None) -> bool:
     return (stream or sys.stdout).isatty()
 
 
-PIPED_WIDTH = 140
-"""Where prose wraps when stdout is not a terminal (and COLUMNS is unset); tables are never narrowed to it."""
-
-
 def console(no_color: bool = False) -> Console:
     """A Rich console writing to stdout (colour off when not a terminal or NO_COLOR is set).
 
-    Markup and emoji codes are off: run files provide the strings printed, and they are data. When stdout is not a
-    terminal, a data table keeps its natural width (no column dropped, shrunk or cut with ``…``: scripts and
-    ``| head`` see every column) and no line ends in padding spaces; prose still wraps at COLUMNS, else 140.
+    Markup and emoji codes are off: run files provide the strings printed, and they are data.
     """
     from rich.console import Console
 
-    piped = not sys.stdout.isatty()
-    width = None if not piped else int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else PIPED_WIDTH
-
+    # Piped output has no terminal width: use a wide page rather than Rich's 80 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
     class _Console(Console):
         def on_broken_pipe(self) -> None:
             """Rich exits 1 on EPIPE; ``main``'s rule for every command (EPIPE is a normal end) decides instead."""
             self.quiet = True
             raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
-        def print(self, *objects: Any, **kwargs: Any) -> None:
-            if not piped:
-                return super().print(*objects, **kwargs)
-            with self.capture() as captured:
-                super().print(*(_unshrunk(o) for o in objects), **{**kwargs, "crop": False})
-            self.file.write(strip_trailing_spaces(captured.get()))
-
     return _Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width, markup=False,
                     emoji=False)
-
-
-_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
-
-
-def strip_trailing_spaces(text: str) -> str:
-    """Every line of ``text`` without the spaces Rich pads it with (colour codes after them are kept)."""
-    return _TRAILING.sub(r"\1", text)
-
-
-def _unshrunk(renderable: Any) -> Any:
-    """``renderable`` with each data table in it (a Table without a flexible prose column) at its natural width."""
-    from rich.console import Group
-    from rich.table import Table
-
-    if isinstance(renderable, Table) and not any(column.ratio for column in renderable.columns):
-        return _NaturalWidth(renderable)
-    if isinstance(renderable, Group):
-        return Group(*(_unshrunk(r) for r in renderable.renderables), fit=renderable.fit)
-    return renderable
-
-
-class _NaturalWidth:
-    """A table rendered as wide as its widest cells need, whatever the console's width (piped output only)."""
-
-    def __init__(self, table: Any) -> None:
-        self.table = table
-
-    def _options(self, console: Any, options: Any) -> Any:
-        from rich.measure import Measurement
-
-        natural = Measurement.get(console, options.update_width(1_000_000), self.table).maximum
-        return options.update_width(max(options.max_width, natural))
-
-    def __rich_console__(self, console: Any, options: Any) -> Any:
-        yield from console.render(self.table, self._options(console, options))
-
-    def __rich_measure__(self, console: Any, options: Any) -> Any:
-        from rich.measure import Measurement
-
-        return Measurement.get(console, self._options(console, options), self.table)
-
-
-def print_runs_table(rows: list[Any]) -> None:
-    """The ``ls`` table on stdout (also the piped ``pimm-inspect PATH``): without Rich's per-cell layout when it
-    is plain text that fits (piped, every table fits: no column is dropped or cut)."""
-    from ..report.text import plain_runs_table, runs_table
-
-    out = console()
-    piped = not sys.stdout.isatty()
-    plain = plain_runs_table(rows, 1_000_000 if piped else out.width) if out.color_system is None else None
-    if plain is None:
-        out.print(runs_table(rows))
-    else:
-        out.file.write(strip_trailing_spaces(plain) if piped else plain)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import discovery_options, json_option, print_runs_table, stream_many
+from ._common import discovery_options, console, json_option, stream_many
 
 
 @click.command("ls")
@@ -23,7 +23,13 @@ def command(roots: tuple[str, ...], as_json: bool) -> None:
         doc = {"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, stream.base) for r in stream.rows]}
         click.echo(dumps(doc))
     else:
-        from ..report.text import runs_table_row  # Rich: only for the table
+        from ..report.text import plain_runs_table, runs_table, runs_table_row  # Rich: only for the table
 
-        print_runs_table([runs_table_row(r, stream.base) for r in stream.rows])
+        rows = [runs_table_row(r, stream.base) for r in stream.rows]
+        out = console()
+        plain = plain_runs_table(rows, out.width) if out.color_system is None else None
+        if plain is not None:
+            out.file.write(plain)  # what Rich would print, without its per-cell layout cost
+        else:
+            out.print(runs_table(rows))
     stream.exit()
