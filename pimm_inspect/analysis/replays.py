@@ -113,21 +113,21 @@ def written_ranges(series: list[ScalarSeries]) -> list[_Written]:
     # Where each step held twice lies among every logged step: a step logged once between two ends a range.
     logged = distinct_sorted([s.steps for s in series])
     slot = np.searchsorted(logged, steps[starts]).tolist()
-    held = _HeldBy(series, logged)
+    held_by = _HeldBy(series, logged)
     out: list[_Written] = []
     spans: list[tuple[int, int]] = []  # each range's first and last slot among the logged steps
     for k, (begin, end) in enumerate(zip(starts.tolist(), ends.tolist())):  # the steps held twice, not the run
         members = tuple(writers[i] for i in owner[begin:end].tolist())
         step = int(steps[begin])
         if out and out[-1].writers == members and (slot[k] == slot[k - 1] + 1 or (
-                held.attempts_only(members) and held.every_step(members, slot[k - 1] + 1, slot[k] - 1))):
+                held_by.attempts_only(members) and held_by.every_step(members, slot[k - 1] + 1, slot[k] - 1))):
             out[-1] = _Written(out[-1].first, step, members)
             spans[-1] = (spans[-1][0], slot[k])
         else:
             out.append(_Written(step, step, members))
             spans.append((slot[k], slot[k]))
     return [_Written(int(logged[lo]), int(logged[hi]), w.writers) if (lo, hi) != span else w
-            for w, span, (lo, hi) in zip(out, spans, held.widen(out, spans))]
+            for w, span, (lo, hi) in zip(out, spans, held_by.widen(out, spans))]
 
 
 class _HeldBy:
