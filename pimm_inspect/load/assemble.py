@@ -9,6 +9,7 @@ from pathlib import Path
 from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Era, Finding, Run, RunStatus, Severity
 from . import evidence
+from .attempt_context import attempt_context
 from .attempts import attempts_and_series, finish_attempts
 from .checkpoint_writers import checkpoint_writers
 from .restored import restored_checkpoints
@@ -50,6 +51,7 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Fil
     attempts = finish_attempts(attempts, live, c)
     save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
     attempts = restored_checkpoints(attempts, checkpoints, root, save_paths)
+    attempts = attempt_context(attempts, c, series)
     return Run(
         root=root,
         kind=kind,
