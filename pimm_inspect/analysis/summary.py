@@ -14,7 +14,8 @@ from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
 from .configs import flatten_config, query_config
 from .lost_compute import lost_totals
-from .secrets import mask_text
+from .metric_summary import metric_summaries
+from .secrets import mask_text, mask_value
 
 
 def last_step(run: Run) -> int | None:
@@ -41,13 +42,13 @@ def last_logged_s(run: Run) -> float | None:
 
 def best_metric_fact(run: Run) -> tuple[str | None, float | None]:
     """(name, value) of the best selection metric the run reached: train.log's last ``Best validation`` record,
-    else the Trainer state's ``best_metric``, else the highest finite one a checkpoint stores; (None, None) when
+    else the Trainer state's ``best_metric`` (named by ``metric_for_best_model``), else the highest finite one a checkpoint stores; (None, None) when
     unknown."""
     if run.train_log is not None and run.train_log.best:
         best = run.train_log.best[-1]
         return best.name, best.value
     if run.hf is not None and run.hf.best_metric is not None:
-        return None, run.hf.best_metric
+        return run.hf.best_metric_name, run.hf.best_metric
     values = [ck.best_metric_value for ck in run.checkpoints
               if ck.best_metric_value is not None and math.isfinite(ck.best_metric_value)]
     return (None, max(values)) if values else (None, None)
@@ -86,7 +87,8 @@ def run_row(run: Run) -> RunRow:
                   warnings=counts[Severity.WARNING], infos=counts[Severity.INFO], summary=summary_of(run),
                   top_finding=top, findings=tuple(run.findings), attempt_facts=tuple(run.attempts),
                   command=mask_text(command) if command else None,
-                  config=tuple(flatten_config(config.data).items()) if config is not None else ())
+                  config=tuple(flatten_config(mask_value(config.data)).items()) if config is not None else (),
+                  metrics=metric_summaries(run))
 
 
 def summary_of(run: Run) -> RunSummary:

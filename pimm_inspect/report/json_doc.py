@@ -77,7 +77,8 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "global_step": ck.global_step, "epoch": ck.epoch, "wandb_run_id": ck.wandb_run_id,
             "wandb_cursor": ck.wandb_cursor, "wandb_cursor_key": ck.wandb_cursor_key,
             "size_bytes": ck.size_bytes, "resume_candidate": ck.resume_candidate,
-            "best_metric_value": _num(ck.best_metric_value),
+            "best_metric_value": _num(ck.best_metric_value), "best_metric_name": ck.best_metric_name,
+            "saved_by_attempt": ck.saved_by_attempt,
             "restored_by": [{"attempt": a, "step": step} for a, step in restores.get(ck.path, ())],
         } for ck in run.checkpoints],
         "resume": resume_json(run),
@@ -106,7 +107,14 @@ def ls_run(run: Run | RunRow, base: Path) -> dict[str, Any]:
     return {"path": run_path(row, base), "name": name_text(row.name), "kind": row.kind, "era": row.era, "status": row.status,
             "findings": {"error": row.errors, "warning": row.warnings, "info": row.infos},
             "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids),
+            "best_metric": best_metric_json(row), "last_logged_at": row.last_logged_at,
             "lost": lost_json(row.summary)}
+
+
+def best_metric_json(row: RunRow) -> dict[str, Any] | None:
+    """``{"name", "value"}`` of the row's best selection metric (``name`` null when the files do not name it)."""
+    best = row.best_metric
+    return None if best is None else {"name": _name(best.name), "value": _num(best.value)}
 
 
 def attempt_context_json(a: Attempt) -> dict[str, Any]:
@@ -155,6 +163,12 @@ def run_notes(run: Run) -> list[str]:
                  for log in sorted(ranks, key=lambda log: log.rank or 0) if (log.started or "") == newest]
         notes.append("structured logs, newest attempt: " + "; ".join(parts))
     notes += list(run.hf.schedule_notes) if run.hf is not None else []
+    if run.hf is not None and run.replayed:  # Run.replayed: the one rule (analysis.replays), said here
+        again = ", ".join(f"{r.first_step}" if r.first_step == r.last_step else f"{r.first_step}-{r.last_step}"
+                          for r in run.replayed)
+        notes.append(f"Steps {again} were logged again: TensorBoard keeps one folder per start and shows every copy "
+                     "(W&B may too), while trainer_state.json holds one copy because HF restores log_history from "
+                     "the checkpoint.")
     for wrun in run.wandb_runs:
         axes = {axis for axis in wrun.step_metrics.values() if axis != "_step"}
         if axes:
