@@ -150,3 +150,17 @@ def test_lost_time_comes_from_a_series_that_reaches_the_last_lost_step():
     assert attempt["lost_steps"] == [26, 40]
     assert attempt["lost_wall_s"] == pytest.approx(parse(stamps[40]) - parse(stamps[25]), abs=1e-3)
     assert attempt["context_sources"]["lost_wall_s"] == "train.log"
+
+
+def test_a_hostile_node_name_stays_data(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "e2_crashed", run, symlinks=True)
+    log = run / "slurm-41877302.out"
+    evil = "[bold]n\x1b[31mode\x9b2J"
+    log.write_text(log.read_text().replace("srun: error: sdfampere012:", f"srun: error: {evil}:"))
+    (attempt,) = _attempts(run)
+    assert attempt["nodes"] == [evil]  # the JSON string is the name as written; dumps escapes its controls
+    raw = _cli("show", run, "--json")
+    assert "\x1b" not in raw and "\x9b" not in raw and "\\u001b" in raw
+    text = _cli("show", run)
+    assert "\x1b" not in text and "\x9b" not in text and "[bold]n" in text  # shown, never styled or obeyed
