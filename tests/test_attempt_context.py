@@ -62,6 +62,9 @@ def test_two_jobs_on_two_nodes_each_fact_names_its_file():
     assert first["context_sources"]["lost_wall_s"] == event_file
     assert first["lost_gpu_hours"] == pytest.approx(first["lost_wall_s"] * 2 / 3600, abs=1e-6)
     assert second["lost_wall_s"] is None and second["lost_gpu_hours"] is None
+    # The same pairing says how attempt 1 ended: its own job's Slurm log, not the resubmitted job's.
+    assert first["ended"] == "killed" and first["end_detail"] == (
+        "JOB 41920001 ON sdfampere012 CANCELLED AT 2026-07-27T09:00:24 DUE TO TIME LIMIT (slurm-41920001.out)")
 
 
 def test_a_requeue_keeps_the_job_id_and_the_script_gives_partition_and_gpus():

@@ -188,11 +188,10 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     return (spent, best.source) if spent >= 0 else None
 
 
-def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSeries]) -> list[Attempt]:
-    """The attempts with their job id, array index, nodes, partition, GPUs, elapsed time and lost compute set where
-    a file says, each named in ``context_sources``."""
+def _jobs(attempts: list[Attempt], c: Collected) -> tuple[dict[int, list[RankLog]], dict[int, str],
+                                                          dict[int, tuple[int, ...]]]:
+    """Per attempt index: its structured-log files, the one job id they name, the submitit attempts they name."""
     groups = _match_groups(attempts, _rank_groups(c.rank_logs))
-    kinds = {source.path: source.kind for source in c.sources}
     jobs: dict[int, str] = {}
     ks: dict[int, tuple[int, ...]] = {}
     for index, group in groups.items():
@@ -200,6 +199,21 @@ def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSe
         if len(ids) == 1:
             jobs[index] = ids.pop()
         ks[index] = tuple(sorted({k for log in group for k in log.attempts}))
+    return groups, jobs, ks
+
+
+def slurm_parts(attempts: list[Attempt], c: Collected) -> dict[int, tuple[SlurmLog, SlurmAttempt | None]]:
+    """Attempt index -> (its Slurm log, the part of it the attempt wrote): the one rule pairing Slurm logs with the
+    run's attempts (how an attempt ended, ``load.attempts``; its job, node and array index, here)."""
+    _groups, jobs, ks = _jobs(attempts, c)
+    return _slurm_for(attempts, c, jobs, ks)
+
+
+def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSeries]) -> list[Attempt]:
+    """The attempts with their job id, array index, nodes, partition, GPUs, elapsed time and lost compute set where
+    a file says, each named in ``context_sources``."""
+    groups, jobs, ks = _jobs(attempts, c)
+    kinds = {source.path: source.kind for source in c.sources}
     slurm = _slurm_for(attempts, c, jobs, ks)
     known_jobs = set(jobs.values()) | {log.job_id for log, _seg in slurm.values() if log.job_id}
     sbatch = c.sbatch if len(known_jobs) <= 1 else None  # the script in the run is one submission's
