@@ -167,3 +167,12 @@ def test_a_hostile_node_name_stays_data(tmp_path):
     assert "\x1b" not in raw and "\x9b" not in raw and "\\u001b" in raw
     text = _cli("show", run)
     assert "\x1b" not in text and "\x9b" not in text and "[bold]n" in text  # shown, never styled or obeyed
+
+
+def test_elapsed_of_an_hf_attempt_from_its_own_points():
+    first, second = _attempts(RUNS / "hf_resumed")
+    for attempt, folder in ((first, "runs/Jan01_10-00-00_node01/"), (second, "runs/Jan01_10-05-00_node01/")):
+        source = attempt["context_sources"]["elapsed_s"]
+        assert source.startswith(folder)
+        span = _walls(RUNS / "hf_resumed" / source, "train/loss")
+        assert 0 < attempt["elapsed_s"] and attempt["elapsed_s"] >= max(span.values()) - min(span.values()) - 1e-3

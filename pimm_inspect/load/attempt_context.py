@@ -137,8 +137,9 @@ def sbatch_gpus(sbatch: SbatchInfo) -> int | None:
     return per_node * int(nodes) if nodes.isdigit() and len(nodes) <= 6 else None
 
 
-def _elapsed(att: Attempt, c: Collected) -> tuple[float, str] | None:
-    """(seconds, file) from the attempt's first to last train.log line, else its event files' wall times."""
+def _elapsed(att: Attempt, c: Collected, series: list[ScalarSeries]) -> tuple[float, str] | None:
+    """(seconds, file) from the attempt's first to last train.log line, else its event files' wall times, else the
+    first to the last point of its most written series that has times (an HF Trainer's or a W&B run's)."""
     if c.train_log is not None:
         seg = next((s for s in c.train_log.segments if s.index == att.index), None)
         if seg is not None:
@@ -151,6 +152,11 @@ def _elapsed(att: Attempt, c: Collected) -> tuple[float, str] | None:
         end_s = max(float(r.last_wall_time_s or 0.0) for _p, r in own)
         if math.isfinite(begin_s) and math.isfinite(end_s) and end_s >= begin_s:
             return end_s - begin_s, own[0][0]
+    timed = [(s, s.wall_times_s[np.isfinite(s.wall_times_s)]) for s in series if s.attempt == att.index and len(s)]
+    timed = [(s, walls) for s, walls in timed if walls.size > 1]
+    if timed:
+        best, walls = max(timed, key=lambda item: item[1].size)
+        return float(walls.max() - walls.min()), best.source
     return None
 
 
@@ -248,7 +254,7 @@ def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSe
             gpus = sbatch_gpus(sbatch)
             if gpus is not None and "gpus" not in facts:
                 facts["gpus"] = (gpus, sbatch.path)
-        elapsed = _elapsed(att, c)
+        elapsed = _elapsed(att, c, series)
         if elapsed is not None:
             facts["elapsed_s"] = (round(elapsed[0], 3), elapsed[1])
         lost = _lost_wall(att, series, elapsed, kinds)
