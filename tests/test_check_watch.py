@@ -165,3 +165,12 @@ def test_watch_on_a_tree_picks_up_a_run_that_appears(tmp_path, monkeypatch):
     assert [line.split(" ", 3)[:3] for line in result.stdout.splitlines()] == [
         ["b", "warning", "resume.rollback"], ["b", "warning", "steps.replayed"]]
     assert len(calls) == 2 and result.exit_code == 1
+
+
+def test_brief_keeps_stdout_to_finding_lines_when_stalled(live_run, monkeypatch):
+    run, _slept = live_run
+    monkeypatch.setattr(watch, "now", lambda: (run / "train.log").stat().st_mtime + 3600)
+    result = CliRunner().invoke(cli, ["check", "--brief", "--stalled-after", "30m", str(run)])
+    assert result.exit_code == 3
+    assert result.stdout == ""  # attempt 1 alone has no finding
+    assert "run stalled nothing logged for 3600 s (longer than 1800 s)" in result.stderr
