@@ -234,21 +234,20 @@ def _short(line: str, limit: int = 90) -> str:
 
 
 def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
-    """How the Slurm log says attempt k ended (submitit's ``PIMM_SUBMITIT_ATTEMPT`` k is attempt index k).
-
-    Only with one Slurm log: a job resubmitted by hand starts again at ``attempt 1/N`` in a new log, so
-    with several logs submitit's k no longer names the run's attempt.
+    """How the Slurm log says each attempt ended, from the part of a Slurm log that attempt wrote
+    (``attempt_context.slurm_parts``: with one log submitit's attempt k is attempt k; a job resubmitted by hand
+    starts again at ``attempt 1/N`` in a new log, paired by the structured logs' job ids or the job order).
     """
-    if len(c.slurm_logs) != 1:
-        return attempts
-    by_k = {seg.k: (log.path, seg) for log in c.slurm_logs for seg in log.segments if seg.k is not None}
+    from .attempt_context import slurm_parts
+
+    parts = slurm_parts(attempts, c)
     out = []
     for att in attempts:
-        found = by_k.get(att.index)
-        if found is None or att.ended in ("completed", "crashed"):
+        found = parts.get(att.index)
+        if found is None or found[1] is None or att.ended in ("completed", "crashed"):
             out.append(att)
             continue
-        path, seg = found
+        path, seg = found[0].path, found[1]
         problems = dict(seg.problems)
         crash = next((kind for kind in _SLURM_CRASHES if kind in problems), None)
         kill = next((kind for kind in _SLURM_KILLS if kind in problems), None)
