@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "Attempt", "Finding", "NotARunError", "Run", "attempts", "checkpoints", "discover",
-           "findings", "load_run", "scalars"]
+__all__ = ["__version__", "Attempt", "Finding", "NotARunError", "Run", "attempts", "checkpoints", "compare",
+           "compare_attempts", "discover", "findings", "load_run", "scalars"]
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .analysis.compare import AttemptsComparison, SidesComparison
     from .model import Attempt, Finding, Run
     from .session import NotARunError
     from .session.frames import RunsArg
@@ -34,6 +35,22 @@ def discover(root: Path | str) -> list[Path]:
     from .session import default_session
 
     return default_session().discover(root)
+
+
+def compare(runs: list[Run | Path | str], tags: tuple[str, ...] | list[str] = (), policy: str = "newest",
+            attempts: tuple[int, ...] | list[int] = ()) -> SidesComparison:
+    """``compare RUN RUN...``: per tag every run (or each of its ``attempts``) logged, the values side by side over
+    the shared steps, exactly as logged, with each step's difference and relative difference."""
+    from .session import default_session
+
+    return default_session().compare(runs, tags, policy, attempts)
+
+
+def compare_attempts(run: Run | Path | str, tags: tuple[str, ...] | list[str] = ()) -> AttemptsComparison:
+    """``compare RUN --attempts``: per replayed range of the run, every copy of each step side by side."""
+    from .session import default_session
+
+    return default_session().compare_attempts(run, tags)
 
 
 def scalars(root_or_runs: RunsArg, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",

@@ -194,6 +194,11 @@ class HfFacts:
     state_path: str | None
     best_metric: float | None
     schedule_notes: tuple[str, ...]
+    best_metric_name: str | None = None
+    """The metric ``best_metric`` is of (``metric_for_best_model`` as the Trainer compares it, ``eval_loss``)."""
+    history_conflicts: tuple[tuple[int, int], ...] = ()
+    """Step ranges where a checkpoint's log_history holds other values than the newest state's (another attempt's
+    rows), as read; ``analysis.replays`` decides what was replayed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +215,14 @@ class RunSummary:
     """Name of that metric (train.log's ``Best validation <name>``); None when unknown or unnamed."""
     best_metric_value: float | None = None
     """Its value as a number; None when unknown."""
+    lost_steps: int = 0
+    """Steps trained that no checkpoint kept, over all attempts (``analysis.lost_compute``)."""
+    lost_wall_s: float | None = 0.0
+    """Their wall time; None when some lost range has no times."""
+    lost_gpu_hours: float | None = 0.0
+    """Their GPU-hours; None when some lost range has no GPU count or no times."""
+    failed_requeues: int = 0
+    """submitit attempts a Slurm log started that trained nothing."""
 
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,9 +16,10 @@ RUNS = REPO / "fixtures" / "runs"
 LONG = "sweep-" + "lr3e-4-bs256-warmup2000-" * 5 + "seed1"  # 131 characters: the table is wider than 140
 
 
-def _piped(tmp_path: Path, *args: str, columns: str | None = None) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
-    env.update(PYTHONPATH=str(REPO), NO_COLOR="1", PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
+def _piped(tmp_path: Path, *args: str, columns: str | None = None, color: bool = False) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "NO_COLOR")}
+    env.update(PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
+    env.update({"FORCE_COLOR": "1"} if color else {"NO_COLOR": "1"})
     if columns:
         env["COLUMNS"] = columns
     proc = subprocess.run([sys.executable, "-P", "-m", "pimm_inspect", *args], stdout=subprocess.PIPE,
@@ -68,3 +70,10 @@ def test_check_piped_wraps_prose_but_never_pads(tmp_path: Path) -> None:
     text = _piped(tmp_path, "check", "--fail-on", "never", str(RUNS / "e2_crashed"))
     _no_padding(text)
     assert max(map(len, text.splitlines())) <= 140  # prose (messages, explanations) still wraps at the page width
+
+
+def test_coloured_piped_output_has_no_padding_either(tmp_path: Path) -> None:
+    text = _piped(tmp_path, "show", str(RUNS / "e2_rollback"), color=True)  # FORCE_COLOR: Rich styles the padding
+    assert "\x1b[" in text
+    _no_padding(re.sub(r"\x1b\[[0-9;]*m", "", text))
+    assert "completed" in text and "model/last @50" in re.sub(r"\x1b\[[0-9;]*m", "", text)

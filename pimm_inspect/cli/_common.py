@@ -45,6 +45,17 @@ def _remember(ctx: click.Context, param: click.Parameter, value: object) -> obje
     return value
 
 
+_GLOBAL = "pimm_inspect.global"
+"""Key in the click context's ``meta`` of global options given after the command (``ls --no-cache``)."""
+
+
+def remember_global(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    """Keep a global option given after the command for ``session``."""
+    if value:
+        ctx.meta.setdefault(_GLOBAL, {})[param.name] = value
+    return value
+
+
 def session() -> Session:
     """The command's session, built once per invocation from the environment, the global ``--no-cache`` and the
     command's --max-depth / --follow-links (nothing is kept in a module global)."""
@@ -53,7 +64,7 @@ def session() -> Session:
     ctx = click.get_current_context()
     made = ctx.meta.get(_SESSION)
     if made is None:
-        no_cache = bool(ctx.find_root().params.get("no_cache", False))
+        no_cache = bool(ctx.find_root().params.get("no_cache", False) or ctx.meta.get(_GLOBAL, {}).get("no_cache"))
         made = ctx.meta[_SESSION] = default_session(no_cache=no_cache, **ctx.meta.get(_DISCOVERY, {}))
         ctx.call_on_close(made.close)
     return made
@@ -189,12 +200,13 @@ def console(no_color: bool = False) -> Console:
                     emoji=False)
 
 
-_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+_TRAILING = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def strip_trailing_spaces(text: str) -> str:
-    """Every line of ``text`` without the spaces Rich pads it with (colour codes after them are kept)."""
-    return _TRAILING.sub(r"\1", text)
+    """Every line of ``text`` without the spaces Rich pads it with (colour codes among them are kept)."""
+    return _TRAILING.sub(lambda m: "".join(_SGR.findall(m.group(0))), text)
 
 
 def _unshrunk(renderable: Any) -> Any:

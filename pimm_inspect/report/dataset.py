@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
-from ..analysis.configs import flatten_config, query_config
+from ..analysis.configs import attempt_query_config, flatten_config, query_config
 from ..analysis.scalar_rows import NO_ATTEMPT, TagRows, scalar_rows
 from ..analysis.secrets import mask_text, mask_value
 from ..analysis.summary import restored_by, summary_of
-from ..model import Run
+from ..model import ConfigDoc, Run
 from .json_text import clean as _clean, safe_str
 from .safe_text import name_text
 from .run_facts import started_at_iso
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 DATASET_VERSION = 3
 """Version of the tables' schemas and ids; a dataset written with another version is rewritten whole (2: ``seq``
 in the scalars' key, ``restored_checkpoint`` on the attempts, run ids and file names by the one name escape,
-``safe_text.name_text``; 3: the ``checkpoints`` table)."""
+``safe_text.name_text``; 3: each attempt's Slurm context, lost compute and config on the attempts, and the
+``checkpoints`` table)."""
 TABLES = ("runs", "attempts", "findings", "checkpoints", "scalars")
 
 
@@ -61,6 +62,10 @@ def _schemas() -> dict[str, pa.Schema]:
             ("end_detail", text), ("resumed_from", text), ("resume_step", i64), ("restore_step", i64),
             ("saved_steps", pa.list_(i64)), ("lost_first_step", i64), ("lost_last_step", i64),
             ("sources", pa.list_(text)), ("restored_checkpoint", text),
+            ("job_id", text), ("array_index", i32), ("nodes", pa.list_(text)), ("partition", text), ("gpus", i32),
+            ("elapsed_s", f64), ("lost_wall_s", f64), ("lost_gpu_hours", f64), ("context_sources", pa.map_(text, text)),
+            ("config_kind", text), ("config_path", text), ("config_json", text),
+            ("config_flat", pa.map_(text, text)), ("config_number", pa.map_(text, f64)),
         ]),
         "findings": pa.schema([
             ("run_id", text), ("code", text), ("severity", text), ("severity_rank", pa.int8()), ("message", text),
@@ -122,9 +127,14 @@ def config_columns(run: Run) -> dict[str, Any]:
     (``config_flat``: every leaf, strings as they are and other values as JSON text; ``config_number``: the
     numeric leaves, booleans excluded)."""
     doc = query_config(run)
+    return {**doc_columns(doc), "config_attempt": doc.attempt if doc is not None and doc.data is not None else None}
+
+
+def doc_columns(doc: ConfigDoc | None) -> dict[str, Any]:
+    """``config_kind``, ``config_path``, ``config_json``, ``config_flat`` and ``config_number`` of one document
+    (masked), all null or empty without one."""
     if doc is None or doc.data is None:
-        return {"config_kind": None, "config_path": None, "config_attempt": None, "config_json": None,
-                "config_flat": [], "config_number": []}
+        return {"config_kind": None, "config_path": None, "config_json": None, "config_flat": [], "config_number": []}
     masked = mask_value(dict(doc.data))
     flat: list[tuple[str, str | None]] = []
     numbers: list[tuple[str, float]] = []
@@ -141,7 +151,7 @@ def config_columns(run: Run) -> dict[str, Any]:
                 numbers.append((name, float(leaf)))
             except OverflowError:  # an integer beyond a double's range stays in config_flat only
                 pass
-    return {"config_kind": doc.kind, "config_path": _name(doc.path), "config_attempt": doc.attempt,
+    return {"config_kind": doc.kind, "config_path": _name(doc.path),
             "config_json": json.dumps(_clean(masked), ensure_ascii=False, default=str),
             "config_flat": flat, "config_number": numbers}
 
@@ -187,6 +197,11 @@ def attempts_table(run: Run, run_id: str) -> pa.Table:
         "lost_first_step": a.lost_steps[0] if a.lost_steps else None,
         "lost_last_step": a.lost_steps[1] if a.lost_steps else None,
         "sources": [name_text(s) for s in a.sources], "restored_checkpoint": _name(a.restored_checkpoint),
+        "job_id": _text(a.job_id), "array_index": a.array_index, "nodes": [safe_str(n) for n in a.nodes],
+        "partition": _text(a.partition), "gpus": a.gpus, "elapsed_s": a.elapsed_s, "lost_wall_s": a.lost_wall_s,
+        "lost_gpu_hours": a.lost_gpu_hours,
+        "context_sources": [(name, name_text(path)) for name, path in a.context_sources],
+        **doc_columns(attempt_query_config(run, a.index)),
     } for a in run.attempts]
     return pa.Table.from_pylist(rows, schema=schema("attempts"))
 

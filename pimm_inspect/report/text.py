@@ -114,7 +114,7 @@ def run_summary(run: Run, base: Path) -> Group:
     parts.append(head)
     prov = run.provenance
     if prov.source:
-        dirty = " (dirty)" if prov.git_dirty else ""
+        dirty = {True: " (dirty)", False: " (clean)", None: ""}[prov.git_dirty]  # None: not recorded
         parts.append(_one_line(f"git {prov.git_commit[:12] if prov.git_commit else '-'}{dirty}  "
                                f"host {prov.host or '-'}  created {prov.created_at or '-'}  [{prov.source}]",
                                style="dim"))
@@ -138,6 +138,7 @@ def run_summary(run: Run, base: Path) -> Group:
                         else a.restored_checkpoint or a.resumed_from or "-")
             table.add_row(*(_one_line(cell) for cell in (a.index, _started(a), steps, origin, ended, lost, restored)))
         parts.append(table)
+        parts += attempt_context_lines(run)
     summary = scalar_summary(run)
     if summary:
         table = Table(title=f"scalars ({len(summary)} tags)", title_justify="left", box=None, header_style="bold")
@@ -161,6 +162,8 @@ def run_summary(run: Run, base: Path) -> Group:
                           Text("<- picked" if ck.resume_candidate else ""),
                           _one_line(restored_text(restores[ck.path]) if ck.path in restores else ""))
         parts.append(table)
+    if run.resume is not None:
+        parts += resume_lines(run)
     for result in run.eval_results:
         what = ", ".join(x for x in (result.split, result.checkpoint) if x)
         values = "  ".join(f"{name} {value:.4g}" for name, value in result.metrics[:8])
@@ -174,6 +177,66 @@ def run_summary(run: Run, base: Path) -> Group:
     if run.findings:
         parts.append(Text("findings: ", style="bold") + counts_cell(run) + Text("(run `pimm-inspect check` for details)", style="dim"))
     return Group(*parts)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}" if whole >= 60 else f"{seconds:.1f}s"
+
+
+_CONTEXT_NAMES = {"job_id": "job", "array_index": "array", "nodes": "nodes", "partition": "partition", "gpus": "GPUs",
+                  "elapsed_s": "elapsed", "lost_wall_s": "lost time", "lost_gpu_hours": "lost GPU-h"}
+
+
+def attempt_context_lines(run: Run) -> list[RenderableType]:
+    """Per attempt: Slurm job (and array index), nodes, partition, GPUs, elapsed time and the compute its lost
+    steps cost, each fact's file in the last column; then the run's lost-compute total. Empty when no file says."""
+    if not any(a.context_sources for a in run.attempts):
+        return []
+    table = Table(title="attempt context", title_justify="left", box=None, header_style="bold")
+    for column in ("#", "job", "nodes", "partition", "GPUs", "elapsed", "lost time", "lost GPU-h", "from"):
+        table.add_column(column)
+    for a in run.attempts:
+        job = (a.job_id or "-") + (f"_{a.array_index}" if a.array_index is not None else "")
+        files: dict[str, list[str]] = {}
+        for name, path in a.context_sources:
+            files.setdefault(name_text(path), []).append(_CONTEXT_NAMES.get(name, name))
+        origin = "; ".join(f"{path} ({', '.join(names)})" for path, names in files.items())
+        table.add_row(*(_one_line(cell) for cell in (
+            a.index, job, ",".join(a.nodes) or "-", a.partition or "-", "-" if a.gpus is None else a.gpus,
+            _duration(a.elapsed_s), _duration(a.lost_wall_s),
+            "-" if a.lost_gpu_hours is None else f"{a.lost_gpu_hours:.4g}", origin or "-")))
+    lines: list[RenderableType] = [table]
+    summary = run.summary
+    if summary is not None and (summary.lost_steps or summary.failed_requeues):
+        parts = [f"{summary.lost_steps} step(s)"]
+        if summary.lost_steps:
+            parts.append(_duration(summary.lost_wall_s) if summary.lost_wall_s is not None else "time unknown")
+            if summary.lost_gpu_hours is not None:
+                parts.append(f"{summary.lost_gpu_hours:.4g} GPU-h")
+        if summary.failed_requeues:
+            parts.append(f"{summary.failed_requeues} failed requeue(s) (their time is not recorded)")
+        lines.append(Text("lost compute: ", style="bold") + _one_line(", ".join(parts)))
+    return lines
+
+
+def resume_lines(run: Run) -> list[RenderableType]:
+    """``resume with`` line: the exact option (shell-quoted), what its path is relative to, and a warning when
+    the resume would go back past a newer incomplete checkpoint."""
+    hint = run.resume
+    assert hint is not None
+    step = f" (step {hint.step})" if hint.step is not None else ""
+    lines: list[RenderableType] = [
+        Text("resume with: ", style="bold") + _one_line(hint.option),
+        _one_line(f"  picks {name_text(hint.checkpoint)}{step}", style="dim"),
+        _one_line(f"  path relative to {hint.path_base}", style="dim")]
+    if hint.newer_incomplete:
+        lines.append(Text("  warning: ", style="yellow") + _one_line(
+            f"{name_text(hint.checkpoint)} is older than the incomplete {', '.join(map(name_text, hint.newer_incomplete))}"
+            "; the resume goes back to it and retrains the steps after it"))
+    return lines
 
 
 def _shown(run: Run, min_severity: Severity) -> tuple[list[Finding], Text | None]:
@@ -214,15 +277,29 @@ def findings_brief(run: Run, base: Path, min_severity: Severity = Severity.INFO)
     shown, empty = _shown(run, min_severity)
     if empty is not None:
         return []
-    lines = []
-    for f in shown:
-        line = Text(label + " ")
-        line.append(f.severity.label, style=SEVERITY_STYLE[f.severity])
-        line.append(" ")
-        line.append(clean(f.code, newlines=False), style="bold")
-        line.append(" " + clean(mask_text(f.message), newlines=False))
-        lines.append(line)
-    return lines
+    return [_finding_line(label, f) for f in shown]
+
+
+def _finding_line(label: str, f: Finding) -> Text:
+    line = Text(label + " ")
+    line.append(f.severity.label, style=SEVERITY_STYLE[f.severity])
+    line.append(" ")
+    line.append(clean(f.code, newlines=False), style="bold")
+    line.append(" " + clean(mask_text(f.message), newlines=False))
+    return line
+
+
+def finding_line(run: Run, base: Path, f: Finding) -> Text:
+    """One ``PATH SEVERITY CODE MESSAGE`` line (``check --brief``, ``check --watch``)."""
+    return _finding_line(_label(run, base), f)
+
+
+def stalled_line(run: Run, base: Path, detail: str) -> Text:
+    """``PATH stalled DETAIL`` (``check --stalled-after``): a run that has not ended logged nothing for too long."""
+    line = Text(_label(run, base) + " ")
+    line.append("stalled", style="bold red")
+    line.append(" " + clean(detail, newlines=False))
+    return line
 
 
 def brief_empty_note(run: Run, base: Path, min_severity: Severity = Severity.INFO) -> str | None:
