@@ -6,6 +6,12 @@ analysis (``artifacts.stale``, the row facts) and every front end read ``EventFi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..model import SourceFile
+
 STALE_MARGIN_S = 300.0
 """An event file whose first record is this much older than the run's creation belongs to an earlier run (clocks of
 two machines, and the time between a launch and its first record, differ by less)."""

@@ -291,12 +291,12 @@ def _finding_line(label: str, f: Finding) -> Text:
 
 def finding_line(run: Run, base: Path, f: Finding) -> Text:
     """One ``PATH SEVERITY CODE MESSAGE`` line (``check --brief``, ``check --watch``)."""
-    return _finding_line(_label(run, base), f)
+    return _finding_line(run_label(run, base), f)
 
 
 def stalled_line(run: Run, base: Path, detail: str) -> Text:
     """``PATH stalled DETAIL`` (``check --stalled-after``): a run that has not ended logged nothing for too long."""
-    line = Text(_label(run, base) + " ")
+    line = Text(run_label(run, base) + " ")
     line.append("stalled", style="bold red")
     line.append(" " + clean(detail, newlines=False))
     return line
