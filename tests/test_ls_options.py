@@ -106,8 +106,15 @@ def test_text_table_shows_the_columns_asked_for() -> None:
 def test_a_key_no_run_has_gets_a_note_naming_the_closest() -> None:
     result = CliRunner().invoke(cli, ["ls", str(RUNS / "e2_rollback"), "--columns", "path,cfg.batch_sise,last:val/mIou"])
     assert result.exit_code == 0
-    assert "no listed run has the config key batch_sise (closest: batch_size" in result.stderr
-    assert "no listed run has the scalar tag val/mIou (closest: val/mIoU" in result.stderr
+    assert "no run has the config key batch_sise (closest: batch_size" in result.stderr
+    assert "no run has the scalar tag val/mIou (closest: val/mIoU" in result.stderr
+    typo = CliRunner().invoke(cli, ["ls", str(RUNS / "e2_rollback"), "--filter", "!cfg.batch_sise=4", "--sort", "min:val/los"])
+    assert typo.exit_code == 0 and "e2_rollback" in typo.stdout  # a negated filter on a missing key keeps the run
+    assert "no run has the config key batch_sise (closest: batch_size" in typo.stderr
+    assert "no run has the scalar tag val/los (closest: val/loss" in typo.stderr
+    fine = CliRunner().invoke(cli, ["ls", str(RUNS / "e2_rollback"), "--filter", "cfg.batch_size=4",
+                                    "--columns", "path,last:val/loss"])
+    assert fine.exit_code == 0 and "note" not in fine.stderr
 
 
 @pytest.mark.parametrize(("option", "value", "named"), [

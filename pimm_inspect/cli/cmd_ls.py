@@ -37,6 +37,7 @@ def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, 
     from ..report.ls_columns import (
         UnknownKey,
         absent_everywhere,
+        filter_columns,
         parse_columns,
         parse_sort,
         row_filter,
@@ -57,10 +58,11 @@ def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, 
         raise _usage("--filter", str(exc)) from None
     stream = stream_many(roots)
     base = stream.base
-    listed = (row for row in stream.rows if keep(row, base)) if filters else stream.rows
-    rows = sort_rows(list(listed), keys, base, reverse) if keys or reverse else list(listed)
-    for note in absent_everywhere(rows, [*(columns or []), *(k.column for k in keys)]):
-        stderr(f"note: {note}")
+    found = list(stream.rows)
+    for note in absent_everywhere(found, [*(columns or []), *(k.column for k in keys), *filter_columns(filters)]):
+        stderr(f"note: {note}")  # a key no run has is most likely a typo
+    listed = [row for row in found if keep(row, base)] if filters else found
+    rows = sort_rows(listed, keys, base, reverse) if keys or reverse else listed
     if as_json:
         from ..report.json_doc import SCHEMA_VERSION, dumps, ls_run
         from ..report.ls_columns import json_columns
