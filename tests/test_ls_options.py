@@ -184,3 +184,21 @@ def column_key(spec: str) -> Any:
     from pimm_inspect.report.ls_columns import parse_sort
 
     return parse_sort([spec])[0]
+
+
+def test_column_and_sort_keys_complete_in_the_shell() -> None:
+    """click's completion (a real process, as the shell runs it) offers the keys after the last comma."""
+    import os
+    import subprocess
+    import sys
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = dict(os.environ, PYTHONPATH=str(RUNS.parents[1]), _PIMM_INSPECT_COMPLETE="bash_complete",
+                   COMP_WORDS=words, COMP_CWORD=str(cword))
+        proc = subprocess.run([sys.executable, "-P", "-m", "pimm_inspect"], capture_output=True, text=True,
+                              timeout=60, env=env, check=True)
+        return proc.stdout.splitlines()
+
+    assert complete("pimm-inspect ls --columns path,be", 3) == ["plain,path,best_metric", "plain,path,best:"]
+    assert complete("pimm-inspect ls --sort errors,-last", 3) == [
+        "plain,errors,-last_step", "plain,errors,-last_logged_at", "plain,errors,-last:"]

@@ -15,6 +15,17 @@ COLUMNS_HELP = ("The table's columns, e.g. path,status,cfg.lr,last:train/loss,be
                 "top_finding, cfg.KEY, last:TAG, best:TAG, min:TAG, max:TAG. With --json: a 'columns' object per run.")
 
 
+def _complete_keys(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of the last key of ``--columns a,b,c`` / ``--sort a,-b``: the fixed keys and the prefixes
+    ``cfg.``, ``last:``, ``best:``, ``min:``, ``max:``."""
+    from ..report.ls_columns import FIXED, METRIC_KINDS
+
+    head, comma, last = incomplete.rpartition(",")
+    sign = "-" if last.startswith("-") else ""
+    keys = [*FIXED, "cfg.", *(f"{kind}:" for kind in METRIC_KINDS)]
+    return [f"{head}{comma}{sign}{key}" for key in keys if key.startswith(last[len(sign):])]
+
+
 def _usage(option: str, message: str) -> click.BadParameter:
     return click.BadParameter(message, param_hint=f"'{option}'")
 
@@ -23,10 +34,11 @@ def _usage(option: str, message: str) -> click.BadParameter:
 @click.argument("roots", nargs=-1, type=click.Path())
 @discovery_options
 @click.option("--filter", "filters", multiple=True, metavar="EXPR", help=FILTER_HELP)
-@click.option("--sort", "sorts", multiple=True, metavar="KEY[,KEY]", help=SORT_HELP)
+@click.option("--sort", "sorts", multiple=True, metavar="KEY[,KEY]", help=SORT_HELP, shell_complete=_complete_keys)
 @click.option("--reverse", is_flag=True, help="Turn every --sort key's direction (without --sort: the listing "
                                                 "reversed).")
-@click.option("--columns", "column_specs", multiple=True, metavar="A,B,C", help=COLUMNS_HELP)
+@click.option("--columns", "column_specs", multiple=True, metavar="A,B,C", help=COLUMNS_HELP,
+              shell_complete=_complete_keys)
 @json_option
 def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, ...], reverse: bool,
             column_specs: tuple[str, ...], as_json: bool) -> None:
