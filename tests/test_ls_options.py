@@ -86,7 +86,7 @@ def test_sort_by_a_metric_descending_puts_runs_without_it_last(every_run: dict[s
 
 def test_sort_on_fixed_fields_and_the_best_metric() -> None:
     plain = [run["path"] for run in ls_json(*PATHS)]
-    assert [run["path"] for run in ls_json(*PATHS, "--reverse")] == plain[::-1] and len(plain) == len(PATHS)
+    assert [run["path"] for run in ls_json(*PATHS, "--reverse")] == plain[::-1] and len(plain) == len(PATHS) + 1
     runs = ls_json(*PATHS, "--sort", "-attempts,path")
     keys = [(-run["attempts"], run["path"]) for run in runs]
     assert keys == sorted(keys)
