@@ -7,7 +7,8 @@ import click
 from ._common import discovery_options, json_option, print_runs_table, stderr, stream_many
 
 FILTER_HELP = ("Keep the runs this matches (the UI's filter): text, !text, /regex/ on the path, kind, status, W&B ids "
-               "and finding codes, or cfg.KEY OP VALUE (OP: = == != > < >= <= ~) on the config. Repeat: all must match.")
+               "and finding codes, or cfg.KEY OP VALUE (OP: = == != > < >= <= ~) on the config. Repeat: all must "
+               "match.")
 SORT_HELP = ("Order by KEY[,KEY...] (a column key, see --columns); -KEY for descending. Runs without the value come "
              "last.")
 COLUMNS_HELP = ("The table's columns, e.g. path,status,cfg.lr,last:train/loss,best:val/acc. Keys: path name kind era "
