@@ -1,8 +1,9 @@
 """Benchmark: pimm-inspect's event-file reader against tensorboard's EventAccumulator, shape by shape.
 
 Usage: python bench/bench_tb_events.py [--events 1000000] [--repeat 3] [--rows mixed_tbx,tf2_f32] [--skip-accumulator]
+                                      [--data-dir DIR]
 
-Generates one event file per row into bench/_data/ (once per size) with the writers of
+Generates one event file per row into bench/_data/ (or ``--data-dir``; once per size) with the writers of
 fixtures/gen_tb_shapes.py (tensorboardX, torch SummaryWriter, tensorboard's own writer, the
 TF2 tf.summary.scalar layout, TF1-style multi-value events, scalars interleaved with histograms,
 images, text and a graph), then times each reader in a fresh process (imports included, the
@@ -89,9 +90,13 @@ def generate(directory: Path, events: int, tags: int) -> Path:
     return shapes.tbx_scalars(directory, events // tags, tuple(f"train/metric_{i:02d}" for i in range(tags)))
 
 
+DATA = HERE / "_data"
+"""Where inputs are generated (``--data-dir``)."""
+
+
 def _input(row: Row, events: int) -> Path:
-    """The row's event file for ``events`` points, generated once into bench/_data/."""
-    directory = HERE / "_data" / f"{row.name}_{events}"
+    """The row's event file for ``events`` points, generated once into ``DATA``."""
+    directory = DATA / f"{row.name}_{events}"
     found = sorted(directory.glob("events.out.tfevents.*")) if directory.is_dir() else []
     if found:
         return found[0]
@@ -189,8 +194,13 @@ def main() -> int:
     parser.add_argument("--repeat-reference", type=int, default=1, help="runs of EventAccumulator (median)")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows: " + ", ".join(ROWS))
     parser.add_argument("--skip-accumulator", action="store_true", help="do not time EventAccumulator")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="generate and reuse inputs here (default bench/_data/; e.g. a shared folder outside git)")
     add_option(parser)
     args = parser.parse_args()
+    global DATA
+    if args.data_dir is not None:
+        DATA = args.data_dir
 
     header = (f"| {'row':46} | {'MB':>6} | {'points':>10} | {'ours s':>7} | {'ours CPU s':>10} | {'ours MiB':>8} | "
               f"{'EventAcc s':>10} | {'EA CPU s':>8} | {'EA MiB':>6} | {'x ours':>6} | {'x CPU':>6} | "
