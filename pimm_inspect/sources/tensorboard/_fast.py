@@ -65,8 +65,19 @@ def distinct_rows(block: np.ndarray, varying: np.ndarray) -> tuple[list[bytes], 
     columns = np.flatnonzero(varying)
     if columns.shape[0] == 0 or count == 1:
         return [block[0].tobytes()], np.zeros(count, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    low, span = int(columns[0]), int(columns[-1]) - int(columns[0]) + 1
+    # The bytes from the first to the last differing column, as 64-bit words: exact keys to compare.
+    words = np.zeros((count, (span + 7) // 8), dtype=np.uint64)
+    words.view(np.uint8).reshape(count, -1)[:, :span] = block[:, low : low + span]
+    few = _few_distinct(words)
+    if few is not None:  # the usual case: a few tags (one, or a few of one name length)
+        index, first_rows = few
+        return [block[row].tobytes() for row in first_rows.tolist()], index, first_rows
     part = block[:, columns]
-    if columns.shape[0] <= 8:
+    if words.shape[1] == 1:
+        key = words[:, 0]
+        exact = True
+    elif columns.shape[0] <= 8:
         key = np.zeros(count, dtype=np.uint64)  # exact: the differing bytes packed into one integer
         for i in range(columns.shape[0]):
             key |= part[:, i].astype(np.uint64) << np.uint64(8 * i)
@@ -97,6 +108,30 @@ def distinct_rows(block: np.ndarray, varying: np.ndarray) -> tuple[list[bytes], 
     lookup[used] = np.arange(used.shape[0])
     first_rows = first[used]
     return [block[row].tobytes() for row in first_rows.tolist()], lookup[slot], first_rows
+
+
+FEW = 8
+"""Up to this many distinct keys are found by comparing with each one in turn (a few tags of one name length)."""
+
+
+def _few_distinct(words: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(index per row, first row per distinct) of (N, W) key words holding at most ``FEW`` distinct rows, else None."""
+    index = np.zeros(words.shape[0], dtype=np.int64)
+    left = np.ones(words.shape[0], dtype=bool)
+    firsts: list[int] = []
+    row = 0
+    for number in range(FEW):
+        same = words[:, 0] == words[row, 0]
+        for word in range(1, words.shape[1]):
+            same &= words[:, word] == words[row, word]
+        if number:
+            index[same] = number
+        firsts.append(row)
+        left &= ~same
+        row = int(np.argmax(left))
+        if not left[row]:
+            return index, np.array(firsts, dtype=np.int64)
+    return None
 
 
 def _names(raw: list[bytes]) -> list[str | None]:
