@@ -51,6 +51,11 @@ class Row:
     max_seconds: float | None = None
     max_rss_mib: float | None = None
     reference: bool = True
+    cache: str | None = None
+    """cold or warm: the file opened through the session's read cache with a disk cache (cold: an empty one, the
+    entry written; warm: the entry a cold open left), against the same open with the cache off."""
+    same_input: str | None = None
+    """The row whose generated file this row reads (None: its own)."""
 
 
 def _tenfold(directory: Path, events: int) -> Path:
@@ -82,6 +87,11 @@ ROWS: dict[str, Row] = {row.name: row for row in [
         lambda d, n: shapes.interleaved(d, n // 20), 25),
     Row("mixed_10x", "10x the mixed tensorboardX points",
         lambda d, n: _tenfold(d, n * 10), None, max_seconds=10.0, max_rss_mib=1536, reference=False),
+    Row("mixed_10x_cold", "10x mixed points, first open, default cache",
+        lambda d, n: _tenfold(d, n * 10), None, max_seconds=3.0, max_rss_mib=400, cache="cold",
+        same_input="mixed_10x"),
+    Row("mixed_10x_warm", "10x mixed points, open again, cache warm",
+        lambda d, n: _tenfold(d, n * 10), None, cache="warm", same_input="mixed_10x"),
 ]}
 
 
@@ -96,6 +106,8 @@ DATA = HERE / "_data"
 
 def _input(row: Row, events: int) -> Path:
     """The row's event file for ``events`` points, generated once into ``DATA``."""
+    if row.same_input:
+        row = ROWS[row.same_input]
     directory = DATA / f"{row.name}_{events}"
     found = sorted(directory.glob("events.out.tfevents.*")) if directory.is_dir() else []
     if found:
@@ -118,7 +130,16 @@ def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 started, cpu_started = time.perf_counter(), cpu()
-if reader == "ours":
+if reader == "ours" and len(sys.argv) > 3:  # through the session's read cache, as `show` opens the file
+    from pathlib import Path
+    from pimm_inspect.session.store.cache import ReadCache
+    from pimm_inspect.session.store.disk_cache import DiskCache
+    folder = sys.argv[3]
+    cache = ReadCache(disk=None if folder == "off" else DiskCache(Path(folder)))
+    result = cache.event_file(Path(path), path.rsplit("/", 1)[-1]).value
+    columns = {tag: (s.steps, s.values) for tag, s in result.series.items()}
+    findings = [f.code for f in result.findings]
+elif reader == "ours":
     from pimm_inspect.sources.tensorboard.reader import read_event_file
     result = read_event_file(path, path.rsplit("/", 1)[-1])
     columns = {tag: (s.steps, s.values) for tag, s in result.series.items()}
@@ -148,18 +169,31 @@ print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "rss_mib": pea
 """
 
 
-def _run(reader: str, path: Path) -> dict:
-    """One reader over one file in a fresh process."""
-    done = subprocess.run([sys.executable, "-c", CHILD, reader, str(path)], capture_output=True, text=True,
+def _run(reader: str, path: Path, cache_dir: str | None = None) -> dict:
+    """One reader over one file in a fresh process (ours: through the read cache, ``cache_dir`` or off)."""
+    extra = [cache_dir] if cache_dir is not None else []
+    done = subprocess.run([sys.executable, "-c", CHILD, reader, str(path), *extra], capture_output=True, text=True,
                           cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{reader} failed on {path}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout)
 
 
-def _median(reader: str, path: Path, repeat: int) -> dict:
+def _cached(path: Path, mode: str) -> dict:
+    """One open through the read cache: cold (an empty cache directory) or warm (the entry a cold open wrote)."""
+    import tempfile
+
+    if mode == "off":
+        return _run("ours", path, "off")
+    with tempfile.TemporaryDirectory(prefix="pimm-tb-cache-") as folder:
+        if mode == "warm":
+            _run("ours", path, folder)
+        return _run("ours", path, folder)
+
+
+def _median(reader: str, path: Path, repeat: int, cache: str | None = None) -> dict:
     """Median seconds (and the largest peak RSS) of ``repeat`` fresh-process runs."""
-    runs = [_run(reader, path) for _ in range(repeat)]
+    runs = [_cached(path, cache) if cache else _run(reader, path) for _ in range(repeat)]
     out = dict(runs[-1])
     out["seconds"] = statistics.median(r["seconds"] for r in runs)
     out["cpu_seconds"] = statistics.median(r["cpu_seconds"] for r in runs)
@@ -179,11 +213,14 @@ def _agrees(ours: dict, theirs: dict) -> bool:
 
 
 def figure(row: Row, size: int, ours: dict, theirs: dict | None, targets: list[str], ok: bool, ok_cpu: bool) -> Figure:
-    """One README row: our medians against EventAccumulator's (``theirs``; None when not timed), the row's targets."""
+    """One README row: our medians against EventAccumulator's (``theirs``; None when not timed), the row's targets;
+    a cache row against our own open with the cache off."""
+    reference = ("ours, cache off" if row.cache else "EventAccumulator") if theirs else None
+    note = f"peak {ours['rss_mib']:.0f} MiB" + (f" (cache off: {theirs['rss_mib']:.0f} MiB)" if row.cache and theirs
+                                                 else "")
     return Figure(f"{row.label}, {ours['points']:,} points, {size / 1e6:.0f} MB", ours["seconds"], ours["cpu_seconds"],
-                  "EventAccumulator" if theirs else None, theirs["seconds"] if theirs else None,
-                  theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu,
-                  note=f"peak {ours['rss_mib']:.0f} MiB")
+                  reference, theirs["seconds"] if theirs else None,
+                  theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu, note=note)
 
 
 def main() -> int:
@@ -211,9 +248,11 @@ def main() -> int:
     for name in args.rows.split(","):
         row = ROWS[name]
         path = _input(row, args.events)
-        ours = _median("ours", path, args.repeat)
+        ours = _median("ours", path, args.repeat, row.cache)
         theirs = None
-        if row.reference and not args.skip_accumulator:
+        if row.cache:  # the reference: the same open with the cache off
+            theirs = _median("ours", path, args.repeat, "off")
+        elif row.reference and not args.skip_accumulator:
             theirs = _median("accumulator", path, args.repeat_reference)
         ratio = theirs["seconds"] / ours["seconds"] if theirs else None
         cpu_ratio = theirs["cpu_seconds"] / ours["cpu_seconds"] if theirs else None

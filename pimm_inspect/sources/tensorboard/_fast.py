@@ -207,10 +207,32 @@ def _piece(payload: np.ndarray, rows: np.ndarray, layout: Layout, varying: np.nd
     return Piece(rows, walls, steps.view(np.int64), slots, len(layout.scalar_slots)), rows[:0]
 
 
-def decode_bucket(payload: np.ndarray, varying: np.ndarray) -> tuple[list[Piece], np.ndarray]:
+Known = list[tuple[Layout, np.ndarray, np.ndarray]]
+"""Layouts parsed before for one record length: (layout, its structural columns, the template's bytes there)."""
+MAX_KNOWN = 16
+"""Layouts kept per record length (a writer has a few; the earlier windows' are tried before parsing again)."""
+
+
+def _known_layout(row: np.ndarray, known: Known) -> Layout | None:
+    """A layout parsed before from a row whose structural bytes (and step varint width) equal ``row``'s: it decodes
+    ``row`` exactly as parsing ``row`` would (the condition every row of a bucket is decoded by)."""
+    for layout, columns, template in known:
+        if not np.array_equal(row[columns], template):
+            continue
+        k, col = layout.step_bytes, layout.step_col
+        if k and not (all(b >= 0x80 for b in row[col : col + k - 1].tolist())
+                      and int(row[col + k - 1]) <= (1 if k == 10 else 0x7F)):
+            continue
+        return layout
+    return None
+
+
+def decode_bucket(payload: np.ndarray, varying: np.ndarray, known: Known | None = None
+                  ) -> tuple[list[Piece], np.ndarray]:
     """Decode an (N, L) block of equal-length payloads; returns pieces and rows for protobuf.
 
-    ``varying`` marks the columns where some row differs from the first (``varying_columns``).
+    ``varying`` marks the columns where some row differs from the first (``varying_columns``); ``known`` holds
+    the layouts of earlier blocks of this length (reused, and added to).
     """
     count = payload.shape[0]
     pieces: list[Piece] = []
@@ -222,7 +244,12 @@ def decode_bucket(payload: np.ndarray, varying: np.ndarray) -> tuple[list[Piece]
         if remaining.shape[0] == 0:
             break
         template = int(remaining[0])
-        layout = parse_layout(payload[template].tobytes())
+        layout = _known_layout(payload[template], known) if known else None
+        if layout is None:
+            layout = parse_layout(payload[template].tobytes())
+            if layout is not None and known is not None and len(known) < MAX_KNOWN:
+                columns = np.flatnonzero(~layout.data_mask)
+                known.append((layout, columns, payload[template][columns].copy()))
         if layout is None:
             leftovers.append(remaining[:1])
             remaining = remaining[1:]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...arrays import unique_sorted
 from .._limits import TagCap
-from ._fast import Piece, decode_bucket
+from ._fast import Known, Piece, decode_bucket
 from ._slow import SlowResult, decode_slow
 from ._tfrecord import crc32c, group_crc32c, masked, varying_columns
 
@@ -99,6 +99,8 @@ class Accumulator:
     """Tag id -> its points so far, for tags past ``GROW_AT`` points (their ``parts`` hold only the newest ones)."""
     size_hint: int = 0
     """Bytes the read covers (to size a growing tag's arrays for the whole file)."""
+    layouts: dict[int, Known] = field(default_factory=dict)
+    """Record length -> layouts parsed in earlier windows (``_fast.decode_bucket`` tries them before parsing)."""
 
     def settle(self, bytes_done: int) -> None:
         """After a window: move the parts of big tags into their own arrays (see ``GROW_AT``)."""
@@ -206,7 +208,8 @@ def decode_window(buf, offsets: np.ndarray, lengths: np.ndarray, base: int, chec
             if records.shape[0] < MIN_BUCKET_ROWS:
                 slow_parts.append(records)
             else:
-                pieces, slow_rows = decode_bucket(block[:, 12 : 12 + length], varying[12 : 12 + length])
+                pieces, slow_rows = decode_bucket(block[:, 12 : 12 + length], varying[12 : 12 + length],
+                                                  acc.layouts.setdefault(length, []))
                 found += [(records, piece) for piece in pieces]
                 slow_parts.append(records[slow_rows])
         if bad.any():
