@@ -43,6 +43,7 @@ started = time.perf_counter()
 import duckdb
 imported = time.perf_counter()
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 rows = con.execute(sys.argv[1]).fetchall()
 done = time.perf_counter()
 print(json.dumps({"query_s": done - imported, "process_s": done - started, "rows": len(rows),
@@ -118,7 +119,7 @@ def main() -> int:
     for i in range(args.repeat + 1):
         done = subprocess.run([sys.executable, "-c", CHILD, sql], capture_output=True, text=True, env=env, check=True)
         if i:
-            samples.append(json.loads(done.stdout))
+            samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
     query_s = statistics.median(s["query_s"] for s in samples)
     process_s = statistics.median(s["process_s"] for s in samples)
     rows = samples[-1]["rows"]

@@ -46,10 +46,10 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
 
 
-def _rows(out: Path, table: str) -> list[tuple]:
+def _rows(out: Path, table: str, hive: bool = True) -> list[tuple]:
     """Every row of a table, sorted, without the export timestamp (the only column that differs between exports)."""
     con = duckdb.connect()
-    relation = f"read_parquet('{out}/{table}/*/*.parquet', hive_partitioning = true, union_by_name = true)"
+    relation = f"read_parquet('{out}/{table}/*/*.parquet', hive_partitioning = {str(hive).lower()})"
     columns = [c for (c, *_rest) in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall() if c != "exported_at"]
     rows = con.execute(f"SELECT {', '.join(columns)} FROM {relation}").fetchall()
     return sorted(rows, key=repr)
@@ -154,3 +154,40 @@ def test_a_folder_with_other_files_is_still_refused_and_bad_shards_are_usage_err
     csv = CliRunner().invoke(cli, ["export", str(RUNS / "e2_clean"), "--shard", "0/2"])
     assert csv.exit_code == 2 and "--shard is for the Parquet dataset" in csv.stderr
     assert not (tmp_path / "ds").exists()
+
+
+def _compact_rows(out: Path, table: str) -> list[tuple]:
+    con = duckdb.connect()
+    columns = [c for (c, *_rest) in con.execute(f"DESCRIBE SELECT * FROM '{out}/{table}.parquet'").fetchall()
+               if c != "exported_at"]
+    return sorted(con.execute(f"SELECT {', '.join(columns)} FROM '{out}/{table}.parquet'").fetchall(), key=repr)
+
+
+def test_compact_tables_hold_the_partitions_rows_and_never_go_stale(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    out = tmp_path / "ds"
+    victim = tmp_path / "victim.parquet"
+    victim.write_text("precious\n")
+    export = ["--no-cache", "export", str(root), "--format", "parquet", "-o", str(out)]
+    assert CliRunner().invoke(cli, [*export, "--shard", "0/2"]).exit_code == 0
+    out.joinpath("runs.parquet").symlink_to(victim)  # a planted link is replaced, never written through
+    merged = CliRunner().invoke(cli, [*export, "--compact"])
+    assert merged.exit_code == 0 and "compact tables rebuilt" in merged.stderr, merged.stderr
+    assert victim.read_text() == "precious\n"
+    for table in TABLES:
+        assert _compact_rows(out, table) == _rows(out, table, hive=False), table
+    # The README's query gives the same answer over the compact files as over the partitions.
+    parts = "read_parquet('{0}/{1}/*/*.parquet', hive_partitioning = true)"
+    query = ("SELECT r.run_id, s.step, s.value FROM {runs} AS r JOIN {scalars} AS s USING (run_id) "
+             "WHERE s.tag = 'val/mIoU' QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY s.step DESC) = 1 "
+             "ORDER BY run_id")
+    over_parts = duckdb.sql(query.format(runs=parts.format(out, "runs"), scalars=parts.format(out, "scalars")))
+    over_compact = duckdb.sql(query.format(runs=f"'{out}/runs.parquet'", scalars=f"'{out}/scalars.parquet'"))
+    assert over_parts.fetchall() == over_compact.fetchall() != []
+    # An export that changes the partitions without --compact removes them; so does a shard.
+    assert CliRunner().invoke(cli, export).exit_code == 0
+    assert not any(out.glob("*.parquet"))
+    assert CliRunner().invoke(cli, [*export, "--compact"]).exit_code == 0 and (out / "scalars.parquet").is_file()
+    assert CliRunner().invoke(cli, [*export, "--shard", "1/2"]).exit_code == 0
+    assert not any(out.glob("*.parquet"))
+    assert CliRunner().invoke(cli, [*export, "--shard", "1/2", "--compact"]).exit_code == 2

@@ -36,6 +36,7 @@ from ..load.safe import load_reusable
 from ..model import Finding, Run, Severity
 from ..report.dataset import (DATASET_VERSION, TABLES, attempts_table, findings_table, run_tables, runs_table,
                               schema)
+from ..report.dataset_compact import has_compact, remove_compact, write_compact
 from ..report.safe_text import name_text
 from ..report.dataset_store import (DatasetProblem, DatasetState, Manifest, RunEntry, encode_partition,
                                     has_partitions, locked, part_name, read_dataset, remove_part, remove_partitions,
@@ -53,6 +54,9 @@ class DatasetOptions:
     policy: str = "all"
     all_sources: bool = False
     prune: bool = False
+    compact: bool = False
+    """Rebuild the compact copy (``report.dataset_compact``: one file per table) at the end; without it, an export
+    that changes the partitions removes the compact files (they would show an older state)."""
 
     def as_json(self) -> dict[str, object]:
         """The options that decide the tables' content (stored in the manifest)."""
@@ -77,6 +81,12 @@ class DatasetReport:
     """Partition folders of pruned runs that still held other files (left alone)."""
     seen: set[str] = field(default_factory=set)
     """Partition values of the runs found under ROOT (of this shard)."""
+    compacted: bool = False
+    """The compact files were rebuilt."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.rewritten or self.pruned)
 
 
 def _inside(path: str, top: str) -> bool:
@@ -165,7 +175,10 @@ def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: Dataset
     check_target(out, run_dirs)
     state = read_dataset(out)  # refuses a directory that is not a dataset before anything (even the lock) is made
     if shard is not None:
+        remove_compact(out)  # the partitions are about to change; only the merge rebuilds the compact files
         return _export_shard(root, run_dirs, out, options, progress, cache, shard, state)
+    if not options.compact:
+        remove_compact(out)
     with locked(out):
         state = read_dataset(out)
         manifest, reason = _merged(state, os.path.realpath(root), options, out)
@@ -181,6 +194,9 @@ def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: Dataset
         write_manifest(out, manifest)
         for part in state.parts:  # merged: the manifest lists their runs now
             remove_part(out, part)
+        if options.compact and (report.changed or state.parts or not has_compact(out)):
+            write_compact(out, manifest.runs)
+            report.compacted = True
     return report
 
 
