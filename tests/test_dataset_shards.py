@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -184,6 +185,9 @@ def test_compact_tables_hold_the_partitions_rows_and_never_go_stale(tmp_path: Pa
     over_parts = duckdb.sql(query.format(runs=parts.format(out, "runs"), scalars=parts.format(out, "scalars")))
     over_compact = duckdb.sql(query.format(runs=f"'{out}/runs.parquet'", scalars=f"'{out}/scalars.parquet'"))
     assert over_parts.fetchall() == over_compact.fetchall() != []
+    section = (REPO / "README.md").read_text().split("## Parquet dataset", 1)[1]
+    first, second = (q.replace("runs_dataset/", f"{out}/") for q in re.findall(r"```sql\n(.*?)```", section, re.S)[:2])
+    assert duckdb.sql(first).fetchall() == duckdb.sql(second).fetchall()  # the README's two queries agree
     # An export that changes the partitions without --compact removes them; so does a shard.
     assert CliRunner().invoke(cli, export).exit_code == 0
     assert not any(out.glob("*.parquet"))
