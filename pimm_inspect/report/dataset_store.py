@@ -1,6 +1,6 @@
 """The Parquet dataset on disk: partition names, atomic partition writes, the manifest, the lock.
 
-Layout: ``DIR/<table>/run=<value>/part-0.parquet`` for each of the four tables and each run, plus
+Layout: ``DIR/<table>/run=<value>/part-0.parquet`` for each of the five tables and each run, plus
 ``DIR/_pimm_inspect_manifest.json`` (what each run was written from), ``DIR/.pimm-inspect.lock`` and, after a
 sharded export (``--shard K/N``), one manifest part per shard, ``DIR/_pimm_inspect_manifest-K-of-N.json``, which the
 next unsharded export merges into the manifest. Names that
