@@ -175,13 +175,12 @@ def export_dataset(root: Path, run_dirs: list[Path], out: Path, options: Dataset
     check_target(out, run_dirs)
     state = read_dataset(out)  # refuses a directory that is not a dataset before anything (even the lock) is made
     if shard is not None:
-        remove_compact(out)  # the partitions are about to change; only the merge rebuilds the compact files
         return _export_shard(root, run_dirs, out, options, progress, cache, shard, state)
-    if not options.compact:
-        remove_compact(out)
     with locked(out):
         state = read_dataset(out)
         manifest, reason = _merged(state, os.path.realpath(root), options, out)
+        if not options.compact:
+            remove_compact(out)  # the partitions may change: compact files would show an older state
         report = DatasetReport(rewrite_all=reason)
         if state.main is None and not state.parts:
             write_manifest(out, manifest)  # from now on DIR is a dataset, even if this export is interrupted
@@ -208,6 +207,7 @@ def _export_shard(root: Path, run_dirs: list[Path], out: Path, options: DatasetO
     index, count = shard
     real_root = os.path.realpath(root)
     known, reason = _merged(state, real_root, options, out)
+    remove_compact(out)  # the partitions are about to change; only the merge rebuilds the compact files
     name = part_name(shard)
     own = next((p.manifest for p in state.parts if p.name == name), None)
     part = Manifest(root=real_root, options=options.as_json(), shard=shard,
