@@ -59,8 +59,8 @@ def command(run: str, fmt: str, output: str | None, tags: tuple[str, ...], polic
     "Infinity", "-Infinity"; a missing wall_time or attempt is null.
 
     With --format parquet and -o DIR (not ending in .parquet), every run under RUN goes into a
-    Hive-partitioned dataset: DIR/<table>/run=<id>/part-0.parquet for the tables runs, attempts, findings
-    and scalars. Exporting again rewrites only the runs whose files changed and adds new ones; runs no
+    Hive-partitioned dataset: DIR/<table>/run=<id>/part-0.parquet for each of its tables (runs, attempts,
+    findings, checkpoints, scalars). Exporting again rewrites only the runs whose files changed and adds new ones; runs no
     longer under RUN are kept unless --prune.
 
     Without -o, CSV and JSON go to stdout when it is a pipe or a file (a terminal gets an error: give -o FILE,
