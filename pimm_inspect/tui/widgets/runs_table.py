@@ -285,6 +285,8 @@ class RunsTable(DataTable):
 
     def _visible(self, key: str) -> bool:
         text = "" if filter_error(self.filter_text) else self.filter_text  # an invalid regex filters nothing
+        if not text.strip() or text.strip() == "!":
+            return True  # no filter: no row's findings or config is looked at (a cached row's stay encoded)
         if self._predicate is None or self._predicate[0] != text:
             self._predicate = (text, compile_run_filter(text))
         return self._predicate[1](self._haystack(key), self.runs.get(key))
@@ -353,7 +355,8 @@ class RunsTable(DataTable):
                      "status": data_text(quick.status or WAITING, newlines=False), "att": attempts_seen(quick),
                      "step": last_step_seen(quick), "findings": reading}
             return tuple(known.get(c.key, "") for c in columns)
-        worst = max((f.severity for f in run.findings), default=None)
+        counts = severity_counts(run)
+        worst = max((s for s, n in counts.items() if n), default=None)
         style = {Severity.ERROR: "runs--error", Severity.WARNING: "runs--warning"}.get(worst) if worst is not None \
             else None
         rich_style = self.style_of(style) if style else ""
