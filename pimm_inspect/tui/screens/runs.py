@@ -150,7 +150,6 @@ class RunsScreen(Screen):
 
         (Widths grown cell by cell while runs arrived depend on arrival order; a fresh layout does not.)
         """
-        self.table.streaming = False
         self._relayout(fresh=True)
 
     def show_problem(self, text: str) -> None:
@@ -254,7 +253,6 @@ class RunsScreen(Screen):
         """Look for new runs and read every run again (a live run reads only what it appended)."""
         self.status.progress = "refreshing…"
         self.status.refreshed = True
-        self.table.streaming = True
         self._status()
         self.post_message(self.Refresh())
 

@@ -71,8 +71,9 @@ ARROWS = {"asc": "▲", "desc": "▼"}
 MARK = "●"
 STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "last log": 20, "wandb": 8,
                     "findings": 8}
-"""Column widths while runs are still being read: room for the usual values (``tensorboard``, ``finished``,
-``mIoU 0.7458``), so arriving rows seldom need a new layout; the final layout measures the rows alone."""
+"""The least width of each column: room for the usual values (``tensorboard``, ``finished``, ``mIoU 0.7458``), kept
+while runs are read and after, so arriving rows seldom need a new layout and no column jumps when the last (big)
+run's row arrives and the final layout measures every row (a column only ever widens for a longer value)."""
 RELAYOUT_S = 0.25
 MEASURE_ROW_S = 0.0005
 """What Textual's measuring of one laid-out row costs after a flush (about; 10 cells)."""
@@ -114,8 +115,6 @@ class RunsTable(DataTable):
         """True when rows were added since the last layout."""
         self._last_flush = 0.0
         self._interval = RELAYOUT_S
-        self.streaming = True
-        """True while runs are still being read (columns get room for the usual values)."""
 
     class Flushed(Message):
         """Rows changed on screen (the screen updates its status line and preview)."""
@@ -237,8 +236,9 @@ class RunsTable(DataTable):
             self.clear(columns=True)
             widths = []
             for i, (column, label) in enumerate(zip(columns, labels)):
-                # Widths from every row at once, so the layout never depends on the order runs arrived in.
-                least = STREAMING_WIDTHS.get(column.key, 0) if self.streaming and not fresh else 0
+                # Widths from every row at once, so the layout never depends on the order runs arrived in, and never
+                # below the reserved width (a finished read must not make the other columns jump).
+                least = STREAMING_WIDTHS.get(column.key, 0)
                 widths.append(1 if column is MARK_COLUMN else
                               max([cell_len(label), least] + [cell_len(str(r[i])) for r in rows]))
             if "top finding" not in wanted and "run" in wanted:
