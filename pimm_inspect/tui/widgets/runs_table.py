@@ -234,17 +234,21 @@ class RunsTable(DataTable):
             self.clear()  # keep the columns and their measured widths: only the rows are re-laid
         else:
             self.clear(columns=True)
-            widths = []
+            measured, widths = [], []
             for i, (column, label) in enumerate(zip(columns, labels)):
-                # Widths from every row at once, so the layout never depends on the order runs arrived in, and never
-                # below the reserved width (a finished read must not make the other columns jump).
-                least = STREAMING_WIDTHS.get(column.key, 0)
-                widths.append(1 if column is MARK_COLUMN else
-                              max([cell_len(label), least] + [cell_len(str(r[i])) for r in rows]))
+                # Widths from every row at once, so the layout never depends on the order runs arrived in, and not
+                # below the reserved width (a finished read must not make the other columns jump) where there is room.
+                measured.append(1 if column is MARK_COLUMN else
+                                max([cell_len(label)] + [cell_len(str(r[i])) for r in rows]))
+                widths.append(max(measured[-1], STREAMING_WIDTHS.get(column.key, 0)))
             if "top finding" not in wanted and "run" in wanted:
                 # The names get exactly what the other columns, as measured, leave: never a sideways scroll.
                 at = wanted.index("run")
                 room = self._table_width() - sum(w + 2 for i, w in enumerate(widths) if i != at) - 2 - SCROLLBAR
+                for i in reversed(range(len(widths))):  # a narrow terminal: the names' least room before reserves
+                    back = min(widths[i] - measured[i], max(0, MIN_NAME - room)) if i != at else 0
+                    widths[i] -= back
+                    room += back
                 self._name_room = (self._width(), max(room, MIN_NAME))
                 rows = [row[:at] + (self._name_cell(key),) + row[at + 1:] for key, row in zip(keys, rows)]
                 widths[at] = max([cell_len(labels[at])] + [cell_len(str(r[at])) for r in rows])
