@@ -155,7 +155,9 @@ class TablePass:
                 self.paths.append(path)
                 batch.append(path)
                 early = len(self.paths) <= FIRST_ROWS
-                if early or time.monotonic() - sent > FOUND_BATCH_S:  # one message per batch on a big tree
+                # One message per batch on a big tree, less often the more runs the table holds (every batch costs
+                # the table a pass over all names: 10,000 runs arrive in tens of batches, not hundreds).
+                if early or time.monotonic() - sent > FOUND_BATCH_S * max(1.0, len(self.paths) / 1000):
                     self._found(batch, early)
                     batch, sent = [], time.monotonic()
                 if early:

@@ -18,6 +18,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable
@@ -213,6 +214,15 @@ class RunsTable(DataTable):
         widths = [c.width for c in self.ordered_columns]
         return any(cell_len(str(v)) > w for v, w in zip(self.cells(key)[1:], widths[1:]))
 
+    def settle(self) -> None:
+        """Every run is read: show what waits, then put the rows in sort order. Sorted by name (known from discovery)
+        they are in order already, so a tree of 10,000 runs is not laid out once more; widths stay (they only ever
+        grow for a longer value, ``STREAMING_WIDTHS``)."""
+        if self.flush_pending:
+            self.flush()
+        if self.sort_key != "run":
+            self.relayout()
+
     def relayout(self, fresh: bool = False) -> None:
         """Lay the rows out now, in sort order; ``fresh``: columns too, widths measured from every row."""
         if self._timer is not None:
@@ -258,6 +268,18 @@ class RunsTable(DataTable):
             self.add_row(*row, key=key)
         if current in keys:
             self.move_cursor(row=keys.index(current))
+
+    def _update_dimensions(self, new_rows: Iterable[Any]) -> None:
+        """Textual measures every cell of every row added (for columns that size themselves), seconds for 10,000
+        rows after each layout; here every column has the width ``relayout`` measured and every row is one line, so
+        only the scrollable size is set. (Textual 8.2's own method, pinned in pyproject, does the same when it finds
+        nothing to measure.)"""
+        if any(column.auto_width for column in self.columns.values()) or any(
+                row.auto_height or row.label is not None for row in self.rows.values()):
+            super()._update_dimensions(new_rows)
+            return
+        width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
+        self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
 
     def ordered_keys(self) -> list[str]:
         """Keys of the rows the filter lets through, in sort order."""
