@@ -385,7 +385,7 @@ def test_model_link_retargeted_to_the_same_moved_folder_is_never_a_stale_row(tmp
 
 
 def test_a_stored_row_decodes_its_detail_only_when_asked(tmp_path, monkeypatch):
-    """A warm ``ls --json`` reads each row's head only; the detail (findings, attempts, command, config) decodes on
+    """A warm ``ls --json`` reads each row's head only; the detail (findings, attempts, command, config, metrics) decodes on
     first use and then equals the fresh row's, through pickling and ``dataclasses.replace`` too."""
     import dataclasses
     import pickle
@@ -403,7 +403,7 @@ def test_a_stored_row_decodes_its_detail_only_when_asked(tmp_path, monkeypatch):
     assert built == [] and decoded == []  # the row came from the cache, its detail never decoded
     stored = Session().stored_rows([run])[run]
     assert isinstance(stored, row_cache.StoredRow) and decoded == []
-    assert stored.findings == fresh.findings and len(decoded) == 1 and fresh.findings  # one decode, for all four
+    assert stored.findings == fresh.findings and len(decoded) == 1 and fresh.findings  # one decode, for every detail field
     assert stored == fresh and fresh == stored and stored.config == fresh.config and stored.config
     again = pickle.loads(pickle.dumps(Session().stored_rows([run])[run]))
     assert again == fresh

@@ -61,7 +61,7 @@ def _builds(monkeypatch) -> list[Path]:
 
 
 def _decodes(monkeypatch) -> list[str]:
-    """Every stored row detail (findings, attempts, command, config) decoded from now on."""
+    """Every stored row detail (findings, attempts, command, config, metrics) decoded from now on."""
     decoded: list[str] = []
     real = codec.from_text
     monkeypatch.setattr(codec, "from_text", lambda text: decoded.append(text) or real(text))

@@ -6,7 +6,7 @@ as a change and when a result is never stored. A changed run is loaded again thr
 what changed is decoded.
 
 An entry is ``(made_s, deps, head, detail)``: the record's dependencies as one ``\\0``-joined string, the row
-without its detail (findings, attempts, command, config), and that detail as one encoded text kept as raw bytes
+without its detail (findings, attempts, command, config, per-tag metrics), and that detail as one encoded text kept as raw bytes
 (an array of the entry: not parsed when the entry is read). Reading a warm
 tree of 10,000 runs then decodes a few dozen values per run; the detail of a row is decoded the first time
 something asks for it (``StoredRow``): ``ls --json`` and the runs table's columns never do.
@@ -38,7 +38,7 @@ ROW_CODE = ("analysis",)
 RowBuild = Callable[[Path], tuple[RunRow, bool]]
 """Load and analyse one run: (its row, whether the row may be stored)."""
 
-DETAIL = ("findings", "attempt_facts", "command", "config")
+DETAIL = ("findings", "attempt_facts", "command", "config", "metrics")
 """The fields of a row stored apart, as one text decoded on first use (most of a row's bytes)."""
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunRow))
 _HEAD = tuple(name for name in _FIELDS if name not in DETAIL)
@@ -83,7 +83,7 @@ def _detail_field(name: str) -> property:
         try:
             return slot.__get__(row, RunRow)
         except AttributeError:
-            row._expand()  # the first use of any detail field decodes all four
+            row._expand()  # the first use of any detail field decodes them all
             return slot.__get__(row, RunRow)
 
     def put(row: StoredRow, value: Any) -> None:
