@@ -76,9 +76,9 @@ STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "l
 while runs are read and after, so arriving rows seldom need a new layout and no column jumps when the last (big)
 run's row arrives and the final layout measures every row (a column only ever widens for a longer value)."""
 RELAYOUT_S = 0.25
-MEASURE_ROW_S = 0.0005
-"""What Textual's measuring of one laid-out row costs after a flush (about; 10 cells)."""
-"""Rows arriving faster than this share one flush (a big table waits longer: four times its layout time)."""
+"""Rows arriving faster than this share one flush (a big table waits longer: four times its flush and redraw)."""
+RENDER_ROW_S = 0.002
+"""What drawing one row on screen costs after a flush (about; 10 cells): every change redraws the visible rows."""
 
 
 class RunsTable(DataTable):
@@ -200,9 +200,10 @@ class RunsTable(DataTable):
                     self.update_cell(key, column.key, value)
         self._dirty.clear()
         self._last_flush = time.monotonic()
-        # A big table takes longer to lay out: flush it less often, so the rows never hog the UI. Textual measures
-        # every cell of the rows laid out afterwards (when idle), outside this flush's own time: counted per row.
-        self._interval = max(RELAYOUT_S, 4 * (self._last_flush - started + self.row_count * MEASURE_ROW_S))
+        # A big table takes longer to lay out: flush it less often, so the rows never hog the UI. The screen redraws
+        # the visible rows afterwards (when idle), outside this flush's own time: counted per row on screen.
+        shown = min(self.row_count, max(self.size.height, 1))
+        self._interval = max(RELAYOUT_S, 4 * (self._last_flush - started + shown * RENDER_ROW_S))
         self.post_message(self.Flushed())
 
     def _moves(self, key: str) -> bool:
