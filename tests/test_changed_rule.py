@@ -317,7 +317,8 @@ def test_every_file_kind_change_is_read_again_by_both(case, tmp_path, monkeypatc
 # -- both callers keep the same record -----------------------------------------------------------------------
 
 def _row_deps(disk: disk_cache.DiskCache, run: Path) -> set[tuple[str, str, str]]:
-    stored = disk.get_value(row_cache.ROW_KIND, run.absolute(), "", row_cache.ROW_CODE)
+    stored = row_cache.stored_entry(disk, run.absolute())
+    assert stored is not None
     record = read_record.from_flat(stored[0], stored[1])
     assert record is not None
     return set(record.deps)

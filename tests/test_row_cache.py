@@ -231,11 +231,11 @@ def test_damaged_or_future_row_entries_are_ignored_and_rebuilt(tmp_path, monkeyp
     built = _builds(monkeypatch)
     assert _ls(run, "--json") == reference and built == [run.absolute()]
     assert entry.read_bytes() != good[:-7] + b"garbage"  # replaced by a valid entry
-    made_s, flat, row = disk.get_value(row_cache.ROW_KIND, run.absolute(), "", row_cache.ROW_CODE)
+    made_s, flat, row = row_cache.stored_entry(disk, run.absolute())
     assert row_cache.stored_row(disk, run.absolute()) == row
-    disk.put_value(row_cache.ROW_KIND, run.absolute(), "", (made_s, flat[:-1], row), row_cache.ROW_CODE)
+    row_cache.store_entry(disk, run.absolute(), made_s, flat[:-1], row)
     assert row_cache.stored_row(disk, run.absolute()) is None  # a dependency list cut short: damaged
-    disk.put_value(row_cache.ROW_KIND, run.absolute(), "", (made_s + 3600.0, flat, row), row_cache.ROW_CODE)
+    row_cache.store_entry(disk, run.absolute(), made_s + 3600.0, flat, row)
     assert row_cache.stored_row(disk, run.absolute()) is None  # made "in the future": the clock went back
 
 
@@ -382,3 +382,31 @@ def test_model_link_retargeted_to_the_same_moved_folder_is_never_a_stale_row(tmp
         (run / "model").symlink_to(elsewhere)
 
     _stored_then(run, retarget, monkeypatch, tmp_path)
+
+
+def test_a_stored_row_decodes_its_detail_only_when_asked(tmp_path, monkeypatch):
+    """A warm ``ls --json`` reads each row's head only; the detail (findings, attempts, command, config, metrics) decodes on
+    first use and then equals the fresh row's, through pickling and ``dataclasses.replace`` too."""
+    import dataclasses
+    import pickle
+
+    from pimm_inspect.session.store import codec
+
+    run = _copy("e2_requeued_twice", tmp_path)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    fresh = Session().row(run)  # cold: built and stored
+    decoded: list[str] = []
+    real = codec.from_text
+    monkeypatch.setattr(codec, "from_text", lambda text: decoded.append(text) or real(text))
+    built = _builds(monkeypatch)
+    reference = _ls(run, "--json")
+    assert built == [] and decoded == []  # the row came from the cache, its detail never decoded
+    stored = Session().stored_rows([run])[run]
+    assert isinstance(stored, row_cache.StoredRow) and decoded == []
+    assert stored.findings == fresh.findings and len(decoded) == 1 and fresh.findings  # one decode, for every detail field
+    assert stored == fresh and fresh == stored and stored.config == fresh.config and stored.config
+    again = pickle.loads(pickle.dumps(Session().stored_rows([run])[run]))
+    assert again == fresh
+    changed = dataclasses.replace(again, status="crashed")
+    assert changed.status == "crashed" and changed.attempt_facts == fresh.attempt_facts
+    assert _ls(run, "--json") == reference

@@ -37,8 +37,12 @@ path really leads (a link retargeted to the same moved folder changes no stat, b
 
 def valid_deps(deps: Any) -> bool:
     """True for a stored dependency list: a tuple of (kind, path, fingerprint) string triples."""
-    return isinstance(deps, tuple) and all(
-        isinstance(d, tuple) and len(d) == 3 and all(type(x) is str for x in d) and d[0] in ("f", "d", "r") for d in deps)
+    return type(deps) is tuple and all(
+        type(d) is tuple and len(d) == 3 and type(d[0]) is str and d[0] in _KINDS and type(d[1]) is str
+        and type(d[2]) is str for d in deps)
+
+
+_KINDS = frozenset(("f", "d", "r"))
 
 
 _ACTIVE: list["Recorder"] = []

@@ -24,12 +24,13 @@ def load_safely(path: Path, cache: FileCache | None = None, now: float | None = 
         return failed_run(path, exc)
 
 
-def load_reusable(path: Path, cache: FileCache | None = None) -> tuple[Run, bool]:
-    """``load_safely`` (no progress, through ``cache``) plus whether the result may be reused while the files it
-    was read from stay the same (``read_record``): False for a live run (the clock alone changes its status) and a
-    failed load. What ``ls`` rows and the Parquet export are made from."""
+def load_reusable(path: Path, cache: FileCache | None = None, now: float | None = None,
+                  progress: ReadTracker | None = None) -> tuple[Run, bool]:
+    """``load_safely`` plus whether the result may be reused while the files it was read from stay the same
+    (``read_record``): False for a live run (the clock alone changes its status) and a failed load. What ``ls`` rows,
+    the Parquet export and the runs table's rows of big runs (read in stages, with ``progress``) are made from."""
     try:
-        run, live = load_run_and_liveness(path, cache=cache)
+        run, live = load_run_and_liveness(path, now=now, cache=cache, progress=progress)
     except Exception as exc:  # as load_safely: a bug becomes an internal.load-failed finding, never a traceback
         return failed_run(path, exc), False
     return run, not live

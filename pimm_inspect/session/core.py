@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import analyze
+from ..analysis.summary import run_row
 from ..evidence import RunRow
 from ..load.discover import classify_dir, iter_runs, run_containing
 from ..load.progress import ReadTracker
@@ -27,7 +28,7 @@ from .settings import Settings
 from .staged import CachingLoader, StageCallback
 from .store.cache import ReadCache
 from .store.disk_cache import DiskCache
-from .store.row_cache import stored_row
+from .store.row_cache import build_and_store, stored_row
 from .store.trust import directory_problem
 
 if TYPE_CHECKING:
@@ -187,6 +188,19 @@ class Session:
         done); raises ``LoadCancelled`` once ``cancelled()`` holds. A live run keeps its read cache for ``refresh``."""
         self.guard_cache([path])
         return self.staged.load(path, on_stage, cancelled)
+
+    def row_in_stages(self, path: Path, on_stage: StageCallback | None = None,
+                      cancelled: Callable[[], bool] | None = None) -> RunRow:
+        """The row of a run read now in stages (``stages``: the runs table reads a big run so, with progress), stored
+        in the row cache as ``rows`` stores one, so the next ``ls`` or runs table serves it from there."""
+        self.guard_cache([path])
+        root = Path(path).absolute()
+
+        def read() -> tuple[RunRow, bool]:
+            run, reusable = self.staged.load_here(root, on_stage, cancelled)
+            return run_row(run), reusable and self.staged.clock is None  # a test's fixed clock: never stored
+
+        return build_and_store(root, lambda _root: read(), self.disk)
 
     def glance(self, path: Path) -> RunGlance | None:
         """The quick stage alone (header facts from the listing, small documents and tails), None when it fails."""

@@ -25,7 +25,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 from ..analysis import analyze
 from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
-from ..load.safe import failed_run, load_safely
+from ..load.safe import failed_run, load_reusable
 from ..model import Run
 from .store.cache import ReadCache
 
@@ -182,6 +182,12 @@ class CachingLoader:
 
     def _load(self, path: Path, on_stage: StageCallback | None = None,
               cancelled: Callable[[], bool] | None = None) -> Run:
+        return self.load_here(path, on_stage, cancelled)[0]
+
+    def load_here(self, path: Path, on_stage: StageCallback | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> tuple[Run, bool]:
+        """``load`` in this process (never a prefetching child's), plus whether the result may be reused while
+        its files stay the same (``load.safe.load_reusable``: not live, not failed)."""
         emit = on_stage or (lambda _stage: None)
         now = self._now()
         _stop_if(cancelled)
@@ -194,7 +200,7 @@ class CachingLoader:
         with self._lock:
             cache = self.caches.get(key) or self.caches.setdefault(key, self.make_cache())
         try:
-            run = load_safely(path, cache=cache, now=now, progress=tracker)
+            run, reusable = load_reusable(path, cache=cache, now=now, progress=tracker)
         except LoadCancelled:
             with self._lock:
                 self.caches.pop(key, None)  # a cut-short read leaves no half state for the next one
@@ -207,9 +213,9 @@ class CachingLoader:
         emit(ReadDone(run))
         tracker.stage("analysing")
         try:
-            return analyze(run)
+            return analyze(run), reusable
         except Exception:  # analysis bugs already become findings per check; this guards the sort itself
-            return run
+            return run, False
 
 
 def guarded(loader: Loader, path: Path) -> Run:

@@ -65,7 +65,9 @@ def last_logged_cell(row: RunRow) -> str:
 
 
 def severity_counts(run: Run | RunRow) -> dict[Severity, int]:
-    """Number of findings per severity."""
+    """Number of findings per severity (a row's own counts: its findings themselves may still be encoded)."""
+    if isinstance(run, RunRow):
+        return {Severity.INFO: run.infos, Severity.WARNING: run.warnings, Severity.ERROR: run.errors}
     counts = {s: 0 for s in Severity}
     for f in run.findings:
         counts[f.severity] += 1

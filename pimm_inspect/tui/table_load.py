@@ -53,6 +53,11 @@ class RowSource(Protocol):
         """The rows of ``paths``, in order, read now (and stored, where the source has a cache)."""
         ...
 
+    def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
+        """The row of one big run, read now in stages (progress to ``on_stage``), stored where the source has a
+        cache; LoadCancelled once ``cancelled()`` holds."""
+        ...
+
 
 class SessionRows:
     """The session's rows: the cached ``RunRow``s of ``ls`` (what the app uses unless a test hands in a loader)."""
@@ -68,6 +73,9 @@ class SessionRows:
 
     def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
         return self.session.rows(paths)
+
+    def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
+        return self.session.row_in_stages(path, on_stage, cancelled)
 
 
 class LoaderRows:
@@ -85,6 +93,9 @@ class LoaderRows:
     def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
         for path in paths:
             yield run_row(load_in_stages(self.loader, path, cancelled=cancelled))
+
+    def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
+        return run_row(load_in_stages(self.loader, path, on_stage, cancelled))
 
 
 class TablePass:
@@ -144,7 +155,9 @@ class TablePass:
                 self.paths.append(path)
                 batch.append(path)
                 early = len(self.paths) <= FIRST_ROWS
-                if early or time.monotonic() - sent > FOUND_BATCH_S:  # one message per batch on a big tree
+                # One message per batch on a big tree, less often the more runs the table holds (every batch costs
+                # the table a pass over all names: 10,000 runs arrive in tens of batches, not hundreds).
+                if early or time.monotonic() - sent > FOUND_BATCH_S * max(1.0, len(self.paths) / 1000):
                     self._found(batch, early)
                     batch, sent = [], time.monotonic()
                 if early:
@@ -220,13 +233,13 @@ class TablePass:
         if self.owned(key):
             return
         try:
-            run = load_in_stages(self.loader, path, self._reporter(relative_name(path, self.shown_as)),
-                                 lambda: self.cancelled() or self.owned(key))
+            row = self.rows.build_big(path, self._reporter(relative_name(path, self.shown_as)),
+                                      lambda: self.cancelled() or self.owned(key))
         except LoadCancelled:
             if self.cancelled():
                 raise
             return  # opened meanwhile: one read of a huge run at a time
-        self.post(RowLoaded(path, run_row(run)))
+        self.post(RowLoaded(path, row))  # stored in the row cache too: the next pass serves it from there
 
     def _count(self) -> None:
         self.done += 1

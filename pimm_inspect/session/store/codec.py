@@ -119,11 +119,39 @@ class _Encoder:
         raise NotCacheable(kind.__name__)
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+"""JSON values that decode to themselves."""
+_DECODABLE: dict[str, tuple[type, frozenset[str], frozenset[str]]] = {}
+"""Per stored type name of a dataclass: (class, field names, names its ``__init__`` takes); looked up once."""
+
+
+def _dataclass_of(name: Any) -> tuple[type, frozenset[str], frozenset[str]]:
+    known = _DECODABLE.get(name) if type(name) is str else None
+    if known is None:
+        cls = _lookup(name)
+        if not dataclasses.is_dataclass(cls):
+            raise BadEntry(f"fields of {name} do not match")
+        fields = dataclasses.fields(cls)
+        known = (cls, frozenset(f.name for f in fields), frozenset(f.name for f in fields if f.init))
+        if sys.modules.get(cls.__module__) is not None:
+            _DECODABLE[name] = known
+    return known
+
+
 class _Decoder:
     def __init__(self, arrays: list[np.ndarray]) -> None:
         self.arrays = arrays
 
     def dec(self, node: Any) -> Any:
+        kind = type(node)
+        # Exact JSON types first (a row of ``ls`` is hundreds of nodes: tuples, dataclasses and scalars).
+        if kind is str or kind is int or kind is float or kind is bool or node is None:
+            return node
+        if kind is dict and len(node) == 1:
+            items = node.get("t")
+            if type(items) is list:
+                dec = self.dec
+                return tuple([v if type(v) in _PLAIN else dec(v) for v in items])
         if node is None or isinstance(node, (bool, str, int, float)):
             return node
         if isinstance(node, list):
@@ -131,14 +159,15 @@ class _Decoder:
         if not isinstance(node, dict) or len(node) not in (1, 2):
             raise BadEntry("bad node")
         if "dc" in node:
-            cls = _lookup(node["dc"])
+            cls, names, init = _dataclass_of(node["dc"])
             fields = node.get("f")
-            names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else None
-            if names is None or not isinstance(fields, dict) or sorted(fields) != sorted(names):
+            if not isinstance(fields, dict) or len(fields) != len(names) or not names.issuperset(fields):
                 raise BadEntry(f"fields of {node['dc']} do not match")
-            init = {f.name for f in dataclasses.fields(cls) if f.init}
+            if len(init) == len(names):
+                dec = self.dec
+                return cls(**{k: v if type(v) in _PLAIN else dec(v) for k, v in fields.items()})
             obj = cls(**{k: self.dec(v) for k, v in fields.items() if k in init})
-            for k in set(names) - init:
+            for k in names - init:
                 object.__setattr__(obj, k, self.dec(fields[k]))
             return obj
         if "e" in node:
@@ -188,6 +217,26 @@ class _Decoder:
                 raise BadEntry("bad path")
             return Path(body)
         raise BadEntry(f"unknown tag {tag!r}")
+
+
+def to_text(value: Any) -> str:
+    """``value`` (no arrays) as one JSON text in this encoding: stored as a single string inside an entry, it costs
+    that entry's reader nothing until ``from_text`` decodes it (a row's findings and config, say)."""
+    encoder = _Encoder()
+    tree = encoder.enc(value)
+    if encoder.arrays:
+        raise NotCacheable("arrays in a text value")
+    return json.dumps(tree, allow_nan=False, separators=(",", ":"))
+
+
+def from_text(text: str) -> Any:
+    """The value ``to_text`` wrote; ``BadEntry`` when it does not decode."""
+    try:
+        return _Decoder([]).dec(json.loads(text))
+    except BadEntry:
+        raise
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
+        raise BadEntry(f"{type(exc).__name__}: {exc}") from None
 
 
 def encode(value: Any, header: dict[str, Any]) -> bytes:

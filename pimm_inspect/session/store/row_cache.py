@@ -4,17 +4,28 @@ A row is stored with the record of the load that made it and reused only while `
 ``read_record`` is the one rule of "has this run changed" (the Parquet export follows it too) and says what counts
 as a change and when a result is never stored. A changed run is loaded again through the per-file cache, so only
 what changed is decoded.
+
+An entry is ``(made_s, deps, head, detail)``: the record's dependencies as one ``\\0``-joined string, the row
+without its detail (findings, attempts, command, config, per-tag metrics), and that detail as one encoded text kept as raw bytes
+(an array of the entry: not parsed when the entry is read). Reading a warm
+tree of 10,000 runs then decodes a few dozen values per run; the detail of a row is decoded the first time
+something asks for it (``StoredRow``): ``ls --json`` and the runs table's columns never do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ...evidence import RunRow
 from ...load import read_record
+from . import codec
 from .disk_cache import DiskCache
 
 ROW_FORMAT = 2
@@ -27,14 +38,111 @@ ROW_CODE = ("analysis",)
 RowBuild = Callable[[Path], tuple[RunRow, bool]]
 """Load and analyse one run: (its row, whether the row may be stored)."""
 
+DETAIL = ("findings", "attempt_facts", "command", "config", "metrics")
+"""The fields of a row stored apart, as one text decoded on first use (most of a row's bytes)."""
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunRow))
+_HEAD = tuple(name for name in _FIELDS if name not in DETAIL)
+_SLOTS = {name: RunRow.__dict__[name] for name in _FIELDS}
+"""``RunRow``'s own slots for them (``StoredRow`` fills them when its detail is decoded)."""
+
+
+class StoredRow(RunRow):
+    """A ``RunRow`` read back from the cache: equal to the row stored, its detail decoded on first access.
+
+    Compares equal to a plain ``RunRow`` of the same values (and hashes alike); ``dataclasses.replace`` and pickling
+    work as on a plain one.
+    """
+
+    __slots__ = ("_detail",)
+
+    def _expand(self) -> None:
+        values = codec.from_text(object.__getattribute__(self, "_detail").tobytes().decode())
+        if not (isinstance(values, tuple) and len(values) == len(DETAIL)):
+            raise codec.BadEntry("a row's detail does not match its fields")
+        for name, value in zip(DETAIL, values):
+            _SLOTS[name].__set__(self, value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunRow):
+            return NotImplemented
+        return row_values(self) == row_values(other)
+
+    def __hash__(self) -> int:
+        return hash(row_values(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (to or from a worker process) with its detail still encoded."""
+        head = RunRow(**{name: getattr(self, name) for name in _HEAD})
+        return _unpacked, (head, object.__getattribute__(self, "_detail"))
+
+
+def _detail_field(name: str) -> property:
+    slot = _SLOTS[name]
+
+    def get(row: StoredRow) -> Any:
+        try:
+            return slot.__get__(row, RunRow)
+        except AttributeError:
+            row._expand()  # the first use of any detail field decodes them all
+            return slot.__get__(row, RunRow)
+
+    def put(row: StoredRow, value: Any) -> None:
+        slot.__set__(row, value)  # RunRow.__init__ (dataclasses.replace of a stored row) sets every field
+
+    return property(get, put, doc=f"``RunRow.{name}``, decoded from the stored detail on first use.")
+
+
+for _name in DETAIL:
+    setattr(StoredRow, _name, _detail_field(_name))
+
+
+def row_values(row: RunRow) -> tuple[Any, ...]:
+    """Every field of ``row``, in order (a stored row's detail decoded)."""
+    return tuple(getattr(row, name) for name in _FIELDS)
+
+
+def _packed(row: RunRow) -> tuple[RunRow, np.ndarray]:
+    """(the row without its detail, the detail's text as raw bytes: not parsed when the entry is read)."""
+    head = RunRow(**{name: getattr(row, name) for name in _HEAD})  # the detail fields at their defaults
+    text = codec.to_text(tuple(getattr(row, name) for name in DETAIL))
+    return head, np.frombuffer(text.encode(), dtype=np.uint8)
+
+
+def _unpacked(head: RunRow, detail: np.ndarray) -> StoredRow:
+    row = object.__new__(StoredRow)
+    for name in _HEAD:
+        _SLOTS[name].__set__(row, getattr(head, name))
+    object.__setattr__(row, "_detail", detail)
+    return row
+
+
+def store_entry(disk: DiskCache, root: Path, made_s: float, deps: tuple[str, ...], row: RunRow) -> None:
+    """Store ``row`` of the run at ``root`` with its read record (``made_s`` and ``read_record.flat`` parts)."""
+    try:
+        head, detail = _packed(row)
+    except (codec.NotCacheable, ValueError, TypeError, RecursionError):
+        return  # not storable: simply not cached
+    disk.put_value(ROW_KIND, root, "", (made_s, "\0".join(deps), head, detail), ROW_CODE)
+
+
+def stored_entry(disk: DiskCache, root: Path) -> tuple[float, tuple[str, ...], RunRow] | None:
+    """(made_s, ``read_record.flat`` parts, row) as stored for the run at ``root``, whatever changed since; None when
+    missing, damaged or foreign."""
+    stored = disk.get_value(ROW_KIND, root, "", ROW_CODE)
+    if not (isinstance(stored, tuple) and len(stored) == 4 and type(stored[0]) is float and type(stored[1]) is str
+            and type(stored[2]) is RunRow and isinstance(stored[3], np.ndarray) and stored[3].dtype == np.uint8
+            and stored[3].ndim == 1):
+        return None
+    made_s, deps, head, detail = stored
+    return made_s, tuple(deps.split("\0")) if deps else (), _unpacked(head, detail)
+
 
 def stored_row(disk: DiskCache, root: Path) -> RunRow | None:
     """The stored row of the run at ``root`` when nothing it was read from changed since, else None."""
-    stored = disk.get_value(ROW_KIND, root, "", ROW_CODE)
-    if not (isinstance(stored, tuple) and len(stored) == 3 and type(stored[0]) is float
-            and isinstance(stored[1], tuple) and isinstance(stored[2], RunRow)):
-        return None  # missing, damaged or foreign
-    made_s, flat, row = stored
+    entry = stored_entry(disk, root)
+    if entry is None:
+        return None
+    made_s, flat, row = entry
     record = read_record.from_flat(made_s, flat)
     if record is None or row.root != root:
         return None  # damaged, or a row of another path: never trusted
@@ -55,7 +163,7 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunR
         return build(root)[0]
     row, record = read_record.record_read(root, partial(build, root), str(disk.directory))
     if record.reusable:
-        disk.put_value(ROW_KIND, root, "", (record.started_s, read_record.flat(record), row), ROW_CODE)
+        store_entry(disk, root, record.started_s, read_record.flat(record), row)
     return row
 
 

@@ -146,12 +146,11 @@ class RunsScreen(Screen):
         self.status.set_progress(done, total, current)
 
     def resort(self) -> None:
-        """Every run is loaded: lay the table out afresh, in sort order, with column widths measured from all rows.
-
-        (Widths grown cell by cell while runs arrived depend on arrival order; a fresh layout does not.)
-        """
-        self.table.streaming = False
-        self._relayout(fresh=True)
+        """Every run is loaded: the rows in sort order (``RunsTable.settle``), the preview and status line with them."""
+        self.table.settle()
+        self.query_one(RunPreview).display = self.app.size.width >= PREVIEW_AT
+        self._preview()
+        self._status()
 
     def show_problem(self, text: str) -> None:
         """The load-error state: nothing to show, and why."""
@@ -254,7 +253,6 @@ class RunsScreen(Screen):
         """Look for new runs and read every run again (a live run reads only what it appended)."""
         self.status.progress = "refreshing…"
         self.status.refreshed = True
-        self.table.streaming = True
         self._status()
         self.post_message(self.Refresh())
 

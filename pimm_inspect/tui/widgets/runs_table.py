@@ -18,6 +18,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable
@@ -71,12 +72,13 @@ ARROWS = {"asc": "▲", "desc": "▼"}
 MARK = "●"
 STREAMING_WIDTHS = {"kind": 11, "status": 8, "att": 3, "step": 7, "best": 11, "last log": 20, "wandb": 8,
                     "findings": 8}
-"""Column widths while runs are still being read: room for the usual values (``tensorboard``, ``finished``,
-``mIoU 0.7458``), so arriving rows seldom need a new layout; the final layout measures the rows alone."""
+"""The least width of each column: room for the usual values (``tensorboard``, ``finished``, ``mIoU 0.7458``), kept
+while runs are read and after, so arriving rows seldom need a new layout and no column jumps when the last (big)
+run's row arrives and the final layout measures every row (a column only ever widens for a longer value)."""
 RELAYOUT_S = 0.25
-MEASURE_ROW_S = 0.0005
-"""What Textual's measuring of one laid-out row costs after a flush (about; 10 cells)."""
-"""Rows arriving faster than this share one flush (a big table waits longer: four times its layout time)."""
+"""Rows arriving faster than this share one flush (a big table waits longer: four times its flush and redraw)."""
+RENDER_ROW_S = 0.002
+"""What drawing one row on screen costs after a flush (about; 10 cells): every change redraws the visible rows."""
 
 
 class RunsTable(DataTable):
@@ -114,8 +116,6 @@ class RunsTable(DataTable):
         """True when rows were added since the last layout."""
         self._last_flush = 0.0
         self._interval = RELAYOUT_S
-        self.streaming = True
-        """True while runs are still being read (columns get room for the usual values)."""
 
     class Flushed(Message):
         """Rows changed on screen (the screen updates its status line and preview)."""
@@ -200,9 +200,10 @@ class RunsTable(DataTable):
                     self.update_cell(key, column.key, value)
         self._dirty.clear()
         self._last_flush = time.monotonic()
-        # A big table takes longer to lay out: flush it less often, so the rows never hog the UI. Textual measures
-        # every cell of the rows laid out afterwards (when idle), outside this flush's own time: counted per row.
-        self._interval = max(RELAYOUT_S, 4 * (self._last_flush - started + self.row_count * MEASURE_ROW_S))
+        # A big table takes longer to lay out: flush it less often, so the rows never hog the UI. The screen redraws
+        # the visible rows afterwards (when idle), outside this flush's own time: counted per row on screen.
+        shown = min(self.row_count, max(self.size.height, 1))
+        self._interval = max(RELAYOUT_S, 4 * (self._last_flush - started + shown * RENDER_ROW_S))
         self.post_message(self.Flushed())
 
     def _moves(self, key: str) -> bool:
@@ -213,6 +214,15 @@ class RunsTable(DataTable):
             return True
         widths = [c.width for c in self.ordered_columns]
         return any(cell_len(str(v)) > w for v, w in zip(self.cells(key)[1:], widths[1:]))
+
+    def settle(self) -> None:
+        """Every run is read: show what waits, then put the rows in sort order. Sorted by name (known from discovery)
+        they are in order already, so a tree of 10,000 runs is not laid out once more; widths stay (they only ever
+        grow for a longer value, ``STREAMING_WIDTHS``)."""
+        if self.flush_pending:
+            self.flush()
+        if self.sort_key != "run":
+            self.relayout()
 
     def relayout(self, fresh: bool = False) -> None:
         """Lay the rows out now, in sort order; ``fresh``: columns too, widths measured from every row."""
@@ -235,16 +245,21 @@ class RunsTable(DataTable):
             self.clear()  # keep the columns and their measured widths: only the rows are re-laid
         else:
             self.clear(columns=True)
-            widths = []
+            measured, widths = [], []
             for i, (column, label) in enumerate(zip(columns, labels)):
-                # Widths from every row at once, so the layout never depends on the order runs arrived in.
-                least = STREAMING_WIDTHS.get(column.key, 0) if self.streaming and not fresh else 0
-                widths.append(1 if column is MARK_COLUMN else
-                              max([cell_len(label), least] + [cell_len(str(r[i])) for r in rows]))
+                # Widths from every row at once, so the layout never depends on the order runs arrived in, and not
+                # below the reserved width (a finished read must not make the other columns jump) where there is room.
+                measured.append(1 if column is MARK_COLUMN else
+                                max([cell_len(label)] + [cell_len(str(r[i])) for r in rows]))
+                widths.append(max(measured[-1], STREAMING_WIDTHS.get(column.key, 0)))
             if "top finding" not in wanted and "run" in wanted:
                 # The names get exactly what the other columns, as measured, leave: never a sideways scroll.
                 at = wanted.index("run")
                 room = self._table_width() - sum(w + 2 for i, w in enumerate(widths) if i != at) - 2 - SCROLLBAR
+                for i in reversed(range(len(widths))):  # a narrow terminal: the names' least room before reserves
+                    back = min(widths[i] - measured[i], max(0, MIN_NAME - room)) if i != at else 0
+                    widths[i] -= back
+                    room += back
                 self._name_room = (self._width(), max(room, MIN_NAME))
                 rows = [row[:at] + (self._name_cell(key),) + row[at + 1:] for key, row in zip(keys, rows)]
                 widths[at] = max([cell_len(labels[at])] + [cell_len(str(r[at])) for r in rows])
@@ -254,6 +269,18 @@ class RunsTable(DataTable):
             self.add_row(*row, key=key)
         if current in keys:
             self.move_cursor(row=keys.index(current))
+
+    def _update_dimensions(self, new_rows: Iterable[Any]) -> None:
+        """Textual measures every cell of every row added (for columns that size themselves), seconds for 10,000
+        rows after each layout; here every column has the width ``relayout`` measured and every row is one line, so
+        only the scrollable size is set. (Textual 8.2's own method, pinned in pyproject, does the same when it finds
+        nothing to measure.)"""
+        if any(column.auto_width for column in self.columns.values()) or any(
+                row.auto_height or row.label is not None for row in self.rows.values()):
+            super()._update_dimensions(new_rows)
+            return
+        width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
+        self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
 
     def ordered_keys(self) -> list[str]:
         """Keys of the rows the filter lets through, in sort order."""
@@ -285,6 +312,8 @@ class RunsTable(DataTable):
 
     def _visible(self, key: str) -> bool:
         text = "" if filter_error(self.filter_text) else self.filter_text  # an invalid regex filters nothing
+        if not text.strip() or text.strip() == "!":
+            return True  # no filter: no row's findings or config is looked at (a cached row's stay encoded)
         if self._predicate is None or self._predicate[0] != text:
             self._predicate = (text, compile_run_filter(text))
         return self._predicate[1](self._haystack(key), self.runs.get(key))
@@ -353,7 +382,8 @@ class RunsTable(DataTable):
                      "status": data_text(quick.status or WAITING, newlines=False), "att": attempts_seen(quick),
                      "step": last_step_seen(quick), "findings": reading}
             return tuple(known.get(c.key, "") for c in columns)
-        worst = max((f.severity for f in run.findings), default=None)
+        counts = severity_counts(run)
+        worst = max((s for s, n in counts.items() if n), default=None)
         style = {Severity.ERROR: "runs--error", Severity.WARNING: "runs--warning"}.get(worst) if worst is not None \
             else None
         rich_style = self.style_of(style) if style else ""
