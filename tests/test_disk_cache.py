@@ -182,8 +182,9 @@ def _entry_with_tree(tree, header) -> bytes:
     import hashlib
 
     meta = json.dumps({"format": codec.FORMAT, "header": header, "tree": tree, "arrays": []}).encode()
-    body = len(meta).to_bytes(8, "little") + meta
-    return codec.MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    head = (codec.MAGIC + codec._HEAD.to_bytes(8, "little") + len(meta).to_bytes(8, "little")
+            + hashlib.sha256(meta).hexdigest().encode() + b"\n")
+    return head + bytes(codec._HEAD - len(head)) + meta
 
 
 def test_codec_refuses_names_outside_the_package():
