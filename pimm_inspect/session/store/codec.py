@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import lazy
 from . import columns
 
 FORMAT = 2
@@ -91,6 +92,7 @@ class _Encoder:
 
     def enc(self, value: Any) -> Any:
         kind = type(value)
+        kind = lazy.BASES.get(kind, kind)
         # Exact built-in types first (most nodes); then every other value exactly as the general rules say.
         if kind is str or kind is int or kind is bool or value is None:
             return value
@@ -107,9 +109,10 @@ class _Encoder:
         if len(values) < 2:
             return None
         kind = type(values[0])
-        if kind not in _FIELDS and not (dataclasses.is_dataclass(kind) and kind.__module__.startswith(_PACKAGE)):
-            return None
         if any(type(v) is not kind for v in values):
+            return None
+        kind = lazy.BASES.get(kind, kind)
+        if kind not in _FIELDS and not (dataclasses.is_dataclass(kind) and kind.__module__.startswith(_PACKAGE)):
             return None
         names = _field_names(kind)
         enc = self.enc
@@ -166,6 +169,20 @@ class _Encoder:
 
 
 _PLAIN = (type(None), bool, str, int, float)
+_LAZY: dict[type, tuple[str, ...]] = {}
+
+
+def _lazy_fields() -> dict[type, tuple[str, ...]]:
+    """The dataclasses whose big columns are decoded on first use, and which: a series' values (a warm ``show``
+    reads only steps and times) and a train.log's line index (read only to extend the result or jump in the log)."""
+    if not _LAZY:
+        from ...model import ScalarSeries
+        from ...sources.train_log._types import TrainLogIndex
+
+        _LAZY[ScalarSeries] = ("values",)
+        _LAZY[TrainLogIndex] = ("step_steps", "step_line_nos", "step_offsets", "step_attempts")
+    return _LAZY
+
 
 
 class _Shape:
@@ -177,12 +194,17 @@ class _Shape:
         self.names = tuple(f.name for f in fields)
         self.init = frozenset(f.name for f in fields if f.init)
         self.positional = all(f.init for f in fields)
+        self.lazy = _lazy_fields().get(cls, ())
+        """Fields whose big columns are decoded on first use (``lazy``)."""
+        self.lazy_cls = lazy.lazy_class(cls, self.lazy) if self.lazy else cls
 
 
 class _Decoder:
-    def __init__(self, array: Callable[[Any], np.ndarray]) -> None:
+    def __init__(self, array: Callable[[Any], np.ndarray], pending: Callable[[Any], lazy.Pending | None]) -> None:
         self.array = array
         """The stored array of an index (decoded on first use, once)."""
+        self.pending = pending
+        """A big stored array as a Pending (decoded when first read), or None (decode it now)."""
         self._shapes: dict[Any, _Shape] = {}
 
     def _shape(self, name: Any, stored: Any) -> _Shape:
@@ -199,10 +221,13 @@ class _Decoder:
         return shape
 
     def _build(self, shape: _Shape, names: Any, values: list[Any]) -> Any:
+        cls = shape.cls
+        if shape.lazy and any(type(v) is lazy.Pending for v in values):
+            cls = shape.lazy_cls
         if shape.positional and names == shape.names:
-            return shape.cls(*values)
+            return cls(*values)
         fields = dict(zip(names, values))
-        obj = shape.cls(**{k: v for k, v in fields.items() if k in shape.init})
+        obj = cls(**{k: v for k, v in fields.items() if k in shape.init})
         for k in set(shape.names) - shape.init:
             object.__setattr__(obj, k, fields[k])
         return obj
@@ -215,12 +240,23 @@ class _Decoder:
         assert isinstance(names, list)  # _shape checked it is the field names
         names_t = tuple(names)
         dec, build, plain = self.dec, self._build, _PLAIN
+        lazy_at = [i for i, name in enumerate(names_t) if name in shape.lazy]
         out = []
         for row in rows:
             if not isinstance(row, list) or len(row) != len(names_t):
                 raise BadEntry("bad table row")
-            out.append(build(shape, names_t, [v if type(v) in plain else dec(v) for v in row]))
+            values = [v if type(v) in plain else dec(v) if i not in lazy_at else self._maybe_lazy(v)
+                      for i, v in enumerate(row)] if lazy_at else [v if type(v) in plain else dec(v) for v in row]
+            out.append(build(shape, names_t, values))
         return tuple(out) if container == "t" else out
+
+    def _maybe_lazy(self, node: Any) -> Any:
+        """A field that may stay undecoded: a big array becomes a Pending, anything else is decoded now."""
+        if isinstance(node, dict) and len(node) == 1 and "a" in node:
+            pending = self.pending(node["a"])
+            if pending is not None:
+                return pending
+        return self.dec(node)
 
     def dec(self, node: Any) -> Any:
         if node is None or isinstance(node, (bool, str, int, float)):
@@ -235,7 +271,8 @@ class _Decoder:
             fields = node.get("f")
             shape = self._shape(node["dc"], fields)
             assert isinstance(fields, dict)  # _shape checked it holds exactly the field names
-            return self._build(shape, tuple(fields), [self.dec(v) for v in fields.values()])
+            return self._build(shape, tuple(fields), [self._maybe_lazy(v) if k in shape.lazy else self.dec(v)
+                                                      for k, v in fields.items()])
         if "e" in node:
             cls = _lookup(node["e"])
             if not issubclass(cls, enum.Enum):
@@ -319,9 +356,13 @@ def write(fh: Any, value: Any, header: dict[str, Any]) -> int:
     return meta_offset + len(meta)
 
 
-def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any]) -> Any:
+def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any], lazy_ok: bool = False) -> Any:
     """The value of the entry of ``size`` bytes read through ``read_at(offset, length)``; ``BadEntry`` unless it is
-    intact (meta checksum, each decoded chunk's CRC) and its header equals ``header``."""
+    intact (meta checksum, each decoded chunk's CRC) and its header equals ``header``.
+
+    With ``lazy_ok`` (``read_at`` stays usable afterwards) the big columns of ``lazy`` fields are decoded, and their
+    chunks' CRCs checked, on first use; a chunk found damaged then raises ``BadEntry`` from that first use.
+    """
     head = read_at(0, _HEAD)
     magic_end = len(MAGIC)
     if len(head) != _HEAD or head[:magic_end] != MAGIC or head[magic_end + 80:magic_end + 81] != b"\n":
@@ -358,18 +399,36 @@ def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any]
                 got = decoded[index] = columns.unpack(chunks, np.dtype(dtype_name), tuple(shape), in_bounds)
             return got
 
-        return _Decoder(array).dec(meta["tree"])
+        def pending(index: Any) -> lazy.Pending | None:
+            if not lazy_ok or type(index) is not int or not 0 <= index < len(layout) or index in decoded:
+                return None
+            shape = layout[index][1]
+            if not isinstance(shape, list) or len(shape) != 1 or type(shape[0]) is not int \
+                    or shape[0] < lazy.LAZY_MIN_ELEMENTS:
+                return None
+            return lazy.Pending(lambda: _or_bad_entry(array, index))
+
+        return _Decoder(array, pending).dec(meta["tree"])
     except BadEntry:
         raise
     except (ValueError, KeyError, TypeError, OverflowError, RecursionError, AttributeError, IndexError) as exc:
         raise BadEntry(f"{type(exc).__name__}: {exc}") from None
 
 
+def _or_bad_entry(array: Callable[[Any], np.ndarray], index: int) -> np.ndarray:
+    try:
+        return array(index)
+    except BadEntry:
+        raise
+    except (ValueError, KeyError, TypeError, OverflowError, IndexError, OSError) as exc:
+        raise BadEntry(f"{type(exc).__name__}: {exc}") from None
+
+
 def read_file(fh: Any, header: dict[str, Any]) -> Any:
-    """``read`` of an open binary file (only the meta and the chunks are read, each once)."""
-    fd = fh.fileno()
-    size = os.fstat(fd).st_size
-    return read(lambda offset, length: os.pread(fd, length, offset), size, header)
+    """``read`` of an open binary file: only the meta and the chunks are read, each once, the big columns of
+    ``lazy`` fields on first use (the file is kept open for them, through a duplicate of its descriptor)."""
+    entry = lazy.OpenEntry(fh.fileno())
+    return read(entry.read_at, os.fstat(entry.fd).st_size, header, lazy_ok=True)
 
 
 def encode(value: Any, header: dict[str, Any]) -> bytes:

@@ -75,20 +75,23 @@ def _pack_ints(write: Write, x: np.ndarray) -> list[Any]:
     return ["nw", narrow.name, *_blob(write, x if narrow == x.dtype else x.astype(narrow))]
 
 
-def _unpack_ints(spec: list[Any], n: int, read: Read) -> np.ndarray:
+def _unpack_ints(spec: list[Any], n: int, read: Read, out: np.ndarray | None = None) -> np.ndarray:
+    """The int64 chunk ``spec`` (into ``out`` when given: an int64 slice of ``n``)."""
     kind = spec[0]
-    if kind == "ar":
-        first, step = int(spec[1]), int(spec[2])
-        return np.arange(n, dtype=np.int64) * step + first
-    if kind == "dl":
-        deltas = _read_blob(read, spec[3:6], np.dtype(_int_name(spec[2])), n - 1)
+    if out is None:
         out = np.empty(n, dtype=np.int64)
+    if kind in ("ar", "dl"):
         out[0] = int(spec[1])
-        np.cumsum(deltas, dtype=np.int64, out=out[1:])
-        out[1:] += out[0]
+        if n > 1:
+            if kind == "ar":
+                out[1:] = int(spec[2])
+            else:
+                out[1:] = _read_blob(read, spec[3:6], np.dtype(_int_name(spec[2])), n - 1)
+            np.cumsum(out, out=out)
         return out
     if kind == "nw":
-        return _read_blob(read, spec[2:5], np.dtype(_int_name(spec[1])), n).astype(np.int64)
+        out[:] = _read_blob(read, spec[2:5], np.dtype(_int_name(spec[1])), n)
+        return out
     raise Damaged(f"unknown integer chunk {kind!r}")
 
 
@@ -108,12 +111,12 @@ def _read_blob(read: Read, where: list[Any], dtype: np.dtype, count: int) -> np.
     return np.frombuffer(data, dtype=dtype.newbyteorder("<"), count=count)
 
 
-def _mantissa_values(m: np.ndarray, scale: int, split: bool) -> np.ndarray:
+def _mantissa_values(m: np.ndarray, scale: int, split: bool, out: np.ndarray | None = None) -> np.ndarray:
     """The float64 values of decimal mantissas (the same arithmetic as the readers: bit for bit reproducible)."""
     if split:  # whole part + fraction, as a timestamp's seconds + milliseconds / 1000
         whole, frac = np.divmod(m, 10 ** scale)
-        return whole.astype(np.float64) + frac / _POW10[scale]
-    return m.astype(np.float64) / _POW10[scale]
+        return np.add(whole.astype(np.float64), frac / _POW10[scale], out=out)
+    return np.divide(m.astype(np.float64), _POW10[scale], out=out)
 
 
 def _decimal_form(x: np.ndarray) -> tuple[int, bool] | None:
@@ -162,11 +165,11 @@ def _pack_floats(write: Write, x: np.ndarray) -> list[Any] | None:
     return ["dec", scale, split, ints, exceptions]
 
 
-def _unpack_floats(spec: list[Any], n: int, read: Read) -> np.ndarray:
+def _unpack_floats(spec: list[Any], n: int, read: Read, out: np.ndarray) -> None:
     scale, split, ints, exceptions = spec[1:5]
     if type(scale) is not int or not 0 <= scale < 16 or type(split) is not bool or not isinstance(ints, list):
         raise Damaged("bad decimal chunk")
-    out = _mantissa_values(_unpack_ints(ints, n, read), scale, split)
+    _mantissa_values(_unpack_ints(ints, n, read), scale, split, out)
     if exceptions:
         count, where, raw = exceptions
         if type(count) is not int or not 0 < count <= n:
@@ -175,7 +178,6 @@ def _unpack_floats(spec: list[Any], n: int, read: Read) -> np.ndarray:
         if positions.min() < 0 or positions.max() >= n:
             raise Damaged("exception outside the chunk")
         out[positions] = _read_blob(read, raw, np.dtype(np.float64), count)
-    return out
 
 
 def pack(write: Write, array: np.ndarray) -> list[Any]:
@@ -208,14 +210,16 @@ def unpack(chunks: Any, dtype: np.dtype, shape: tuple[int, ...], read: Read) -> 
         n, spec = item
         kind = spec[0]
         if kind == "raw":
-            part = _read_blob(read, spec[1:4], dtype, n)
+            out[pos:pos + n] = _read_blob(read, spec[1:4], dtype, n)
         elif kind == "dec" and dtype == np.float64:
-            part = _unpack_floats(spec, n, read)
+            _unpack_floats(spec, n, read, out[pos:pos + n])
         elif kind in ("ar", "dl", "nw") and dtype.kind in "iu":
-            part = _unpack_ints(spec, n, read)
+            if dtype == np.int64:
+                _unpack_ints(spec, n, read, out[pos:pos + n])
+            else:
+                out[pos:pos + n] = _unpack_ints(spec, n, read)
         else:
             raise Damaged(f"chunk kind {kind!r} for {dtype}")
-        out[pos:pos + n] = part
         pos += n
     if pos != total:
         raise Damaged("chunks do not fill the array")
