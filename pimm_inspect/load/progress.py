@@ -79,6 +79,10 @@ class ReadTracker:
         self._stage_done: dict[str, int] = {}
         self._report = report
         self._cancelled = cancelled
+        self._stage = ""
+        self._within = 0
+        """Bytes of the file being read that its reader has got through (``within``)."""
+        self._within_sent = 0
 
     def check(self) -> None:
         """Raise LoadCancelled when the caller no longer wants the run."""
@@ -88,13 +92,27 @@ class ReadTracker:
     def reading(self, kind: str) -> None:
         """A file of ``kind`` is about to be read (stop here when cancelled)."""
         self.check()
+        self._within = self._within_sent = 0
         self._send(stage_of(kind))
+
+    def within(self, rel_path: str, offset: int) -> None:
+        """The reader of ``rel_path`` has read it up to byte ``offset``: report it (at most every 1% of the
+        total, or 4 MiB) and stop here when cancelled, mid-file."""
+        self.check()
+        size = self.sizes.get(rel_path)
+        if size is None:
+            return  # not in the listing: its bytes are not in the total either
+        self._within = min(offset, size)
+        if self._within - self._within_sent >= min(4 << 20, max(1, self.bytes_total // 100)):
+            self._within_sent = self._within
+            self._send(self._stage)
 
     def read(self, kind: str, path: Path, rel_path: str) -> None:
         """A file (or folder) of ``kind`` was read."""
         stage = stage_of(kind)
         self.files_read += 1
         self._stage_done[stage] = self._stage_done.get(stage, 0) + 1
+        self._within = self._within_sent = 0
         size = self.sizes.pop(rel_path, None)
         if size is None and os.path.isfile(path):
             size = 0  # not in the listing: count the file, not its bytes (the total did not include them)
@@ -108,6 +126,7 @@ class ReadTracker:
         self._send(name)
 
     def _send(self, stage: str) -> None:
+        self._stage = stage
         if self._report is not None:
             self._report(ReadProgress(stage, self._stage_done.get(stage, 0), self.stage_totals.get(stage, 0),
-                                      self.bytes_done, self.bytes_total))
+                                      self.bytes_done + self._within, self.bytes_total))

@@ -25,6 +25,7 @@ import numpy as np
 from ...model import Finding, LogEvent, ScalarSeries, Severity
 from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
+from .. import read_progress
 from .._limits import TagCap
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._fast import FastRows
@@ -397,6 +398,7 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
             for block, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
                 lines += reader.block(block, offset)
                 end = real_end
+                read_progress.advanced(end)
             fh.seek(max(0, end - TAIL_CHECK_BYTES))
             identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
         except OSError as exc:
