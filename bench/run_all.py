@@ -1,9 +1,10 @@
-"""Run every benchmark of issue 10 in turn, each saving its figures, then regenerate the README's table.
+"""Run every benchmark of issue 10 in turn, each saving its figures, then regenerate the table in bench/README.md
+(and README.md's headline figures).
 
-    python bench/run_all.py                    # the full set into bench/results/, then README.md's table
+    python bench/run_all.py                    # the full set into bench/results/, then bench/README.md's table
     python bench/run_all.py --only cache,wandb # some of them
     python bench/run_all.py --smoke            # tiny inputs into a temporary folder; prints the table, touches
-                                               # neither bench/results/ nor README.md
+                                               # neither bench/results/ nor the READMEs
     python bench/run_all.py --dry-run          # print the commands only
 
 Each benchmark runs as its own process (``python bench/bench_*.py ... --results-dir DIR``) with the arguments
@@ -147,7 +148,7 @@ def main() -> int:
     report = [sys.executable, str(HERE / "report.py"), "--results-dir", str(results)]
     subprocess.run(report if readme else [*report, "--print"], cwd=REPO, env=env, check=False)
     if readme:
-        print("README.md's benchmark table regenerated from bench/results/")
+        print("bench/README.md's table and README.md's headline figures regenerated from bench/results/")
     return 0 if all(fresh for _n, _c, fresh, _s in summary) else 1
 
 

@@ -7,11 +7,16 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "Attempt", "Finding", "NotARunError", "Run", "discover", "load_run"]
+__all__ = ["__version__", "Attempt", "Finding", "NotARunError", "Run", "attempts", "checkpoints", "compare",
+           "compare_attempts", "discover", "findings", "load_run", "scalars"]
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from .analysis.compare import AttemptsComparison, SidesComparison
     from .model import Attempt, Finding, Run
     from .session import NotARunError
+    from .session.frames import RunsArg
 
 
 def load_run(path: Path | str) -> Run:
@@ -30,6 +35,58 @@ def discover(root: Path | str) -> list[Path]:
     from .session import default_session
 
     return default_session().discover(root)
+
+
+def compare(runs: list[Run | Path | str], tags: tuple[str, ...] | list[str] = (), policy: str = "newest",
+            attempts: tuple[int, ...] | list[int] = ()) -> SidesComparison:
+    """``compare RUN RUN...``: per tag every run (or each of its ``attempts``) logged, the values side by side over
+    the shared steps, exactly as logged, with each step's difference and relative difference."""
+    from .session import default_session
+
+    return default_session().compare(runs, tags, policy, attempts)
+
+
+def compare_attempts(run: Run | Path | str, tags: tuple[str, ...] | list[str] = ()) -> AttemptsComparison:
+    """``compare RUN --attempts``: per replayed range of the run, every copy of each step side by side."""
+    from .session import default_session
+
+    return default_session().compare_attempts(run, tags)
+
+
+def scalars(root_or_runs: RunsArg, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
+            all_sources: bool = False) -> pd.DataFrame:
+    """The scalar rows of many runs as one tidy DataFrame, the columns of the Parquet dataset's ``scalars`` table:
+    ``run_id``, ``tag``, ``step``, ``value``, ``wall_time``, ``attempt``, ``source``, ``source_kind``, ``seq``.
+
+    ``root_or_runs``: a ROOT (every run under it; ``run_id`` is the path relative to ROOT, ``.`` for ROOT itself),
+    or run directories and :class:`Run` objects (``run_id`` relative to the working directory). ``tags``: globs;
+    ``policy``: ``all`` (every record as written), ``newest`` or ``oldest`` (one row per tag and step);
+    ``all_sources``: every source's copy, not only each tag's preferred source. The rows of ``Run.scalars()``.
+    """
+    from .session import default_session
+
+    return default_session().table(root_or_runs, "scalars", tags, policy, all_sources)
+
+
+def attempts(root_or_runs: RunsArg) -> pd.DataFrame:
+    """One row per attempt (process start) of every run given: the Parquet dataset's ``attempts`` table."""
+    from .session import default_session
+
+    return default_session().table(root_or_runs, "attempts")
+
+
+def findings(root_or_runs: RunsArg) -> pd.DataFrame:
+    """One row per finding of every run given, worst first within a run: the dataset's ``findings`` table."""
+    from .session import default_session
+
+    return default_session().table(root_or_runs, "findings")
+
+
+def checkpoints(root_or_runs: RunsArg) -> pd.DataFrame:
+    """One row per checkpoint of every run given: the dataset's ``checkpoints`` table."""
+    from .session import default_session
+
+    return default_session().table(root_or_runs, "checkpoints")
 
 
 def __getattr__(name: str) -> object:

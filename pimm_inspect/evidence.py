@@ -194,6 +194,11 @@ class HfFacts:
     state_path: str | None
     best_metric: float | None
     schedule_notes: tuple[str, ...]
+    best_metric_name: str | None = None
+    """The metric ``best_metric`` is of (``metric_for_best_model`` as the Trainer compares it, ``eval_loss``)."""
+    history_conflicts: tuple[tuple[int, int], ...] = ()
+    """Step ranges where a checkpoint's log_history holds other values than the newest state's (another attempt's
+    rows), as read; ``analysis.replays`` decides what was replayed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +215,43 @@ class RunSummary:
     """Name of that metric (train.log's ``Best validation <name>``); None when unknown or unnamed."""
     best_metric_value: float | None = None
     """Its value as a number; None when unknown."""
+    lost_steps: int = 0
+    """Steps trained that no checkpoint kept, over all attempts (``analysis.lost_compute``)."""
+    lost_wall_s: float | None = 0.0
+    """Their wall time; None when some lost range has no times."""
+    lost_gpu_hours: float | None = 0.0
+    """Their GPU-hours; None when some lost range has no GPU count or no times."""
+    failed_requeues: int = 0
+    """submitit attempts a Slurm log started that trained nothing."""
 
+
+
+@dataclass(frozen=True, slots=True)
+class RunBest:
+    """The best selection metric a run reached (``RunSummary``'s, as ``ls --json`` and the runs table give it)."""
+
+    name: str | None
+    """Its name (train.log's ``Best validation <name>``); None when the files do not name it."""
+    value: float
+    text: str
+    """``mIoU 0.6123`` (the value alone when unnamed): the cell ``ls --columns best_metric`` and the UI show."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary:
+    """One scalar tag of a run in brief, for the columns and sort keys ``last:TAG``, ``best:TAG``, ``min:TAG`` and
+    ``max:TAG`` of ``ls``: from the tag's preferred source kind (``analysis.scalar_rows``), each step's newest
+    copy, stale event files left out (as for ``RunSummary.last_step``)."""
+
+    tag: str
+    last_step: int
+    """The largest step logged."""
+    last: float
+    """The value at that step (NaN and inf stay what was logged)."""
+    min: float | None
+    """The smallest finite value; None when no value is finite."""
+    max: float | None
+    """The largest finite value; None when no value is finite."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,5 +285,40 @@ class RunRow:
     command: str | None = None
     """The launch command (else the command) the run records, secrets masked; None when none."""
     config: tuple[tuple[str, Any], ...] = ()
-    """The run's query config (``analysis.configs.query_config``) flattened to ``a.b.c`` keys, in document order:
-    what the ``cfg.<key> OP value`` filter compares."""
+    """The run's query config (``analysis.configs.query_config``) with its secrets masked (``analysis.secrets``:
+    a secret's value is ``****``), flattened to ``a.b.c`` keys, in document order: what the ``cfg.<key> OP value``
+    filter compares and ``ls --columns cfg.<key>`` shows, so no filter can probe a secret's value."""
+    metrics: tuple[MetricSummary, ...] = ()
+    """Every scalar tag in brief, sorted by tag (``ls --columns last:TAG`` and the like)."""
+
+    @property
+    def best_metric(self) -> RunBest | None:
+        """The best selection metric the run reached (``RunSummary``'s); None when unknown."""
+        s = self.summary
+        if s.best_metric_value is None:
+            return None
+        return RunBest(s.best_metric_name, s.best_metric_value, s.best_metric)
+
+    @property
+    def last_logged_at(self) -> str | None:
+        """When the newest point of any (non-stale) series was logged, by the run's own clock, as ISO 8601 UTC with
+        milliseconds (``2026-07-16T12:30:30.000+00:00``: a fixed width, so the text sorts as the time); None when
+        nothing was logged or the time is not a date."""
+        return iso_utc(self.summary.last_logged_s)
+
+    def metric(self, tag: str) -> MetricSummary | None:
+        """The summary of one scalar tag; None when the run has no such tag."""
+        return next((m for m in self.metrics if m.tag == tag), None)
+
+
+def iso_utc(seconds: float | None) -> str | None:
+    """Unix seconds as ISO 8601 UTC with milliseconds; None for None, NaN, inf or a time beyond year 9999."""
+    import math
+    from datetime import datetime, timezone
+
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return None

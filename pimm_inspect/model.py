@@ -52,12 +52,17 @@ class Finding:
     """One thing a user should know about a run, with a stable code."""
 
     code: str
+    """Stable dotted code (``resume.rollback``); the README's finding codes table lists them."""
     severity: Severity
+    """info, warning or error."""
     message: str
+    """One line saying what was found, with the numbers."""
     paths: tuple[str, ...] = ()
+    """The files the finding is about, relative to the run root."""
     steps: tuple[int, int] | None = None
     """Inclusive step range the finding is about; None when it is not about steps."""
     explanation: str = ""
+    """Why it matters and what to do, in prose; empty when the message says it all."""
     attempts: tuple[int, ...] = ()
     """1-based indices of the attempts the finding is about; empty when it is not about attempts."""
     views: tuple[tuple[str, str], ...] = ()
@@ -135,38 +140,65 @@ class CheckpointInfo:
     """Metadata of one checkpoint file or directory, read without torch."""
 
     path: str
+    """The checkpoint file or directory, relative to the run root."""
     format: str
-    """legacy (single torch.save file), standard (model/last dir), weights, dcp, hf, unknown."""
+    """legacy (single torch.save file), standard (model/last dir), weights, dcp, hf, lfs-pointer (a Git LFS pointer
+    file in its place: the checkpoint was not fetched), unknown."""
     role: str
     """last, last.prev, last.tmp, best, iter, prev, tmp, other."""
     complete: bool
+    """False for a damaged, truncated, unsealed or temporary checkpoint: a resume could not use it."""
     global_step: int | None = None
+    """The training step it was saved at, as stored; None when it does not say."""
     epoch: int | None = None
     """As stored: E1+ next 0-based epoch index; E0 epoch_index+1."""
     iter_in_epoch: int | None = None
+    """Iteration within the epoch for a mid-epoch save, as stored."""
     best_metric_value: float | None = None
+    """The best validation metric recorded in it."""
+    best_metric_name: str | None = None
+    """The metric ``best_metric_value`` is of, when a file names it (HF: ``metric_for_best_model``, as the Trainer
+    compares it, ``eval_loss``); None when unnamed."""
     schema: str | None = None
+    """The saved dict's ``schema`` entry, as stored."""
     version: int | None = None
+    """The saved dict's ``version`` (else ``checkpoint_version``) entry, as stored."""
     wandb_run_id: str | None = None
+    """The W&B run id saved with it, for resuming that W&B run."""
     wandb_cursor: int | None = None
     """W&B history cursor: E2 ``resume_step`` or E3b ``next_step``; None when absent."""
     wandb_cursor_key: str | None = None
+    """Which key held ``wandb_cursor`` (``resume_step`` or ``next_step``)."""
     wandb_step_offset: int | None = None
+    """The saved W&B ``step_offset`` (added to the global step of W&B rows)."""
     wandb_checkpoint_global_step: int | None = None
+    """The global step the W&B state says the checkpoint was saved at."""
     wandb_state: Mapping[str, Any] | None = None
     """The whole ``logger.wandb`` (or flat legacy) dict as read, None if absent."""
     world_size: int | None = None
+    """Number of training processes when it was saved, as stored."""
     num_workers: int | None = None
+    """Data loader workers when it was saved, as stored."""
     has_loader_state: bool | None = None
+    """Whether it holds the data loader's position (an exact mid-epoch resume); None when unknown."""
     tensor_count: int = 0
+    """Tensors referenced by the pickle (never loaded)."""
     tensor_bytes: int = 0
+    """Bytes of tensor storage it holds."""
     size_bytes: int = 0
+    """Size on disk (a directory: the sum of its files)."""
     mtime_s: float = 0.0
+    """Modification time, unix seconds."""
     unsafe_globals: tuple[str, ...] = ()
     """Globals referenced by the pickle that are not on the allow-list (never called)."""
     top_level_keys: tuple[str, ...] = ()
+    """Keys of the saved dict (``state_dict``, ``optimizer``, ``epoch`` ...)."""
     resume_candidate: bool = False
     """True for the checkpoint pimm's latest-checkpoint logic would pick."""
+    saved_by_attempt: int | None = None
+    """The attempt that wrote it, from the files (``load.checkpoint_writers``: the attempt whose logged value at its
+    step is its best metric value, else the last that logged a save there, else the only one that trained that
+    step); None when they do not say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,11 +245,14 @@ class Attempt:
     index: int
     """1-based."""
     started_at: str | None = None
+    """When the attempt started, as the file records it; None when unknown."""
     started_at_utc: bool = False
     """True when ``started_at`` is UTC (a writer's wall clock); False when it is train.log's local clock, which
     records no zone."""
     first_step: int | None = None
+    """First global step the attempt logged; None when it logged none."""
     last_step: int | None = None
+    """Last global step the attempt logged; None when it logged none."""
     origin: Origin = "unknown"
     """fresh, resume (exact), resume-inexact, rollback, warm-start, restart (from scratch into a used directory), unknown."""
     resumed_from: str | None = None
@@ -227,7 +262,9 @@ class Attempt:
     ended: str = "unknown"
     """completed, crashed, killed (a later attempt followed), stopped (last attempt, no end marker), running, unknown."""
     end_detail: str | None = None
+    """What the files say about the end (the exception, the Slurm signal ...), secrets not yet masked."""
     sources: tuple[str, ...] = ()
+    """The files this attempt's facts came from, relative to the run root."""
     saved_steps: tuple[int, ...] = ()
     """Global steps at which this attempt saved a checkpoint."""
     lost_steps: tuple[int, int] | None = None
@@ -242,6 +279,29 @@ class Attempt:
     """The checkpoint this attempt restored (its ``CheckpointInfo.path``, relative to the run root, when the run
     holds it; else the path as the log names it, made relative to the run where it lies inside it); None for a
     fresh start, a restart from scratch, or when no file says. Its step is ``restore_step``."""
+    job_id: str | None = None
+    """The Slurm job the attempt ran in (structured logs' ``job_id``, else its Slurm log's name); None when no file
+    says. A requeue keeps the job id; a resubmission gets a new one."""
+    array_index: int | None = None
+    """The job's array task index (``slurm-<A>_<a>.out``); None when not an array task or no file says."""
+    nodes: tuple[str, ...] = ()
+    """Hosts the attempt ran on (structured logs' ``host_name`` by rank, else its Slurm log's node lines)."""
+    partition: str | None = None
+    """Slurm partition (``launch.sbatch``; only when the run's attempts ran in at most one job, as the script is
+    rewritten by each submission)."""
+    gpus: int | None = None
+    """GPUs of the attempt: structured logs' ``world_size`` (pimm runs one process per GPU), else what
+    ``launch.sbatch`` asked for (``--gpus-per-node`` x ``--nodes``, ``--gres=gpu:N``, ``--gpus``); None when unrecorded."""
+    elapsed_s: float | None = None
+    """Wall time from the attempt's first to its last record (train.log lines, else its event files' wall times)."""
+    lost_wall_s: float | None = None
+    """Wall time spent on ``lost_steps`` (from the wall times of the attempt's own points); None without lost steps
+    or without times."""
+    lost_gpu_hours: float | None = None
+    """``lost_wall_s`` x ``gpus`` / 3600; None when either is unknown."""
+    context_sources: tuple[tuple[str, str], ...] = ()
+    """(field, file) for each of the fields above that is set: the file that says it (relative to the run root;
+    a Slurm log found outside the run by its absolute path)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,13 +313,34 @@ class ReplayedRange:
     """
 
     first_step: int
+    """First step of the range (inclusive)."""
     last_step: int
+    """Last step of the range (inclusive)."""
     copies: int
     """How many copies of each step of the range exist (one per writing attempt or writer session)."""
     attempts: tuple[int, ...]
     """1-based attempts that wrote a copy, oldest first; empty when the writers are not attempts."""
     paths: tuple[str, ...] = ()
     """The files holding the copies, relative to the run root."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeHint:
+    """The exact option that resumes the run from the checkpoint a resume would pick (``analysis.resume_hint``)."""
+
+    checkpoint: str
+    """The picked checkpoint (its ``CheckpointInfo.path``, relative to the run root)."""
+    step: int | None
+    """Its global step; None when the checkpoint does not say."""
+    tool: str
+    """Whose option it is: ``pimm`` (``weight=... resume=True``) or ``hf-trainer`` (``resume_from_checkpoint=...``)."""
+    option: str
+    """The option text, its path shell-quoted (``weight=exp/panda/semseg/x/model/last resume=True``)."""
+    path_base: str
+    """What the option's path is relative to, and which file says so (``the launch directory ... (run_metadata.json
+    cwd)``)."""
+    newer_incomplete: tuple[str, ...] = ()
+    """Incomplete checkpoints newer than the picked one (a higher step): the resume goes back past them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,25 +386,41 @@ class Run:
     status: RunStatus
     """finished, running, crashed, stopped, unknown."""
     name: str = ""
+    """The run directory's name."""
     attempts: tuple[Attempt, ...] = ()
+    """Every process start, oldest first."""
     series: tuple[ScalarSeries, ...] = ()
+    """Every scalar series read, one per (tag, source file, attempt); ``scalars()`` gives them as rows."""
     events: tuple[LogEvent, ...] = ()
+    """Notable log records (warnings, errors, resumes, saves ...)."""
     checkpoints: tuple[CheckpointInfo, ...] = ()
+    """Every checkpoint found, read without torch."""
     configs: tuple[ConfigDoc, ...] = ()
+    """Every config document (resolved config, W&B configs, train.log dumps, HF arguments ...)."""
     provenance: Provenance = field(default_factory=Provenance)
+    """Where and how the run was launched (git, host, command)."""
     wandb: WandbInfo = field(default_factory=WandbInfo)
+    """The run's W&B identity and link."""
     findings: tuple[Finding, ...] = ()
+    """What analysis found, worst first; damaged files are findings, never exceptions."""
     sources: tuple[SourceFile, ...] = ()
+    """Every file that contributed, with what was read of it."""
     event_files: tuple[EventFileFacts, ...] = ()
     """TensorBoard event files in process-start order (name time, then first wall time)."""
     train_log: TrainLogFacts | None = None
+    """Facts of pimm's train.log; None when the run has none."""
     wandb_runs: tuple[WandbRunFacts, ...] = ()
+    """Facts of each local W&B run folder."""
     model_dir: ModelDirFacts | None = None
     """Facts of pimm's ``model/`` folder; None when the run has none."""
     sbatch: SbatchFacts | None = None
+    """Facts of the Slurm batch script (``launch.sbatch``); None when there is none."""
     rank_logs: tuple[RankLogFacts, ...] = ()
+    """Facts of the per-rank structured logs."""
     slurm_logs: tuple[SlurmLogFacts, ...] = ()
+    """Facts of the Slurm output logs found for the run."""
     hf: HfFacts | None = None
+    """Facts of a Hugging Face Trainer output dir; None for other runs."""
     run_metadata: Mapping[str, Any] | None = None
     """run_metadata.json as read (scanned for secrets); None when absent or unreadable."""
     eval_results: tuple[EvalFacts, ...] = ()
@@ -332,8 +429,12 @@ class Run:
     """Derived row facts (last step, best metric, last logged time); set by analysis, None before it."""
     replayed: tuple[ReplayedRange, ...] = ()
     """Step ranges held more than once, with copy counts and writers; set by analysis, empty before it."""
+    resume: ResumeHint | None = None
+    """How to resume from the checkpoint a resume would pick; set by analysis, None before it or when no
+    checkpoint qualifies."""
     scalar_table: ScalarTable | None = field(default=None, repr=False, compare=False)
-    """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it."""
+    """The row rules of ``scalars()`` (``analysis.scalar_frame``), handed in by analysis; None before it (then
+    ``scalars()`` asks analysis for them itself)."""
 
     def tags(self) -> list[str]:
         """Sorted unique scalar tags."""
@@ -356,11 +457,23 @@ class Run:
         preferred source (event files, W&B, Trainer state, train.log) unless ``all_sources``. The same rows
         as ``pimm-inspect export`` and the point counts of ``show --json``.
         """
-        # The row rules live in analysis (shared with export and show), which hands them to the Run it analyses:
-        # the model never imports a layer above it.
-        if self.scalar_table is None:
-            raise ValueError("Run.scalars() needs an analysed run: use pimm_inspect.load_run or Session.load")
-        return self.scalar_table(self, tags, policy, all_sources)
+        # The row rules live in analysis (shared with export and show), which hands them to the Run it analyses. A
+        # Run nobody analysed (built by hand, or by load alone) delegates to the same rules: they read only the
+        # series and sources, no analysis result.
+        table = self.scalar_table if self.scalar_table is not None else _analysis_scalar_table()
+        return table(self, tags, policy, all_sources)
+
+
+def _analysis_scalar_table() -> ScalarTable:
+    """``analysis.scalar_frame``, the one home of the row rules, imported by name when first asked for.
+
+    By name, at call time: the model never imports a layer above it when it is imported (the layer contract), and
+    this delegation is the one exception issue 20 allows for ``Run.scalars()``.
+    """
+    import importlib
+
+    table: ScalarTable = importlib.import_module(f"{__package__}.analysis").scalar_frame
+    return table
 
 
 def make_series(

@@ -58,6 +58,8 @@ INVARIANTS: dict[str, str] = {
     "hf.trainings": "trainer_state.json files with different max_steps / batch size (two trainings in one output dir) "
                     "give as many attempts, or a finding that names max_steps",
     "saved.not-lost": "no step is both in an attempt's saved_steps and inside its lost_steps",
+    "checkpoint.kept": "a step kept by a complete checkpoint is never lost: it is in the saved_steps of the attempt "
+                       "that wrote the checkpoint (saved_by_attempt) and outside that attempt's lost_steps",
     "lost.trained": "an attempt's lost_steps lie inside the steps it trained (restore point + 1 to its last step)",
     "export.attempts": "every attempt an export row names exists",
     "candidate.not-lost": "the picked checkpoint's (resume_candidate) step is not lost by the newest attempt that "
@@ -267,6 +269,18 @@ def _attempts(s: Surfaces, add: Add) -> None:
                 hit.append((c["path"], c["global_step"], owner["index"], owner["lost_steps"]))
         add("candidate.not-lost", not hit, "the picked checkpoint's step is inside the lost range of the newest "
             f"attempt that trained it (checkpoint, step, attempt, lost): {hit}")
+    written = [c for c in show.get("checkpoints", []) if c["complete"] and c.get("saved_by_attempt") is not None
+               and c["global_step"] is not None]
+    if written:
+        by_index = {a["index"]: a for a in attempts}
+        bad = [(c["path"], c["global_step"], c["saved_by_attempt"],
+                by_index[c["saved_by_attempt"]]["saved_steps"] if c["saved_by_attempt"] in by_index else "no attempt",
+                by_index[c["saved_by_attempt"]]["lost_steps"] if c["saved_by_attempt"] in by_index else None)
+               for c in written if c["saved_by_attempt"] not in by_index
+               or c["global_step"] not in by_index[c["saved_by_attempt"]]["saved_steps"]
+               or _inside(c["global_step"], by_index[c["saved_by_attempt"]]["lost_steps"])]
+        add("checkpoint.kept", not bad, "complete checkpoints whose step their writer does not keep (checkpoint, "
+            f"step, writer, its saved_steps, its lost_steps): {bad}")
     if any(a["lost_steps"] for a in attempts):
         outside = [(a["index"], a["lost_steps"], _trained(a)) for a in attempts if a["lost_steps"]
                    and not (_inside(a["lost_steps"][0], _trained(a)) and _inside(a["lost_steps"][1], _trained(a)))]

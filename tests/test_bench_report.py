@@ -1,4 +1,5 @@
-"""The README's speed table is generated from bench/results/*.json, never edited by hand."""
+"""The benchmark table (bench/README.md) and the README's headline figures are generated from bench/results/*.json,
+never edited by hand."""
 
 from __future__ import annotations
 
@@ -16,12 +17,43 @@ def _report():
     return module
 
 
-def test_readme_table_is_what_the_results_give() -> None:
+def _block(path: Path, start: str, end: str) -> str:
+    text = path.read_text()
+    return text[text.index(start) + len(start):text.index(end)].strip()
+
+
+def test_bench_readme_table_is_what_the_results_give() -> None:
     report = _report()
-    text = (ROOT / "README.md").read_text()
-    start, end = text.index(report.START), text.index(report.END)
-    assert text[start + len(report.START):end].strip() == report.table(report.load()).strip(), \
+    assert _block(ROOT / "bench" / "README.md", report.START, report.END) == report.table(report.load()).strip(), \
         "run `python bench/report.py` after a benchmark run"
+
+
+def test_readme_keeps_headline_figures_and_links_the_table() -> None:
+    report = _report()
+    readme = ROOT / "README.md"
+    headline = _block(readme, report.HEADLINE_START, report.HEADLINE_END)
+    assert headline == report.headlines(report.load()).strip(), "run `python bench/report.py` after a benchmark run"
+    assert len(headline.splitlines()) >= 3  # a few headline numbers, each from a results row
+    speed = readme.read_text().split("## Speed", 1)[1].split("\n## ", 1)[0]
+    assert "](bench/README.md#results)" in speed
+    assert report.START not in readme.read_text() and "| benchmark | row |" not in readme.read_text()
+
+
+def test_check_fails_on_a_stale_block(tmp_path: Path, monkeypatch) -> None:
+    report = _report()
+    for name in ("README", "BENCH_README"):
+        copy = tmp_path / name
+        copy.write_text(getattr(report, name).read_text())
+        monkeypatch.setattr(report, name, copy)
+    monkeypatch.setattr("sys.argv", ["report.py", "--check"])
+    assert report.main() == 0
+    copy = tmp_path / "BENCH_README"
+    copy.write_text(copy.read_text().replace("| TensorBoard event files |", "| TensorBoard events |", 1))
+    assert report.main() == 1
+    monkeypatch.setattr("sys.argv", ["report.py"])
+    assert report.main() == 0
+    monkeypatch.setattr("sys.argv", ["report.py", "--check"])
+    assert report.main() == 0
 
 
 def test_every_figure_becomes_one_row_with_its_reference_and_ratio(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ COMMANDS = [
     ("check", "--brief", str(RUNS)),
     ("config", str(RUNS / "e2_clean")),
     ("curves", str(RUNS / "e2_clean")),
+    ("compare", str(RUNS / "e2_requeued_twice"), "--attempts"),
     ("export", str(RUNS / "e2_clean"), "-o", "-"),
     ("export", str(RUNS / "e2_clean"), "--format", "json", "-o", "-"),
     ("url", str(RUNS / "wandb_offline_entity")),

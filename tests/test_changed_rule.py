@@ -22,6 +22,7 @@ import pytest
 
 import pimm_inspect
 from pimm_inspect.load import assemble, read_record
+from pimm_inspect.report.dataset import TABLES
 from pimm_inspect.report.dataset_store import MANIFEST, PART_FILE, encode_partition, partition_dir
 from pimm_inspect.session import Session, Settings, rows
 from pimm_inspect.session.dataset_sync import DatasetReport, run_id_of
@@ -55,10 +56,10 @@ def _export(root: Path, out: Path) -> DatasetReport:
 
 
 def _tables(out: Path, run_id: str) -> dict[str, list[dict]]:
-    """The run's four partitions as rows (the export time left out: it is when, not what)."""
+    """The run's partitions as rows (the export time left out: it is when, not what)."""
     value = encode_partition(run_id)
     found = {}
-    for table in ("runs", "attempts", "findings", "scalars"):
+    for table in TABLES:
         data = pq.read_table(partition_dir(out, table, value) / PART_FILE)
         if "exported_at" in data.column_names:
             data = data.drop_columns(["exported_at"])

@@ -152,7 +152,7 @@ def test_default_command_without_tty_prints_runs_table():
     assert result.exit_code == 0 and "e2_rollback" in result.stdout
 
 
-@pytest.mark.parametrize("name", ["ls", "show", "check", "curves", "config", "export", "url", "cache"])
+@pytest.mark.parametrize("name", ["ls", "show", "check", "curves", "compare", "config", "export", "url", "cache"])
 def test_every_command_is_documented(name):
     readme = (ROOT / "README.md").read_text()
     assert f"pimm-inspect {name}" in readme

@@ -13,7 +13,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import pimm_inspect
 from pimm_inspect.model import Severity, make_series
+from pimm_inspect.report.json_doc import run_notes
 from pimm_inspect.sources.hf.reader import hf_tag, is_hf_trainer_dir, read_hf_trainer_dir
 from tests.import_probe import modules_after
 
@@ -162,7 +164,7 @@ def test_clean_schedule_notes_and_single_attempt() -> None:
     assert not any("process starts" in n for n in notes)
     assert [(a.index, a.tb_dir, a.first_step, a.last_step, a.resumed_from_checkpoint) for a in result.attempts] == [
         (1, "runs/Jan01_10-00-00_node01", 5, 30, None)]
-    assert result.replayed == ()
+    assert result.history_conflicts == ()
     tb_loss = [s for s in result.tb_series if s.tag == "train/loss"]
     assert len(tb_loss) == 1 and tb_loss[0].attempt == 1 and tb_loss[0].steps.tolist() == [5, 10, 15, 20, 25, 30]
     # TensorBoard stores float32: equal to the JSON float64 values at float32 precision.
@@ -179,7 +181,7 @@ def test_resumed_attempts_and_replay(run: Path) -> None:
                for d in result.tb_dirs)
     assert [(a.index, a.tb_dir, a.first_step, a.last_step, a.resumed_from_checkpoint) for a in result.attempts] == [
         (1, "runs/Jan01_10-00-00_node01", 5, 20, None), (2, "runs/Jan01_10-05-00_node01", 15, 20, 10)]
-    assert result.replayed == ((11, 20),)
+    assert result.history_conflicts == ()  # checkpoint-10's rows are the newest state's: no conflict
     tb_loss = sorted((s.attempt, s.steps.tolist()) for s in result.tb_series if s.tag == "train/loss")
     assert tb_loss == [(1, [5, 10, 15, 20]), (2, [15, 20])]
     # Resuming restores model, optimizer, scheduler and RNG state, so the replayed losses are identical.
@@ -193,7 +195,10 @@ def test_resumed_attempts_and_replay(run: Path) -> None:
     assert all(c.info.complete for c in result.checkpoints)
     joined = " ".join(result.schedule_notes)
     assert "2 process starts (attempt 2 resumed from checkpoint-10)" in joined
-    assert "Steps 11-20 were logged again" in joined
+    assert "logged again" not in joined  # the reader reports facts; which steps were replayed is analysis's
+    run = pimm_inspect.load_run(run)
+    assert [(r.first_step, r.last_step, r.attempts) for r in run.replayed] == [(11, 20, (1, 2))]
+    assert any(n.startswith("Steps 11-20 were logged again") for n in run_notes(run))
     assert result.findings == ()
 
 
@@ -201,7 +206,7 @@ def test_resumed_without_tb_reader_counts_folders_only() -> None:
     result = read_hf_trainer_dir(RESUMED, RESUMED, tb_reader=None)
     assert [(a.index, a.first_step, a.last_step, a.resumed_from_checkpoint) for a in result.attempts] == [
         (1, None, None, None), (2, None, None, None)]
-    assert result.replayed == () and result.tb_series == ()
+    assert result.history_conflicts == () and result.tb_series == ()
     assert sorted(s.path for s in result.sources if s.kind == "tb_events") == [
         f for d in result.tb_dirs for f in d.event_files]
 
@@ -211,7 +216,7 @@ def test_resumed_with_shared_tb_reader() -> None:
     result = read_hf_trainer_dir(RESUMED, RESUMED)
     assert [(a.first_step, a.last_step, a.resumed_from_checkpoint) for a in result.attempts] == [
         (5, 20, None), (15, 20, 10)]
-    assert result.replayed == ((11, 20),)
+    assert [(r.first_step, r.last_step) for r in pimm_inspect.load_run(RESUMED).replayed] == [(11, 20)]
 
 
 def test_replay_inside_log_history(clean_copy: Path) -> None:
@@ -225,7 +230,7 @@ def test_replay_inside_log_history(clean_copy: Path) -> None:
     result = read_hf_trainer_dir(clean_copy, clean_copy, tb_reader=None)
     assert [(a.first_step, a.last_step, a.resumed_from_checkpoint) for a in result.attempts] == [
         (5, 20, None), (15, 30, 10)]
-    assert result.replayed == ((11, 20),)
+    assert [(r.first_step, r.last_step) for r in pimm_inspect.load_run(clean_copy).replayed] == [(11, 20)]
 
 
 def test_checkpoint_history_conflict_is_a_replay(clean_copy: Path) -> None:
@@ -237,7 +242,8 @@ def test_checkpoint_history_conflict_is_a_replay(clean_copy: Path) -> None:
             row["loss"] += 0.5
     path.write_text(json.dumps(state, indent=2))
     result = read_hf_trainer_dir(clean_copy, clean_copy, tb_reader=None)
-    assert result.replayed == ((15, 15),)
+    assert result.history_conflicts == ((15, 15),)  # the raw fact; analysis makes it a replayed range
+    assert [(r.first_step, r.last_step) for r in pimm_inspect.load_run(clean_copy).replayed] == [(15, 15)]
 
 
 # ---------------------------------------------------------------- damage

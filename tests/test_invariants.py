@@ -111,6 +111,20 @@ def test_a_contradiction_is_caught(surfaces: dict[str, Surfaces]) -> None:
     assert {"attempts.agree", "saved.not-lost"} <= failed
 
 
+def test_a_lost_step_a_complete_checkpoint_keeps_is_caught(surfaces: dict[str, Surfaces]) -> None:
+    """model_best.pth.prev at step 80 of e2_requeued_twice is attempt 3's: an attempt 3 that lost 51-100 (or never
+    saved 80) contradicts it."""
+    import copy
+
+    s = copy.copy(surfaces["runs/e2_requeued_twice"])
+    assert {c.invariant: c.ok for c in check_run(s)}["checkpoint.kept"]
+    s.show = copy.deepcopy(s.show)
+    s.show["attempts"][2]["lost_steps"] = [51, 100]
+    assert "checkpoint.kept" in {c.invariant for c in check_run(s) if not c.ok}
+    s.show["attempts"][2].update(lost_steps=None, saved_steps=[100])
+    assert "checkpoint.kept" in {c.invariant for c in check_run(s) if not c.ok}
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("run", [r for r in UI_PICKED if (FIXTURES / r).is_dir()])
 async def test_ui_overview_and_log_tab_agree_with_show(run: str, surfaces: dict[str, Surfaces]) -> None:

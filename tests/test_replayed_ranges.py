@@ -227,3 +227,33 @@ def test_hf_replay_check_uses_the_logged_loss_not_the_end_of_training_mean():
     (found,) = _replays(run)
     check = next(s for s in found.explanation.split(". ") if s.startswith("Replay check"))
     assert "up to 0 in train/loss" in check and "deterministic" in check and "train_loss" not in check
+
+
+def _alternating(writer: str, attempt: int | None, first: int, last: int, shift: int) -> list:
+    """One process's W&B rows over ``first``..``last``: each tag on every third ``_step``, the tags taking turns (the
+    shape of ToberoCat/TicTacToe's keras-rl callbacks, W&B 0.12.11)."""
+    steps = np.arange(first, last + 1)
+    phase = (steps + shift) % 3
+    rows = {"wins": phase == 0, "loss": phase == 1, "episode_reward": phase != 0}  # as keras-rl's callbacks log them
+    return [make_series(tag, steps[on], np.full(int(on.sum()), 0.5 + shift), None, writer, attempt)
+            for tag, on in rows.items()]
+
+
+def test_tags_on_alternating_rows_are_one_range_per_replay():
+    """Corpus ToberoCat/TicTacToe h465zmzw: attempts 4 and 5 both wrote every step of 2797-2974, each its tags on
+    alternating rows and the other way round, so one tag meets its twin only every third step: one range (was 60
+    one-step ranges, each its own finding)."""
+    series = (*_alternating("run-4.wandb", 4, 1983, 2974, 0), *_alternating("run-5.wandb", 5, 2797, 3100, 1))
+    run = Run(root=Path("/nowhere"), kind="wandb", era=None, status="unknown", series=tuple(series),
+              attempts=(Attempt(4, first_step=1983, last_step=2974), Attempt(5, first_step=2797, last_step=3100)))
+    assert [(r.first_step, r.last_step, r.copies, r.attempts) for r in compute_replayed(run)] == [
+        (2797, 2974, 2, (4, 5))]
+    assert [f.steps for f in _replays(analyze(run))] == [(2797, 2974)]
+
+
+def test_files_naming_no_attempt_are_not_bridged_by_other_tags():
+    """tensorboardX's add_scalars writes each tag to its own file at the same steps: steps the two files share
+    under other tags are no copies (only the files' common tag is)."""
+    series = (*_alternating("a.tfevents", None, 0, 30, 0), *_alternating("b.tfevents", None, 0, 30, 1))
+    run = Run(root=Path("/nowhere"), kind="tensorboard", era=None, status="unknown", series=tuple(series))
+    assert len(compute_replayed(run)) > 1 and all(r.first_step == r.last_step for r in compute_replayed(run))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pimm_inspect
@@ -37,3 +38,36 @@ def test_text_filter_searches_codes_status_and_ids():
     text = row_text("e2_rollback", row)
     assert row.status in text and all(f.code in text for f in row.findings)
     assert compile_run_filter(row.findings[0].code)(text, row)
+
+
+
+SECRET = "deadbeefdeadbeefdeadbeefdeadbeefdeadbeef"
+"""The W&B key fixtures/runs/e2_secret_in_config's files hold (its config and launch command)."""
+OTHER = "feedface0123feedface0123feedface01234567"
+
+
+def test_cfg_filter_never_matches_a_secret_value(tmp_path: Path):
+    """A filter cannot probe a secret: it sees the masked document (``analysis.secrets``), fresh or cached. The
+    same run holding another key answers every probe alike (on the unmasked document ``< e`` would tell them apart)."""
+    path = RUNS / "e2_secret_in_config"
+    raw = next(doc.data for doc in pimm_inspect.load_run(path).configs if doc.kind == "resolved_config")
+    assert raw["wandb_api_key"] == SECRET  # the file does hold it
+    other = tmp_path / "e2_other_key"
+    shutil.copytree(path, other)
+    for name in ("config.py", "resolved_config.json", "run_metadata.json", "launch.sbatch", "train.log"):
+        file = other / name
+        file.write_bytes(file.read_bytes().replace(SECRET.encode(), OTHER.encode()))
+    rows = [run_row(pimm_inspect.load_run(path)), Session().stored_rows([path]).get(path) or Session().row(path),
+            Session().row(other)]
+    probes = [f"cfg.wandb_api_key = {SECRET}", f"cfg.wandb_api_key == '{SECRET}'", f"cfg.wandb_api_key = {OTHER}",
+              "cfg.wandb_api_key ~ dead", "cfg.launch_command ~ deadbeef", f"!cfg.wandb_api_key != {SECRET}",
+              *(f"cfg.wandb_api_key {op} {c}" for op in ("<", ">", "<=", ">=") for c in "0123456789abcdef"),
+              *(f"cfg.launch_command {op} WANDB_API_KEY={c}" for op in ("<", ">") for c in "0123456789abcdef")]
+    for row in rows:
+        assert dict(row.config)["wandb_api_key"] == "****"
+        assert not any(key in str(value) for _key, value in row.config for key in (SECRET, OTHER))
+        for probe in probes[:6]:
+            assert not compile_run_filter(probe)("", row), probe
+        assert compile_run_filter("cfg.wandb_api_key = ****")("", row)  # only the mask, the same for any key
+    answers = [[compile_run_filter(probe)("", row) for probe in probes] for row in rows]
+    assert answers[0] == answers[1] == answers[2]

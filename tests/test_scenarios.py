@@ -29,6 +29,7 @@ EXPECTED = {
     "e2_config_drift": {"provenance.config-drift", "resume.rollback", "steps.replayed", "wandb.run-split"},
     "e3a_running": {"file.truncated"},
     "e3a_hung_rank": {"run.ranks-diverged"},
+    "e3a_resubmitted": {"resume.rollback", "steps.replayed"},
     "hf_clean": set(),
     "hf_killed": {"provenance.secret"},
     "hf_resumed": {"resume.rollback", "steps.replayed"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,20 @@ def test_ls_and_runs_table_show_the_same_row_facts(path: Path) -> None:
     assert tui_facts.last_step(row) == listed["last_step"] == fresh.last_step
     assert tui_facts.best_metric(row) == fresh.best_metric
     assert tui_facts.last_logged(row) == fresh.last_logged_s
+    # ls --json's best_metric / last_logged_at are the row's fields, the UI's cells read the same ones
+    best = listed["best_metric"]
+    assert (best is None) == (fresh.best_metric_value is None) == (fresh.best_metric == "-")
+    if best is not None:
+        assert (best["name"], best["value"]) == (fresh.best_metric_name, fresh.best_metric_value)
+        assert fresh.best_metric.endswith(f"{best['value']:.4g}")
+    at = listed["last_logged_at"]
+    assert (at is None) == (fresh.last_logged_s is None) and at == row.last_logged_at
+    if at is not None:
+        assert datetime.fromisoformat(at).timestamp() == pytest.approx(fresh.last_logged_s, abs=1e-3)
+        assert tui_facts.last_logged_cell(row) == datetime.fromtimestamp(
+            fresh.last_logged_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    else:
+        assert tui_facts.last_logged_cell(row) == "-"
     assert (row.status, row.attempts, list(row.wandb_run_ids)) == (listed["status"], listed["attempts"],
                                                                    listed["wandb_run_ids"])
 

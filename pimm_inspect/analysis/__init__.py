@@ -10,6 +10,7 @@ from ..model import Finding, Run
 from . import (checks_checkpoint, checks_provenance, checks_run, checks_slurm, checks_sources, checks_steps,
                checks_wandb)
 from .replays import compute_replayed
+from .resume_hint import resume_hint
 from .summary import summarize
 
 Check = Callable[[Run], list[Finding]]
@@ -70,4 +71,5 @@ def analyze(run: Run) -> Run:
     run = dataclasses.replace(run, replayed=compute_replayed(run))  # the checks and every view read it
     combined = list(run.findings) + run_checks(run)
     combined.sort(key=lambda f: (-int(f.severity), f.code, f.steps or (0, 0)))
-    return dataclasses.replace(run, findings=tuple(combined), summary=summarize(run), scalar_table=scalar_frame)
+    return dataclasses.replace(run, findings=tuple(combined), summary=summarize(run), scalar_table=scalar_frame,
+                               resume=resume_hint(run))

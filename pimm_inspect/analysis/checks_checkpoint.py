@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import Finding, Run, Severity
-from ..sources.checkpoint import access_denied
+from ..sources.checkpoint import save_unknown
 
 
 def _pick(run: Run) -> str:
@@ -15,8 +15,9 @@ def _pick(run: Run) -> str:
 
 
 def _unreadable(run: Run) -> set[str]:
-    """Checkpoints with a file or folder this user may not read (``file.unreadable``): not known to be incomplete."""
-    paths = {p for f in run.findings if access_denied(f) for p in f.paths}
+    """Checkpoints with a file or folder this user may not read (``file.unreadable``) or a Git LFS pointer in place of
+    a file (``file.lfs-pointer``): not known to be incomplete."""
+    paths = {p for f in run.findings if save_unknown(f) for p in f.paths}
     return {ck.path for ck in run.checkpoints if any(p == ck.path or p.startswith(ck.path + "/") for p in paths)}
 
 

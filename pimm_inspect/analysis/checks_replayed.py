@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..load.attempts import restore_point
-from ..model import Attempt, Finding, ReplayedRange, Run, ScalarSeries, Severity
+from ..model import Attempt, Finding, ReplayedRange, Run, Severity
 from . import _facts
+from .replay_copies import Writers, per_step_tags, range_copies, writers_of
 from .replays import compute_replayed, describe, drawn_series, marks
 from .wandb_view import wandb_view
 
@@ -33,74 +33,33 @@ class ReplayCheck:
     """First and last step that really holds two or more copies (the range may be wider: what was trained)."""
 
 
-Writers = dict[int | str, list[ScalarSeries]]
-
-
-def writers_of(series: list[ScalarSeries]) -> Writers:
-    """The drawn series by writer: the attempt where known, else the file."""
-    out: Writers = defaultdict(list)
-    for s in series:
-        out[s.attempt if s.attempt is not None else s.source].append(s)
-    return out
-
-
-def _inside(s: ScalarSeries, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
-    if len(s) < 2 or bool(np.all(s.steps[1:] >= s.steps[:-1])):
-        lo, hi = int(np.searchsorted(s.steps, first, "left")), int(np.searchsorted(s.steps, last, "right"))
-        return s.steps[lo:hi], s.values[lo:hi]
-    keep = (s.steps >= first) & (s.steps <= last)
-    return s.steps[keep], s.values[keep]
-
-
 def compare_copies(by_writer: Writers, r: ReplayedRange) -> ReplayCheck | None:
-    """Compare like with like: per step, the copies of each tag; the figure comes from a per-step tag first.
-
-    A tag is per step when it holds as many steps with copies in the range as the densest tag: an epoch mean
-    (pimm's ``train/loss`` at the epoch's last step, HF's end-of-training ``train/train_loss``) covers different
-    batches after a mid-epoch resume, so its copies differ by more than any step did and say nothing about how
-    exact the replay was.
-    """
-    per_tag: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = defaultdict(lambda: ([], []))
-    for writer in list(r.attempts) + [p for p in r.paths if p in by_writer]:
-        for s in by_writer.get(writer, ()):
-            steps, values = _inside(s, r.first_step, r.last_step)
-            if steps.shape[0]:
-                per_tag[s.tag][0].append(steps)
-                per_tag[s.tag][1].append(values)
-    results: list[tuple[str, int, float]] = []  # (tag, steps with copies, max spread of the copies)
+    """Compare like with like: per step, the copies of each tag; the figure comes from a per-step tag first
+    (``replay_copies.per_step_tags``, the rule ``compare --attempts`` shares)."""
+    copies = range_copies(by_writer, r)
+    results: list[tuple[str, float]] = []  # (tag, max spread of the copies)
     lo_written, hi_written = None, None
-    for tag, (steps_parts, value_parts) in per_tag.items():
-        if len(steps_parts) < 2:
-            continue
-        steps = np.concatenate(steps_parts)
-        values = np.concatenate(value_parts)
-        order = np.argsort(steps, kind="stable")
-        steps, values = steps[order], values[order]
-        edges = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
-        counts = np.diff(np.append(edges, steps.shape[0]))
-        multi = counts > 1
-        if not multi.any():
-            continue
-        held = steps[edges[multi]]
+    for c in copies:
+        held = c.held
+        multi = c.counts > 1
         lo_written = int(held[0]) if lo_written is None else min(lo_written, int(held[0]))
         hi_written = int(held[-1]) if hi_written is None else max(hi_written, int(held[-1]))
-        finite = np.where(np.isfinite(values), values, np.nan)
+        finite = np.where(np.isfinite(c.values), c.values, np.nan)
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            spread = (np.fmax.reduceat(finite, edges) - np.fmin.reduceat(finite, edges))[multi]
+            spread = (np.fmax.reduceat(finite, c.starts) - np.fmin.reduceat(finite, c.starts))[multi]
         spread = spread[np.isfinite(spread)]
-        results.append((tag, int(multi.sum()), float(spread.max()) if spread.size else float("nan")))
+        results.append((c.tag, float(spread.max()) if spread.size else float("nan")))
     if not results or lo_written is None or hi_written is None:
         return None
-    densest = max(n for _t, n, _d in results)
-    per_step = {t for t, n, _d in results if n == densest}
-    tags = tuple(sorted((t for t, _n, _d in results), key=lambda t: ("loss" not in t, t)))
-    finite_results = [res for res in results if np.isfinite(res[2])]
+    per_step = per_step_tags(copies)
+    tags = tuple(sorted((t for t, _d in results), key=lambda t: ("loss" not in t, t)))
+    finite_results = [res for res in results if np.isfinite(res[1])]
     pool = [res for res in finite_results if res[0] in per_step] or finite_results
     if not pool:
         return ReplayCheck(float("nan"), "", False, tags, (lo_written, hi_written))
     pool = [res for res in pool if "loss" in res[0]] or pool
-    tag, _n, diff = max(pool, key=lambda res: res[2])
+    tag, diff = max(pool, key=lambda res: res[1])
     return ReplayCheck(diff, tag, tag in per_step, tags, (lo_written, hi_written))
 
 

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from ..model import Finding, Run, Severity
+from .lost_compute import failed_requeues
 
 
 def check_attempts_mismatch(run: Run) -> list[Finding]:
     """``slurm.attempts-mismatch``: submitit started attempts that left no trace in train.log or event files."""
     findings = []
     logged = len(run.attempts)
-    for log in run.slurm_logs:
-        silent = [seg for seg in log.segments if seg.k is not None and seg.k > logged]
-        if not silent:
-            continue
-        ks = sorted({seg.k for seg in silent if seg.k is not None})
-        total = silent[-1].n
+    by_path = {log.path: log for log in run.slurm_logs}
+    for path, ks, total in failed_requeues(run):
+        log = by_path[path]
+        silent = [seg for seg in log.segments if seg.k in ks]
         lines = [line for seg in silent for _kind, line in seg.problems]
         said = f" The Slurm log says: {lines[0]}" if lines else ""
         findings.append(Finding(

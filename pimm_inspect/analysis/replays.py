@@ -207,9 +207,11 @@ def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
 
 def _trainer_overlaps(run: Run) -> list[tuple[int, int]]:
     """Steps an HF Trainer run trained twice: for each later attempt, from its restore point + 1 (else its first
-    step) to where it and an earlier attempt both got; overlapping ranges merged. The Trainer's
-    ``trainer_state.json`` keeps one history, so its series alone cannot show the second copy."""
-    spans: list[tuple[int, int]] = []
+    step) to where it and an earlier attempt both got, and the steps where a checkpoint's log_history holds other
+    values than the newest state's (another attempt's rows); overlapping ranges merged. The Trainer's
+    ``trainer_state.json`` keeps one history, so its series alone cannot show the second copy. The one rule: the
+    HF reader only reports the spans and the conflicting rows."""
+    spans: list[tuple[int, int]] = list(run.hf.history_conflicts) if run.hf is not None else []
     for j, later in enumerate(run.attempts):
         for earlier in run.attempts[:j]:
             if None in (later.first_step, later.last_step, earlier.first_step, earlier.last_step):

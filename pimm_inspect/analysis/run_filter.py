@@ -1,6 +1,7 @@
 """The runs filter's grammar, one implementation for every front end: substring, ``!`` negation, ``/regex/``
 (case-insensitive) on a row's text, or ``cfg.<key> OP value`` on the row's config (``RunRow.config``, the run's
-query config of ``configs.query_config`` flattened to ``a.b.c`` keys)."""
+query config of ``configs.query_config`` with its secrets masked, flattened to ``a.b.c`` keys: a filter sees a
+secret as ``****`` and can never test its value)."""
 
 from __future__ import annotations
 

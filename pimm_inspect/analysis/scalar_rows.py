@@ -131,14 +131,15 @@ def tag_matches(tag: str, patterns: tuple[str, ...] | list[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(tag, p) for p in patterns)
 
 
-def _tag_groups(run: Run, tags: tuple[str, ...] | list[str] | str,
-                all_sources: bool) -> Iterator[tuple[str, str, list[ScalarSeries]]]:
-    """(tag, source kind, its series) of the scalar table, tag by tag (sorted), preferred kind only unless ``all_sources``."""
+def tag_groups(run: Run, tags: tuple[str, ...] | list[str] | str, all_sources: bool,
+                skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str, list[ScalarSeries]]]:
+    """(tag, source kind, its series) of the scalar table, tag by tag (sorted), preferred kind only unless
+    ``all_sources``; series from the files in ``skip`` left out."""
     if isinstance(tags, str):
         tags = (tags,)
     by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
     for s in run.series:
-        if tag_matches(s.tag, tags):
+        if tag_matches(s.tag, tags) and s.source not in skip:
             by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
     for tag in sorted(by_tag):
         kinds = by_tag[tag]
@@ -159,7 +160,7 @@ def scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: 
 def iter_scalar_rows(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy: str = "all",
                      all_sources: bool = False) -> Iterator[TagRows]:
     """``scalar_rows`` one tag at a time: a writer that streams keeps one tag's rows in memory, not the table."""
-    for tag, kind, group in _tag_groups(run, tags, all_sources):
+    for tag, kind, group in tag_groups(run, tags, all_sources):
         yield select_rows(tag, kind, group, policy)
 
 
@@ -184,7 +185,7 @@ def row_counts(run: Run, policy: str = "all") -> list[TagCount]:
     selected, one tag at a time, so memory stays near one tag's rows.
     """
     out: list[TagCount] = []
-    for tag, kind, group in _tag_groups(run, (), False):
+    for tag, kind, group in tag_groups(run, (), False):
         ordered = [s for s in group if len(s)]
         if not ordered:
             out.append(TagCount(tag, kind, 0, None, None))

@@ -12,7 +12,9 @@ from ..evidence import RunRow, RunSummary
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
 from .configs import flatten_config, query_config
-from .secrets import mask_text
+from .lost_compute import lost_totals
+from .metric_summary import metric_summaries
+from .secrets import mask_text, mask_value
 
 
 def last_step(run: Run) -> int | None:
@@ -39,13 +41,13 @@ def last_logged_s(run: Run) -> float | None:
 
 def best_metric_fact(run: Run) -> tuple[str | None, float | None]:
     """(name, value) of the best selection metric the run reached: train.log's last ``Best validation`` record,
-    else the Trainer state's ``best_metric``, else the highest finite one a checkpoint stores; (None, None) when
+    else the Trainer state's ``best_metric`` (named by ``metric_for_best_model``), else the highest finite one a checkpoint stores; (None, None) when
     unknown."""
     if run.train_log is not None and run.train_log.best:
         best = run.train_log.best[-1]
         return best.name, best.value
     if run.hf is not None and run.hf.best_metric is not None:
-        return None, run.hf.best_metric
+        return run.hf.best_metric_name, run.hf.best_metric
     values = [ck.best_metric_value for ck in run.checkpoints
               if ck.best_metric_value is not None and math.isfinite(ck.best_metric_value)]
     return (None, max(values)) if values else (None, None)
@@ -62,8 +64,10 @@ def best_metric(run: Run) -> str:
 def summarize(run: Run) -> RunSummary:
     """The run's derived row facts."""
     name, value = best_metric_fact(run)
+    lost = lost_totals(run)
     return RunSummary(last_step=last_step(run), last_logged_s=last_logged_s(run), best_metric=best_metric(run),
-                      best_metric_name=name, best_metric_value=value)
+                      best_metric_name=name, best_metric_value=value, lost_steps=lost.steps, lost_wall_s=lost.wall_s,
+                      lost_gpu_hours=lost.gpu_hours, failed_requeues=lost.failed_requeues)
 
 
 def run_row(run: Run) -> RunRow:
@@ -82,7 +86,8 @@ def run_row(run: Run) -> RunRow:
                   warnings=counts[Severity.WARNING], infos=counts[Severity.INFO], summary=summary_of(run),
                   top_finding=top, findings=tuple(run.findings), attempt_facts=tuple(run.attempts),
                   command=mask_text(command) if command else None,
-                  config=tuple(flatten_config(config.data).items()) if config is not None else ())
+                  config=tuple(flatten_config(mask_value(config.data)).items()) if config is not None else (),
+                  metrics=metric_summaries(run))
 
 
 def summary_of(run: Run) -> RunSummary:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 from pathlib import Path
 
 import click
@@ -44,6 +45,17 @@ def _remember(ctx: click.Context, param: click.Parameter, value: object) -> obje
     return value
 
 
+_GLOBAL = "pimm_inspect.global"
+"""Key in the click context's ``meta`` of global options given after the command (``ls --no-cache``)."""
+
+
+def remember_global(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    """Keep a global option given after the command for ``session``."""
+    if value:
+        ctx.meta.setdefault(_GLOBAL, {})[param.name] = value
+    return value
+
+
 def session() -> Session:
     """The command's session, built once per invocation from the environment, the global ``--no-cache`` and the
     command's --max-depth / --follow-links (nothing is kept in a module global)."""
@@ -52,7 +64,7 @@ def session() -> Session:
     ctx = click.get_current_context()
     made = ctx.meta.get(_SESSION)
     if made is None:
-        no_cache = bool(ctx.find_root().params.get("no_cache", False))
+        no_cache = bool(ctx.find_root().params.get("no_cache", False) or ctx.meta.get(_GLOBAL, {}).get("no_cache"))
         made = ctx.meta[_SESSION] = default_session(no_cache=no_cache, **ctx.meta.get(_DISCOVERY, {}))
         ctx.call_on_close(made.close)
     return made
@@ -155,23 +167,95 @@ def color_wanted(stream=None) -> bool:
     return (stream or sys.stdout).isatty()
 
 
+PIPED_WIDTH = 140
+"""Where prose wraps when stdout is not a terminal (and COLUMNS is unset); tables are never narrowed to it."""
+
+
 def console(no_color: bool = False) -> Console:
     """A Rich console writing to stdout (colour off when not a terminal or NO_COLOR is set).
 
-    Markup and emoji codes are off: run files provide the strings printed, and they are data.
+    Markup and emoji codes are off: run files provide the strings printed, and they are data. When stdout is not a
+    terminal, a data table keeps its natural width (no column dropped, shrunk or cut with ``…``: scripts and
+    ``| head`` see every column) and no line ends in padding spaces; prose still wraps at COLUMNS, else 140.
     """
     from rich.console import Console
 
-    # Piped output has no terminal width: use a wide page rather than Rich's 80 columns.
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
+    piped = not sys.stdout.isatty()
+    width = None if not piped else int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else PIPED_WIDTH
+
     class _Console(Console):
         def on_broken_pipe(self) -> None:
             """Rich exits 1 on EPIPE; ``main``'s rule for every command (EPIPE is a normal end) decides instead."""
             self.quiet = True
             raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            if not piped:
+                return super().print(*objects, **kwargs)
+            with self.capture() as captured:
+                super().print(*(_unshrunk(o) for o in objects), **{**kwargs, "crop": False})
+            self.file.write(strip_trailing_spaces(captured.get()))
+
     return _Console(no_color=no_color or None, highlight=False, soft_wrap=False, width=width, markup=False,
                     emoji=False)
+
+
+_TRAILING = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def strip_trailing_spaces(text: str) -> str:
+    """Every line of ``text`` without the spaces Rich pads it with (colour codes among them are kept)."""
+    return _TRAILING.sub(lambda m: "".join(_SGR.findall(m.group(0))), text)
+
+
+def _unshrunk(renderable: Any) -> Any:
+    """``renderable`` with each data table in it (a Table without a flexible prose column) at its natural width."""
+    from rich.console import Group
+    from rich.table import Table
+
+    if isinstance(renderable, Table) and not any(column.ratio for column in renderable.columns):
+        return _NaturalWidth(renderable)
+    if isinstance(renderable, Group):
+        return Group(*(_unshrunk(r) for r in renderable.renderables), fit=renderable.fit)
+    return renderable
+
+
+class _NaturalWidth:
+    """A table rendered as wide as its widest cells need, whatever the console's width (piped output only)."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def _options(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        natural = Measurement.get(console, options.update_width(1_000_000), self.table).maximum
+        return options.update_width(max(options.max_width, natural))
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield from console.render(self.table, self._options(console, options))
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement.get(console, self._options(console, options), self.table)
+
+
+def print_runs_table(rows: list[Any], headers: Sequence[str] | None = None) -> None:
+    """The ``ls`` table on stdout (also the piped ``pimm-inspect PATH``): without Rich's per-cell layout when it
+    is plain text that fits (piped, every table fits: no column is dropped or cut). ``headers``: those of ``ls
+    --columns`` (the default table's without)."""
+    from ..report.text import RUNS_COLUMNS, plain_runs_table, runs_table
+
+    heads = RUNS_COLUMNS if headers is None else headers
+    out = console()
+    piped = not sys.stdout.isatty()
+    plain = plain_runs_table(rows, 1_000_000 if piped else out.width, heads) if out.color_system is None else None
+    if plain is None:
+        out.print(runs_table(rows, heads))
+    else:
+        out.file.write(strip_trailing_spaces(plain) if piped else plain)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")

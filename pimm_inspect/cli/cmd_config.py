@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..report.safe_text import clean
-from ._common import EXIT_USAGE, json_option, load_runs, stderr
+from ._common import EXIT_USAGE, color_wanted, json_option, load_runs, stderr
 
 KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_config", "hf_training_args", "lightning_hparams")
 """Also the fallback order when the asked-for kind is absent."""
@@ -133,9 +133,14 @@ def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: 
             click.echo(json.dumps(mask_value(item.data), indent=2))
 
 
+ABSENT = "<absent>"
+"""A key (or list element) one side lacks; unquoted, so it never reads as the JSON string ``"<absent>"``."""
+
+
 def _diff(left_label: str, right_label: str, left_doc, right_doc, as_json: bool, flatten_config, mask_value, dumps,
           attempts: tuple[int, int] | None) -> None:
-    """Keys whose values differ; in JSON ``in_left``/``in_right`` tell a missing key from a real null."""
+    """Keys whose values differ (lists: only the differing elements, ``key[i]``); values as JSON, a key one side
+    lacks as an unquoted ``<absent>`` (dim on a terminal); in JSON ``in_left``/``in_right`` false and a null."""
     from ..analysis.configs import config_differences
 
     left = mask_value(left_doc.data) if left_doc.data is not None else None
@@ -149,9 +154,10 @@ def _diff(left_label: str, right_label: str, left_doc, right_doc, as_json: bool,
             document["attempts"] = list(attempts)
         click.echo(dumps(document))
         return
+    absent = click.style(ABSENT, dim=True) if color_wanted() else ABSENT
     for d in differences:
-        shown_left = d.left if d.in_left else "<absent>"
-        shown_right = d.right if d.in_right else "<absent>"
-        click.echo(f"{clean(d.key, newlines=False)}: {json.dumps(shown_left)} -> {json.dumps(shown_right)}")
+        shown_left = json.dumps(d.left) if d.in_left else absent
+        shown_right = json.dumps(d.right) if d.in_right else absent
+        click.echo(f"{clean(d.key, newlines=False)}: {shown_left} -> {shown_right}", color=color_wanted())
     if not differences:
         stderr("pimm-inspect: no differences")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from ._common import console, json_option, stream_many
+from ._common import console, discovery_options, json_option, stream_many
 
 
 @click.command("show")
 @click.argument("runs", nargs=-1, type=click.Path())
+@discovery_options
 @json_option
 def command(runs: tuple[str, ...], as_json: bool) -> None:
     """Summarise a run (or every run under a folder).

@@ -17,13 +17,10 @@ def command(path: str) -> None:
     if not sys.stdout.isatty():
         from pathlib import Path
 
-        from ..report.text import plain_runs_table, runs_table, runs_table_row
-        from ._common import console, discover_paths, iter_rows
+        from ..report.text import runs_table_row
+        from ._common import discover_paths, iter_rows, print_runs_table
 
-        rows = [runs_table_row(r, Path(path)) for r in iter_rows(discover_paths(path))]
-        out = console()
-        plain = plain_runs_table(rows, out.width) if out.color_system is None else None
-        out.file.write(plain) if plain is not None else out.print(runs_table(rows))
+        print_runs_table([runs_table_row(r, Path(path)) for r in iter_rows(discover_paths(path))])
         return
     from pathlib import Path
 

@@ -16,7 +16,7 @@ from .. import __version__
 
 _COMMANDS = {"ls": "cmd_ls", "show": "cmd_show", "check": "cmd_check", "curves": "cmd_curves",
              "config": "cmd_config", "export": "cmd_export", "url": "cmd_url", "ui": "cmd_ui", "cache": "cmd_cache",
-             "report": "cmd_report"}
+             "report": "cmd_report", "compare": "cmd_compare"}
 """Command name -> its module in this package, imported only when that command runs (or help lists them all)."""
 
 
@@ -38,11 +38,19 @@ class _DefaultToUi(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         lead = 1 if args and args[0] == "--no-cache" else 0  # global options before the command or PATH
         if len(args) == lead:
-            args = [*args, "ui"]
+            if not ctx.resilient_parsing:  # shell completion of the first word: complete command names, not ui's PATH
+                args = [*args, "ui"]
         elif args[lead] not in _COMMANDS and not args[lead].startswith("-"):
-            _refuse_typo(ctx, args[lead], list(_COMMANDS))
+            if not ctx.resilient_parsing:
+                _refuse_typo(ctx, args[lead], list(_COMMANDS))
             args = [*args[:lead], "ui", *args[lead:]]
         return super().parse_args(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        """The first word completes to a command name, else (no command starts so) to a path for the UI."""
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(incomplete, type="file"), *super().shell_complete(ctx, incomplete)]
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
@@ -70,8 +78,22 @@ class _DefaultToUi(click.Group):
         if module is None:
             return None
         if cmd_name not in self.commands:
-            self.add_command(importlib.import_module(f"{__package__}.{module}").command, cmd_name)
+            command = importlib.import_module(f"{__package__}.{module}").command
+            _accept_global_options(command)
+            self.add_command(command, cmd_name)
         return self.commands[cmd_name]
+
+
+def _accept_global_options(command: click.Command) -> None:
+    """The global ``--no-cache`` is also accepted after the command (``pimm-inspect ls --no-cache ROOT``), with the
+    same meaning as before it: users put options after the command, and "No such option" would not say why."""
+    from ._common import remember_global
+
+    if not any("--no-cache" in param.opts for param in command.params):
+        command.params.append(click.Option(
+            ["--no-cache"], is_flag=True, expose_value=False, callback=remember_global,
+            help="Neither read nor write the persistent cache (a global option: also `pimm-inspect --no-cache "
+                 "COMMAND`)."))
 
 
 def _refuse_typo(ctx: click.Context, word: str, commands: list[str]) -> None:

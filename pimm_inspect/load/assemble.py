@@ -9,7 +9,9 @@ from pathlib import Path
 from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Era, Finding, Run, RunStatus, Severity
 from . import evidence
+from .attempt_context import attempt_context
 from .attempts import attempts_and_series, finish_attempts
+from .checkpoint_writers import checkpoint_writers
 from .restored import restored_checkpoints
 from .collect import Collected, collect
 from .collected import FileCache
@@ -44,10 +46,12 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Fil
     attempts, series = attempts_and_series(c)
     live = _looks_live(c, now if now is not None else time.time())
     status = _status(attempts, live)
+    best_names = frozenset(b[0] for b in c.train_log.best) if c.train_log is not None else frozenset()
+    checkpoints, attempts = checkpoint_writers(_checkpoints(c), attempts, series, best_names)
     attempts = finish_attempts(attempts, live, c)
-    checkpoints = _checkpoints(c)
     save_paths = [seg.save_path for seg in c.train_log.segments if seg.save_path] if c.train_log is not None else []
     attempts = restored_checkpoints(attempts, checkpoints, root, save_paths)
+    attempts = attempt_context(attempts, c, series)
     return Run(
         root=root,
         kind=kind,

@@ -81,7 +81,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
                                     first_step=min((s.first_step for s in steps), default=None),
                                     last_step=max((s.last_step for s in steps), default=None),
-                                    origin="resume" if wrun.resumed else "fresh", ended=ended,
+                                    origin=_wandb_origin(wrun, ordered[:index - 1]), ended=ended,
                                     end_detail=f"exit code {wrun.exit_code}" if wrun.exit_code else None,
                                     sources=(wrun.rel_path,)))
             if len(c.wandb_runs) > 1:
@@ -105,6 +105,15 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
     return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
+
+
+def _wandb_origin(wrun: Any, earlier: list[Any]) -> Origin:
+    """A W&B folder's origin from its own records: resumed when its run record says so (W&B's ``resumed`` flag, a
+    ``starting_step``), or when it asked to resume and an earlier folder of its id is in the run; ``resume="allow"``
+    on the first folder of an id resumed nothing."""
+    if wrun.resumed or (wrun.resume_requested and any(w.run_id == wrun.run_id for w in earlier)):
+        return "resume"
+    return "fresh"
 
 
 def _segment_origin(seg: Any) -> Origin:
@@ -283,13 +292,14 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
 def _interrupted_saves(c: Collected) -> set[int]:
     """Steps whose save was cut short: every checkpoint of that step on disk is incomplete (a save line is no save).
 
-    A checkpoint this user may not read is not known to be incomplete and cuts nothing (``file.unreadable``).
+    A checkpoint this user may not read (``file.unreadable``) or that is a Git LFS pointer (``file.lfs-pointer``) is
+    not known to be incomplete and cuts nothing.
     """
     if c.model_dir is None:
         return set()
-    from ..sources.checkpoint import access_denied  # the one rule for "may not read"
+    from ..sources.checkpoint import save_unknown  # the one rule for "may not read, or not fetched"
 
-    denied = {p for f in c.findings if access_denied(f) for p in f.paths}
+    denied = {p for f in c.findings if save_unknown(f) for p in f.paths}
     infos = c.model_dir.checkpoints
     kept = {ck.global_step for ck in infos if ck.complete}
     return {ck.global_step for ck in infos if not ck.complete and ck.global_step is not None

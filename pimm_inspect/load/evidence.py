@@ -102,7 +102,8 @@ def hf(c: Collected) -> HfFacts | None:
     if h is None:
         return None
     return HfFacts(state_path=h.state_path, best_metric=h.best_metric,
-                   schedule_notes=tuple(h.schedule_notes))
+                   schedule_notes=tuple(h.schedule_notes), best_metric_name=h.best_metric_name,
+                   history_conflicts=tuple(h.history_conflicts))
 
 
 def with_source_kinds(series: list[ScalarSeries], kinds: dict[str, str]) -> list[ScalarSeries]:

@@ -1,4 +1,4 @@
-"""The four tables of the Parquet dataset (``export ROOT --format parquet -o DIR``), one run at a time, as Arrow tables.
+"""The tables of the Parquet dataset (``export ROOT --format parquet -o DIR``), one run at a time, as Arrow tables.
 
 Every table has a fixed schema (``SCHEMAS``), the same in every partition, so DuckDB, Spark and Polars read
 ``DIR/<table>/*/*.parquet`` as one table. Each row starts with ``run_id``, the run's path relative to ROOT (the
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
-from ..analysis.configs import flatten_config, query_config
+from ..analysis.configs import attempt_query_config, flatten_config, query_config
 from ..analysis.scalar_rows import NO_ATTEMPT, TagRows, scalar_rows
 from ..analysis.secrets import mask_text, mask_value
-from ..analysis.summary import summary_of
-from ..model import Run
+from ..analysis.summary import restored_by, summary_of
+from ..model import ConfigDoc, Run
 from .json_text import clean as _clean, safe_str
 from .safe_text import name_text
 from .run_facts import started_at_iso
@@ -30,11 +30,12 @@ from .run_facts import started_at_iso
 if TYPE_CHECKING:
     import pyarrow as pa
 
-DATASET_VERSION = 2
+DATASET_VERSION = 3
 """Version of the tables' schemas and ids; a dataset written with another version is rewritten whole (2: ``seq``
 in the scalars' key, ``restored_checkpoint`` on the attempts, run ids and file names by the one name escape,
-``safe_text.name_text``)."""
-TABLES = ("runs", "attempts", "findings", "scalars")
+``safe_text.name_text``; 3: each attempt's Slurm context, lost compute and config on the attempts, and the
+``checkpoints`` table)."""
+TABLES = ("runs", "attempts", "findings", "checkpoints", "scalars")
 
 
 def _schemas() -> dict[str, pa.Schema]:
@@ -61,11 +62,22 @@ def _schemas() -> dict[str, pa.Schema]:
             ("end_detail", text), ("resumed_from", text), ("resume_step", i64), ("restore_step", i64),
             ("saved_steps", pa.list_(i64)), ("lost_first_step", i64), ("lost_last_step", i64),
             ("sources", pa.list_(text)), ("restored_checkpoint", text),
+            ("job_id", text), ("array_index", i32), ("nodes", pa.list_(text)), ("partition", text), ("gpus", i32),
+            ("elapsed_s", f64), ("lost_wall_s", f64), ("lost_gpu_hours", f64), ("context_sources", pa.map_(text, text)),
+            ("config_kind", text), ("config_path", text), ("config_json", text),
+            ("config_flat", pa.map_(text, text)), ("config_number", pa.map_(text, f64)),
         ]),
         "findings": pa.schema([
             ("run_id", text), ("code", text), ("severity", text), ("severity_rank", pa.int8()), ("message", text),
             ("file", text), ("paths", pa.list_(text)), ("first_step", i64), ("last_step", i64),
             ("attempts", pa.list_(i32)), ("explanation", text), ("views", pa.map_(text, text)),
+        ]),
+        "checkpoints": pa.schema([
+            ("run_id", text), ("path", text), ("format", text), ("role", text), ("complete", flag),
+            ("global_step", i64), ("epoch", i64), ("iter_in_epoch", i64), ("best_metric_value", f64),
+            ("wandb_run_id", text), ("wandb_cursor", i64), ("wandb_cursor_key", text), ("world_size", i32),
+            ("size_bytes", i64), ("tensor_count", i64), ("tensor_bytes", i64), ("modified_at", utc),
+            ("resume_candidate", flag), ("restored_by", pa.list_(i32)), ("unsafe_globals", pa.list_(text)),
         ]),
         "scalars": pa.schema([
             ("run_id", text), ("tag", text), ("step", i64), ("value", f64), ("wall_time", f64), ("attempt", i32),
@@ -115,9 +127,14 @@ def config_columns(run: Run) -> dict[str, Any]:
     (``config_flat``: every leaf, strings as they are and other values as JSON text; ``config_number``: the
     numeric leaves, booleans excluded)."""
     doc = query_config(run)
+    return {**doc_columns(doc), "config_attempt": doc.attempt if doc is not None and doc.data is not None else None}
+
+
+def doc_columns(doc: ConfigDoc | None) -> dict[str, Any]:
+    """``config_kind``, ``config_path``, ``config_json``, ``config_flat`` and ``config_number`` of one document
+    (masked), all null or empty without one."""
     if doc is None or doc.data is None:
-        return {"config_kind": None, "config_path": None, "config_attempt": None, "config_json": None,
-                "config_flat": [], "config_number": []}
+        return {"config_kind": None, "config_path": None, "config_json": None, "config_flat": [], "config_number": []}
     masked = mask_value(dict(doc.data))
     flat: list[tuple[str, str | None]] = []
     numbers: list[tuple[str, float]] = []
@@ -134,7 +151,7 @@ def config_columns(run: Run) -> dict[str, Any]:
                 numbers.append((name, float(leaf)))
             except OverflowError:  # an integer beyond a double's range stays in config_flat only
                 pass
-    return {"config_kind": doc.kind, "config_path": _name(doc.path), "config_attempt": doc.attempt,
+    return {"config_kind": doc.kind, "config_path": _name(doc.path),
             "config_json": json.dumps(_clean(masked), ensure_ascii=False, default=str),
             "config_flat": flat, "config_number": numbers}
 
@@ -180,6 +197,11 @@ def attempts_table(run: Run, run_id: str) -> pa.Table:
         "lost_first_step": a.lost_steps[0] if a.lost_steps else None,
         "lost_last_step": a.lost_steps[1] if a.lost_steps else None,
         "sources": [name_text(s) for s in a.sources], "restored_checkpoint": _name(a.restored_checkpoint),
+        "job_id": _text(a.job_id), "array_index": a.array_index, "nodes": [safe_str(n) for n in a.nodes],
+        "partition": _text(a.partition), "gpus": a.gpus, "elapsed_s": a.elapsed_s, "lost_wall_s": a.lost_wall_s,
+        "lost_gpu_hours": a.lost_gpu_hours,
+        "context_sources": [(name, name_text(path)) for name, path in a.context_sources],
+        **doc_columns(attempt_query_config(run, a.index)),
     } for a in run.attempts]
     return pa.Table.from_pylist(rows, schema=schema("attempts"))
 
@@ -197,6 +219,25 @@ def findings_table(run: Run, run_id: str) -> pa.Table:
         "views": list({safe_str(viewer): _masked(shows) for viewer, shows in f.views}.items()),
     } for f in run.findings]
     return pa.Table.from_pylist(rows, schema=schema("findings"))
+
+
+def checkpoints_table(run: Run, run_id: str) -> pa.Table:
+    """One row per checkpoint of the run (the fields of ``show --json``'s checkpoints; ``restored_by``: the attempts
+    that restarted from it; ``unsafe_globals``: what its pickle references beyond the allow-list, never called)."""
+    import pyarrow as pa  # the Parquet writer: only `export --format parquet` needs it
+
+    restores = restored_by(run)
+    rows = [{
+        "run_id": safe_str(run_id), "path": name_text(ck.path), "format": ck.format, "role": ck.role,
+        "complete": ck.complete, "global_step": ck.global_step, "epoch": ck.epoch, "iter_in_epoch": ck.iter_in_epoch,
+        "best_metric_value": ck.best_metric_value, "wandb_run_id": _text(ck.wandb_run_id),
+        "wandb_cursor": ck.wandb_cursor, "wandb_cursor_key": _text(ck.wandb_cursor_key), "world_size": ck.world_size,
+        "size_bytes": ck.size_bytes, "tensor_count": ck.tensor_count, "tensor_bytes": ck.tensor_bytes,
+        "modified_at": _utc(ck.mtime_s) if ck.mtime_s else None, "resume_candidate": ck.resume_candidate,
+        "restored_by": [attempt for attempt, _step in restores.get(ck.path, ())],
+        "unsafe_globals": [safe_str(name) for name in ck.unsafe_globals],
+    } for ck in run.checkpoints]
+    return pa.Table.from_pylist(rows, schema=schema("checkpoints"))
 
 
 def _words(pa: Any, indices: np.ndarray, words: list[str]) -> Any:
@@ -245,7 +286,7 @@ def scalars_table(run: Run, run_id: str, rows: list[TagRows]) -> pa.Table:
 
 def run_tables(run: Run, run_id: str, exported_at: datetime, tags: tuple[str, ...] = (), policy: str = "all",
                all_sources: bool = False) -> dict[str, pa.Table]:
-    """All four tables of one run, by table name; the scalars are keyed (tag, step, attempt, source, seq): every
+    """Every table of one run, by table name; the scalars are keyed (tag, step, attempt, source, seq): every
     record under ``all``, one per step under ``newest``/``oldest``, each tag from its preferred source unless
     ``all_sources`` (the rows of ``export RUN``)."""
     rows = scalar_rows(run, tags, policy, all_sources)
@@ -253,6 +294,7 @@ def run_tables(run: Run, run_id: str, exported_at: datetime, tags: tuple[str, ..
         "runs": runs_table(run, run_id, exported_at, rows),
         "attempts": attempts_table(run, run_id),
         "findings": findings_table(run, run_id),
+        "checkpoints": checkpoints_table(run, run_id),
         "scalars": scalars_table(run, run_id, rows),
     }
 

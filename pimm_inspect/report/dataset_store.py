@@ -1,6 +1,6 @@
 """The Parquet dataset on disk: partition names, atomic partition writes, the manifest, the lock.
 
-Layout: ``DIR/<table>/run=<value>/part-0.parquet`` for each of the four tables and each run, plus
+Layout: ``DIR/<table>/run=<value>/part-0.parquet`` for each of the five tables and each run, plus
 ``DIR/_pimm_inspect_manifest.json`` (what each run was written from) and ``DIR/.pimm-inspect.lock``. Names that
 start with ``_`` or ``.`` are skipped by Hive-style readers (Spark, DuckDB's ``*/*.parquet`` glob never sees them).
 

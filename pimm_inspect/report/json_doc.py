@@ -9,9 +9,9 @@ from typing import Any
 
 from ..analysis.scalar_rows import row_counts
 from ..analysis.secrets import mask_text, mask_value
-from ..analysis.summary import restored_by, run_row
-from ..evidence import RunRow
-from ..model import Finding, Run, WandbInfo
+from ..analysis.summary import restored_by, run_row, summary_of
+from ..evidence import RunRow, RunSummary
+from ..model import Attempt, Finding, Run, WandbInfo
 from .run_facts import started_at_iso
 from .json_text import indented
 from .json_text import safe_str as safe_str  # imported from here by callers and tests
@@ -68,16 +68,20 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
             "end_detail": mask_text(a.end_detail) if a.end_detail else None,
             "sources": [name_text(s) for s in a.sources], "saved_steps": list(a.saved_steps),
             "lost_steps": list(a.lost_steps) if a.lost_steps else None,
+            **attempt_context_json(a),
         } for a in run.attempts],
+        "lost": lost_json(summary_of(run)),
         "scalars": scalar_summary(run),
         "checkpoints": [{
             "path": name_text(ck.path), "format": ck.format, "role": ck.role, "complete": ck.complete,
             "global_step": ck.global_step, "epoch": ck.epoch, "wandb_run_id": ck.wandb_run_id,
             "wandb_cursor": ck.wandb_cursor, "wandb_cursor_key": ck.wandb_cursor_key,
             "size_bytes": ck.size_bytes, "resume_candidate": ck.resume_candidate,
-            "best_metric_value": _num(ck.best_metric_value),
+            "best_metric_value": _num(ck.best_metric_value), "best_metric_name": ck.best_metric_name,
+            "saved_by_attempt": ck.saved_by_attempt,
             "restored_by": [{"attempt": a, "step": step} for a, step in restores.get(ck.path, ())],
         } for ck in run.checkpoints],
+        "resume": resume_json(run),
         "replayed": [{"first_step": r.first_step, "last_step": r.last_step, "copies": r.copies,
                       "attempts": list(r.attempts), "paths": list(r.paths)} for r in run.replayed],
         "wandb": wandb_json(run.wandb),
@@ -102,7 +106,39 @@ def ls_run(run: Run | RunRow, base: Path) -> dict[str, Any]:
     row = run if isinstance(run, RunRow) else run_row(run)
     return {"path": run_path(row, base), "name": name_text(row.name), "kind": row.kind, "era": row.era, "status": row.status,
             "findings": {"error": row.errors, "warning": row.warnings, "info": row.infos},
-            "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids)}
+            "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids),
+            "best_metric": best_metric_json(row), "last_logged_at": row.last_logged_at,
+            "lost": lost_json(row.summary)}
+
+
+def best_metric_json(row: RunRow) -> dict[str, Any] | None:
+    """``{"name", "value"}`` of the row's best selection metric (``name`` null when the files do not name it)."""
+    best = row.best_metric
+    return None if best is None else {"name": _name(best.name), "value": _num(best.value)}
+
+
+def attempt_context_json(a: Attempt) -> dict[str, Any]:
+    """An attempt's Slurm context and lost compute (``show --json``), with the file each fact came from."""
+    return {"job_id": a.job_id, "array_index": a.array_index, "nodes": list(a.nodes), "partition": a.partition,
+            "gpus": a.gpus, "elapsed_s": a.elapsed_s, "lost_wall_s": a.lost_wall_s, "lost_gpu_hours": a.lost_gpu_hours,
+            "context_sources": {name: name_text(path) for name, path in a.context_sources}}
+
+
+def lost_json(summary: RunSummary) -> dict[str, Any]:
+    """The run's lost compute (``show --json`` and ``ls --json``): totals over its attempts."""
+    return {"steps": summary.lost_steps, "wall_s": summary.lost_wall_s, "gpu_hours": summary.lost_gpu_hours,
+            "failed_requeues": summary.failed_requeues}
+
+
+def resume_json(run: Run) -> dict[str, Any] | None:
+    """The ``resume`` object of ``show --json``: the option that resumes from the picked checkpoint (None: none
+    qualifies, or the trainer takes no option this tool knows)."""
+    hint = run.resume
+    if hint is None:
+        return None
+    return {"checkpoint": name_text(hint.checkpoint), "step": hint.step, "tool": hint.tool,
+            "option": safe_str(hint.option), "path_base": safe_str(hint.path_base),
+            "newer_incomplete": [name_text(p) for p in hint.newer_incomplete]}
 
 
 def wandb_json(info: WandbInfo) -> dict[str, Any]:
@@ -127,6 +163,12 @@ def run_notes(run: Run) -> list[str]:
                  for log in sorted(ranks, key=lambda log: log.rank or 0) if (log.started or "") == newest]
         notes.append("structured logs, newest attempt: " + "; ".join(parts))
     notes += list(run.hf.schedule_notes) if run.hf is not None else []
+    if run.hf is not None and run.replayed:  # Run.replayed: the one rule (analysis.replays), said here
+        again = ", ".join(f"{r.first_step}" if r.first_step == r.last_step else f"{r.first_step}-{r.last_step}"
+                          for r in run.replayed)
+        notes.append(f"Steps {again} were logged again: TensorBoard keeps one folder per start and shows every copy "
+                     "(W&B may too), while trainer_state.json holds one copy because HF restores log_history from "
+                     "the checkpoint.")
     for wrun in run.wandb_runs:
         axes = {axis for axis in wrun.step_metrics.values() if axis != "_step"}
         if axes:

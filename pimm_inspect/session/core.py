@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,10 @@ from .store.trust import directory_problem
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..analysis.compare import AttemptsComparison, SidesComparison
+
     from .dataset_sync import DatasetOptions, DatasetReport
+    from .frames import RunsArg, Table
 
 
 class NotARunError(ValueError):
@@ -203,6 +206,34 @@ class Session:
         loaded = run if isinstance(run, Run) else self.load(run)
         frame: pd.DataFrame = scalar_frame(loaded, tags, policy, all_sources)
         return frame
+
+    def compare(self, runs: Sequence[Run | Path | str], tags: Sequence[str] = (), policy: str = "newest",
+                attempts: Sequence[int] = ()) -> SidesComparison:
+        """``compare RUN RUN...``: per tag every run (or each of its ``attempts``) logged, the values side by side
+        over the shared steps, exact, with their differences (``analysis.compare.compare_sides``); ValueError for an
+        attempt a run does not have."""
+        from ..analysis.compare import compare_sides, make_sides
+
+        loaded = [run if isinstance(run, Run) else self.load(run) for run in runs]
+        sides, missing = make_sides(loaded, attempts)
+        if missing:
+            run, index = missing[0]
+            raise ValueError(f"{run.name!r} has no attempt {index} (attempts: {[a.index for a in run.attempts]})")
+        return compare_sides(sides, tags, policy)
+
+    def compare_attempts(self, run: Run | Path | str, tags: Sequence[str] = ()) -> AttemptsComparison:
+        """``compare RUN --attempts``: per replayed range, every copy of each step, per-step tags first."""
+        from ..analysis.compare import compare_attempts
+
+        return compare_attempts(run if isinstance(run, Run) else self.load(run), tags)
+
+    def table(self, root_or_runs: RunsArg, table: Table, tags: tuple[str, ...] | list[str] | str = (),
+              policy: str = "all", all_sources: bool = False) -> pd.DataFrame:
+        """One table of the Parquet dataset (``runs``, ``attempts``, ``findings``, ``checkpoints``, ``scalars``)
+        for the runs under a ROOT or the runs given, as one DataFrame (``frames.table_frame``)."""
+        from .frames import table_frame
+
+        return table_frame(self, root_or_runs, table, tags, policy, all_sources)
 
     def export_dataset(self, root: Path, out: Path, options: DatasetOptions | None = None,
                        progress: Callable[[int, int, str], None] | None = None,

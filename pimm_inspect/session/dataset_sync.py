@@ -3,8 +3,8 @@
 For each run found under ROOT: when the manifest holds the record of its last read (``load.read_record``, the rule
 the ``ls`` row cache follows too: every file opened and folder listed, inside the run and outside it) and nothing
 in it changed (checked by ``stat`` and folder listings alone), the export options and the writer match and its
-four partition files exist, the run is not even loaded and its partitions are not touched. Otherwise it is
-loaded (its read recorded), analysed and its four partitions are rewritten (each atomically), and its manifest
+five partition files exist, the run is not even loaded and its partitions are not touched. Otherwise it is
+loaded (its read recorded), analysed and its five partitions are rewritten (each atomically), and its manifest
 entry updated. A live run, a failed load or one that read a file modified just before is rewritten next time too.
 Runs in the manifest that are no longer under ROOT are kept (their partitions stay queryable) unless ``prune``.
 A run that cannot be loaded is exported with its findings; a bug while building its tables becomes an
@@ -186,7 +186,7 @@ def _sync(root: Path, run_dirs: list[Path], out: Path, options: DatasetOptions, 
 
 def _write_run(run_dir: Path, run_id: str, value: str, out: Path, options: DatasetOptions,
                report: DatasetReport, cache: ReadCache | None, cache_dir: str | None) -> ReadRecord | None:
-    """Load one run and write its four partitions; returns the record of what its read used, or None when building
+    """Load one run and write its five partitions; returns the record of what its read used, or None when building
     its tables hit a bug (then exported as an ``internal.export-failed`` finding)."""
     run, read = record_read(run_dir, partial(load_reusable, run_dir, cache), cache_dir)  # as an `ls` row is made
     record: ReadRecord | None = read
@@ -199,7 +199,8 @@ def _write_run(run_dir: Path, run_id: str, value: str, out: Path, options: Datas
         try:
             failed = _export_failed(run, exc)
             tables = {"runs": runs_table(failed, run_id, exported_at), "attempts": attempts_table(failed, run_id),
-                      "findings": findings_table(failed, run_id), "scalars": schema("scalars").empty_table()}
+                      "findings": findings_table(failed, run_id), "checkpoints": schema("checkpoints").empty_table(),
+                      "scalars": schema("scalars").empty_table()}
         except Exception:  # not even the run's identity builds: its old partitions (if any) stay as they were
             return None
         record = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 
@@ -45,21 +44,24 @@ def _summary(run: Run | RunRow) -> RunSummary:
     return run.summary if isinstance(run, RunRow) else summary_of(run)
 
 
-def best_metric(run: Run | RunRow) -> str:
-    """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown)."""
-    return _summary(run).best_metric
+def best_metric(row: RunRow) -> str:
+    """The best selection metric the run reached, e.g. ``mIoU 0.6123`` ('-' when unknown): ``RunRow.best_metric``,
+    the field ``ls`` prints."""
+    best = row.best_metric
+    return best.text if best is not None else "-"
 
 
-def last_logged(run: Run | RunRow) -> float | None:
-    """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
-    return _summary(run).last_logged_s
+def last_logged(row: RunRow) -> float | None:
+    """Unix time of the newest point any series logged (the run's own clock): the sort key of the last-log column."""
+    return row.summary.last_logged_s
 
 
-def fmt_time(seconds: float | None) -> str:
-    """``YYYY-MM-DD HH:MM UTC`` (the zone said, as every time the UI shows), or '-'."""
-    if seconds is None:
-        return "-"
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def last_logged_cell(row: RunRow) -> str:
+    """``YYYY-MM-DD HH:MM UTC`` of ``RunRow.last_logged_at`` (the field ``ls --json`` gives), or '-': the cell
+    ``ls --columns last_logged_at`` prints."""
+    from ..report.ls_columns import last_logged_text
+
+    return last_logged_text(row)
 
 
 def severity_counts(run: Run | RunRow) -> dict[Severity, int]:

@@ -17,7 +17,10 @@ from ...evidence import RunRow
 from ...load import read_record
 from .disk_cache import DiskCache
 
-ROW_KIND = "run_row"
+ROW_FORMAT = 2
+"""The layout of a stored row, bumped when ``RunRow`` gains or changes a field (2: ``metrics``), so entries stored
+before are read again, never half-trusted (the codec also refuses a dataclass whose stored fields differ)."""
+ROW_KIND = f"run_row.{ROW_FORMAT}"
 ROW_CODE = ("analysis",)
 """A row is made by load and analysis code: entries of any other version of either are ignored."""
 

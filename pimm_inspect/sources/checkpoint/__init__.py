@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 
 from ..protocol import Read, read_of, run_root
 from ...model import Finding
+from ._lfs import LFS_CODE, LFS_HEAD, lfs_finding, lfs_pointer, read_pointer
+
+__all__ = ["LFS_CODE", "LFS_HEAD", "access_denied", "lfs_finding", "lfs_pointer", "read", "read_pointer",
+           "save_unknown"]
 
 if TYPE_CHECKING:
     from .reader import ModelDirResult
@@ -28,6 +32,12 @@ def access_denied(finding: Finding) -> bool:
     (A FIFO or a dangling link where a checkpoint file should be is another matter: that file is not there.)
     """
     return finding.code == "file.unreadable" and finding.message.endswith(_DENIED)
+
+
+def save_unknown(finding: Finding) -> bool:
+    """True for a finding that leaves a checkpoint's save unknown, not interrupted: this user may not read it
+    (``access_denied``), or the file is a Git LFS pointer whose checkpoint was never fetched (``file.lfs-pointer``)."""
+    return access_denied(finding) or finding.code == LFS_CODE
 
 
 def read(path: Path, rel_path: str) -> Read[ModelDirResult]:

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, cast
 
 from ...model import Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular
+from ._lfs import LFS_HEAD, lfs_finding, read_pointer
 from ._zip_member import MemberError, read_member, small_text
 from ._pickle_budget import Budget, BudgetExceeded
 from ._dcp_tree import extent, insert, listify
@@ -43,7 +44,7 @@ class Container:
     """What one container yielded: the payload tree plus bookkeeping."""
 
     kind: str
-    """zip, legacy, pickle, dcp or unknown."""
+    """zip, legacy, pickle, dcp, lfs (a Git LFS pointer, not fetched) or unknown."""
     payload: Any = None
     ok: bool = False
     findings: list[Finding] = field(default_factory=list)
@@ -94,6 +95,8 @@ def read_container(path: Path, rel_path: str) -> Container:
             if head == b"PK\x03\x04" or head[:2] == b"PK":
                 fh.seek(0)
                 return _read_zip(fh, rel_path)
+            if head == LFS_HEAD and (pointer := read_pointer(fh)) is not None:
+                return Container("lfs", findings=[lfs_finding(rel_path, pointer)])
             if head[:1] == b"\x80":
                 fh.seek(0)
                 data = fh.read(MAX_PICKLE_BYTES)

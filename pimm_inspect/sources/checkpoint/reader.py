@@ -181,8 +181,8 @@ def _wandb_fields(p: Mapping[str, Any], cut: list[str] | None = None) -> dict[st
 
 
 def _format_for(name: str, container: Container, fields: Mapping[str, Any]) -> str:
-    if container.kind == "dcp":
-        return "dcp"
+    if container.kind in ("dcp", "lfs"):
+        return {"dcp": "dcp", "lfs": "lfs-pointer"}[container.kind]
     if name in _HF_FILES:
         return "hf"
     keys = set(fields.get("top_level_keys", ()))

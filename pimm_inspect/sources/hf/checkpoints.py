@@ -11,7 +11,7 @@ from pathlib import Path
 from ...model import CheckpointInfo, Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular, rel
 from .._limits import json_over_limit
-from ..checkpoint import access_denied
+from ..checkpoint import LFS_HEAD, lfs_finding, read_pointer, save_unknown
 from .state import STATE_NAME, StateDoc, as_float, as_int, read_state
 
 CHECKPOINT_RE = re.compile(r"^(tmp-)?checkpoint-(\d{1,18})$")
@@ -49,7 +49,11 @@ class HfCheckpoint:
     """Essential files that are absent."""
     weight_dtypes: tuple[str, ...] = ()
     denied: bool = False
-    """True when a file or the folder may not be read by this user: not known to be incomplete."""
+    """True when a file or the folder may not be read by this user, or a file is a Git LFS pointer (not fetched):
+    not known to be incomplete."""
+    save_finished: bool = False
+    """True when its trainer_state.json is there and intact: ``Trainer._save_checkpoint`` writes it after the weights,
+    optimizer and scheduler, so the save ran to its end (files missing beside it were deleted or not copied since)."""
 
 
 def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ...], list[Finding]]:
@@ -58,6 +62,8 @@ def safetensors_meta(path: Path, rel_path: str) -> tuple[int, int, tuple[str, ..
         with open_regular(path, rel_path) as fh:
             size = os.fstat(fh.fileno()).st_size
             head = fh.read(8)
+            if head[:4] == LFS_HEAD and (pointer := read_pointer(fh)) is not None:
+                return 0, 0, (), [lfs_finding(rel_path, pointer)]
             if len(head) < 8:
                 return 0, 0, (), [file_finding("file.truncated", rel_path, f"{rel_path} has {size} bytes, fewer "
                                                "than the 8-byte safetensors header length")]
@@ -164,13 +170,18 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     state_bad = STATE_NAME in names and (state is None or state.damaged)
     state_step = as_int(_in_range(state.fields.get("global_step"))) if state else None
     complete = not missing and not damaged and not state_bad and not tmp
-    # A file this user may not read says nothing about how the save ended: file.unreadable names it.
-    unreadable = any(access_denied(f) for f in findings)
+    save_finished = not tmp and state is not None and not state.damaged
+    # A file this user may not read, or a Git LFS pointer in its place, says nothing about how the save ended:
+    # file.unreadable or file.lfs-pointer names it.
+    unreadable = any(save_unknown(f) for f in findings)
     if not complete and not unreadable:
         only_resume = set(missing) <= {*RESUME_NAMES, "rng_state.pth"} and not damaged and not state_bad and not tmp
         why = ("a temporary directory HF renames when a save finishes" if tmp else
                f"missing {', '.join(missing)}" if missing else "a weights file is damaged" if damaged else
                f"{STATE_NAME} is damaged or unreadable")
+        if save_finished and missing:
+            why += (f"; its {STATE_NAME}, which the Trainer writes after the weights and optimizer, is there: the save "
+                    "finished and these files were deleted or not copied since")
         findings.append(Finding("checkpoint.incomplete", Severity.INFO if only_resume and len(missing) == 3
                                 else Severity.WARNING, f"{rel_dir} is incomplete: {why}", (rel_dir,), (step, step),
                                 "save_only_model=True skips optimizer, scheduler and RNG state on purpose; otherwise "
@@ -183,4 +194,5 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     info = CheckpointInfo(path=rel_dir, format="hf", role="tmp" if tmp else "checkpoint", complete=complete,
                           global_step=state_step if state_step is not None else step, best_metric_value=best,
                           tensor_count=count, tensor_bytes=total, size_bytes=size, mtime_s=mtime)
-    return HfCheckpoint(info, step, state_step, tuple(names), tuple(missing), dtypes, unreadable), state, findings
+    return (HfCheckpoint(info, step, state_step, tuple(names), tuple(missing), dtypes, unreadable, save_finished), state,
+            findings)

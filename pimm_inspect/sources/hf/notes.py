@@ -27,9 +27,9 @@ def _said(declared: Mapping[str, int | None], declared_in: Mapping[str, str | No
 
 def schedule_notes(state: StateDoc | None, series: list[ScalarSeries], summary: Mapping[str, float],
                     intervals: Mapping[str, int | None], declared: Mapping[str, int | None],
-                    checkpoint_steps: list[int], attempts: list[HfAttempt], replayed: tuple[tuple[int, int], ...],
-                    tb_series: list[ScalarSeries] | tuple = (), declared_in: Mapping[str, str | None] | None = None
-                    ) -> list[str]:
+                    checkpoint_steps: list[int], attempts: list[HfAttempt],
+                    tb_series: list[ScalarSeries] | tuple[ScalarSeries, ...] = (),
+                    declared_in: Mapping[str, str | None] | None = None) -> list[str]:
     """Plain-words explanations of why points appear only every N steps (facts from the state and TensorBoard)."""
     notes: list[str] = []
     declared_in = declared_in or {}
@@ -88,9 +88,6 @@ def schedule_notes(state: StateDoc | None, series: list[ScalarSeries], summary: 
         resumed = [a for a in attempts if a.resumed_from_checkpoint is not None]
         how = "; ".join([f"attempt {a.index} resumed from checkpoint-{a.resumed_from_checkpoint}" for a in resumed]
                         + [f"attempt {a.index} started from scratch" for a in attempts if a.origin == "restart"])
-        again = ", ".join(f"{lo}-{hi}" for lo, hi in replayed)
-        notes.append(f"{len(attempts)} process starts ({how or 'resume points unknown'}). "
-                     + (f"Steps {again} were logged again: TensorBoard keeps one folder per start and shows both "
-                        "copies (W&B may too), while trainer_state.json holds one copy because HF restores "
-                        "log_history from the checkpoint." if again else ""))
+        # Which steps were trained again is decided once, in analysis (Run.replayed); the report says it.
+        notes.append(f"{len(attempts)} process starts ({how or 'resume points unknown'}).")
     return [n.strip() for n in notes]

@@ -65,6 +65,9 @@ class HfTrainerResult:
     summary: Mapping[str, float]
     """The final train_* summary row (train_runtime, train_loss, total_flos, step, ...); empty if none."""
     best_metric: float | None
+    best_metric_name: str | None
+    """The metric ``best_metric`` is of: ``metric_for_best_model`` from trainer_state.json, else training_args.bin,
+    with the ``eval_`` prefix the Trainer adds when comparing (``accuracy`` is ``eval_accuracy``); None when unset."""
     best_global_step: int | None
     best_model_checkpoint: str | None
     """Run-relative path of the best checkpoint as recorded (made relative), or None."""
@@ -82,8 +85,9 @@ class HfTrainerResult:
     tb_series: tuple[ScalarSeries, ...]
     """Series read from runs/*/ event files (attempt set to the folder's index); empty without a TB reader."""
     attempts: tuple[HfAttempt, ...]
-    replayed: tuple[tuple[int, int], ...]
-    """Inclusive step ranges logged by two attempts."""
+    history_conflicts: tuple[tuple[int, int], ...]
+    """Inclusive step ranges where a checkpoint's log_history holds other values than the newest state's (rows
+    another attempt wrote), as read; which steps were replayed is decided once, in ``analysis.replays``."""
     inferred_intervals: Mapping[str, int | None]
     """logging/eval/save intervals measured from the data (None when too few points)."""
     schedule_notes: tuple[str, ...]
@@ -221,8 +225,8 @@ def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trainin
 
 
 def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training], log_every: int | None,
-              save_every: int | None, checkpoints: list[HfCheckpoint]) -> tuple[list[HfAttempt], list[tuple[int, int]]]:
-    """One attempt per TB folder (else per log_history segment), what each saved, and the step ranges logged twice."""
+              save_every: int | None, checkpoints: list[HfCheckpoint]) -> list[HfAttempt]:
+    """One attempt per TB folder (else per log_history segment) and what each saved."""
     checkpoint_steps = [c.dir_step for c in checkpoints if c.info.role == "checkpoint"]
     spans = _spans(tb_dirs, primary, found)
     resumed = [_resume_point(lo, log_every, save_every, checkpoint_steps) for _p, lo, _hi, _t in spans]
@@ -230,9 +234,11 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
                    else attempt_trainings(resumed, len(found)))
     training_of_step = {s: t for t, training in enumerate(found) for s in training.checkpoint_steps} if len(found) > 1 else {}
     owners = checkpoint_owners([(r, hi, t) for r, (_p, _lo, hi, _t), t in zip(resumed, spans, of_training)],
-                               # a checkpoint this user may not read kept its steps as far as anyone can tell
+                               # a checkpoint this user may not read kept its steps as far as anyone can tell; one
+                               # whose trainer_state.json (written last) is there was saved, whatever was deleted since
                                sorted({(c.info.global_step, training_of_step.get(c.dir_step)) for c in checkpoints
-                                       if (c.info.complete or c.denied) and c.info.role == "checkpoint"
+                                       if (c.info.complete or c.denied or c.save_finished)
+                                       and c.info.role == "checkpoint"
                                        and c.info.global_step is not None}))
     finished = {t for t, training in enumerate(found) if _reached_max_steps(training.newest)}
     attempts = []
@@ -245,20 +251,18 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
                                   origin="fresh" if i == 0 else "resume" if restored is not None else "restart",
                                   saved_steps=tuple(sorted(s for s, owner in owners.items() if owner == i)),
                                   completed=done, state_path=None if tb_dirs else path))
-    replayed: list[tuple[int, int]] = []
-    for j, later in enumerate(attempts):
-        for i, earlier in enumerate(attempts[:j]):
-            if of_training[i] is not None and of_training[i] != of_training[j]:
-                continue  # another training's steps: hf.new-training says so, they are no copies of these
-            if (later.first_step is None or later.last_step is None or earlier.first_step is None
-                    or earlier.last_step is None):
-                continue
-            lo = later.first_step if later.resumed_from_checkpoint is None else later.resumed_from_checkpoint + 1
-            lo = max(lo, earlier.first_step)
-            hi = min(earlier.last_step, later.last_step)
-            if lo <= hi:
-                replayed.append((lo, hi))
-    return attempts, replayed
+    return attempts
+
+
+def best_metric_name(state_fields: Mapping[str, Any], training_args: Mapping[str, Any]) -> str | None:
+    """``metric_for_best_model`` (trainer_state.json, else training_args.bin) as the Trainer compares it: with the
+    ``eval_`` prefix it adds to a name without one; None when neither file sets it."""
+    for doc in (state_fields, training_args):
+        name = doc.get("metric_for_best_model")
+        if isinstance(name, str) and name.strip():
+            name = name.strip()[:200]
+            return name if name.startswith("eval_") else f"eval_{name}"
+    return None
 
 
 def _relative_checkpoint(recorded: Any, run_dir: Path, run_root: Path) -> str | None:
@@ -341,15 +345,14 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     sources += tb_sources
     log_every = declared["logging_steps"] or intervals["logging"]
     save_every = declared["save_steps"] or intervals["save"]
-    attempts, replayed = _attempts(dirs, primary, found_trainings, log_every, save_every, checkpoints)
-    if primary:
-        replayed += history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
-                                                and training_key(s) in (None, training_key(primary))])
-    merged = _merge(replayed)
+    attempts = _attempts(dirs, primary, found_trainings, log_every, save_every, checkpoints)
+    conflicts = _merge(history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
+                                                   and training_key(s) in (None, training_key(primary))])
+                       if primary else [])
     configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
     findings += more
-    notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, merged,
-                            tb_series, declared_in)
+    notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, tb_series,
+                           declared_in)
     final_model = None
     top_names = list_files(run_dir)[0]
     top_weights = [n for n in top_names if is_weight_file(n)]
@@ -375,15 +378,19 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
             checkpoints = [replace(c, info=replace(c.info, resume_candidate=True)) if c is last else c
                            for c in checkpoints]
     epochs = as_float(fields.get("num_train_epochs"))
+    best_name = best_metric_name(fields, training_args)
+    if best_name is not None:  # every checkpoint's best_metric is of the one metric the Trainer compares
+        checkpoints = [replace(c, info=replace(c.info, best_metric_name=best_name))
+                       if c.info.best_metric_value is not None else c for c in checkpoints]
     return HfTrainerResult(
         state_path=primary.rel_path if primary else None, series=tuple(series), summary=summary,
-        best_metric=as_float(fields.get("best_metric")), best_global_step=as_int(fields.get("best_global_step")),
+        best_metric=as_float(fields.get("best_metric")), best_metric_name=best_name, best_global_step=as_int(fields.get("best_global_step")),
         best_model_checkpoint=_relative_checkpoint(fields.get("best_model_checkpoint"), run_dir, run_root),
         logging_steps=declared["logging_steps"], eval_steps=declared["eval_steps"],
         save_steps=declared["save_steps"], global_step=declared["global_step"],
         max_steps=as_int(fields.get("max_steps")),
         num_train_epochs=epochs, train_batch_size=as_int(fields.get("train_batch_size")),
         checkpoints=tuple(checkpoints), final_model=final_model, tb_dirs=tuple(dirs), tb_series=tuple(tb_series),
-        attempts=tuple(attempts), replayed=merged, inferred_intervals=intervals, schedule_notes=tuple(notes),
+        attempts=tuple(attempts), history_conflicts=conflicts, inferred_intervals=intervals, schedule_notes=tuple(notes),
         findings=tuple(findings), sources=tuple(sources),
         configs=tuple(configs))

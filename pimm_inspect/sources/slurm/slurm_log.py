@@ -16,6 +16,15 @@ CHUNK_BYTES = 4 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 """A longer line (no newline for a MiB) is cut there; the rest of it is skipped."""
 
+_NODE_LINES = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT|^srun: error: ([^:\s]+): task", re.MULTILINE)
+"""Lines that name the node: slurmstepd's ``*** JOB <id> ON <node> CANCELLED AT ...`` and srun's
+``srun: error: <node>: task <n>: ...``."""
+_LOG_NAME = re.compile(r"^slurm-(\d+)(?:_(\d+))?\.|^(\d+)_\d+_.*_(\d+)\.txt$")
+"""``slurm-<jobid>.out``, an array task's ``slurm-<array job id>_<index>.out``, E0's ``%j_%n_%x_%a.txt``."""
+NO_ARRAY_INDEX = 4294967294
+"""What Slurm puts for ``%a`` in a job that is not an array task."""
+MAX_NODE_CHARS = 128
+
 _ATTEMPT = re.compile(r"^(Requeueing )?pimm submitit attempt (\d+)/(\d+)", re.MULTILINE)
 _PROBLEMS = [
     ("time-limit", re.compile(r"CANCELLED AT \S+ DUE TO TIME LIMIT")),
@@ -39,6 +48,8 @@ class SlurmAttempt:
     """submitit printed ``Requeueing pimm submitit attempt k+1/N``: Slurm signalled it (time limit or preemption)."""
     problems: tuple[tuple[str, str], ...]
     """(kind, first matching line) per kind found in this attempt's text."""
+    nodes: tuple[str, ...] = ()
+    """Nodes this attempt's text names (slurmstepd's cancel line, srun's task errors), in order of appearance."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,8 @@ class SlurmLog:
     """(kind, first matching line) per kind found: time-limit, preempted, oom, nccl, ..."""
     segments: tuple[SlurmAttempt, ...] = ()
     """The log cut at each ``pimm submitit attempt k/N`` start marker."""
+    array_index: int | None = None
+    """The array task index the file name carries (``slurm-<A>_<a>.out``); None for a job that is not an array task."""
 
 
 def _problems(text: str) -> tuple[tuple[str, str], ...]:
@@ -78,6 +91,7 @@ class _Scan:
         self.seg_problems: dict[str, str] = {}
         self.seg_text = False
         """True once the current segment holds any non-blank text."""
+        self.seg_nodes: list[str] = []
 
     def feed(self, text: str) -> None:
         for kind, line in _problems(text):
@@ -100,20 +114,24 @@ class _Scan:
         self.requeued = self.requeued or "Requeueing pimm submitit attempt" in piece
         for kind, line in _problems(piece):
             self.seg_problems.setdefault(kind, line)
+        for match in _NODE_LINES.finditer(piece):
+            node = (match[2] or match[3] or "")[:MAX_NODE_CHARS]
+            if node and node not in self.seg_nodes:
+                self.seg_nodes.append(node)
 
     def _close(self) -> None:
         k, n = self.current
         if k is not None or self.seg_text:
             order = [kind for kind, _ in _PROBLEMS if kind in self.seg_problems]
             self.segments.append(SlurmAttempt(k, n, self.requeued, tuple((kind, self.seg_problems[kind])
-                                                                         for kind in order)))
-        self.requeued, self.seg_problems, self.seg_text = False, {}, False
+                                                                         for kind in order), tuple(self.seg_nodes)))
+        self.requeued, self.seg_problems, self.seg_text, self.seg_nodes = False, {}, False, []
 
-    def result(self, rel_path: str, job: str | None) -> SlurmLog:
+    def result(self, rel_path: str, job: str | None, array_index: int | None = None) -> SlurmLog:
         self._close()
         order = [kind for kind, _ in _PROBLEMS if kind in self.problems]
         return SlurmLog(rel_path, job, tuple(self.attempts), tuple((k, self.problems[k]) for k in order),
-                        tuple(self.segments))
+                        tuple(self.segments), array_index)
 
 
 def read_slurm_log(path: Path, rel_path: str) -> Read[SlurmLog]:
@@ -169,5 +187,16 @@ def read_slurm_log(path: Path, rel_path: str) -> Read[SlurmLog]:
     if long_lines:
         findings.append(file_finding("file.truncated", rel_path, f"{rel_path}: {long_lines} line(s) longer than "
                                      f"{MAX_LINE_BYTES // 1024} KiB cut there", severity=Severity.INFO))
-    job = re.search(r"slurm-(\d+)", path.name)
-    return Read(scan.result(rel_path, job[1] if job else None), tuple(findings))
+    job, array_index = log_name_ids(path.name)
+    return Read(scan.result(rel_path, job, array_index), tuple(findings))
+
+
+def log_name_ids(name: str) -> tuple[str | None, int | None]:
+    """(job id, array index) a Slurm log's file name carries; None for what it does not say."""
+    match = _LOG_NAME.match(name)
+    if match is None:
+        legacy = re.search(r"slurm-(\d+)", name)
+        return (legacy[1] if legacy else None), None
+    job, index = (match[1], match[2]) if match[1] else (match[3], match[4])
+    array_index = int(index) if index and len(index) <= 10 and int(index) != NO_ARRAY_INDEX else None
+    return job, array_index

@@ -46,7 +46,8 @@ class WandbRunResult:
     notes: str | None
     tags: tuple[str, ...]
     resumed: bool
-    """True when ``wandb.init`` asked to resume (``resume=...``)."""
+    """True when the folder's own run record says a resume happened: W&B's ``resumed`` flag (the server found the
+    run) or a ``starting_step`` past 0; ``resume="allow"`` alone says nothing happened (see ``resume_requested``)."""
     offline: bool
     synced: bool
     """A ``wandb sync`` marker is present."""
@@ -111,6 +112,9 @@ class WandbRunResult:
     """(run-relative file, 1-based line of ``Traceback (most recent call last):``, the exception line) per traceback."""
     resume_from: str | None = None
     """The run record's branch point: ``resume_from <id>?_step=N`` (history rewound to N) or ``fork_from ...``."""
+    resume_requested: bool = False
+    """``wandb.init(resume="allow"/"must")`` as the run record says: a resume only when an earlier folder of this id
+    exists (``load.attempts``) or ``resumed`` says so."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -221,7 +225,8 @@ def _take_run(state: _LogState, run: Any) -> None:
     for name, value in fields.items():
         if value and not state.run.get(name):
             state.run[name] = value
-    state.run["resumed"] = state.run.get("resumed", False) or run.resume or run.resumed
+    state.run["resumed"] = state.run.get("resumed", False) or run.resumed or run.starting_step > 0
+    state.run["resume_requested"] = state.run.get("resume_requested", False) or run.resume
     branch = run.branch_point if run.HasField("branch_point") else None
     if branch is not None and branch.run and not state.run.get("resume_from"):
         # wandb.init(resume_from="<id>?_step=N") / fork_from: where the server rewinds (or forks) the history.
@@ -393,6 +398,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         rel_path=rel_path, wandb_file=log_rel, run_id=run_id, project=project, entity=entity,
         display_name=run.get("display_name"), group=run.get("group"), job_type=run.get("job_type"),
         notes=run.get("notes"), tags=run.get("tags") or (), resumed=bool(run.get("resumed")),
+        resume_requested=bool(run.get("resume_requested")),
         offline=offline, synced=files.synced, start_time_s=run.get("start_time_s"),
         base_url=recorded_base, url=url, sync_command=sync_command,
         config=config, summary=cap_depth(_nested(state.summary))[0] if state.summary else (files.summary_json or {}),

@@ -27,8 +27,8 @@ from ...evidence import RunRow
 from ...load.quick import RunGlance
 from ...model import Severity
 from ...report.safe_text import clean, data_text
-from ..facts import (best_metric, compile_run_filter, filter_error, findings_cell, fmt_step, fmt_time, kind_label,
-                     last_logged, last_step, relative_name, severity_counts)
+from ..facts import (best_metric, compile_run_filter, filter_error, findings_cell, fmt_step, kind_label,
+                     last_logged, last_logged_cell, last_step, relative_name, severity_counts)
 from ..stages import WAITING, attempts_seen, last_step_seen
 from .run_names import distinguishing, shorten, shorten_end
 from .run_preview import top_finding
@@ -362,7 +362,7 @@ class RunsTable(DataTable):
             "mark": mark, "run": name, "kind": data_text(kind_label(run), newlines=False),
             "status": data_text(run.status, newlines=False), "att": str(run.attempts),
             "step": fmt_step(last_step(run)), "best": data_text(best_metric(run), newlines=False),
-            "last log": fmt_time(last_logged(run)),
+            "last log": last_logged_cell(run),
             "wandb": data_text(", ".join(run.wandb_run_ids) or "-", newlines=False), "findings": findings,
         }
         if self._width() >= TOP_FINDING_AT:

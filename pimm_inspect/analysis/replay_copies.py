@@ -1,0 +1,101 @@
+"""The copies of a replayed range, tag by tag, and which tags compare like with like (per-step tags first).
+
+One rule for the ``steps.replayed`` check (its "the copies differ by up to" figure) and for ``compare --attempts``
+(the copies side by side), so both read the same copies of the same tags and rank the tags the same way.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import ReplayedRange, ScalarSeries
+
+Writer = int | str
+"""An attempt index, or the run-relative path of a file whose points name no attempt."""
+Writers = dict[Writer, list[ScalarSeries]]
+
+
+def writers_of(series: list[ScalarSeries]) -> Writers:
+    """The drawn series by writer: the attempt where known, else the file."""
+    out: Writers = defaultdict(list)
+    for s in series:
+        out[s.attempt if s.attempt is not None else s.source].append(s)
+    return out
+
+
+def inside(s: ScalarSeries, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+    """The steps and values of a series within ``first``..``last`` (inclusive), in the order logged."""
+    if len(s) < 2 or bool(np.all(s.steps[1:] >= s.steps[:-1])):
+        lo, hi = int(np.searchsorted(s.steps, first, "left")), int(np.searchsorted(s.steps, last, "right"))
+        return s.steps[lo:hi], s.values[lo:hi]
+    keep = (s.steps >= first) & (s.steps <= last)
+    return s.steps[keep], s.values[keep]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TagCopies:
+    """One tag's records inside a replayed range, sorted by step (stable: writer order, then the order logged)."""
+
+    tag: str
+    writers: tuple[Writer, ...]
+    """The range's writers that logged this tag in the range, oldest first (attempts, then files)."""
+    steps: np.ndarray
+    values: np.ndarray
+    writer_of: np.ndarray
+    """int64 per record: its writer's index in ``writers``."""
+    starts: np.ndarray
+    """Index of the first record of each distinct step."""
+    counts: np.ndarray
+    """Records per distinct step."""
+
+    @property
+    def held(self) -> np.ndarray:
+        """The steps logged two or more times in the range (the steps with copies), sorted."""
+        held: np.ndarray = self.steps[self.starts[self.counts > 1]]
+        return held
+
+
+def range_copies(by_writer: Writers, r: ReplayedRange) -> list[TagCopies]:
+    """Per tag logged by two or more of the range's series with at least one step held twice: its records."""
+    per_tag: dict[str, list[tuple[Writer, np.ndarray, np.ndarray]]] = defaultdict(list)
+    for writer in list(r.attempts) + [p for p in r.paths if p in by_writer]:
+        for s in by_writer.get(writer, ()):
+            steps, values = inside(s, r.first_step, r.last_step)
+            if steps.shape[0]:
+                per_tag[s.tag].append((writer, steps, values))
+    out: list[TagCopies] = []
+    for tag, parts in per_tag.items():
+        if len(parts) < 2:
+            continue
+        writers = tuple(dict.fromkeys(w for w, _s, _v in parts))
+        steps = np.concatenate([p[1] for p in parts])
+        values = np.concatenate([p[2] for p in parts])
+        owner = np.repeat(np.asarray([writers.index(w) for w, _s, _v in parts], dtype=np.int64),
+                          [p[1].shape[0] for p in parts])
+        order = np.argsort(steps, kind="stable")
+        steps, values, owner = steps[order], values[order], owner[order]
+        starts = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
+        counts = np.diff(np.append(starts, steps.shape[0]))
+        if (counts > 1).any():
+            out.append(TagCopies(tag, writers, steps, values, owner, starts, counts))
+    return out
+
+
+def per_step_tags(copies: list[TagCopies]) -> frozenset[str]:
+    """The tags logged per step: those holding as many steps with copies as the densest tag.
+
+    An epoch mean (pimm's ``train/loss`` at the epoch's last step, HF's end-of-training ``train/train_loss``) covers
+    different batches after a mid-epoch resume, so its copies differ by more than any step did and say nothing
+    about how exact the replay was: a per-step tag is compared first.
+    """
+    held = {c.tag: int((c.counts > 1).sum()) for c in copies}
+    densest = max(held.values(), default=0)
+    return frozenset(tag for tag, n in held.items() if n == densest)
+
+
+def tag_rank(tag: str, per_step: frozenset[str]) -> tuple[bool, bool, str]:
+    """Sort key of the tags of a range: per-step tags first, losses first, then by name."""
+    return (tag not in per_step, "loss" not in tag, tag)

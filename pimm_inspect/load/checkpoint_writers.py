@@ -1,0 +1,98 @@
+"""Which attempt wrote each checkpoint on disk, from the files: a complete checkpoint keeps its writer's step.
+
+Three rules, the first that names exactly one attempt wins:
+
+1. The checkpoint's best metric value (pimm stores it in every payload) equals the value one attempt logged at the
+   checkpoint's step: ``model_best.pth.prev`` at step 80 holding 0.67189 is the attempt whose val/mIoU at 80 was
+   0.6719, not the earlier one that logged 0.6695 there (its best was rotated away).
+2. The last attempt that says it saved at that step (``Saving checkpoint at global step N``; for HF the attempt the
+   reader found saved ``checkpoint-N``): the file on disk is the newest write.
+3. The only attempt that trained that step.
+
+Otherwise the writer is unknown (None).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..model import Attempt, CheckpointInfo, ScalarSeries
+
+LOGGED_DIGITS = 5e-5
+"""train.log prints metrics with 4 decimals: a value within this of the stored one is the same value."""
+MAX_SERIES_PER_CHECKPOINT = 2000
+"""Series looked into for rule 1 (the best metric's tags first): a run with 10k tags costs no more than this."""
+
+
+def _span(att: Attempt) -> tuple[int, int] | None:
+    """The steps an attempt trained: after its restore point (else from its first step) to its last."""
+    if att.first_step is None or att.last_step is None:
+        return None
+    start = att.first_step if att.resume_step is None else min(att.first_step, att.resume_step + 1)
+    return start, att.last_step
+
+
+def _value_at(s: ScalarSeries, step: int) -> float | None:
+    at = int(np.searchsorted(s.steps, step))
+    if at < len(s) and int(s.steps[at]) == step:
+        return float(s.values[at])
+    return None
+
+
+def _same(stored: float, logged: float) -> bool:
+    return math.isclose(stored, logged, rel_tol=1e-6, abs_tol=1e-12) or abs(stored - logged) <= LOGGED_DIGITS
+
+
+def _by_value(ck: CheckpointInfo, series: Sequence[ScalarSeries], names: frozenset[str]) -> set[int]:
+    """Attempts that logged the checkpoint's best metric value at its step (rule 1)."""
+    value, step = ck.best_metric_value, ck.global_step
+    if value is None or step is None or not math.isfinite(value):
+        return set()
+    ranked = sorted((s for s in series if s.attempt is not None and len(s)),
+                    key=lambda s: s.tag.rsplit("/", 1)[-1] not in names)[:MAX_SERIES_PER_CHECKPOINT]
+    found: set[int] = set()
+    for s in ranked:
+        assert s.attempt is not None
+        if s.attempt in found or s.first_step is None or s.last_step is None or not s.first_step <= step <= s.last_step:
+            continue
+        got = _value_at(s, step) if bool(np.all(s.steps[1:] >= s.steps[:-1])) else None
+        if got is not None and _same(value, got):
+            found.add(s.attempt)
+    return found
+
+
+def writer_of(ck: CheckpointInfo, attempts: Sequence[Attempt], series: Sequence[ScalarSeries],
+              best_names: frozenset[str] = frozenset()) -> int | None:
+    """The attempt that wrote ``ck`` (the three rules above), or None when the files do not say."""
+    step = ck.global_step
+    if step is None or not attempts:
+        return None
+    trained = [a.index for a in attempts if (span := _span(a)) is not None and span[0] <= step <= span[1]]
+    by_value = _by_value(ck, series, best_names) & set(trained or [a.index for a in attempts])
+    if len(by_value) == 1:
+        return by_value.pop()
+    saved = [a.index for a in attempts if step in a.saved_steps]
+    if saved:
+        return saved[-1]
+    return trained[0] if len(trained) == 1 else None
+
+
+def checkpoint_writers(checkpoints: Sequence[CheckpointInfo], attempts: Sequence[Attempt],
+                       series: Sequence[ScalarSeries], best_names: frozenset[str] = frozenset()
+                       ) -> tuple[list[CheckpointInfo], list[Attempt]]:
+    """Each checkpoint with ``saved_by_attempt`` set, and each attempt's ``saved_steps`` holding the steps of the
+    complete checkpoints it wrote (a complete checkpoint keeps its step: it is never lost)."""
+    out: list[CheckpointInfo] = []
+    kept: dict[int, set[int]] = {}
+    for ck in checkpoints:
+        writer = writer_of(ck, attempts, series, best_names) if ck.role != "tmp" else None
+        out.append(dataclasses.replace(ck, saved_by_attempt=writer) if writer is not None else ck)
+        if writer is not None and ck.complete and ck.global_step is not None:
+            kept.setdefault(writer, set()).add(ck.global_step)
+    done = [dataclasses.replace(a, saved_steps=tuple(sorted(set(a.saved_steps) | kept[a.index])))
+            if kept.get(a.index, set()) - set(a.saved_steps) else a for a in attempts]
+    return out, done
