@@ -169,20 +169,14 @@ class _Encoder:
 
 
 _PLAIN = (type(None), bool, str, int, float)
-_LAZY: dict[type, tuple[str, ...]] = {}
-
-
-def _lazy_fields() -> dict[type, tuple[str, ...]]:
-    """The dataclasses whose big columns are decoded on first use, and which: a series' values (a warm ``show``
-    reads only steps and times) and a train.log's line index (read only to extend the result or jump in the log)."""
-    if not _LAZY:
-        from ...model import ScalarSeries
-        from ...sources.train_log._types import TrainLogIndex
-
-        _LAZY[ScalarSeries] = ("values",)
-        _LAZY[TrainLogIndex] = ("step_steps", "step_line_nos", "step_offsets", "step_attempts")
-    return _LAZY
-
+_LAZY_FIELDS = {
+    "pimm_inspect.model:ScalarSeries": ("values",),
+    "pimm_inspect.sources.train_log._types:TrainLogIndex": ("step_steps", "step_line_nos", "step_offsets",
+                                                            "step_attempts"),
+}
+"""The dataclasses whose big columns are decoded on first use, and which: a series' values (a warm ``show`` reads only
+steps and times) and a train.log's line index (read only to extend the result or jump in the log). By name, so that
+nothing is imported to know it."""
 
 
 class _Shape:
@@ -194,7 +188,7 @@ class _Shape:
         self.names = tuple(f.name for f in fields)
         self.init = frozenset(f.name for f in fields if f.init)
         self.positional = all(f.init for f in fields)
-        self.lazy = _lazy_fields().get(cls, ())
+        self.lazy = _LAZY_FIELDS.get(_type_name(cls), ())
         """Fields whose big columns are decoded on first use (``lazy``)."""
         self.lazy_cls = lazy.lazy_class(cls, self.lazy) if self.lazy else cls
 
