@@ -350,12 +350,14 @@ def write(fh: Any, value: Any, header: dict[str, Any]) -> int:
     return meta_offset + len(meta)
 
 
-def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any], lazy_ok: bool = False) -> Any:
+def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any],
+         keep_open: Callable[[], Callable[[int, int], bytes]] | None = None) -> Any:
     """The value of the entry of ``size`` bytes read through ``read_at(offset, length)``; ``BadEntry`` unless it is
     intact (meta checksum, each decoded chunk's CRC) and its header equals ``header``.
 
-    With ``lazy_ok`` (``read_at`` stays usable afterwards) the big columns of ``lazy`` fields are decoded, and their
-    chunks' CRCs checked, on first use; a chunk found damaged then raises ``BadEntry`` from that first use.
+    With ``keep_open`` (a reader of the same bytes that stays usable afterwards, made when first needed) the big
+    columns of ``lazy`` fields are decoded, and their chunks' CRCs checked, on first use; a chunk found damaged then
+    raises ``BadEntry`` from that first use.
     """
     head = read_at(0, _HEAD)
     magic_end = len(MAGIC)
@@ -376,11 +378,12 @@ def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any]
         if not isinstance(layout, list):
             raise BadEntry("bad array layout")
         decoded: dict[int, np.ndarray] = {}
+        source = [read_at]  # the kept-open reader once a column is left for later
 
         def in_bounds(offset: int, length: int) -> bytes:
             if offset < _HEAD or offset + length > meta_offset:
                 raise BadEntry("chunk outside the entry")
-            return read_at(offset, length)
+            return source[0](offset, length)
 
         def array(index: Any) -> np.ndarray:
             if type(index) is not int or not 0 <= index < len(layout):
@@ -394,12 +397,14 @@ def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any]
             return got
 
         def pending(index: Any) -> lazy.Pending | None:
-            if not lazy_ok or type(index) is not int or not 0 <= index < len(layout) or index in decoded:
+            if keep_open is None or type(index) is not int or not 0 <= index < len(layout) or index in decoded:
                 return None
             shape = layout[index][1]
             if not isinstance(shape, list) or len(shape) != 1 or type(shape[0]) is not int \
                     or shape[0] < lazy.LAZY_MIN_ELEMENTS:
                 return None
+            if source[0] is read_at:
+                source[0] = keep_open()
             return lazy.Pending(lambda: _or_bad_entry(array, index))
 
         return _Decoder(array, pending).dec(meta["tree"])
@@ -420,9 +425,10 @@ def _or_bad_entry(array: Callable[[Any], np.ndarray], index: int) -> np.ndarray:
 
 def read_file(fh: Any, header: dict[str, Any]) -> Any:
     """``read`` of an open binary file: only the meta and the chunks are read, each once, the big columns of
-    ``lazy`` fields on first use (the file is kept open for them, through a duplicate of its descriptor)."""
-    entry = lazy.OpenEntry(fh.fileno())
-    return read(entry.read_at, os.fstat(entry.fd).st_size, header, lazy_ok=True)
+    ``lazy`` fields on first use (the file is then kept open for them, through a duplicate of its descriptor)."""
+    fd = fh.fileno()
+    return read(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, header,
+                lambda: lazy.OpenEntry(fd).read_at)
 
 
 def encode(value: Any, header: dict[str, Any]) -> bytes:
