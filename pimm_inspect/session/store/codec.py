@@ -37,6 +37,8 @@ MAGIC = b"pimm-inspect cache 2\n"
 """File start; then meta offset and length (8 bytes each, little-endian), the meta's SHA-256 (hex, newline), padding
 to ``_HEAD`` bytes, the column chunks, and the meta JSON at the end."""
 _HEAD = 128
+_SMALL_ENTRY = 1 << 18
+"""Entries up to this size are read whole at once (one system call); bigger ones chunk by chunk."""
 _PACKAGE = "pimm_inspect."
 _ARRAY_DTYPES = {"int64", "float64", "float32", "int32", "bool", "uint8", "int8", "uint32", "uint64", "int16"}
 _NATIVE_NAMES = {np.dtype(name): name for name in _ARRAY_DTYPES}
@@ -427,8 +429,12 @@ def read_file(fh: Any, header: dict[str, Any]) -> Any:
     """``read`` of an open binary file: only the meta and the chunks are read, each once, the big columns of
     ``lazy`` fields on first use (the file is then kept open for them, through a duplicate of its descriptor)."""
     fd = fh.fileno()
-    return read(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, header,
-                lambda: lazy.OpenEntry(fd).read_at)
+    size = os.fstat(fd).st_size
+    if size <= _SMALL_ENTRY:  # a run's row, a small file's result: one read, then slices of it
+        whole = memoryview(os.pread(fd, size, 0))
+        return read(lambda offset, length: bytes(whole[offset:offset + length]), size, header,
+                    lambda: lazy.OpenEntry(fd).read_at)
+    return read(lambda offset, length: os.pread(fd, length, offset), size, header, lambda: lazy.OpenEntry(fd).read_at)
 
 
 def encode(value: Any, header: dict[str, Any]) -> bytes:
