@@ -117,9 +117,17 @@ class _Encoder:
         if kind not in _FIELDS and not (dataclasses.is_dataclass(kind) and kind.__module__.startswith(_PACKAGE)):
             return None
         names = _field_names(kind)
-        enc = self.enc
-        return {"dct": _type_name(kind), "k": container, "n": list(names),
-                "r": [[enc(getattr(v, name)) for name in names] for v in values]}
+        enc, isfinite = self.enc, math.isfinite
+        rows = []
+        for v in values:
+            row = []
+            for name in names:  # plain values as they are (most fields), the rest through enc
+                x = getattr(v, name)
+                t = type(x)
+                row.append(x if t is str or t is int or t is bool or x is None or (t is float and isfinite(x))
+                           else enc(x))
+            rows.append(row)
+        return {"dct": _type_name(kind), "k": container, "n": list(names), "r": rows}
 
     def array(self, value: np.ndarray) -> int:
         """The index of ``value`` among the stored arrays (an array held twice, or an equal one, is stored once)."""

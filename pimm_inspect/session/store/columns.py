@@ -144,9 +144,14 @@ def _pack_floats(write: Write, x: np.ndarray) -> list[Any] | None:
         return None
     scale, split = form
     with np.errstate(invalid="ignore", over="ignore"):
-        m = np.rint(x * _POW10[scale])
-        usable = np.abs(m) < _EXACT  # False for NaN and inf too
-    mantissas = np.where(usable, m, 0.0).astype(np.int64)
+        m = np.multiply(x, _POW10[scale])
+        np.rint(m, out=m)
+        low, high = m.min(), m.max()  # NaN if any is NaN
+        if -_EXACT < low and high < _EXACT:  # the usual chunk: every value finite and exact as a mantissa
+            mantissas = m.astype(np.int64)
+        else:
+            usable = np.abs(m) < _EXACT  # False for NaN and inf too
+            mantissas = np.where(usable, m, 0.0).astype(np.int64)
     del m
     ok = _mantissa_values(mantissas, scale, split).view(np.int64) == x.view(np.int64)
     bad = np.flatnonzero(~ok)
