@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments
@@ -151,9 +152,9 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
         assert lo is not None and hi is not None  # the series is not empty
         old = spans.get(s.attempt)
         spans[s.attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
-        walls = s.wall_times_s[np.isfinite(s.wall_times_s)]
-        if walls.size:
-            first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls.min()))
+        walls = value_range(s.wall_times_s, finite_only=True)  # once per time column (the tags share it)
+        if walls is not None:
+            first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls[0]))
     out = []
     for att in attempts:
         span = spans.get(att.index)
