@@ -258,13 +258,13 @@ def main() -> int:
         ratio = theirs["seconds"] / ours["seconds"] if theirs else None
         cpu_ratio = theirs["cpu_seconds"] / ours["cpu_seconds"] if theirs else None
         targets = ([f"<= {row.max_seconds:g} s"] if row.max_seconds is not None else []) + (
-            [f"< {row.max_rss_mib / 1024:g} GB"] if row.max_rss_mib is not None else []) + (
+            [f"< {row.max_rss_mib / 1024:g} GB" if row.max_rss_mib >= 1024 else f"<= {row.max_rss_mib:g} MiB"] if row.max_rss_mib is not None else []) + (
             [f">= {row.min_ratio:g}x"] if row.min_ratio is not None else [])
 
         def met(seconds: float, times: float | None) -> bool:
             """The row's targets, judged on wall time or on CPU time (a shared machine inflates wall time)."""
             return ((row.max_seconds is None or seconds <= row.max_seconds)
-                    and (row.max_rss_mib is None or ours["rss_mib"] < row.max_rss_mib)
+                    and (row.max_rss_mib is None or ours["rss_mib"] <= row.max_rss_mib)
                     and (row.min_ratio is None or times is None or times >= row.min_ratio))
 
         ok, ok_cpu = met(ours["seconds"], ratio), met(ours["cpu_seconds"], cpu_ratio)
@@ -285,7 +285,8 @@ def main() -> int:
         (cache_figures if row.cache else figures).append(figure(row, path.stat().st_size, ours, theirs, targets, ok,
                                                                 ok_cpu))
     print("\n".join(lines))
-    command = "python bench/bench_tb_events.py " + " ".join(sys.argv[1:])
+    words = ["DIR" if prev == "--data-dir" else word for prev, word in zip(["", *sys.argv[1:]], sys.argv[1:])]
+    command = "python bench/bench_tb_events.py " + " ".join(words)  # no machine paths in the results
     if figures:
         save("tb_events", "TensorBoard event files", figures, command, args.results_dir)
     if cache_figures:  # their own file: a run of only these rows leaves the reader rows' figures alone
