@@ -1,7 +1,7 @@
 """Benchmark: the persistent cache on a 1,000-run tree (ls) and a 1M-point run (show --json).
 
 Usage: python bench/bench_cache.py [--runs 1000] [--repeat 5] [--skip-show] [--skip-ls] [--baseline DIR]
-                                   [--no-pyc]
+                                   [--no-pyc] [--train-log-mb 1024 | --train-log PATH] [--log-repeat 3]
 
 Inputs are generated into bench/_data/ once: a tree of ``--runs`` runs copied round-robin from fixtures/runs (each
 copy under its own name, so every run is read on its own), and the 1M-scalar tensorboardX event file of
@@ -10,6 +10,13 @@ repeat: no cache (PIMM_INSPECT_CACHE_DIR=off), cold (an empty cache directory, t
 worker pool and with PIMM_INSPECT_JOBS=1), warm (what the cold run left), and for ``ls`` warm after one run of the
 tree changed (its train.log grew: that run is loaded again, the others come from their rows). ``--baseline DIR``
 runs the same commands with the package in DIR (another checkout, e.g. main) in the same repeats, side by side.
+
+The train.log rows (issue 23; ``--train-log-mb 0`` skips them): ``show --json`` of a run holding one pimm train.log of
+``--train-log-mb`` (bench_train_log.py's generator, written once into bench/_data/; ``--train-log PATH`` uses an
+existing log through a hard link) with the cache off, cold (an empty cache directory: the default a user gets on the
+first open) and warm, interleaved, ``--log-repeat`` times; each with wall and CPU seconds and its own peak RSS
+(``VmHWM`` written at exit), plus the size of the cache entry against the log's. Targets: cold <= 1.15x the time and
+the memory of the cache off; warm <= 0.5 s and <= 300 MB; the entry <= 25% of the log.
 
 Children run as ``python -P -m pimm_inspect`` (the working directory, this checkout, is not put on sys.path,
 so PYTHONPATH decides which code runs). CPU is the child's user + system time, its worker processes included;
@@ -39,6 +46,20 @@ from _results import Figure, add_option, save  # noqa: E402
 
 TARGETS = {"ls cold": 8.0, "ls warm": 2.0, "show warm": 0.6}
 """Issue 10's targets (wall seconds, whole process)."""
+LOG_COLD_RATIO = 1.15
+"""Issue 23: the first open with the default cache at most this much slower and heavier than with the cache off."""
+LOG_WARM_S, LOG_WARM_MB, LOG_ENTRY_FRACTION = 0.5, 300.0, 0.25
+PEAK_WRAPPER = (
+    "import atexit, os, runpy, sys\n"
+    "def _peak():\n"
+    "    with open('/proc/self/status') as status, open(os.environ['BENCH_PEAK_FILE'], 'w') as out:\n"
+    "        out.write(next(line.split()[1] for line in status if line.startswith('VmHWM:')))\n"
+    "atexit.register(_peak)\n"
+    "sys.argv = ['pimm_inspect'] + sys.argv[1:]\n"
+    "runpy.run_module('pimm_inspect', run_name='__main__', alter_sys=True)\n"
+)
+"""``python -m pimm_inspect ARGS`` that writes its own peak RSS (KiB) at exit: ``ru_maxrss`` of a child would count
+what it shared with this process before ``exec``."""
 
 
 def make_tree(directory: Path, runs: int) -> Path:
@@ -138,6 +159,65 @@ def bench_show(bench: Bench, run: Path, repeat: int) -> None:
                 bench.run("show", "warm", argv, name, PIMM_INSPECT_CACHE_DIR=folder)
 
 
+def bench_train_log_show(bench: Bench, log: Path, repeat: int) -> dict[str, list[tuple[float, float, float]]]:
+    """(wall s, CPU s, peak MB) per setting of ``show --json`` on a run holding ``log``; "entry" holds its size."""
+    run = HERE / "_data" / f"run_show_{log.stem}"
+    if not (run / "train.log").exists():
+        run.mkdir(parents=True, exist_ok=True)
+        os.link(log, run / "train.log")
+    samples: dict[str, list[tuple[float, float, float]]] = {}
+    outputs = set()
+    with tempfile.TemporaryDirectory(prefix="pimm-bench-peak-") as scratch:
+        peak_file = Path(scratch) / "peak"
+
+        def once(setting: str, cache: str) -> None:
+            env = bench.env(REPO, PIMM_INSPECT_CACHE_DIR=cache, BENCH_PEAK_FILE=str(peak_file))
+            wall, cpu, out = timed([sys.executable, "-P", "-c", PEAK_WRAPPER, "show", "--json", str(run)], env)
+            samples.setdefault(setting, []).append((wall, cpu, int(peak_file.read_text()) / 1024))
+            outputs.add(out)
+
+        for _ in range(repeat):
+            folder = Path(scratch) / "cache"
+            shutil.rmtree(folder, ignore_errors=True)
+            once("no cache", "off")
+            once("cold", str(folder))
+            once("warm", str(folder))
+            size = sum(p.stat().st_size for p in folder.glob("*.pimc"))
+            samples.setdefault("entry", []).append((size / 1e6, size / log.stat().st_size, 0.0))
+    if len(outputs) != 1:
+        print("train.log show: OUTPUT DIFFERS between cache settings", file=sys.stderr)
+        samples["differs"] = []
+    return samples
+
+
+def train_log_figures(samples: dict[str, list[tuple[float, float, float]]], log: Path) -> list[Figure]:
+    """The issue-23 rows: cold and warm ``show --json`` against the cache off, and the entry's size."""
+    def med(setting: str, i: int) -> float:
+        return statistics.median(x[i] for x in samples[setting])
+
+    size_gb = log.stat().st_size / 1e9
+    what = f"show --json, {size_gb:.2f} GB pimm train.log"
+    off_s, off_cpu, off_mb = med("no cache", 0), med("no cache", 1), med("no cache", 2)
+    cold_s, cold_cpu, cold_mb = med("cold", 0), med("cold", 1), med("cold", 2)
+    warm_s, warm_cpu, warm_mb = med("warm", 0), med("warm", 1), med("warm", 2)
+    entry_mb, fraction = med("entry", 0), med("entry", 1)
+    rate = log.stat().st_size / 1e6 / cold_s
+    return [
+        Figure(f"{what}, cold (empty cache, the default)", cold_s, cold_cpu, "no cache", off_s, off_cpu,
+               f"<= {LOG_COLD_RATIO}x time and peak RSS of no cache", cold_s <= LOG_COLD_RATIO * off_s
+               and cold_mb <= LOG_COLD_RATIO * off_mb, cold_cpu <= LOG_COLD_RATIO * off_cpu
+               and cold_mb <= LOG_COLD_RATIO * off_mb,
+               note=f"peak RSS {cold_mb:.0f} MB vs {off_mb:.0f} MB ({cold_mb / off_mb:.2f}x); {rate:.0f} MB/s "
+                    "(stretch: >= 200 MB/s, <= 500 MB)"),
+        Figure(f"{what}, warm", warm_s, warm_cpu, "no cache", off_s, off_cpu,
+               f"<= {LOG_WARM_S:g} s, <= {LOG_WARM_MB:.0f} MB", warm_s <= LOG_WARM_S and warm_mb <= LOG_WARM_MB,
+               warm_cpu <= LOG_WARM_S and warm_mb <= LOG_WARM_MB, note=f"peak RSS {warm_mb:.0f} MB"),
+        Figure(f"{what}, cache entry size", cold_s, cold_cpu, target=f"<= {LOG_ENTRY_FRACTION:.0%} of the log",
+               met_wall=fraction <= LOG_ENTRY_FRACTION, met_cpu=fraction <= LOG_ENTRY_FRACTION, what="cold run",
+               note=f"entry {entry_mb:.1f} MB = {fraction:.1%} of the log, lossless"),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -146,6 +226,9 @@ def main() -> int:
     parser.add_argument("--skip-ls", action="store_true")
     parser.add_argument("--baseline", type=Path, help="another checkout whose package is timed side by side")
     parser.add_argument("--no-pyc", action="store_true", help="keep the environment's PYTHONDONTWRITEBYTECODE")
+    parser.add_argument("--train-log-mb", type=int, default=1024, help="size of the generated train.log (0: skip)")
+    parser.add_argument("--train-log", type=Path, help="an existing train.log instead of generating one")
+    parser.add_argument("--log-repeat", type=int, default=3)
     add_option(parser)
     args = parser.parse_args()
     versions = {"this": REPO} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
@@ -160,13 +243,25 @@ def main() -> int:
     if not args.skip_show:
         run = one_m_run()
         bench_show(bench, run, args.repeat)
+    log_rows: list[Figure] = []
+    failed = False
+    if args.train_log is not None or args.train_log_mb > 0:
+        from bench_train_log import generate
+
+        log = args.train_log.resolve() if args.train_log is not None else generate(args.train_log_mb)
+        log_samples = bench_train_log_show(bench, log, args.log_repeat)
+        failed = "differs" in log_samples
+        log_rows = train_log_figures(log_samples, log)
+        for row in log_rows:
+            print(f"{row.row}: {row.ours_s:.2f} s (CPU {row.ours_cpu_s:.2f}) vs {row.reference or '-'} "
+                  f"{row.ref_s or 0:.2f} s; {row.note}; target {row.target}: "
+                  f"{'met' if row.met_wall else 'missed'} (wall) / {'met' if row.met_cpu else 'missed'} (CPU)")
     load_after = os.getloadavg()
     print(f"\nload average (1/5/15 min) before: {load_before[0]:.1f} / {load_before[1]:.1f} / {load_before[2]:.1f}, "
           f"after: {load_after[0]:.1f} / {load_after[1]:.1f} / {load_after[2]:.1f}; {os.cpu_count()} processors; "
           f"median of {args.repeat} fresh processes; modules {'not ' if args.no_pyc else ''}byte-compiled")
     print("\n| command | code: cache | wall s | CPU s | wall x no cache | CPU x no cache | target (wall) |")
     print("|---|---|---|---|---|---|---|")
-    failed = False
     for label, what in (("ls", f"ls, {args.runs:,}-run tree"), ("show", "show --json, 1M points")):
         for name in versions:
             reference = bench.median(label, f"{name}: no cache")
@@ -188,7 +283,7 @@ def main() -> int:
         got = bench.median(label, column)
         if column.startswith("this: ") and got is not None:
             this[f"{label} {column.removeprefix('this: ')}"] = got
-    save("cache", "Persistent cache", figures(this, args.runs),
+    save("cache", "Persistent cache", figures(this, args.runs) + log_rows,
          "python bench/bench_cache.py " + " ".join(sys.argv[1:]), args.results_dir)
     return 1 if failed else 0
 

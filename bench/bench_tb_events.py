@@ -1,8 +1,9 @@
 """Benchmark: pimm-inspect's event-file reader against tensorboard's EventAccumulator, shape by shape.
 
 Usage: python bench/bench_tb_events.py [--events 1000000] [--repeat 3] [--rows mixed_tbx,tf2_f32] [--skip-accumulator]
+                                      [--data-dir DIR]
 
-Generates one event file per row into bench/_data/ (once per size) with the writers of
+Generates one event file per row into bench/_data/ (or ``--data-dir``; once per size) with the writers of
 fixtures/gen_tb_shapes.py (tensorboardX, torch SummaryWriter, tensorboard's own writer, the
 TF2 tf.summary.scalar layout, TF1-style multi-value events, scalars interleaved with histograms,
 images, text and a graph), then times each reader in a fresh process (imports included, the
@@ -50,6 +51,11 @@ class Row:
     max_seconds: float | None = None
     max_rss_mib: float | None = None
     reference: bool = True
+    cache: str | None = None
+    """cold or warm: the file opened through the session's read cache with a disk cache (cold: an empty one, the
+    entry written; warm: the entry a cold open left), against the same open with the cache off."""
+    same_input: str | None = None
+    """The row whose generated file this row reads (None: its own)."""
 
 
 def _tenfold(directory: Path, events: int) -> Path:
@@ -81,6 +87,11 @@ ROWS: dict[str, Row] = {row.name: row for row in [
         lambda d, n: shapes.interleaved(d, n // 20), 25),
     Row("mixed_10x", "10x the mixed tensorboardX points",
         lambda d, n: _tenfold(d, n * 10), None, max_seconds=10.0, max_rss_mib=1536, reference=False),
+    Row("mixed_10x_cold", "10x mixed points, first open, default cache",
+        lambda d, n: _tenfold(d, n * 10), None, max_seconds=3.0, max_rss_mib=400, cache="cold",
+        same_input="mixed_10x"),
+    Row("mixed_10x_warm", "10x mixed points, open again, cache warm",
+        lambda d, n: _tenfold(d, n * 10), None, cache="warm", same_input="mixed_10x"),
 ]}
 
 
@@ -89,9 +100,15 @@ def generate(directory: Path, events: int, tags: int) -> Path:
     return shapes.tbx_scalars(directory, events // tags, tuple(f"train/metric_{i:02d}" for i in range(tags)))
 
 
+DATA = HERE / "_data"
+"""Where inputs are generated (``--data-dir``)."""
+
+
 def _input(row: Row, events: int) -> Path:
-    """The row's event file for ``events`` points, generated once into bench/_data/."""
-    directory = HERE / "_data" / f"{row.name}_{events}"
+    """The row's event file for ``events`` points, generated once into ``DATA``."""
+    if row.same_input:
+        row = ROWS[row.same_input]
+    directory = DATA / f"{row.name}_{events}"
     found = sorted(directory.glob("events.out.tfevents.*")) if directory.is_dir() else []
     if found:
         return found[0]
@@ -113,7 +130,16 @@ def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 started, cpu_started = time.perf_counter(), cpu()
-if reader == "ours":
+if reader == "ours" and len(sys.argv) > 3:  # through the session's read cache, as `show` opens the file
+    from pathlib import Path
+    from pimm_inspect.session.store.cache import ReadCache
+    from pimm_inspect.session.store.disk_cache import DiskCache
+    folder = sys.argv[3]
+    cache = ReadCache(disk=None if folder == "off" else DiskCache(Path(folder)))
+    result = cache.event_file(Path(path), path.rsplit("/", 1)[-1]).value
+    columns = {tag: (s.steps, s.values) for tag, s in result.series.items()}
+    findings = [f.code for f in result.findings]
+elif reader == "ours":
     from pimm_inspect.sources.tensorboard.reader import read_event_file
     result = read_event_file(path, path.rsplit("/", 1)[-1])
     columns = {tag: (s.steps, s.values) for tag, s in result.series.items()}
@@ -143,18 +169,31 @@ print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "rss_mib": pea
 """
 
 
-def _run(reader: str, path: Path) -> dict:
-    """One reader over one file in a fresh process."""
-    done = subprocess.run([sys.executable, "-c", CHILD, reader, str(path)], capture_output=True, text=True,
+def _run(reader: str, path: Path, cache_dir: str | None = None) -> dict:
+    """One reader over one file in a fresh process (ours: through the read cache, ``cache_dir`` or off)."""
+    extra = [cache_dir] if cache_dir is not None else []
+    done = subprocess.run([sys.executable, "-c", CHILD, reader, str(path), *extra], capture_output=True, text=True,
                           cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{reader} failed on {path}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout)
 
 
-def _median(reader: str, path: Path, repeat: int) -> dict:
+def _cached(path: Path, mode: str) -> dict:
+    """One open through the read cache: cold (an empty cache directory) or warm (the entry a cold open wrote)."""
+    import tempfile
+
+    if mode == "off":
+        return _run("ours", path, "off")
+    with tempfile.TemporaryDirectory(prefix="pimm-tb-cache-") as folder:
+        if mode == "warm":
+            _run("ours", path, folder)
+        return _run("ours", path, folder)
+
+
+def _median(reader: str, path: Path, repeat: int, cache: str | None = None) -> dict:
     """Median seconds (and the largest peak RSS) of ``repeat`` fresh-process runs."""
-    runs = [_run(reader, path) for _ in range(repeat)]
+    runs = [_cached(path, cache) if cache else _run(reader, path) for _ in range(repeat)]
     out = dict(runs[-1])
     out["seconds"] = statistics.median(r["seconds"] for r in runs)
     out["cpu_seconds"] = statistics.median(r["cpu_seconds"] for r in runs)
@@ -174,11 +213,14 @@ def _agrees(ours: dict, theirs: dict) -> bool:
 
 
 def figure(row: Row, size: int, ours: dict, theirs: dict | None, targets: list[str], ok: bool, ok_cpu: bool) -> Figure:
-    """One README row: our medians against EventAccumulator's (``theirs``; None when not timed), the row's targets."""
+    """One README row: our medians against EventAccumulator's (``theirs``; None when not timed), the row's targets;
+    a cache row against our own open with the cache off."""
+    reference = ("ours, cache off" if row.cache else "EventAccumulator") if theirs else None
+    note = f"peak {ours['rss_mib']:.0f} MiB" + (f" (cache off: {theirs['rss_mib']:.0f} MiB)" if row.cache and theirs
+                                                 else "")
     return Figure(f"{row.label}, {ours['points']:,} points, {size / 1e6:.0f} MB", ours["seconds"], ours["cpu_seconds"],
-                  "EventAccumulator" if theirs else None, theirs["seconds"] if theirs else None,
-                  theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu,
-                  note=f"peak {ours['rss_mib']:.0f} MiB")
+                  reference, theirs["seconds"] if theirs else None,
+                  theirs["cpu_seconds"] if theirs else None, ", ".join(targets), ok, ok_cpu, note=note)
 
 
 def main() -> int:
@@ -189,8 +231,13 @@ def main() -> int:
     parser.add_argument("--repeat-reference", type=int, default=1, help="runs of EventAccumulator (median)")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows: " + ", ".join(ROWS))
     parser.add_argument("--skip-accumulator", action="store_true", help="do not time EventAccumulator")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="generate and reuse inputs here (default bench/_data/; e.g. a shared folder outside git)")
     add_option(parser)
     args = parser.parse_args()
+    global DATA
+    if args.data_dir is not None:
+        DATA = args.data_dir
 
     header = (f"| {'row':46} | {'MB':>6} | {'points':>10} | {'ours s':>7} | {'ours CPU s':>10} | {'ours MiB':>8} | "
               f"{'EventAcc s':>10} | {'EA CPU s':>8} | {'EA MiB':>6} | {'x ours':>6} | {'x CPU':>6} | "
@@ -198,12 +245,15 @@ def main() -> int:
     lines = [header, "|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|"]
     problems: list[str] = []
     figures: list[Figure] = []
+    cache_figures: list[Figure] = []
     for name in args.rows.split(","):
         row = ROWS[name]
         path = _input(row, args.events)
-        ours = _median("ours", path, args.repeat)
+        ours = _median("ours", path, args.repeat, row.cache)
         theirs = None
-        if row.reference and not args.skip_accumulator:
+        if row.cache:  # the reference: the same open with the cache off
+            theirs = _median("ours", path, args.repeat, "off")
+        elif row.reference and not args.skip_accumulator:
             theirs = _median("accumulator", path, args.repeat_reference)
         ratio = theirs["seconds"] / ours["seconds"] if theirs else None
         cpu_ratio = theirs["cpu_seconds"] / ours["cpu_seconds"] if theirs else None
@@ -232,10 +282,14 @@ def main() -> int:
             f"{ratio or nan:6.1f} | {cpu_ratio or nan:6.1f} | {', '.join(targets):>22} | "
             f"{('yes' if ok else 'no') + ' / ' + ('yes' if ok_cpu else 'no'):>11} |")
         print(lines[-1], file=sys.stderr)
-        figures.append(figure(row, path.stat().st_size, ours, theirs, targets, ok, ok_cpu))
+        (cache_figures if row.cache else figures).append(figure(row, path.stat().st_size, ours, theirs, targets, ok,
+                                                                ok_cpu))
     print("\n".join(lines))
-    save("tb_events", "TensorBoard event files", figures, "python bench/bench_tb_events.py " + " ".join(sys.argv[1:]),
-         args.results_dir)
+    command = "python bench/bench_tb_events.py " + " ".join(sys.argv[1:])
+    if figures:
+        save("tb_events", "TensorBoard event files", figures, command, args.results_dir)
+    if cache_figures:  # their own file: a run of only these rows leaves the reader rows' figures alone
+        save("tb_events_cache", "TensorBoard event files through the cache", cache_figures, command, args.results_dir)
     for problem in problems:
         print("PROBLEM:", problem)
     if not problems:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+
 import numpy as np
 
 
@@ -37,3 +40,36 @@ def median(values: np.ndarray) -> np.floating:
     half = n // 2
     middle = slice(half - 1, half + 1) if n % 2 == 0 else slice(half, half + 1)
     return np.mean(np.partition(values, [middle.start, middle.stop - 1])[middle])
+
+
+_RANGES: dict[tuple[int, bool], tuple[weakref.ref[np.ndarray], tuple[float, float] | None]] = {}
+"""(id of a read-only array, finite only) -> (the array, its range): the tags of one train.log share one step and one
+time column, and every series asks for their ranges (attempt spans, first/last step, the last logged time)."""
+
+
+def _forget(key: tuple[int, bool]) -> Callable[[weakref.ref], None]:
+    def drop(_ref: weakref.ref) -> None:
+        _RANGES.pop(key, None)
+    return drop
+
+
+def value_range(values: np.ndarray, finite_only: bool = False) -> tuple[float, float] | None:
+    """(min, max) of ``values`` (only its finite ones with ``finite_only``), None when there is none; computed once per
+    read-only array (a writable one may change, so it is computed each time)."""
+    key = (id(values), finite_only)
+    if not values.flags.writeable:
+        hit = _RANGES.get(key)
+        if hit is not None and hit[0]() is values:
+            return hit[1]
+    got = (values.min().item(), values.max().item()) if values.size else None
+    if finite_only and got is not None and values.dtype.kind == "f" and not (np.isfinite(got[0])
+                                                                           and np.isfinite(got[1])):
+        picked = values[np.isfinite(values)]  # a NaN or inf among them: the finite ones only (a copy, rarely)
+        got = (picked.min().item(), picked.max().item()) if picked.size else None
+    if not values.flags.writeable:
+        try:
+            ref = weakref.ref(values, _forget(key))
+        except TypeError:
+            return got
+        _RANGES[key] = (ref, got)
+    return got

@@ -14,6 +14,7 @@ from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
+from .arrays import value_range
 from .evidence import (EvalFacts, EventFileFacts, HfFacts, ModelDirFacts, RankLogFacts, RunSummary, SbatchFacts,
                        SlurmLogFacts, TrainLogFacts, WandbRunFacts)
 
@@ -106,12 +107,14 @@ class ScalarSeries:
     @property
     def first_step(self) -> int | None:
         """Smallest step, or None for an empty series."""
-        return int(self.steps.min()) if len(self) else None
+        span = value_range(self.steps)  # once per step column: the tags of a train.log share theirs
+        return None if span is None else int(span[0])
 
     @property
     def last_step(self) -> int | None:
         """Largest step, or None for an empty series."""
-        return int(self.steps.max()) if len(self) else None
+        span = value_range(self.steps)
+        return None if span is None else int(span[1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,3 +37,21 @@ def pytest_unconfigure(config):
 def _private_cache_dir(tmp_path_factory, monkeypatch):
     """Every test gets its own empty cache directory outside the run fixtures."""
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path_factory.mktemp("pimm-cache")))
+
+
+_SLOW_LIST = os.path.join(os.path.dirname(__file__), "slow_tests.txt")
+
+
+def _slow_tests() -> set[str]:
+    """``tests/<module>.py::<function>`` of each test marked slow besides those marked in their module."""
+    with open(_SLOW_LIST, encoding="utf-8") as f:
+        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests listed in tests/slow_tests.txt ``slow`` (every parametrization of a listed function), so
+    ``python -m pytest -m "not slow"`` is the quick local subset; CI runs everything."""
+    slow = _slow_tests()
+    for item in items:
+        if item.nodeid.split("[", 1)[0] in slow:
+            item.add_marker(pytest.mark.slow)

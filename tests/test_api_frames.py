@@ -64,6 +64,11 @@ def test_attempts_findings_and_checkpoints_are_the_dataset_tables() -> None:
     assert list(checkpoints.columns) == schema("checkpoints").names
     assert list(checkpoints.path) == [ck.path for ck in run.checkpoints]
     assert list(checkpoints.global_step) == [ck.global_step for ck in run.checkpoints]
+    by_path = {ck["path"]: ck for ck in json.loads(CliRunner().invoke(
+        cli, ["show", "--json", str(RUNS / "e2_requeued_twice")]).stdout)["runs"][0]["checkpoints"]}
+    assert [None if pd.isna(a) else int(a) for a in checkpoints.saved_by_attempt] == \
+        [by_path[p]["saved_by_attempt"] for p in checkpoints.path]
+    assert checkpoints.saved_by_attempt.notna().any()  # the fixture's files say who wrote some of them
     shown = json.loads(CliRunner().invoke(cli, ["show", "--json", str(RUNS / "e2_requeued_twice")]).stdout)
     restored = {ck["path"]: [r["attempt"] for r in ck["restored_by"]] for ck in shown["runs"][0]["checkpoints"]}
     assert {p: list(r) for p, r in zip(checkpoints.path, checkpoints.restored_by)} == restored

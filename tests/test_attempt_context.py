@@ -62,6 +62,9 @@ def test_two_jobs_on_two_nodes_each_fact_names_its_file():
     assert first["context_sources"]["lost_wall_s"] == event_file
     assert first["lost_gpu_hours"] == pytest.approx(first["lost_wall_s"] * 2 / 3600, abs=1e-6)
     assert second["lost_wall_s"] is None and second["lost_gpu_hours"] is None
+    # The same pairing says how attempt 1 ended: its own job's Slurm log, not the resubmitted job's.
+    assert first["ended"] == "killed" and first["end_detail"] == (
+        "JOB 41920001 ON sdfampere012 CANCELLED AT 2026-07-27T09:00:24 DUE TO TIME LIMIT (slurm-41920001.out)")
 
 
 def test_a_requeue_keeps_the_job_id_and_the_script_gives_partition_and_gpus():
@@ -150,3 +153,26 @@ def test_lost_time_comes_from_a_series_that_reaches_the_last_lost_step():
     assert attempt["lost_steps"] == [26, 40]
     assert attempt["lost_wall_s"] == pytest.approx(parse(stamps[40]) - parse(stamps[25]), abs=1e-3)
     assert attempt["context_sources"]["lost_wall_s"] == "train.log"
+
+
+def test_a_hostile_node_name_stays_data(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "e2_crashed", run, symlinks=True)
+    log = run / "slurm-41877302.out"
+    evil = "[bold]n\x1b[31mode\x9b2J"
+    log.write_text(log.read_text().replace("srun: error: sdfampere012:", f"srun: error: {evil}:"))
+    (attempt,) = _attempts(run)
+    assert attempt["nodes"] == [evil]  # the JSON string is the name as written; dumps escapes its controls
+    raw = _cli("show", run, "--json")
+    assert "\x1b" not in raw and "\x9b" not in raw and "\\u001b" in raw
+    text = _cli("show", run)
+    assert "\x1b" not in text and "\x9b" not in text and "[bold]n" in text  # shown, never styled or obeyed
+
+
+def test_elapsed_of_an_hf_attempt_from_its_own_points():
+    first, second = _attempts(RUNS / "hf_resumed")
+    for attempt, folder in ((first, "runs/Jan01_10-00-00_node01/"), (second, "runs/Jan01_10-05-00_node01/")):
+        source = attempt["context_sources"]["elapsed_s"]
+        assert source.startswith(folder)
+        span = _walls(RUNS / "hf_resumed" / source, "train/loss")
+        assert 0 < attempt["elapsed_s"] and attempt["elapsed_s"] >= max(span.values()) - min(span.values()) - 1e-3

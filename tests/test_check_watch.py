@@ -146,3 +146,31 @@ def test_a_closed_pipe_ends_the_watch_quietly(live_run, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["pimm-inspect", "check", "--watch", "--json", "--interval", "0", str(run)])
     assert cli_main._run() == 0
     assert capsys.readouterr().err == ""
+
+
+def test_watch_on_a_tree_picks_up_a_run_that_appears(tmp_path, monkeypatch):
+    tree = tmp_path / "exp"
+    (tree / "a").mkdir(parents=True)
+    (tree / "a" / "train.log").write_text("".join(LINES[:ATTEMPT_2]))  # one attempt, not ended, no finding
+    calls = []
+
+    def new_run(_seconds: float) -> None:
+        calls.append(_seconds)
+        if len(calls) == 1:
+            (tree / "b").mkdir()
+            (tree / "b" / "train.log").write_text("".join(LINES[:PAST_75]))
+
+    monkeypatch.setattr(watch, "sleep", new_run)
+    result = _check("--watch", "--interval", "0", "--max-polls", "3", tree)
+    assert [line.split(" ", 3)[:3] for line in result.stdout.splitlines()] == [
+        ["b", "warning", "resume.rollback"], ["b", "warning", "steps.replayed"]]
+    assert len(calls) == 2 and result.exit_code == 1
+
+
+def test_brief_keeps_stdout_to_finding_lines_when_stalled(live_run, monkeypatch):
+    run, _slept = live_run
+    monkeypatch.setattr(watch, "now", lambda: (run / "train.log").stat().st_mtime + 3600)
+    result = CliRunner().invoke(cli, ["check", "--brief", "--stalled-after", "30m", str(run)])
+    assert result.exit_code == 3
+    assert result.stdout == ""  # attempt 1 alone has no finding
+    assert "run stalled nothing logged for 3600 s (longer than 1800 s)" in result.stderr

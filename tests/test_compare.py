@@ -287,3 +287,21 @@ def test_sides_read_from_different_source_kinds_say_so(tmp_path: Path):
     tb = tb_run(tmp_path / "tb", ["time/batch_s"])
     text = run_cli("--no-cache", "compare", TWICE, tb, "--tag", "time/*", "--brief").stdout
     assert "time/batch_s: 0 shared steps (steps logged: A 20, B 3) from A train_log, B tb_events" in text
+
+
+def test_copies_of_files_that_name_no_attempt_are_columns_named_by_file():
+    """Two event files of one TensorBoard folder, no attempts known: each file is a writer (by the name escape)."""
+    from pimm_inspect.analysis import analyze
+    from pimm_inspect.analysis.compare import compare_attempts
+    from pimm_inspect.model import Run, make_series
+
+    odd = os.fsdecode(b"events.out.tfevents.2.\xff")
+    series = (make_series("loss", [1, 2, 3, 4], [4.0, 3.0, 2.0, 1.0], None, "events.out.tfevents.1"),
+              make_series("loss", [3, 4, 5], [2.5, 1.0, 0.5], None, odd))
+    run = analyze(Run(root=Path("/nowhere"), kind="tensorboard", era=None, status="unknown", series=series))
+    ((replayed,),) = [compare_attempts(run).ranges]
+    assert (replayed.replayed.first_step, replayed.replayed.last_step, replayed.replayed.attempts) == (3, 4, ())
+    (loss,) = replayed.tags
+    assert loss.writers == ("events.out.tfevents.1", "events.out.tfevents.2.\\xff")
+    assert loss.values.tolist() == [[2.0, 2.5], [1.0, 1.0]] and loss.abs_diff.tolist() == [0.5, 0.0]
+    assert loss.rel_diff.tolist() == [0.5 / 2.5, 0.0] and loss.max_abs_diff_step == 3

@@ -19,7 +19,8 @@ NAMES = ("e2_rollback", "e2_clean", "e2_exact_resume", "e2_nan_loss", "e2_config
 PATHS = tuple(str(RUNS / name) for name in NAMES)
 """A dozen fixture runs of every kind (``ls`` over all of them stays fast); JSON paths are relative to the cwd, so
 tests name runs by ``name``."""
-COLUMNS = "path,status,cfg.batch_size,best_metric,last_logged_at,last:train/loss,best:val/mIoU,min:val/loss,max:val/loss"
+COLUMNS = ("path,status,cfg.batch_size,best_metric,last_logged_at,last:train/loss,best:val/mIoU,min:val/loss,"
+           "max:val/loss")
 
 
 def ls(*args: str) -> Any:
@@ -50,7 +51,8 @@ def test_metric_columns_are_the_tags_values_under_the_newest_policy(every_run: d
     assert columns["min:val/loss"] == pytest.approx(float(val_loss.value.min()))  # a loss: best is the smallest
     assert columns["max:val/loss"] == pytest.approx(float(val_loss.value.max()))
     assert columns["max:val/loss"] > columns["min:val/loss"]
-    assert columns["cfg.batch_size"] == 4 and columns["status"] == "finished" and columns["path"] == every_run["e2_rollback"]["path"]
+    assert columns["cfg.batch_size"] == 4 and columns["status"] == "finished"
+    assert columns["path"] == every_run["e2_rollback"]["path"]
     assert columns["best_metric"] == {"name": "mIoU", "value": pytest.approx(0.7646, abs=1e-4)}
     assert columns["last_logged_at"] == every_run["e2_rollback"]["last_logged_at"]
     assert columns["last_logged_at"].startswith("2026-07-16T15:02")
@@ -85,6 +87,8 @@ def test_sort_by_a_metric_descending_puts_runs_without_it_last(every_run: dict[s
 
 
 def test_sort_on_fixed_fields_and_the_best_metric() -> None:
+    plain = [run["path"] for run in ls_json(*PATHS)]
+    assert [run["path"] for run in ls_json(*PATHS, "--reverse")] == plain[::-1] and len(plain) == len(PATHS) + 1
     runs = ls_json(*PATHS, "--sort", "-attempts,path")
     keys = [(-run["attempts"], run["path"]) for run in runs]
     assert keys == sorted(keys)
@@ -104,10 +108,18 @@ def test_text_table_shows_the_columns_asked_for() -> None:
 
 
 def test_a_key_no_run_has_gets_a_note_naming_the_closest() -> None:
-    result = CliRunner().invoke(cli, ["ls", str(RUNS / "e2_rollback"), "--columns", "path,cfg.batch_sise,last:val/mIou"])
+    one = str(RUNS / "e2_rollback")
+    result = CliRunner().invoke(cli, ["ls", one, "--columns", "path,cfg.batch_sise,last:val/mIou"])
     assert result.exit_code == 0
-    assert "no listed run has the config key batch_sise (closest: batch_size" in result.stderr
-    assert "no listed run has the scalar tag val/mIou (closest: val/mIoU" in result.stderr
+    assert "no run has the config key batch_sise (closest: batch_size" in result.stderr
+    assert "no run has the scalar tag val/mIou (closest: val/mIoU" in result.stderr
+    typo = CliRunner().invoke(cli, ["ls", one, "--filter", "!cfg.batch_sise=4", "--sort", "min:val/los"])
+    assert typo.exit_code == 0 and "e2_rollback" in typo.stdout  # a negated filter on a missing key keeps the run
+    assert "no run has the config key batch_sise (closest: batch_size" in typo.stderr
+    assert "no run has the scalar tag val/los (closest: val/loss" in typo.stderr
+    fine = CliRunner().invoke(cli, ["ls", str(RUNS / "e2_rollback"), "--filter", "cfg.batch_size=4",
+                                    "--columns", "path,last:val/loss"])
+    assert fine.exit_code == 0 and "note" not in fine.stderr
 
 
 @pytest.mark.parametrize(("option", "value", "named"), [
@@ -168,7 +180,8 @@ def test_metric_summary_takes_each_steps_newest_copy_and_keeps_a_nan_last_value(
     assert json_columns(row, columns, base) == {"last:train/loss": None, "best:train/loss": 0.5,
                                                 "max:train/loss": 10.0}
     other = run_row(Run(root=Path("/nowhere/b"), kind="pimm", era="E2", status="finished", name="b",
-                        series=(series([0, 1], [3.0, 2.0], 1),), sources=(SourceFile("train.log", "train_log", 1, 0.0),)))
+                        series=(series([0, 1], [3.0, 2.0], 1),),
+                        sources=(SourceFile("train.log", "train_log", 1, 0.0),)))
     ordered = sort_rows([row, other], [column_key("-last:train/loss")], base)
     assert [r.name for r in ordered] == ["b", "run"]  # a NaN is no value: last in either direction
 
@@ -177,3 +190,21 @@ def column_key(spec: str) -> Any:
     from pimm_inspect.report.ls_columns import parse_sort
 
     return parse_sort([spec])[0]
+
+
+def test_column_and_sort_keys_complete_in_the_shell() -> None:
+    """click's completion (a real process, as the shell runs it) offers the keys after the last comma."""
+    import os
+    import subprocess
+    import sys
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = dict(os.environ, PYTHONPATH=str(RUNS.parents[1]), _PIMM_INSPECT_COMPLETE="bash_complete",
+                   COMP_WORDS=words, COMP_CWORD=str(cword))
+        proc = subprocess.run([sys.executable, "-P", "-m", "pimm_inspect"], capture_output=True, text=True,
+                              timeout=60, env=env, check=True)
+        return proc.stdout.splitlines()
+
+    assert complete("pimm-inspect ls --columns path,be", 3) == ["plain,path,best_metric", "plain,path,best:"]
+    assert complete("pimm-inspect ls --sort errors,-last", 3) == [
+        "plain,errors,-last_step", "plain,errors,-last_logged_at", "plain,errors,-last:"]

@@ -442,9 +442,9 @@ def test_mixed_tag_lengths_are_framed_in_bulk_and_bucketed(tmp_path: Path, monke
     buckets = []
     original = _tb_window.decode_bucket
 
-    def counting(payload, varying):
+    def counting(payload, varying, *known):
         buckets.append(payload.shape[0])
-        return original(payload, varying)
+        return original(payload, varying, *known)
 
     monkeypatch.setattr(_tb_window, "decode_bucket", counting)
     result = read_event_file(path, REL)

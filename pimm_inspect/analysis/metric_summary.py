@@ -18,8 +18,8 @@ from ._facts import stale_event_files
 from .distinct import strictly_increasing
 from .scalar_rows import select_rows, tag_groups
 
-HIGHER_IS_BETTER = re.compile(r"(acc|iou|f1|precision|recall|auc|score|(?:^|[^a-z])map(?:[^a-z]|$)|bleu|rouge|reward|dice)",
-                              re.IGNORECASE)
+HIGHER_IS_BETTER = re.compile(r"(acc|iou|f1|precision|recall|auc|score|(?:^|[^a-z])map(?:[^a-z]|$)|bleu|rouge"
+                              r"|reward|dice)", re.IGNORECASE)
 """A tag whose last part (after the last ``/``) contains one of these is better when higher, whatever its group."""
 LOWER_IS_BETTER = re.compile(r"(loss|err|wer|cer|mse|mae|nll|perplexity|ppl|time|latency|_s$)", re.IGNORECASE)
 """Else a tag containing one of these anywhere (``train/loss``, ``time/batch_s``) is better when lower."""

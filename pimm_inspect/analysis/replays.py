@@ -2,7 +2,8 @@
 
 A writer is an attempt when the source says which one wrote a point, else the file itself. For every step the set
 of writers that logged it (over every tag, each tag from the source kind the curves draw) is found with one sort,
-and ranges are cut wherever that set changes: three attempts over 51-75 and two over 76-90 are two ranges,
+and ranges are cut wherever that set changes (not where one process's tags alternate rows: a step each attempt of a
+range wrote, whatever the tag, continues it): three attempts over 51-75 and two over 76-90 are two ranges,
 ``51-75: 3 copies (#1 #2 #3)`` and ``76-90: 2 copies (#2 #3)``. When the writers are attempts with a known restore
 point, a range is widened to the steps both really trained (a train.log that prints every fifth step logs only
 55 of the 51-57 an attempt replayed). Cost: O(n log n) in the distinct (step, writer) pairs, so 200,000 one-point
@@ -112,15 +113,80 @@ def written_ranges(series: list[ScalarSeries]) -> list[_Written]:
     # Where each step held twice lies among every logged step: a step logged once between two ends a range.
     logged = distinct_sorted([s.steps for s in series])
     slot = np.searchsorted(logged, steps[starts]).tolist()
+    held_by = _HeldBy(series, logged)
     out: list[_Written] = []
+    spans: list[tuple[int, int]] = []  # each range's first and last slot among the logged steps
     for k, (begin, end) in enumerate(zip(starts.tolist(), ends.tolist())):  # the steps held twice, not the run
         members = tuple(writers[i] for i in owner[begin:end].tolist())
         step = int(steps[begin])
-        if out and out[-1].writers == members and slot[k] == slot[k - 1] + 1:
+        if out and out[-1].writers == members and (slot[k] == slot[k - 1] + 1 or (
+                held_by.attempts_only(members) and held_by.every_step(members, slot[k - 1] + 1, slot[k] - 1))):
             out[-1] = _Written(out[-1].first, step, members)
+            spans[-1] = (spans[-1][0], slot[k])
         else:
             out.append(_Written(step, step, members))
-    return out
+            spans.append((slot[k], slot[k]))
+    return [_Written(int(logged[lo]), int(logged[hi]), w.writers) if (lo, hi) != span else w
+            for w, span, (lo, hi) in zip(out, spans, held_by.widen(out, spans))]
+
+
+class _HeldBy:
+    """Which logged steps each attempt wrote (any tag): a step every writer of a range wrote continues it.
+
+    One process may log its tags on alternating rows (``wins`` at one ``_step``, ``loss`` at the next), and the next
+    process that replays those steps may alternate the other way round: no tag then meets its twin at every step,
+    yet both processes wrote every step. Only attempts: files that name no attempt (tensorboardX's ``add_scalars``
+    writes one file per tag at the same steps) are not known to be copies of one another.
+    """
+
+    def __init__(self, series: list[ScalarSeries], logged: np.ndarray) -> None:
+        self._series = series
+        self._logged = logged
+        self._steps: dict[Writer, np.ndarray] = {}
+
+    @staticmethod
+    def attempts_only(members: tuple[Writer, ...]) -> bool:
+        return all(isinstance(w, int) for w in members)
+
+    def _of(self, writer: Writer) -> np.ndarray:
+        found = self._steps.get(writer)
+        if found is None:
+            found = distinct_sorted([s.steps for s in self._series if _writer_of(s) == writer])
+            self._steps[writer] = found
+        return found
+
+    def every_step(self, members: tuple[Writer, ...], lo: int, hi: int) -> bool:
+        """True when each writer wrote every logged step of slots ``lo``..``hi`` (an empty span: True)."""
+        if lo > hi:
+            return True
+        first, last = self._logged[lo], self._logged[hi]
+        for w in members:
+            steps = self._of(w)
+            inside = int(np.searchsorted(steps, last, side="right") - np.searchsorted(steps, first, side="left"))
+            if inside != hi - lo + 1:
+                return False
+        return True
+
+    def widen(self, ranges: list[_Written], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Each attempts' range widened over the neighbouring logged steps every one of its writers wrote, never into
+        the next or previous range (found by halving: if every writer wrote slots j..lo-1, they wrote j+1..lo-1)."""
+        out: list[tuple[int, int]] = []
+        for i, (w, (lo, hi)) in enumerate(zip(ranges, spans)):
+            if self.attempts_only(w.writers):
+                floor = out[-1][1] + 1 if out else 0
+                ceiling = spans[i + 1][0] - 1 if i + 1 < len(spans) else len(self._logged) - 1
+                a, b = floor, lo  # the smallest j in floor..lo with every step of j..lo-1 written by all
+                while a < b:
+                    mid = (a + b) // 2
+                    a, b = (a, mid) if self.every_step(w.writers, mid, lo - 1) else (mid + 1, b)
+                lo = a
+                a, b = hi, ceiling  # the largest j in hi..ceiling with every step of hi+1..j written by all
+                while a < b:
+                    mid = (a + b + 1) // 2
+                    a, b = (mid, b) if self.every_step(w.writers, hi + 1, mid) else (a, mid - 1)
+                hi = a
+            out.append((lo, hi))
+        return out
 
 
 def _trained_span(att: Attempt) -> tuple[int, int] | None:

@@ -73,6 +73,13 @@ def _apply(a: _Comparable, op: str, b: _Comparable) -> bool:
         return False
 
 
+def cfg_key(text: str) -> str | None:
+    """The config key a ``cfg.<key> OP value`` filter compares (``!`` or not); None for a text filter."""
+    stripped = text.strip()
+    match = _CFG_TERM.match(stripped[1:].strip() if stripped.startswith("!") else stripped)
+    return match["key"] if match is not None else None
+
+
 def compile_run_filter(text: str) -> Callable[[str, RunRow | None], bool]:
     """The Runs filter: text syntax of ``compile_filter`` on a haystack, or ``cfg.<key> op value`` on the row's config
     (``RunRow.config``: the run's query config, ``configs.query_config``, flattened).

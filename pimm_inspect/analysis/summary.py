@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from ..arrays import value_range
 from ..evidence import RunRow, RunSummary
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
@@ -33,9 +32,9 @@ def last_logged_s(run: Run) -> float | None:
     latest = None
     for s in run.series:
         if len(s) and s.source not in stale:
-            finite = s.wall_times_s[np.isfinite(s.wall_times_s)]
-            if finite.size:
-                value = float(finite.max())
+            finite = value_range(s.wall_times_s, finite_only=True)  # once per time column (the tags share it)
+            if finite is not None:
+                value = float(finite[1])
                 latest = value if latest is None else max(latest, value)
     return latest
 

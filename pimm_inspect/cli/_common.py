@@ -91,6 +91,11 @@ def _name(path: object) -> str:
 class UsageProblem(Exception):
     """A PATH that names no run (missing, or nothing recognisable under it); already reported on stderr."""
 
+    def __init__(self, path: str, runs: int = 0) -> None:
+        super().__init__(path)
+        self.runs = runs
+        """How many runs PATH holds when one was needed (0: none, or not that problem)."""
+
 
 def find_runs(path: str, single: bool = False) -> list[Path]:
     """The run directories under ``path``; raise ``UsageProblem`` (after saying why on stderr) when there is none,
@@ -118,7 +123,9 @@ def find_runs(path: str, single: bool = False) -> list[Path]:
         stderr(f"pimm-inspect: {_name(path)} holds {len(run_dirs)} runs; name one of them:")
         for d in run_dirs[:20]:
             stderr(f"  {_name(d)}")
-        raise UsageProblem(path)
+        if len(run_dirs) > 20:
+            stderr(f"  ... and {len(run_dirs) - 20} more")
+        raise UsageProblem(path, len(run_dirs))
     return run_dirs
 
 

@@ -96,8 +96,11 @@ def command(paths: tuple[str, ...], as_json: bool, fail_on: str, min_severity: s
         if run_stalled and out is not None and silent is not None and stalled_after_s is not None:
             from ..report.text import stalled_line
 
-            out.print(stalled_line(run, base, f"nothing logged for {silent:.0f} s (longer than {stalled_after_s:.0f} s)"),
-                      soft_wrap=True)
+            line = stalled_line(run, base, f"nothing logged for {silent:.0f} s (longer than {stalled_after_s:.0f} s)")
+            if brief:  # stdout keeps its promise of finding lines only; exit 3 says it to a script
+                stderr(f"pimm-inspect: {line.plain}")
+            else:
+                out.print(line, soft_wrap=True)
     if out is None:  # --json
         click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": documents}))
     elif total > 1:

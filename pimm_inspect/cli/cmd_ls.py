@@ -7,12 +7,24 @@ import click
 from ._common import discovery_options, json_option, print_runs_table, stderr, stream_many
 
 FILTER_HELP = ("Keep the runs this matches (the UI's filter): text, !text, /regex/ on the path, kind, status, W&B ids "
-               "and finding codes, or cfg.KEY OP VALUE (OP: = == != > < >= <= ~) on the config. Repeat: all must match.")
+               "and finding codes, or cfg.KEY OP VALUE (OP: = == != > < >= <= ~) on the config. Repeat: all must "
+               "match.")
 SORT_HELP = ("Order by KEY[,KEY...] (a column key, see --columns); -KEY for descending. Runs without the value come "
              "last.")
 COLUMNS_HELP = ("The table's columns, e.g. path,status,cfg.lr,last:train/loss,best:val/acc. Keys: path name kind era "
                 "status attempts last_step wandb_run_ids findings errors warnings infos best_metric last_logged_at "
                 "top_finding, cfg.KEY, last:TAG, best:TAG, min:TAG, max:TAG. With --json: a 'columns' object per run.")
+
+
+def _complete_keys(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of the last key of ``--columns a,b,c`` / ``--sort a,-b``: the fixed keys and the prefixes
+    ``cfg.``, ``last:``, ``best:``, ``min:``, ``max:``."""
+    from ..report.ls_columns import FIXED, METRIC_KINDS
+
+    head, comma, last = incomplete.rpartition(",")
+    sign = "-" if last.startswith("-") else ""
+    keys = [*FIXED, "cfg.", *(f"{kind}:" for kind in METRIC_KINDS)]
+    return [f"{head}{comma}{sign}{key}" for key in keys if key.startswith(last[len(sign):])]
 
 
 def _usage(option: str, message: str) -> click.BadParameter:
@@ -23,10 +35,11 @@ def _usage(option: str, message: str) -> click.BadParameter:
 @click.argument("roots", nargs=-1, type=click.Path())
 @discovery_options
 @click.option("--filter", "filters", multiple=True, metavar="EXPR", help=FILTER_HELP)
-@click.option("--sort", "sorts", multiple=True, metavar="KEY[,KEY]", help=SORT_HELP)
+@click.option("--sort", "sorts", multiple=True, metavar="KEY[,KEY]", help=SORT_HELP, shell_complete=_complete_keys)
 @click.option("--reverse", is_flag=True, help="Turn every --sort key's direction (without --sort: the listing "
                                                 "reversed).")
-@click.option("--columns", "column_specs", multiple=True, metavar="A,B,C", help=COLUMNS_HELP)
+@click.option("--columns", "column_specs", multiple=True, metavar="A,B,C", help=COLUMNS_HELP,
+              shell_complete=_complete_keys)
 @json_option
 def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, ...], reverse: bool,
             column_specs: tuple[str, ...], as_json: bool) -> None:
@@ -37,6 +50,7 @@ def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, 
     from ..report.ls_columns import (
         UnknownKey,
         absent_everywhere,
+        filter_columns,
         parse_columns,
         parse_sort,
         row_filter,
@@ -57,10 +71,11 @@ def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, 
         raise _usage("--filter", str(exc)) from None
     stream = stream_many(roots)
     base = stream.base
-    listed = (row for row in stream.rows if keep(row, base)) if filters else stream.rows
-    rows = sort_rows(list(listed), keys, base, reverse) if keys or reverse else list(listed)
-    for note in absent_everywhere(rows, [*(columns or []), *(k.column for k in keys)]):
-        stderr(f"note: {note}")
+    found = list(stream.rows)
+    for note in absent_everywhere(found, [*(columns or []), *(k.column for k in keys), *filter_columns(filters)]):
+        stderr(f"note: {note}")  # a key no run has is most likely a typo
+    listed = [row for row in found if keep(row, base)] if filters else found
+    rows = sort_rows(listed, keys, base, reverse) if keys or reverse else listed
     if as_json:
         from ..report.json_doc import SCHEMA_VERSION, dumps, ls_run
         from ..report.ls_columns import json_columns

@@ -137,8 +137,9 @@ def sbatch_gpus(sbatch: SbatchInfo) -> int | None:
     return per_node * int(nodes) if nodes.isdigit() and len(nodes) <= 6 else None
 
 
-def _elapsed(att: Attempt, c: Collected) -> tuple[float, str] | None:
-    """(seconds, file) from the attempt's first to last train.log line, else its event files' wall times."""
+def _elapsed(att: Attempt, c: Collected, series: list[ScalarSeries]) -> tuple[float, str] | None:
+    """(seconds, file) from the attempt's first to last train.log line, else its event files' wall times, else the
+    first to the last point of its most written series that has times (an HF Trainer's or a W&B run's)."""
     if c.train_log is not None:
         seg = next((s for s in c.train_log.segments if s.index == att.index), None)
         if seg is not None:
@@ -151,6 +152,11 @@ def _elapsed(att: Attempt, c: Collected) -> tuple[float, str] | None:
         end_s = max(float(r.last_wall_time_s or 0.0) for _p, r in own)
         if math.isfinite(begin_s) and math.isfinite(end_s) and end_s >= begin_s:
             return end_s - begin_s, own[0][0]
+    timed = [(s, s.wall_times_s[np.isfinite(s.wall_times_s)]) for s in series if s.attempt == att.index and len(s)]
+    timed = [(s, walls) for s, walls in timed if walls.size > 1]
+    if timed:
+        best, walls = max(timed, key=lambda item: item[1].size)
+        return float(walls.max() - walls.min()), best.source
     return None
 
 
@@ -180,19 +186,20 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     best = min(own, key=lambda s: ((s.last_step or 0) < last, _CLOCK_RANK.get(kinds.get(s.source, ""), len(_CLOCK_RANK)),
                                    -len(s)))
     ok = np.isfinite(best.wall_times_s)
-    steps, walls = best.steps[ok], best.wall_times_s[ok]
-    before, upto = walls[steps < first], walls[steps <= last]
-    if not before.size or not upto.size:
+    # No copies of a column that is all finite (5M points: each copy was 40 MB more at the peak of a load).
+    steps, walls = (best.steps, best.wall_times_s) if ok.all() else (best.steps[ok], best.wall_times_s[ok])
+    before, upto = steps < first, steps <= last
+    if not before.any() or not upto.any():
         return None
-    spent = float(upto[np.argmax(steps[steps <= last])] - before[np.argmax(steps[steps < first])])
+    lowest = np.iinfo(steps.dtype).min  # the first point of the largest step in each range, as argmax of the range
+    spent = float(walls[np.argmax(np.where(upto, steps, lowest))] - walls[np.argmax(np.where(before, steps, lowest))])
     return (spent, best.source) if spent >= 0 else None
 
 
-def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSeries]) -> list[Attempt]:
-    """The attempts with their job id, array index, nodes, partition, GPUs, elapsed time and lost compute set where
-    a file says, each named in ``context_sources``."""
+def _jobs(attempts: list[Attempt], c: Collected) -> tuple[dict[int, list[RankLog]], dict[int, str],
+                                                          dict[int, tuple[int, ...]]]:
+    """Per attempt index: its structured-log files, the one job id they name, the submitit attempts they name."""
     groups = _match_groups(attempts, _rank_groups(c.rank_logs))
-    kinds = {source.path: source.kind for source in c.sources}
     jobs: dict[int, str] = {}
     ks: dict[int, tuple[int, ...]] = {}
     for index, group in groups.items():
@@ -200,6 +207,21 @@ def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSe
         if len(ids) == 1:
             jobs[index] = ids.pop()
         ks[index] = tuple(sorted({k for log in group for k in log.attempts}))
+    return groups, jobs, ks
+
+
+def slurm_parts(attempts: list[Attempt], c: Collected) -> dict[int, tuple[SlurmLog, SlurmAttempt | None]]:
+    """Attempt index -> (its Slurm log, the part of it the attempt wrote): the one rule pairing Slurm logs with the
+    run's attempts (how an attempt ended, ``load.attempts``; its job, node and array index, here)."""
+    _groups, jobs, ks = _jobs(attempts, c)
+    return _slurm_for(attempts, c, jobs, ks)
+
+
+def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSeries]) -> list[Attempt]:
+    """The attempts with their job id, array index, nodes, partition, GPUs, elapsed time and lost compute set where
+    a file says, each named in ``context_sources``."""
+    groups, jobs, ks = _jobs(attempts, c)
+    kinds = {source.path: source.kind for source in c.sources}
     slurm = _slurm_for(attempts, c, jobs, ks)
     known_jobs = set(jobs.values()) | {log.job_id for log, _seg in slurm.values() if log.job_id}
     sbatch = c.sbatch if len(known_jobs) <= 1 else None  # the script in the run is one submission's
@@ -234,7 +256,7 @@ def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSe
             gpus = sbatch_gpus(sbatch)
             if gpus is not None and "gpus" not in facts:
                 facts["gpus"] = (gpus, sbatch.path)
-        elapsed = _elapsed(att, c)
+        elapsed = _elapsed(att, c, series)
         if elapsed is not None:
             facts["elapsed_s"] = (round(elapsed[0], 3), elapsed[1])
         lost = _lost_wall(att, series, elapsed, kinds)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments
@@ -151,9 +152,9 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
         assert lo is not None and hi is not None  # the series is not empty
         old = spans.get(s.attempt)
         spans[s.attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
-        walls = s.wall_times_s[np.isfinite(s.wall_times_s)]
-        if walls.size:
-            first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls.min()))
+        walls = value_range(s.wall_times_s, finite_only=True)  # once per time column (the tags share it)
+        if walls is not None:
+            first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls[0]))
     out = []
     for att in attempts:
         span = spans.get(att.index)
@@ -234,21 +235,20 @@ def _short(line: str, limit: int = 90) -> str:
 
 
 def _slurm_endings(attempts: list[Attempt], c: Collected) -> list[Attempt]:
-    """How the Slurm log says attempt k ended (submitit's ``PIMM_SUBMITIT_ATTEMPT`` k is attempt index k).
-
-    Only with one Slurm log: a job resubmitted by hand starts again at ``attempt 1/N`` in a new log, so
-    with several logs submitit's k no longer names the run's attempt.
+    """How the Slurm log says each attempt ended, from the part of a Slurm log that attempt wrote
+    (``attempt_context.slurm_parts``: with one log submitit's attempt k is attempt k; a job resubmitted by hand
+    starts again at ``attempt 1/N`` in a new log, paired by the structured logs' job ids or the job order).
     """
-    if len(c.slurm_logs) != 1:
-        return attempts
-    by_k = {seg.k: (log.path, seg) for log in c.slurm_logs for seg in log.segments if seg.k is not None}
+    from .attempt_context import slurm_parts
+
+    parts = slurm_parts(attempts, c)
     out = []
     for att in attempts:
-        found = by_k.get(att.index)
-        if found is None or att.ended in ("completed", "crashed"):
+        found = parts.get(att.index)
+        if found is None or found[1] is None or att.ended in ("completed", "crashed"):
             out.append(att)
             continue
-        path, seg = found
+        path, seg = found[0].path, found[1]
         problems = dict(seg.problems)
         crash = next((kind for kind in _SLURM_CRASHES if kind in problems), None)
         kill = next((kind for kind in _SLURM_KILLS if kind in problems), None)

@@ -47,32 +47,43 @@ def _same(stored: float, logged: float) -> bool:
     return math.isclose(stored, logged, rel_tol=1e-6, abs_tol=1e-12) or abs(stored - logged) <= LOGGED_DIGITS
 
 
-def _by_value(ck: CheckpointInfo, series: Sequence[ScalarSeries], names: frozenset[str]) -> set[int]:
+def _candidates(series: Sequence[ScalarSeries], names: frozenset[str]) -> list[ScalarSeries]:
+    """The series rule 1 looks into, once per run: attempts' series with sorted steps, the best metric's tags first."""
+    ranked = sorted((s for s in series if s.attempt is not None and len(s)),
+                    key=lambda s: s.tag.rsplit("/", 1)[-1] not in names)[:MAX_SERIES_PER_CHECKPOINT]
+    return [s for s in ranked if bool(np.all(s.steps[1:] >= s.steps[:-1]))]
+
+
+def _by_value(ck: CheckpointInfo, candidates: Sequence[ScalarSeries]) -> set[int]:
     """Attempts that logged the checkpoint's best metric value at its step (rule 1)."""
     value, step = ck.best_metric_value, ck.global_step
     if value is None or step is None or not math.isfinite(value):
         return set()
-    ranked = sorted((s for s in series if s.attempt is not None and len(s)),
-                    key=lambda s: s.tag.rsplit("/", 1)[-1] not in names)[:MAX_SERIES_PER_CHECKPOINT]
     found: set[int] = set()
-    for s in ranked:
+    for s in candidates:
         assert s.attempt is not None
         if s.attempt in found or s.first_step is None or s.last_step is None or not s.first_step <= step <= s.last_step:
             continue
-        got = _value_at(s, step) if bool(np.all(s.steps[1:] >= s.steps[:-1])) else None
+        got = _value_at(s, step)
         if got is not None and _same(value, got):
             found.add(s.attempt)
     return found
 
 
 def writer_of(ck: CheckpointInfo, attempts: Sequence[Attempt], series: Sequence[ScalarSeries],
-              best_names: frozenset[str] = frozenset()) -> int | None:
-    """The attempt that wrote ``ck`` (the three rules above), or None when the files do not say."""
+              best_names: frozenset[str] = frozenset(), candidates: Sequence[ScalarSeries] | None = None
+              ) -> int | None:
+    """The attempt that wrote ``ck`` (the three rules above), or None when the files do not say.
+
+    ``candidates``: ``_candidates(series, best_names)`` when the caller asks about many checkpoints of one run.
+    """
     step = ck.global_step
     if step is None or not attempts:
         return None
     trained = [a.index for a in attempts if (span := _span(a)) is not None and span[0] <= step <= span[1]]
-    by_value = _by_value(ck, series, best_names) & set(trained or [a.index for a in attempts])
+    if candidates is None:
+        candidates = _candidates(series, best_names) if ck.best_metric_value is not None else []
+    by_value = _by_value(ck, candidates) & set(trained or [a.index for a in attempts])
     if len(by_value) == 1:
         return by_value.pop()
     saved = [a.index for a in attempts if step in a.saved_steps]
@@ -88,8 +99,10 @@ def checkpoint_writers(checkpoints: Sequence[CheckpointInfo], attempts: Sequence
     complete checkpoints it wrote (a complete checkpoint keeps its step: it is never lost)."""
     out: list[CheckpointInfo] = []
     kept: dict[int, set[int]] = {}
+    valued = any(ck.best_metric_value is not None for ck in checkpoints)
+    candidates = _candidates(series, best_names) if valued and attempts else []
     for ck in checkpoints:
-        writer = writer_of(ck, attempts, series, best_names) if ck.role != "tmp" else None
+        writer = writer_of(ck, attempts, series, best_names, candidates) if ck.role != "tmp" else None
         out.append(dataclasses.replace(ck, saved_by_attempt=writer) if writer is not None else ck)
         if writer is not None and ck.complete and ck.global_step is not None:
             kept.setdefault(writer, set()).add(ck.global_step)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..model import Finding, Severity
+from ..sources import read_progress
 from ..sources.confine import also_allowed, confined_to, layout_links
 from ..sources.protocol import Read
 from .collected import Collected, FileCache
@@ -61,11 +62,14 @@ def read_kinds(c: Collected, names: list[str], kinds: tuple[FileKind, ...]) -> N
 @contextmanager
 def _tracked(c: Collected, kind: str, path: Path, rel_path: str) -> Iterator[None]:
     """Tell the progress tracker (if any) that a file of ``kind`` is read; it may stop the load here."""
-    if c.progress is not None:
-        c.progress.reading(kind)
-    yield
-    if c.progress is not None:
-        c.progress.read(kind, path, rel_path)
+    if c.progress is None:
+        yield
+        return
+    tracker = c.progress
+    tracker.reading(kind)
+    with read_progress.reporting(lambda offset, so_far: tracker.within(rel_path, offset, so_far)):
+        yield
+    tracker.read(kind, path, rel_path)
 
 
 def _read(c: Collected, kind: FileKind, path: Path, rel_path: str) -> None:

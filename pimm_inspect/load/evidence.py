@@ -5,7 +5,7 @@ This is the one place that knows both sides: everything above ``load`` reads the
 
 from __future__ import annotations
 
-import dataclasses
+from .. import lazy
 from ..evidence import (AttemptStart, BestMetric, EvalFacts, EventFileFacts, EventMarker, HfFacts, ModelDirFacts,
                         RankLogFacts, SbatchFacts, SlurmAttemptFacts, SlurmLogFacts, TrainLogFacts, WandbRunFacts)
 from ..model import ScalarSeries
@@ -111,7 +111,7 @@ def with_source_kinds(series: list[ScalarSeries], kinds: dict[str, str]) -> list
     out = []
     for s in series:
         kind = kinds.get(s.source) or _guess_kind(s.source)
-        out.append(s if s.source_kind == kind else dataclasses.replace(s, source_kind=kind))
+        out.append(s if s.source_kind == kind else lazy.replace(s, source_kind=kind))  # cached values stay undecoded
     return out
 
 

@@ -8,11 +8,18 @@ at the next file instead of finishing in the background.
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model import ScalarSeries
+from ..sources.read_progress import SoFar
+
+SO_FAR_EVERY_S = 2.0
+"""How often a big file's series read so far are handed on (the first time after its first block)."""
 STAGES = {"train_log": "train.log", "tb_events": "event files", "wandb": "W&B logs", "checkpoint": "checkpoints",
           "structured_log": "rank logs", "hf_trainer": "Trainer state"}
 """What the progress line calls the files of a source kind; every other kind is a side file."""
@@ -66,7 +73,8 @@ class ReadTracker:
     """Counts files and bytes against a listing; reports snapshots; raises LoadCancelled when asked to stop."""
 
     def __init__(self, listing: Iterable[ListedFile], report: Callable[[ReadProgress], None] | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> None:
+                 cancelled: Callable[[], bool] | None = None,
+                 so_far: Callable[[tuple[ScalarSeries, ...]], None] | None = None) -> None:
         listed = tuple(listing)
         self.sizes = {f.path: f.size_bytes for f in listed}
         self.stage_totals: dict[str, int] = {}
@@ -79,6 +87,13 @@ class ReadTracker:
         self._stage_done: dict[str, int] = {}
         self._report = report
         self._cancelled = cancelled
+        self._stage = ""
+        self._within = 0
+        """Bytes of the file being read that its reader has got through (``within``)."""
+        self._within_sent = 0
+        self._so_far = so_far
+        """Told the series a big file's reader has read so far (at most every ``SO_FAR_EVERY_S``)."""
+        self._so_far_at = -math.inf
 
     def check(self) -> None:
         """Raise LoadCancelled when the caller no longer wants the run."""
@@ -88,13 +103,31 @@ class ReadTracker:
     def reading(self, kind: str) -> None:
         """A file of ``kind`` is about to be read (stop here when cancelled)."""
         self.check()
+        self._within = self._within_sent = 0
         self._send(stage_of(kind))
+
+    def within(self, rel_path: str, offset: int, so_far: SoFar | None = None) -> None:
+        """The reader of ``rel_path`` has read it up to byte ``offset``: report it (at most every 1% of the
+        total, or 4 MiB), and now and then what it read so far (``so_far``); stop here when cancelled, mid-file."""
+        self.check()
+        size = self.sizes.get(rel_path)
+        if size is None:
+            return  # not in the listing: its bytes are not in the total either
+        if so_far is not None and self._so_far is not None and offset < size \
+                and time.monotonic() - self._so_far_at >= SO_FAR_EVERY_S:  # only while the file has more to read
+            self._so_far(so_far())
+            self._so_far_at = time.monotonic()
+        self._within = min(offset, size)
+        if self._within - self._within_sent >= min(4 << 20, max(1, self.bytes_total // 100)):
+            self._within_sent = self._within
+            self._send(self._stage)
 
     def read(self, kind: str, path: Path, rel_path: str) -> None:
         """A file (or folder) of ``kind`` was read."""
         stage = stage_of(kind)
         self.files_read += 1
         self._stage_done[stage] = self._stage_done.get(stage, 0) + 1
+        self._within = self._within_sent = 0
         size = self.sizes.pop(rel_path, None)
         if size is None and os.path.isfile(path):
             size = 0  # not in the listing: count the file, not its bytes (the total did not include them)
@@ -108,6 +141,7 @@ class ReadTracker:
         self._send(name)
 
     def _send(self, stage: str) -> None:
+        self._stage = stage
         if self._report is not None:
             self._report(ReadProgress(stage, self._stage_done.get(stage, 0), self.stage_totals.get(stage, 0),
-                                      self.bytes_done, self.bytes_total))
+                                      self.bytes_done + self._within, self.bytes_total))

@@ -30,11 +30,11 @@ from .run_facts import started_at_iso
 if TYPE_CHECKING:
     import pyarrow as pa
 
-DATASET_VERSION = 3
+DATASET_VERSION = 4
 """Version of the tables' schemas and ids; a dataset written with another version is rewritten whole (2: ``seq``
 in the scalars' key, ``restored_checkpoint`` on the attempts, run ids and file names by the one name escape,
 ``safe_text.name_text``; 3: each attempt's Slurm context, lost compute and config on the attempts, and the
-``checkpoints`` table)."""
+``checkpoints`` table; 4: the checkpoints' ``best_metric_name`` and ``saved_by_attempt``)."""
 TABLES = ("runs", "attempts", "findings", "checkpoints", "scalars")
 
 
@@ -75,7 +75,7 @@ def _schemas() -> dict[str, pa.Schema]:
         "checkpoints": pa.schema([
             ("run_id", text), ("path", text), ("format", text), ("role", text), ("complete", flag),
             ("global_step", i64), ("epoch", i64), ("iter_in_epoch", i64), ("best_metric_value", f64),
-            ("wandb_run_id", text), ("wandb_cursor", i64), ("wandb_cursor_key", text), ("world_size", i32),
+            ("best_metric_name", text), ("saved_by_attempt", i32), ("wandb_run_id", text), ("wandb_cursor", i64), ("wandb_cursor_key", text), ("world_size", i32),
             ("size_bytes", i64), ("tensor_count", i64), ("tensor_bytes", i64), ("modified_at", utc),
             ("resume_candidate", flag), ("restored_by", pa.list_(i32)), ("unsafe_globals", pa.list_(text)),
         ]),
@@ -230,7 +230,8 @@ def checkpoints_table(run: Run, run_id: str) -> pa.Table:
     rows = [{
         "run_id": safe_str(run_id), "path": name_text(ck.path), "format": ck.format, "role": ck.role,
         "complete": ck.complete, "global_step": ck.global_step, "epoch": ck.epoch, "iter_in_epoch": ck.iter_in_epoch,
-        "best_metric_value": ck.best_metric_value, "wandb_run_id": _text(ck.wandb_run_id),
+        "best_metric_value": ck.best_metric_value, "best_metric_name": _text(ck.best_metric_name),
+        "saved_by_attempt": ck.saved_by_attempt, "wandb_run_id": _text(ck.wandb_run_id),
         "wandb_cursor": ck.wandb_cursor, "wandb_cursor_key": _text(ck.wandb_cursor_key), "world_size": ck.world_size,
         "size_bytes": ck.size_bytes, "tensor_count": ck.tensor_count, "tensor_bytes": ck.tensor_bytes,
         "modified_at": _utc(ck.mtime_s) if ck.mtime_s else None, "resume_candidate": ck.resume_candidate,

@@ -141,6 +141,23 @@ def read_regular(dir_fd: int, name: str, where: str) -> bytes | None:
         return handle.read(MAX_READ_BYTES + 1)
 
 
+def open_regular(dir_fd: int, name: str, where: str) -> IO[bytes] | None:
+    """The regular file ``name`` in the folder, opened for reading (never through a link, a FIFO or a device);
+    None when it does not exist."""
+    _check_name(name)
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _refused(where, exc) from exc
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise DatasetProblem(f"{where} is not a regular file: refused")
+    return handle
+
+
 def open_lock(dir_fd: int, name: str, where: str) -> int:
     """The lock file's descriptor (created if missing, never through a link)."""
     _check_name(name)

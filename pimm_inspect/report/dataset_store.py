@@ -1,7 +1,9 @@
 """The Parquet dataset on disk: partition names, atomic partition writes, the manifest, the lock.
 
 Layout: ``DIR/<table>/run=<value>/part-0.parquet`` for each of the five tables and each run, plus
-``DIR/_pimm_inspect_manifest.json`` (what each run was written from) and ``DIR/.pimm-inspect.lock``. Names that
+``DIR/_pimm_inspect_manifest.json`` (what each run was written from), ``DIR/.pimm-inspect.lock`` and, after a
+sharded export (``--shard K/N``), one manifest part per shard, ``DIR/_pimm_inspect_manifest-K-of-N.json``, which the
+next unsharded export merges into the manifest. Names that
 start with ``_`` or ``.`` are skipped by Hive-style readers (Spark, DuckDB's ``*/*.parquet`` glob never sees them).
 
 Partition values (``encode_partition``): the run id's UTF-8 bytes with every byte outside ``A-Z a-z 0-9 - _ .``
@@ -208,12 +210,15 @@ class Manifest:
     """By partition value."""
     dataset_version: int = DATASET_VERSION
     pimm_inspect_version: str = __version__
+    shard: tuple[int, int] | None = None
+    """(K, N) for shard K of N's manifest part; None for the merged manifest."""
 
     def to_json(self) -> str:
         """The manifest as JSON text (ASCII: file names with undecodable bytes round-trip as escapes)."""
         return json.dumps({
             "format": MANIFEST_FORMAT, "dataset_version": self.dataset_version,
             "pimm_inspect_version": self.pimm_inspect_version, "root": self.root, "options": self.options,
+            **({"shard": list(self.shard)} if self.shard is not None else {}),
             "runs": {value: {"run_id": e.run_id, "read": _read_json(e.read), "written_at": e.written_at,
                              "seen_at": e.seen_at} for value, e in sorted(self.runs.items())},
         }, indent=1, ensure_ascii=True)
@@ -251,22 +256,9 @@ def _entry(data: Any) -> RunEntry:
                     seen_at=str(data.get("seen_at", "")))
 
 
-def read_manifest(out: Path) -> Manifest | None:
-    """The dataset's manifest; None when DIR is new or empty. DatasetProblem when DIR holds something else, the
-    manifest is damaged, is a link, or names a partition this export could not have written (a key with ``/``,
-    ``..``, an absolute path): nothing is overwritten or deleted then."""
-    if not out.exists():
-        return None
-    if not out.is_dir():
-        raise DatasetProblem(f"{out} is not a directory")
-    path = out / MANIFEST
-    with opened_dir(out) as out_fd:
-        data_bytes = read_regular(out_fd, MANIFEST, str(path))
-        if data_bytes is None:
-            if any(name != LOCK for name in entries(out_fd)):
-                raise DatasetProblem(f"{out} is not empty and holds no pimm-inspect dataset ({MANIFEST} is "
-                                     "missing): give a new or empty directory")
-            return None
+def _parse_manifest(data_bytes: bytes, path: Path) -> Manifest:
+    """A manifest (or manifest part) from its bytes; DatasetProblem when damaged or naming a partition this export
+    could not have written (a key with ``/``, ``..``, an absolute path): nothing is overwritten or deleted then."""
     try:
         data = json.loads(data_bytes.decode("utf-8"))
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
@@ -279,19 +271,98 @@ def read_manifest(out: Path) -> Manifest | None:
                 raise ValueError(f"its run entry {str(value)[:80]!r} is not a partition name this export writes "
                                  "(refused: nothing is written or deleted by it)")
         options = data.get("options")
+        shard = data.get("shard")
         return Manifest(root=data["root"], options=options if isinstance(options, dict) else {},
                         runs={str(value): _entry(entry) for value, entry in runs.items()},
                         dataset_version=int(data.get("dataset_version", 0)),
-                        pimm_inspect_version=str(data.get("pimm_inspect_version", "")))
+                        pimm_inspect_version=str(data.get("pimm_inspect_version", "")),
+                        shard=(int(shard[0]), int(shard[1])) if isinstance(shard, list) and len(shard) == 2 else None)
     except (ValueError, TypeError, RecursionError) as exc:
         raise DatasetProblem(f"{path} cannot be read ({exc}): remove the directory to export afresh") from exc
 
 
-def write_manifest(out: Path, manifest: Manifest) -> None:
-    """Write the manifest atomically (temporary file, then rename; never through a link)."""
+_PART = re.compile(r"_pimm_inspect_manifest-([0-9]{1,6})-of-([0-9]{1,6})\.json\Z")
+"""A shard's manifest part (``export --shard K/N``): ``_pimm_inspect_manifest-K-of-N.json``."""
+_OURS_BEFORE_A_MANIFEST = (LOCK, f".{MANIFEST[:-5]}")
+"""Names an export may make in DIR before any manifest exists: the lock, temporary files of a manifest (part)."""
+
+
+def part_name(shard: tuple[int, int]) -> str:
+    """The file name of shard K of N's manifest part."""
+    return f"{MANIFEST[:-5]}-{shard[0]}-of-{shard[1]}.json"
+
+
+@dataclass
+class ManifestPart:
+    """One shard's manifest part as read: its file name, its bytes (to delete it only while unchanged), its data."""
+
+    name: str
+    data: bytes
+    manifest: Manifest
+
+
+@dataclass
+class DatasetState:
+    """Every manifest of DIR: the merged one (``MANIFEST``) and the parts shards wrote since."""
+
+    main: Manifest | None
+    parts: list[ManifestPart] = field(default_factory=list)
+
+    @property
+    def manifests(self) -> list[Manifest]:
+        return ([self.main] if self.main is not None else []) + [p.manifest for p in self.parts]
+
+
+def read_dataset(out: Path) -> DatasetState:
+    """DIR's manifest and manifest parts; an empty state when DIR is new or empty. DatasetProblem when DIR holds
+    something else (no manifest, no part, but other files), a manifest is damaged, is a link, or names a partition
+    this export could not have written."""
+    if not out.exists():
+        return DatasetState(None)
+    if not out.is_dir():
+        raise DatasetProblem(f"{out} is not a directory")
+    with opened_dir(out) as out_fd:
+        names = entries(out_fd)
+        if MANIFEST not in names and not any(_PART.match(n) for n in names):
+            # A shard starting at the same time renames its part in before it makes any folder: a second listing
+            # sees the part of any folder the first one saw.
+            names = entries(out_fd)
+        main_bytes = read_regular(out_fd, MANIFEST, str(out / MANIFEST)) if MANIFEST in names else None
+        parts = []
+        for name in sorted(n for n in names if _PART.match(n)):
+            data = read_regular(out_fd, name, str(out / name))
+            if data is not None:
+                parts.append(ManifestPart(name, data, _parse_manifest(data, out / name)))
+        if main_bytes is None and not parts:
+            if any(not name.startswith(_OURS_BEFORE_A_MANIFEST) for name in names):
+                raise DatasetProblem(f"{out} is not empty and holds no pimm-inspect dataset ({MANIFEST} is "
+                                     "missing): give a new or empty directory")
+            return DatasetState(None)
+    main = _parse_manifest(main_bytes, out / MANIFEST) if main_bytes is not None else None
+    return DatasetState(main, parts)
+
+
+def read_manifest(out: Path) -> Manifest | None:
+    """The dataset's merged manifest; None when DIR is new or empty (or holds only shards' parts). DatasetProblem as
+    ``read_dataset``."""
+    return read_dataset(out).main
+
+
+def remove_part(out: Path, part: ManifestPart) -> bool:
+    """Delete a merged manifest part, unless a shard rewrote it since it was read (then it is merged next time)."""
+    with opened_dir(out) as out_fd:
+        if read_regular(out_fd, part.name, str(out / part.name)) != part.data:
+            return False
+        unlink(out_fd, part.name)
+    return True
+
+
+def write_manifest(out: Path, manifest: Manifest, name: str = MANIFEST) -> None:
+    """Write the manifest (or a shard's part, ``name``) atomically (temporary file, then rename; never through a
+    link)."""
     text = (manifest.to_json() + "\n").encode("utf-8")
     with opened_dir(out, create=True) as out_fd:
-        write_atomically(out_fd, MANIFEST, lambda handle: handle.write(text), str(out / MANIFEST))
+        write_atomically(out_fd, name, lambda handle: handle.write(text), str(out / name))
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.metric_summary import best_value
-from ..analysis.run_filter import compile_run_filter, filter_error, row_text
+from ..analysis.run_filter import cfg_key, compile_run_filter, filter_error, row_text
 from ..evidence import MetricSummary, RunRow
 from ..model import Run
 from .json_doc import best_metric_json, run_path
@@ -231,6 +231,11 @@ def sort_rows(rows: Sequence[RunRow], keys: Sequence[SortKey], base: Path, rever
     return out
 
 
+def filter_columns(expressions: Iterable[str]) -> list[Column]:
+    """The ``cfg.<key>`` columns the ``--filter`` expressions compare (for ``absent_everywhere``)."""
+    return [column(f"cfg.{key}") for e in expressions if (key := cfg_key(e)) is not None]
+
+
 def row_filter(expressions: Iterable[str]) -> Callable[[RunRow, Path], bool]:
     """Every ``--filter`` expression must match (the UI's filter grammar, ``analysis.run_filter``, on the run's path
     as ``ls`` prints it); ``ValueError`` for one that cannot be used (an invalid ``/regex/``)."""
@@ -254,7 +259,7 @@ def json_columns(row: RunRow, columns: Sequence[Column], base: Path) -> dict[str
 
 
 def absent_everywhere(rows: Sequence[RunRow], columns: Sequence[Column]) -> list[str]:
-    """Notes for the ``cfg.`` and metric columns no listed run has (most likely a typo), naming the closest keys
+    """Notes for the ``cfg.`` and metric columns none of ``rows`` has (most likely a typo), naming the closest keys
     the runs do have; empty when every column is held by some run."""
     import difflib
 
@@ -271,5 +276,5 @@ def absent_everywhere(rows: Sequence[RunRow], columns: Sequence[Column]) -> list
         if wanted not in held:
             close = difflib.get_close_matches(wanted, sorted(held), n=3)
             hint = f" (closest: {', '.join(close)})" if close else ""
-            notes.append(f"no listed run has the {what} {clean(wanted, newlines=False)}{hint}")
+            notes.append(f"no run has the {what} {clean(wanted, newlines=False)}{hint}")
     return notes

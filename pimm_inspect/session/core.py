@@ -251,15 +251,16 @@ class Session:
 
     def export_dataset(self, root: Path, out: Path, options: DatasetOptions | None = None,
                        progress: Callable[[int, int, str], None] | None = None,
-                       run_dirs: list[Path] | None = None) -> DatasetReport:
+                       run_dirs: list[Path] | None = None, shard: tuple[int, int] | None = None) -> DatasetReport:
         """Write or bring up to date the Parquet dataset of every run under ``root`` in ``out`` (only changed runs
-        are read again); ``DatasetProblem`` when ``out`` cannot be used."""
+        are read again); ``DatasetProblem`` when ``out`` cannot be used. ``shard`` (K, N): only shard K's runs, into
+        its own manifest part (``dataset_sync``)."""
         from .dataset_sync import DatasetOptions, export_dataset
 
         found = run_dirs if run_dirs is not None else self.discover(root)
         self.guard_cache(found)
         return export_dataset(root, found, out, options or DatasetOptions(), progress,
-                              self._transient if self.disk is not None else None)
+                              self._transient if self.disk is not None else None, shard)
 
     def close(self) -> None:
         """Stop background work (a prefetching child process)."""

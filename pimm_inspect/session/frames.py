@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Union
+from typing import TYPE_CHECKING, Literal
 
 from ..analysis import analyze
 from ..analysis.curves import POLICIES
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from .core import Session
 
-RunsArg = Union[Path, str, Run, Iterable[Union[Path, str, Run]]]
+RunsArg = Path | str | Run | Iterable[Path | str | Run]
 """A ROOT (a run or a tree of runs), or run directories and ``Run`` objects."""
 Table = Literal["runs", "attempts", "findings", "checkpoints", "scalars"]
 

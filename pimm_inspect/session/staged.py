@@ -3,7 +3,8 @@ before the UI is imported.
 
 A load goes through three stages, each handed to ``on_stage`` as it is reached: :class:`Glanced` (the quick
 stage of ``load.quick``: header facts in milliseconds), :class:`Reading` (progress of the full read, per
-file) and :class:`ReadDone` (the full Run, not analysed yet); the analysed Run is the return value. A
+file and within a big one), with :class:`ReadSoFar` (the series a big file gave so far) now and then, and
+:class:`ReadDone` (the full Run, not analysed yet); the analysed Run is the return value. A
 ``cancelled`` callable is asked between files; when it says yes the load raises ``LoadCancelled``, and a
 prefetching child process is killed, so superseded work stops instead of finishing in the background.
 """
@@ -26,7 +27,7 @@ from ..analysis import analyze
 from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
 from ..load.safe import failed_run, load_reusable
-from ..model import Run
+from ..model import Run, ScalarSeries
 from .store.cache import ReadCache
 
 Loader = Callable[[Path], Run]
@@ -48,13 +49,21 @@ class Reading:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadSoFar:
+    """The full read of a big file is under way: the series read from it so far (thinned to a few tens of thousands
+    of points per tag), so tags and curves can be shown long before the read ends."""
+
+    series: tuple[ScalarSeries, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ReadDone:
     """The full read is done: every tag, curve and attempt; the checks have not run yet."""
 
     run: Run
 
 
-Stage = Union[Glanced, Reading, ReadDone]
+Stage = Union[Glanced, Reading, ReadSoFar, ReadDone]
 StageCallback = Callable[[Stage], None]
 
 
@@ -195,7 +204,8 @@ class CachingLoader:
         quick = _safe_glance(path, now) if on_stage is not None else None
         if quick is not None:
             emit(Glanced(quick))
-        tracker = ReadTracker(quick.files if quick is not None else (), lambda p: emit(Reading(p)), cancelled)
+        tracker = ReadTracker(quick.files if quick is not None else (), lambda p: emit(Reading(p)), cancelled,
+                              so_far=(lambda series: emit(ReadSoFar(series))) if on_stage is not None else None)
         key = Path(path).absolute().as_posix()
         with self._lock:
             cache = self.caches.get(key) or self.caches.setdefault(key, self.make_cache())

@@ -124,14 +124,13 @@ class DiskCache:
                 if problem is not None:  # someone else could have written it: a checksum is no signature
                     self.refuse(f"{problem}: entries there are not trusted")
                     return None
-                data = fh.read()
                 used_s = st.st_mtime
+                try:
+                    stored = codec.read_file(fh, header)
+                except codec.BadEntry:
+                    return None  # damaged or foreign: ignored, and replaced by the next put
         except OSError:
             return None
-        try:
-            stored = codec.decode(data, header)
-        except codec.BadEntry:
-            return None  # damaged or foreign: ignored, and replaced by the next put
         if time.time() - used_s > TOUCH_AFTER_S:
             try:
                 os.utime(entry)  # least recently used = oldest mtime
@@ -143,24 +142,22 @@ class DiskCache:
         """Store ``value`` atomically (quietly skipped when not storable or the disk refuses)."""
         entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
         try:
-            data = codec.encode(value, header)
-        except (codec.NotCacheable, ValueError, TypeError, RecursionError):
-            return
-        try:
             fd, tmp = self._temp_file()
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, entry)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
         except OSError:
             return  # a read-only or full disk must never stop reading runs
-        self.written_bytes += len(data)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                size = codec.write(fh, value, header)
+            os.replace(tmp, entry)
+        except BaseException as exc:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if isinstance(exc, (codec.NotCacheable, ValueError, TypeError, RecursionError, OSError)):
+                return  # not storable, or the disk refused: the value is simply not cached
+            raise
+        self.written_bytes += size
         if self.written_bytes > self.max_bytes // 20:
             self.written_bytes = 0
             evict(self.directory, self.max_bytes)

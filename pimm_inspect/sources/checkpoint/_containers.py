@@ -215,7 +215,7 @@ def _read_pickle_stream(data: bytes, rel_path: str, path: Path) -> Container:
     return out
 
 
-def _check_legacy_storages(out: Container, path: Path, rel_path: str, offset: int, keys: list,
+def _check_legacy_storages(out: Container, path: Path, rel_path: str, offset: int, keys: list[str],
                            storages: dict[str, StoragePlaceholder]) -> None:
     """Walk the raw storage headers (8-byte element counts) to see the file is whole."""
     try:
@@ -249,7 +249,7 @@ def _is_dcp_metadata(value: Any) -> bool:
             and cast(PickledGlobal, type(value)).dotted.endswith("checkpoint.metadata.Metadata"))
 
 
-def _state(obj: Any) -> dict:
+def _state(obj: Any) -> dict[Any, Any]:
     state = obj.state if isinstance(obj, PickledObject) else None
     return state if isinstance(state, dict) else {}
 
@@ -263,15 +263,15 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
         out.findings.append(_corrupt(rel_path, "DCP metadata has no state_dict_metadata"))
         return
     planner_data = meta.get("planner_data")
-    planner: dict = planner_data if isinstance(planner_data, dict) else {}
-    locations: dict[str, dict] = {}
+    planner: dict[Any, Any] = planner_data if isinstance(planner_data, dict) else {}
+    locations: dict[str, dict[Any, Any]] = {}
     storage_data = meta.get("storage_data")
     for index, info in (storage_data.items() if isinstance(storage_data, dict) else ()):
         fqn = _state(index).get("fqn")
         if isinstance(fqn, str) and fqn not in locations:
             locations[fqn] = _state(info)
     rel_dir = rel_path.rpartition("/")[0]
-    payload: dict = {}
+    payload: dict[Any, Any] = {}
     created: set[int] = {id(payload)}
     tensor_count = tensor_bytes = 0
     shards: dict[str, bytes | None] = {}
@@ -301,7 +301,7 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
     out.dcp_keys = tuple(k for k in entries if isinstance(k, str))
 
 
-def _dcp_tensor(state: dict) -> TensorPlaceholder:
+def _dcp_tensor(state: dict[Any, Any]) -> TensorPlaceholder:
     props = state.get("properties")
     props_state = props.state if isinstance(props, PickledObject) else None
     dtype = None
@@ -315,7 +315,7 @@ def _dcp_tensor(state: dict) -> TensorPlaceholder:
     return TensorPlaceholder(name, shape, numel, numel * itemsize, None)
 
 
-def _dcp_bytes_item(out: Container, fqn: str, location: dict | None, directory: Path, rel_dir: str,
+def _dcp_bytes_item(out: Container, fqn: str, location: dict[Any, Any] | None, directory: Path, rel_dir: str,
                     shards: dict[str, bytes | None], budget: Budget) -> Any:
     """Read one non-tensor item: a small torch.save archive inside a ``.distcp`` shard."""
     if not location:

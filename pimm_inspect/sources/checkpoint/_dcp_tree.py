@@ -15,7 +15,7 @@ def _path_key(key: Any) -> bool:
     return isinstance(key, str) or (type(key) is int and 0 <= key < 2**31)
 
 
-def insert(root: dict, path: Any, fqn: str, value: Any, created: set[int]) -> bool:
+def insert(root: dict[Any, Any], path: Any, fqn: str, value: Any, created: set[int]) -> bool:
     """Place a value at its planner path (tuple of keys), falling back to the dotted name.
 
     A path holding anything but strings and small ints (a hostile list, a huge int) is not used:
@@ -36,7 +36,7 @@ def insert(root: dict, path: Any, fqn: str, value: Any, created: set[int]) -> bo
     return usable or path is None
 
 
-def listify(root: dict, created: set[int]) -> dict:
+def listify(root: dict[Any, Any], created: set[int]) -> dict[Any, Any]:
     """Turn the dicts we built keyed 0..n-1 (flattened lists) back into lists."""
     stack: list[Any] = [root]
     while stack:

@@ -55,12 +55,12 @@ _CURRENT: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("pimm_u
 """The budget of the unpickle running in this thread (stand-ins are plain functions, called by pickle)."""
 
 
-def activate(budget: Budget) -> contextvars.Token:
+def activate(budget: Budget) -> contextvars.Token[Budget | None]:
     """Make ``budget`` the one stand-ins charge, until ``deactivate``."""
     return _CURRENT.set(budget)
 
 
-def deactivate(token: contextvars.Token) -> None:
+def deactivate(token: contextvars.Token[Budget | None]) -> None:
     """Restore the budget that was active before ``activate``."""
     _CURRENT.reset(token)
 

@@ -112,7 +112,7 @@ def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> An
     return func(*args) if callable(func) and isinstance(args, tuple) else Inert()
 
 
-def _torch_size(seq: Any = ()) -> tuple:
+def _torch_size(seq: Any = ()) -> tuple[Any, ...]:
     if not isinstance(seq, (list, tuple)):
         return ()
     charge_items(len(seq))
@@ -142,7 +142,7 @@ class TensorTypeMarker(metaclass=Sealed):
 
 # ---------------------------------------------------------------- builtins / collections
 
-class OrderedDictStandIn(dict, metaclass=Sealed):
+class OrderedDictStandIn(dict[Any, Any], metaclass=Sealed):
     """``collections.OrderedDict`` as a plain dict that also accepts BUILD attributes (``_metadata``)."""
 
     def __init__(self, items: Any = ()) -> None:
@@ -151,7 +151,7 @@ class OrderedDictStandIn(dict, metaclass=Sealed):
         super().__init__(items)
 
 
-class DefaultDictStandIn(dict, metaclass=Sealed):
+class DefaultDictStandIn(dict[Any, Any], metaclass=Sealed):
     """``collections.defaultdict`` as a plain dict (the factory is never kept or called)."""
 
     def __init__(self, factory: Any = None, items: Any = ()) -> None:
@@ -160,14 +160,14 @@ class DefaultDictStandIn(dict, metaclass=Sealed):
         super().__init__(items)
 
 
-def _set(items: Any = ()) -> set:
+def _set(items: Any = ()) -> set[Any]:
     if not isinstance(items, (list, tuple, set, frozenset)):
         return set()
     charge_items(len(items))
     return set(items)
 
 
-def _frozenset(items: Any = ()) -> frozenset:
+def _frozenset(items: Any = ()) -> frozenset[Any]:
     if not isinstance(items, (list, tuple, set, frozenset)):
         return frozenset()
     charge_items(len(items))

@@ -118,7 +118,7 @@ class _SafeMixin:
             return self._counting(stand_in)
         return stand_in
 
-    def _counting(self, base: Any):
+    def _counting(self, base: Any) -> Callable[..., Any]:
         """Wrap a tensor stand-in so each tensor the pickle builds is counted."""
         recorder = self.recorder
 

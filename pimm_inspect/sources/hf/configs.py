@@ -8,6 +8,7 @@ imported or called, and the object's BUILD state (its ``__dict__``) is taken as 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...model import ConfigDoc, Finding
 from .._common import file_finding, read_json, rel
@@ -67,7 +68,7 @@ def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path]) 
     return docs, findings
 
 
-def attempt_training_args(run_dir: Path, run_root: Path, attempts: list, checkpoint_steps: list[int],
+def attempt_training_args(run_dir: Path, run_root: Path, attempts: list[Any], checkpoint_steps: list[int],
                           docs: list[ConfigDoc]) -> tuple[list[ConfigDoc], list[Finding]]:
     """Each attempt's TrainingArguments: the training_args.bin of the newest checkpoint that attempt saved.
 

@@ -65,8 +65,19 @@ def distinct_rows(block: np.ndarray, varying: np.ndarray) -> tuple[list[bytes], 
     columns = np.flatnonzero(varying)
     if columns.shape[0] == 0 or count == 1:
         return [block[0].tobytes()], np.zeros(count, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    low, span = int(columns[0]), int(columns[-1]) - int(columns[0]) + 1
+    # The bytes from the first to the last differing column, as 64-bit words: exact keys to compare.
+    words = np.zeros((count, (span + 7) // 8), dtype=np.uint64)
+    words.view(np.uint8).reshape(count, -1)[:, :span] = block[:, low : low + span]
+    few = _few_distinct(words)
+    if few is not None:  # the usual case: a few tags (one, or a few of one name length)
+        index, first_rows = few
+        return [block[row].tobytes() for row in first_rows.tolist()], index, first_rows
     part = block[:, columns]
-    if columns.shape[0] <= 8:
+    if words.shape[1] == 1:
+        key = words[:, 0]
+        exact = True
+    elif columns.shape[0] <= 8:
         key = np.zeros(count, dtype=np.uint64)  # exact: the differing bytes packed into one integer
         for i in range(columns.shape[0]):
             key |= part[:, i].astype(np.uint64) << np.uint64(8 * i)
@@ -97,6 +108,30 @@ def distinct_rows(block: np.ndarray, varying: np.ndarray) -> tuple[list[bytes], 
     lookup[used] = np.arange(used.shape[0])
     first_rows = first[used]
     return [block[row].tobytes() for row in first_rows.tolist()], lookup[slot], first_rows
+
+
+FEW = 8
+"""Up to this many distinct keys are found by comparing with each one in turn (a few tags of one name length)."""
+
+
+def _few_distinct(words: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(index per row, first row per distinct) of (N, W) key words holding at most ``FEW`` distinct rows, else None."""
+    index = np.zeros(words.shape[0], dtype=np.int64)
+    left = np.ones(words.shape[0], dtype=bool)
+    firsts: list[int] = []
+    row = 0
+    for number in range(FEW):
+        same = words[:, 0] == words[row, 0]
+        for word in range(1, words.shape[1]):
+            same &= words[:, word] == words[row, word]
+        if number:
+            index[same] = number
+        firsts.append(row)
+        left &= ~same
+        row = int(np.argmax(left))
+        if not left[row]:
+            return index, np.array(firsts, dtype=np.int64)
+    return None
 
 
 def _names(raw: list[bytes]) -> list[str | None]:
@@ -172,10 +207,32 @@ def _piece(payload: np.ndarray, rows: np.ndarray, layout: Layout, varying: np.nd
     return Piece(rows, walls, steps.view(np.int64), slots, len(layout.scalar_slots)), rows[:0]
 
 
-def decode_bucket(payload: np.ndarray, varying: np.ndarray) -> tuple[list[Piece], np.ndarray]:
+Known = list[tuple[Layout, np.ndarray, np.ndarray]]
+"""Layouts parsed before for one record length: (layout, its structural columns, the template's bytes there)."""
+MAX_KNOWN = 16
+"""Layouts kept per record length (a writer has a few; the earlier windows' are tried before parsing again)."""
+
+
+def _known_layout(row: np.ndarray, known: Known) -> Layout | None:
+    """A layout parsed before from a row whose structural bytes (and step varint width) equal ``row``'s: it decodes
+    ``row`` exactly as parsing ``row`` would (the condition every row of a bucket is decoded by)."""
+    for layout, columns, template in known:
+        if not np.array_equal(row[columns], template):
+            continue
+        k, col = layout.step_bytes, layout.step_col
+        if k and not (all(b >= 0x80 for b in row[col : col + k - 1].tolist())
+                      and int(row[col + k - 1]) <= (1 if k == 10 else 0x7F)):
+            continue
+        return layout
+    return None
+
+
+def decode_bucket(payload: np.ndarray, varying: np.ndarray, known: Known | None = None
+                  ) -> tuple[list[Piece], np.ndarray]:
     """Decode an (N, L) block of equal-length payloads; returns pieces and rows for protobuf.
 
-    ``varying`` marks the columns where some row differs from the first (``varying_columns``).
+    ``varying`` marks the columns where some row differs from the first (``varying_columns``); ``known`` holds
+    the layouts of earlier blocks of this length (reused, and added to).
     """
     count = payload.shape[0]
     pieces: list[Piece] = []
@@ -187,7 +244,12 @@ def decode_bucket(payload: np.ndarray, varying: np.ndarray) -> tuple[list[Piece]
         if remaining.shape[0] == 0:
             break
         template = int(remaining[0])
-        layout = parse_layout(payload[template].tobytes())
+        layout = _known_layout(payload[template], known) if known else None
+        if layout is None:
+            layout = parse_layout(payload[template].tobytes())
+            if layout is not None and known is not None and len(known) < MAX_KNOWN:
+                columns = np.flatnonzero(~layout.data_mask)
+                known.append((layout, columns, payload[template][columns].copy()))
         if layout is None:
             leftovers.append(remaining[:1])
             remaining = remaining[1:]

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ...arrays import unique_sorted
 from .._limits import TagCap
-from ._fast import Piece, decode_bucket
+from ._fast import Known, Piece, decode_bucket
 from ._slow import SlowResult, decode_slow
 from ._tfrecord import crc32c, group_crc32c, masked, varying_columns
 
@@ -38,6 +37,42 @@ class Marker:
     wall_time_s: float
     detail: str
     record_index: int
+
+
+GROW_AT = 16384
+"""A tag with this many points so far is copied, window by window, into arrays of its own (``_Grown``) sized for
+the whole file, so its final arrays are not a second copy of every window's part: the memory of a big file is its
+points once, plus one window."""
+
+
+class _Grown:
+    """One tag's steps, values and wall times in arrays with room to grow (capacity beyond the points is allocated
+    but never touched, so it costs no memory)."""
+
+    __slots__ = ("columns", "size")
+
+    def __init__(self) -> None:
+        self.columns: tuple[np.ndarray, np.ndarray, np.ndarray] = (
+            np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64))
+        self.size = 0
+
+    def add(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], expected: int) -> None:
+        """Append ``parts``; ``expected`` is the tag's estimated final size (room is made for it at once)."""
+        need = self.size + sum(part[0].shape[0] for part in parts)
+        if need > self.columns[0].shape[0]:
+            room = max(need, expected, self.columns[0].shape[0] * 3 // 2)
+            grown = tuple(np.empty(room, dtype=column.dtype) for column in self.columns)
+            for old, new in zip(self.columns, grown):
+                new[: self.size] = old[: self.size]
+            self.columns = grown  # type: ignore[assignment]
+        for part in parts:
+            end = self.size + part[0].shape[0]
+            for column, values in zip(self.columns, part):
+                column[self.size : end] = values
+            self.size = end
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.columns[0][: self.size], self.columns[1][: self.size], self.columns[2][: self.size]
 
 
 @dataclass(slots=True)
@@ -60,6 +95,41 @@ class Accumulator:
     windows: int = 0
     cap: TagCap = field(default_factory=TagCap)
     """The file's distinct tags past ``MAX_TAGS_PER_FILE`` get no id (their points are dropped and counted)."""
+    grown: dict[int, _Grown] = field(default_factory=dict)
+    """Tag id -> its points so far, for tags past ``GROW_AT`` points (their ``parts`` hold only the newest ones)."""
+    size_hint: int = 0
+    """Bytes the read covers (to size a growing tag's arrays for the whole file)."""
+    layouts: dict[int, Known] = field(default_factory=dict)
+    """Record length -> layouts parsed in earlier windows (``_fast.decode_bucket`` tries them before parsing)."""
+
+    def settle(self, bytes_done: int) -> None:
+        """After a window: move the parts of big tags into their own arrays (see ``GROW_AT``)."""
+        scale = self.size_hint / bytes_done if bytes_done > 0 else 1.0
+        for tag_id, parts in enumerate(self.parts):
+            if not parts:
+                continue
+            grown = self.grown.get(tag_id)
+            pending = sum(part[0].shape[0] for part in parts)
+            if grown is None:
+                if pending < GROW_AT:
+                    continue
+                grown = self.grown[tag_id] = _Grown()
+            total = grown.size + pending
+            grown.add(parts, int(total * scale * 1.02) + 1024)
+            self.parts[tag_id] = []
+
+    def columns(self, tag_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A tag's steps, values and wall times, file order (its parts released)."""
+        parts, self.parts[tag_id] = self.parts[tag_id], []
+        grown = self.grown.pop(tag_id, None)
+        if grown is not None:
+            if parts:
+                grown.add(parts, 0)
+            return grown.arrays()
+        if len(parts) == 1:
+            return parts[0]
+        steps, values, walls = (np.concatenate(column) for column in zip(*parts))
+        return steps, values, walls
 
     def tag_id(self, tag: str) -> int:
         """The id of a tag, assigned on first use; -1 for a tag past the cap."""
@@ -88,6 +158,12 @@ def _buckets(lengths: np.ndarray) -> list[tuple[int, np.ndarray]]:
     sorted_lengths = lengths[order]
     bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
     return [(int(lengths[chunk[0]]), chunk) for chunk in np.split(order, bounds)]
+
+
+def _gather(flat: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """The (N, width) block of the bytes at ``starts``: one copy per row as a whole (a void item), not byte by byte."""
+    rows = np.ndarray((flat.shape[0] - width + 1,), dtype=np.dtype(f"V{width}"), buffer=flat, strides=(1,))
+    return rows[starts].view(np.uint8).reshape(starts.shape[0], width)
 
 
 def _bad_rows(block: np.ndarray, length: int, varying: np.ndarray, check_crc: bool) -> np.ndarray:
@@ -126,13 +202,14 @@ def decode_window(buf, offsets: np.ndarray, lengths: np.ndarray, base: int, chec
             bad = np.array([_bad_long(buf, o, length, check_crc) for o in offsets[records].tolist()], dtype=bool)
             slow_parts.append(records)
         else:
-            block = sliding_window_view(flat, length + 16)[offsets[records]]
+            block = _gather(flat, offsets[records], length + 16)
             varying = varying_columns(block)
             bad = _bad_rows(block, length, varying, check_crc)
             if records.shape[0] < MIN_BUCKET_ROWS:
                 slow_parts.append(records)
             else:
-                pieces, slow_rows = decode_bucket(block[:, 12 : 12 + length], varying[12 : 12 + length])
+                pieces, slow_rows = decode_bucket(block[:, 12 : 12 + length], varying[12 : 12 + length],
+                                                  acc.layouts.setdefault(length, []))
                 found += [(records, piece) for piece in pieces]
                 slow_parts.append(records[slow_rows])
         if bad.any():
@@ -206,6 +283,12 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
         if tag in acc.sightings or len(acc.sightings) < acc.cap.limit:  # bounded like the tags themselves
             acc.sightings.setdefault(tag, (key, plugin))
     marker_records = len(slow.markers)
+    if not slow.points and not (any(b[6] for b in blocks)
+                                and any(plugin != "scalars" for _, plugin in acc.sightings.values())):
+        # Only layout-decoded points, none a tensor a plugin filter could drop: straight into per-tag parts.
+        acc.other_count += count - marker_records - int(np.count_nonzero(points_per_record))
+        _group_blocks(blocks, window, acc)
+        return
     total = int(points_per_record.sum())
     starts = np.cumsum(points_per_record) - points_per_record
     tag_col = np.empty(total, dtype=np.int64)
@@ -230,6 +313,40 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
         tag_col, step_col, value_col, wall_col = tag_col[keep], step_col[keep], value_col[keep], wall_col[keep]
     acc.other_count += count - marker_records - with_points
     _group(tag_col, step_col, value_col, wall_col, window, acc)
+
+
+def _group_blocks(blocks: list, window: int, acc: Accumulator) -> None:
+    """Append the points of layout-decoded blocks to their tags' parts, in file order, without putting the whole
+    window in file order first: a block's rows are in file order already, and a tag most often comes from one
+    block (a tag's records share a length); a tag from several blocks is ordered by (record, value position)."""
+    per_tag: dict[int, list[tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for records, rank, ids, steps, values, walls, _tensor, _position in blocks:
+        first = int(ids[0])
+        if ids[-1] == first and (ids == first).all():
+            groups: list[tuple[int, np.ndarray | None]] = [(first, None)]
+        else:  # several tags of one length: split the block by tag, keeping file order within each
+            order = np.argsort(ids, kind="stable")
+            sorted_ids = ids[order]
+            cuts = (np.flatnonzero(np.diff(sorted_ids)) + 1).tolist()
+            groups = [(int(sorted_ids[a]), order[a:b]) for a, b in zip([0, *cuts], [*cuts, ids.shape[0]])]
+        for tag_id, rows in groups:
+            if tag_id < 0:  # a tag past the cap: counted, not kept
+                acc.cap.dropped_points += ids.shape[0] if rows is None else rows.shape[0]
+                continue
+            part = (records, rank, steps, values, walls) if rows is None else (
+                records[rows], rank, steps[rows], values[rows], walls[rows])
+            per_tag.setdefault(tag_id, []).append(part)
+    for tag_id, parts in per_tag.items():
+        if len(parts) == 1:
+            records, rank, steps, values, walls = parts[0]
+            first_key = int(records[0]) * _KEY + rank
+        else:
+            keys = np.concatenate([p[0] * _KEY + p[1] for p in parts])
+            order = np.argsort(keys, kind="stable")
+            first_key = int(keys[order[0]])
+            steps, values, walls = (np.concatenate([p[i] for p in parts])[order] for i in (2, 3, 4))
+        acc.parts[tag_id].append((steps, values, walls))
+        acc.first_seen.setdefault(tag_id, (window, first_key))
 
 
 def _plugin_filter(tensor_keys, tag_col: np.ndarray, total: int, acc: Accumulator) -> np.ndarray | None:

@@ -25,7 +25,7 @@ from ._tfrecord import MAX_RECORD_BYTES, frame_records, header_ok
 
 _NAME_RE = re.compile(r"^events\.out\.tfevents\.(\d{10})\.(.+)$")
 _PID_RE = re.compile(r"^(.+?)\.(\d+)\.(\d+)((?:[.\-_].*)?)$")
-WINDOW_BYTES = 64 * 1024 * 1024
+WINDOW_BYTES = 8 * 1024 * 1024
 """Bytes read and decoded at a time: memory is bounded by this plus the decoded columns, not the file size."""
 
 
@@ -134,7 +134,7 @@ def read_event_file(path: Path, rel_path: str, start_offset: int = 0, check_crc:
 def _read_windows(read_at: Callable[[int, int], bytes | memoryview], size: int, start: int, rel_path: str,
                   check_crc: bool) -> EventFileResult:
     """Frame, check and decode ``[start, size)`` window by window; the first damage ends the read."""
-    acc = Accumulator()
+    acc = Accumulator(size_hint=size - start)
     findings: list[Finding] = []
     pos, want = start, WINDOW_BYTES
     while pos < size:
@@ -143,6 +143,7 @@ def _read_windows(read_at: Callable[[int, int], bytes | memoryview], size: int, 
         framing = frame_records(data, 0, len(data))
         offsets = framing.offsets
         first_bad = decode_window(data, offsets, framing.lengths(), acc.record_count, check_crc, acc)
+        acc.settle(pos + len(data) - start)
         if first_bad is not None:
             findings.append(_damage(data, int(offsets[first_bad]), pos, rel_path,
                                     f"CRC mismatch in record {acc.record_count}", acc.record_count))
@@ -214,12 +215,7 @@ def _result(acc: Accumulator, rel_path: str, end_offset: int, findings: list[Fin
     names = {tag_id: tag for tag, tag_id in acc.tag_ids.items()}
     # Tags in order of their first point in the file, whatever path decoded them.
     for tag_id in sorted(acc.first_seen, key=acc.first_seen.__getitem__):
-        parts = acc.parts[tag_id]
-        acc.parts[tag_id] = []  # let each window's columns go once copied
-        if len(parts) == 1:
-            steps, values, walls = parts[0]
-        else:
-            steps, values, walls = (np.concatenate(column) for column in zip(*parts))
+        steps, values, walls = acc.columns(tag_id)  # each window's parts let go once copied
         series[names[tag_id]] = make_series(names[tag_id], steps, values, walls, rel_path)
         scalar_count += int(steps.shape[0])
     markers = tuple(EventMarker(m.kind, m.step, m.wall_time_s, m.detail, m.record_index)

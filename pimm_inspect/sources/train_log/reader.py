@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ...model import Finding, LogEvent, ScalarSeries, Severity
+from ...model import Finding, LogEvent, ScalarSeries, Severity, make_series
 from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
+from .. import read_progress
 from .._limits import TagCap
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._fast import FastRows
@@ -264,6 +265,17 @@ class _Reader:
         self.ctx = None
         return newline_count
 
+    def so_far(self, rel_path: str) -> tuple[ScalarSeries, ...]:
+        """The series read so far, each thinned to about ``SO_FAR_POINTS`` points (every k-th of its chunks): what the
+        UI shows while a big log is still being read. Rows not flushed into chunks yet are left out."""
+        out = [_thinned(s.tag, [(s.steps, s.values, s.wall_times_s)], rel_path, s.attempt) for s in self.prefix_series]
+        for seg in self.segments:
+            for tag, parts in list(seg.chunks.items()):
+                out.append(_thinned(tag, parts, rel_path, seg.index))
+            for tag, (steps, values, walls) in list(seg.points.items()):
+                out.append(make_series(tag, steps, values, walls, rel_path, seg.index))
+        return tuple(s for s in out if len(s))
+
     def pid_markers(self, block: bytes, markers: dict[int, re.Match[bytes] | int]) -> None:
         """E0: a PID change without a ``=> Loading config`` line right after it starts a segment."""
         headers = sorted(ls for ls, pm in markers.items()
@@ -340,6 +352,19 @@ class _LineCounter:
         return self.base + int(np.searchsorted(self.newlines, pos))
 
 
+SO_FAR_POINTS = 20_000
+"""Points per tag in a preview of what was read so far (``_Reader.so_far``)."""
+
+
+def _thinned(tag: str, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], rel_path: str,
+             attempt: int | None) -> ScalarSeries:
+    """One series from chunks, every k-th point of each so that about ``SO_FAR_POINTS`` remain."""
+    total = sum(int(p[0].size) for p in parts)
+    k = max(1, -(-total // SO_FAR_POINTS))
+    return make_series(tag, np.concatenate([p[0][::k] for p in parts]), np.concatenate([p[1][::k] for p in parts]),
+                       np.concatenate([p[2][::k] for p in parts]), rel_path, attempt)
+
+
 def _tag(key: bytes) -> str:
     """Writer tag of a Train: term (spec 4.2)."""
     if key == b"Lr":
@@ -397,6 +422,7 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
             for block, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
                 lines += reader.block(block, offset)
                 end = real_end
+                read_progress.advanced(end, lambda: reader.so_far(rel_path))
             fh.seek(max(0, end - TAIL_CHECK_BYTES))
             identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
         except OSError as exc:

@@ -30,7 +30,8 @@ def _zeros_crc(lengths: np.ndarray) -> np.ndarray:
     for n in _distinct(lengths[~_ZEROS_KNOWN[lengths]]):
         _ZEROS_CRC[n] = zlib.crc32(bytes(n))
         _ZEROS_KNOWN[n] = True
-    return _ZEROS_CRC[lengths]
+    crcs: np.ndarray = _ZEROS_CRC[lengths]
+    return crcs
 
 
 def per_chunk_mismatch(data: np.ndarray, region_start: np.ndarray, region_end: np.ndarray, stored: np.ndarray) -> np.ndarray:
@@ -38,7 +39,8 @@ def per_chunk_mismatch(data: np.ndarray, region_start: np.ndarray, region_end: n
     view = data.data
     computed = np.fromiter(map(zlib.crc32, map(view.__getitem__, map(slice, region_start.tolist(), region_end.tolist()))),
                            dtype=np.uint32, count=len(region_start))
-    return computed != stored
+    mismatch: np.ndarray = computed != stored
+    return mismatch
 
 
 def mismatch(data: np.ndarray, chunk_at: np.ndarray, lengths: np.ndarray, stored: np.ndarray, blocks: np.ndarray

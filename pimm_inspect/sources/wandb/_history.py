@@ -6,6 +6,7 @@ import fnmatch
 import json
 import math
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -85,7 +86,7 @@ class History:
         self.columns: dict[str, Column] = {}
 
     @staticmethod
-    def _joined(chunks: list[np.ndarray], dtype) -> np.ndarray:
+    def _joined(chunks: list[np.ndarray], dtype: Any) -> np.ndarray:
         if len(chunks) != 1:
             chunks[:] = [np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)]
         return chunks[0]
@@ -188,7 +189,8 @@ class RowBatch:
         self.row_parts = [(rank[r], *rest) for r, *rest in self.row_parts]
         self.entry_parts = [(rank[r], *rest) for r, *rest in self.entry_parts]
 
-    def arrays(self):
+    def arrays(self) -> tuple[Any, ...]:
+        """(steps, timestamps, runtimes, the entry columns..., keys) of the batch, rows in record order."""
         if self.row_parts:
             rows, steps, ts, rt = (np.concatenate(p) for p in zip(*self.row_parts))
             order = np.argsort(rows, kind="stable")
@@ -202,7 +204,7 @@ class RowBatch:
         return (steps, ts, rt, *parts, self.keys)
 
 
-def row_entries(items, step: int) -> tuple[int, float, float, list[tuple[int, int, str, Any]]]:
+def row_entries(items: Iterable[tuple[str, str]], step: int) -> tuple[int, float, float, list[tuple[int, int, str, Any]]]:
     """One history row from its ``(key, value_json)`` items: step, timestamp, runtime, column entries."""
     ts = rt = math.nan
     entries: list[tuple[int, int, str, Any]] = []
@@ -277,7 +279,8 @@ def _step_metric_for(key: str, metrics: list[MetricDefinition]) -> str | None:
     return None
 
 
-def build_series(history: History, metrics: list[MetricDefinition], source: str):
+def build_series(history: History, metrics: list[MetricDefinition], source: str
+                 ) -> tuple[list[ScalarSeries], dict[str, str], list[str]]:
     """Series per numeric key, stepped by its step metric where declared, else ``_step``."""
     n_rows = len(history.steps)
     steps = np.asarray(history.steps, dtype=np.int64)

@@ -173,7 +173,8 @@ def _mul128(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _bit_length(w: np.ndarray) -> np.ndarray:
     """Bit length of each nonzero uint64 (the float conversion may round up by one: corrected)."""
     length = np.minimum(np.frexp(w.astype(np.float64))[1], 64).astype(np.uint64)
-    return length - ((w >> (length - np.uint64(1))) == 0).astype(np.uint64)
+    bits: np.ndarray = length - ((w >> (length - np.uint64(1))) == 0).astype(np.uint64)
+    return bits
 
 
 def eisel_lemire(w: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

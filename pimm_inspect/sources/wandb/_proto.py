@@ -99,10 +99,11 @@ def _well_known(proto_name: str) -> bytes:
     """Serialized descriptor of a google/protobuf/*.proto well-known type (cheap imports)."""
     module_name = "google.protobuf." + Path(proto_name).stem + "_pb2"
     module = importlib.import_module(module_name)
-    return module.DESCRIPTOR.serialized_pb
+    data: bytes = module.DESCRIPTOR.serialized_pb
+    return data
 
 
-def _build(proto_dir: Path):
+def _build(proto_dir: Path) -> tuple[Any, tuple[str, ...]]:
     """Register wandb_internal.proto and its imports in a fresh pool; return (class, files)."""
     from google.protobuf import descriptor_pool, message_factory
 
@@ -147,7 +148,8 @@ def record_class() -> tuple[Any, ProtoLoadInfo]:
     """The ``wandb_internal.Record`` message class and load info, built once per process."""
     with _lock:
         if "record" in _cache:
-            return _cache["record"]
+            built: tuple[Any, ProtoLoadInfo] = _cache["record"]
+            return built
         if "error" in _cache:
             raise WandbProtoUnavailable(_cache["error"])
         start = time.perf_counter()

@@ -105,11 +105,13 @@ def decode_rows(buf: np.ndarray, words: np.ndarray, records: np.ndarray, body: n
         if len(failed):
             _drop_records(rows, records[np.array(_scan.distinct(failed), dtype=np.int64)])
             decoded[failed] = False
-    return records[decoded]
+    kept: np.ndarray = records[decoded]
+    return kept
 
 
-def _special_rows(buf, which, parent, special, value_start, i_end, names, ids, recorded_step, step, ts, rt
-                  ) -> np.ndarray:
+def _special_rows(buf: np.ndarray, which: np.ndarray, parent: np.ndarray, special: np.ndarray,
+                  value_start: np.ndarray, i_end: np.ndarray, names: Any, ids: np.ndarray, recorded_step: np.ndarray,
+                  step: np.ndarray, ts: np.ndarray, rt: np.ndarray) -> np.ndarray:
     """Set ``step``/``ts``/``rt`` of the rows ``which`` from their special items with ``row_entries``;
     return the rows whose text is not UTF-8 (the parser decodes them)."""
     failed = []
@@ -126,7 +128,9 @@ def _special_rows(buf, which, parent, special, value_start, i_end, names, ids, r
     return np.array(failed, dtype=np.int64)
 
 
-def _python_items(buf, other, parent, index_in_record, value_start, i_end, names, ids, records, rows) -> np.ndarray:
+def _python_items(buf: np.ndarray, other: np.ndarray, parent: np.ndarray, index_in_record: np.ndarray,
+                  value_start: np.ndarray, i_end: np.ndarray, names: Any, ids: np.ndarray, records: np.ndarray,
+                  rows: Any) -> np.ndarray:
     """Entries of items whose value is not a plain number, decoded one by one; the parents of
     items whose text is not UTF-8 are returned (their records go to the parser)."""
     entries: list[tuple[int, int, str, Any]] = []
@@ -162,4 +166,5 @@ def _last_per_parent(parent: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if not len(idx):
         return idx
     owners = parent[idx]
-    return idx[np.append(owners[1:] != owners[:-1], True)]
+    last: np.ndarray = idx[np.append(owners[1:] != owners[:-1], True)]
+    return last

@@ -35,7 +35,8 @@ def distinct(values: np.ndarray) -> list[int]:
     """The distinct values, ascending (``np.unique`` without index arguments imports numpy.ma, ~40 ms)."""
     if not len(values):
         return []
-    return np.unique(values, return_index=True)[0].tolist()
+    found: list[int] = np.unique(values, return_index=True)[0].tolist()
+    return found
 
 
 def padded(data: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -169,7 +170,8 @@ TAIL_AFTER = 8
 """... but only after this many steps (short messages are done by then anyway)."""
 
 
-def _walk_tail(buf: np.ndarray, active: np.ndarray, at: np.ndarray, limit: np.ndarray, bad: np.ndarray):
+def _walk_tail(buf: np.ndarray, active: np.ndarray, at: np.ndarray, limit: np.ndarray, bad: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(owner, index in the tail, tag, start, end) of the remaining fields of the messages ``active``,
     walked in Python from ``at`` to ``limit``; marks ``bad`` as the lock-step does."""
     owners: list[int] = []

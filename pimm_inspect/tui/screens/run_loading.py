@@ -19,9 +19,9 @@ from textual.worker import get_current_worker
 
 from ...load.progress import LoadCancelled
 from ...load.quick import RunGlance
-from ...model import Run
+from ...model import Run, ScalarSeries
 from ...report.safe_text import data_text
-from ...session.staged import Glanced, Loader, ReadDone, Reading, Stage, StagedLoader, load_in_stages
+from ...session.staged import Glanced, Loader, ReadDone, Reading, ReadSoFar, Stage, StagedLoader, load_in_stages
 from ..stages import glance_title, progress_text
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curves import CurvesPane
@@ -104,6 +104,9 @@ class RunLoading(Screen):
             again = self.analysed  # a reload of a run already shown in full
             if not again or time.monotonic() - self._load_started > QUIET_RELOAD_S:
                 self.show_progress(("reloading: " if again else "") + progress_text(stage.progress))
+        elif isinstance(stage, ReadSoFar):
+            if self.run is None:  # a first load only: a reload keeps the run on screen until the new one is read
+                self.show_so_far(stage.series)
         elif isinstance(stage, ReadDone):
             self.show_read(stage.run)
 
@@ -130,6 +133,16 @@ class RunLoading(Screen):
         if self.active_tab == "log":
             self.query_one(LogPane).open()
         self.show_progress("reading…")
+
+    def show_so_far(self, series: tuple[ScalarSeries, ...]) -> None:
+        """Tags and curves of what the full read got through so far (a stand-in run of only those series)."""
+        if not self.is_mounted or not series:
+            return
+        quick = self.glance
+        preview = Run(root=quick.root if quick is not None else self.path.absolute(), kind="unknown", era=None,
+                      status="unknown", name=self.path.name, series=series)
+        self.query_one(Overview).show_tags_so_far(len(preview.tags()))
+        self.query_one(CurvesPane).set_run(preview)
 
     def show_progress(self, text: str | None) -> None:
         """The progress line under the title (None hides it); after a few seconds it counts them."""

@@ -146,6 +146,7 @@ class Overview(VerticalScroll):
     def __init__(self, base: Path, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.base = base
+        self._glance: RunGlance | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="ov-identity")
@@ -171,16 +172,8 @@ class Overview(VerticalScroll):
     def set_glance(self, quick: RunGlance) -> None:
         """What the quick stage knows, before the full read: the rest says it is being read."""
         reading = "reading…"
-        self.query_one("#ov-identity", Static).update(self._rows([
-            ("run", relative_name(quick.root, self.base)),
-            ("kind / era", quick.kind),
-            ("status", quick.status or WAITING),
-            ("attempts", attempts_seen(quick)),
-            ("last step", last_step_seen(quick)),
-            ("scalar tags", reading),
-            ("checkpoints", reading),
-            ("findings", reading),
-        ]))
+        self._glance = quick
+        self._identity_from_glance(quick, reading)
         self.query_one(TimelineStrip).show_text(reading)
         started = f"current attempt started {quick.attempt_started_at} (log clock, no zone)" \
             if quick.attempt_started_at else ""
@@ -191,6 +184,25 @@ class Overview(VerticalScroll):
             self.query_one("#ov-provenance", Static).update(reading)
         self.query_one("#ov-wandb", Static).update(reading)
         self.query_one("#ov-findings", Static).update(reading)
+
+    def _identity_from_glance(self, quick: RunGlance, tags: str) -> None:
+        reading = "reading…"
+        self.query_one("#ov-identity", Static).update(self._rows([
+            ("run", relative_name(quick.root, self.base)),
+            ("kind / era", quick.kind),
+            ("status", quick.status or WAITING),
+            ("attempts", attempts_seen(quick)),
+            ("last step", last_step_seen(quick)),
+            ("scalar tags", tags),
+            ("checkpoints", reading),
+            ("findings", reading),
+        ]))
+
+    def show_tags_so_far(self, count: int) -> None:
+        """While the full read goes on: how many tags the part read so far holds."""
+        quick = self._glance
+        if quick is not None:
+            self._identity_from_glance(quick, f"{count} so far, reading…")
 
     def set_run(self, run: Run, analysed: bool = True) -> None:
         """Fill every section from the run (``analysed`` False: the checks are still running)."""
