@@ -1,6 +1,7 @@
 """Benchmark: big trees of runs, ``ls --json`` and the UI's runs table on the row cache (issues 20 and 23).
 
-Usage: python bench/bench_runs_table.py [--copies 1000] [--tree DIR] [--repeat 5] [--cold] [--results-dir DIR]
+Usage: python bench/bench_runs_table.py [--copies 1000] [--tree DIR] [--repeat 5] [--cold | --cache DIR]
+                                       [--results-dir DIR]
 
 The tree is ``make_run_tree.py``'s (``--copies`` copies of ten fixture runs, 11 runs per 10 copies; built once under
 ``bench/_data/``, or ``--tree DIR`` for one built elsewhere: the 10,000-copy tree is 1.5 GB). Every figure is a whole
@@ -87,10 +88,14 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, default=None, help="the tree (default: bench/_data/run_tree_<copies>)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cold", action="store_true", help="also time both on an empty cache")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="a cache directory to use (and keep): one filled before spares the 10,000-run cold fill")
     add_option(parser)
     args = parser.parse_args()
     tree = make_tree(args.tree or HERE / "_data" / f"run_tree_{args.copies}", args.copies)
-    cache = Path(tempfile.mkdtemp(prefix="pimm-bench-table-"))
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="pimm-bench-table-"))
+    if args.cold and args.cache is not None:
+        parser.error("--cold empties the cache: give no --cache")
     env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(cache))
     ls = [sys.executable, "-m", "pimm_inspect", "ls", "--json", str(tree)]
     table = [sys.executable, "-c", TABLE, str(tree)]
@@ -104,7 +109,8 @@ def main() -> int:
             for name, argv in (("ls cold", ls), ("table cold", table)):
                 shutil.rmtree(cache, ignore_errors=True)
                 samples[name].append(timed(argv, env))
-    shutil.rmtree(cache, ignore_errors=True)
+    if args.cache is None:
+        shutil.rmtree(cache, ignore_errors=True)
     big = args.copies >= BIG
     med = {name: (median(s, 0), median(s, 1), median(s, 2)) for name, s in samples.items() if s}
     print(f"{runs} runs ({args.copies} copies), load average {os.getloadavg()[0]:.2f}")

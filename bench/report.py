@@ -26,7 +26,7 @@ HEADLINES = [
     ("cache", "ls, 1,000-run tree, cold", "whole process"),
     ("checkpoint", "1154 MB pimm checkpoint, metadata", "reader work"),
 ]
-ORDER = ["tb_events", "train_log", "wandb", "cache", "tui_first_screen", "checkpoint", "export", "report"]
+ORDER = ["tb_events", "train_log", "wandb", "cache", "tui_first_screen", "checkpoint", "export", "report", "runs_table"]
 
 
 def _s(value: float | None) -> str:

@@ -52,6 +52,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "checkpoint": ("bench_checkpoint.py", ["--repeat", "3"], ["--sizes-mb", "3", "--repeat", "1"]),
     "export": ("bench_dataset.py", ["--repeat", "2"], ["--runs", "4", "--repeat", "1", "--skip-big"]),
     "report": ("bench_report.py", ["--repeat", "3"], ["--runs", "4", "--repeat", "1", "--skip-big"]),
+    "runs_table": ("bench_runs_table.py", ["--repeat", "3", "--cold"], ["--copies", "20", "--repeat", "1"]),
 }
 
 

@@ -190,7 +190,9 @@ class RunsTable(DataTable):
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
-        if self._layout_due or any(self._moves(key) for key in self._dirty):
+        # Many changed rows (a warm tree's stored rows arrive in batches of thousands): one layout costs less than
+        # updating their cells one by one.
+        if self._layout_due or 4 * len(self._dirty) > self.row_count or any(self._moves(key) for key in self._dirty):
             self.relayout()
         else:
             for key in self._dirty:
