@@ -28,7 +28,7 @@ def test_prefetched_run_comes_from_the_child(monkeypatch):
     def not_here(*args, **kwargs):
         raise AssertionError("the parent loaded the run itself")
 
-    monkeypatch.setattr(loader_module, "load_safely", not_here)  # after the fork: only the parent sees it
+    monkeypatch.setattr(loader_module, "load_reusable", not_here)  # after the fork: only the parent sees it
     run = loader(RUNS / "e2_rollback")
     direct = load_run(RUNS / "e2_rollback")
     assert [(a.first_step, a.last_step, a.origin) for a in run.attempts] == \

@@ -397,6 +397,7 @@ async def test_broken_run_shows_findings(tmp_path, monkeypatch):
         raise RuntimeError("reader bug")
 
     monkeypatch.setattr(safe, "load_run", explode)
+    monkeypatch.setattr(safe, "load_run_and_liveness", explode)  # the staged reader's way in (load_reusable)
     app = make_app(run_dir, follow_interval_s=0)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -25,7 +25,7 @@ def test_the_prefetched_run_keeps_every_field_analysis_set(monkeypatch):
     monkeypatch.setattr(loader_module, "analyze", lambda run: dataclasses.replace(analyze(run), replayed=marked))
     loader = CachingLoader()
     loader.prefetch(RUNS / "e2_rollback")
-    monkeypatch.setattr(loader_module, "load_safely", lambda *a, **k: pytest.fail("the parent read the run"))
+    monkeypatch.setattr(loader_module, "load_reusable", lambda *a, **k: pytest.fail("the parent read the run"))
     run = loader(RUNS / "e2_rollback")
     assert run.replayed == marked
     assert run.series and run.findings and run.summary is not None
