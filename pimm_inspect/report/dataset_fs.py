@@ -123,20 +123,13 @@ def write_atomically(dir_fd: int, name: str, write: Callable[[IO[bytes]], object
 
 def read_regular(dir_fd: int, name: str, where: str) -> bytes | None:
     """The bytes of the regular file ``name`` in the folder; None when it does not exist. A link, a FIFO or a
-    device there is refused (opened without following or blocking, then checked: what is read is what was
-    checked)."""
-    _check_name(name)
-    try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-    except FileNotFoundError:
+    device there is refused (``open_regular``: opened without following or blocking, then checked: what is read is
+    what was checked)."""
+    handle = open_regular(dir_fd, name, where)
+    if handle is None:
         return None
-    except OSError as exc:
-        raise _refused(where, exc) from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DatasetProblem(f"{where} is not a regular file: refused")
-        if info.st_size > MAX_READ_BYTES:
+    with handle:
+        if os.fstat(handle.fileno()).st_size > MAX_READ_BYTES:
             raise DatasetProblem(f"{where} is over {MAX_READ_BYTES // 2**20} MiB: refused")
         return handle.read(MAX_READ_BYTES + 1)
 
