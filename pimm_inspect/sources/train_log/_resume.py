@@ -13,8 +13,9 @@ stores them as it stores the result.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from . import _patterns as P
 from ._types import ValTableRow
