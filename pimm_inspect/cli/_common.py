@@ -6,8 +6,8 @@ import errno
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 from pathlib import Path
 
 import click
@@ -70,7 +70,11 @@ def session() -> Session:
     return made
 
 
-def discovery_options(func):
+_Decorated = TypeVar("_Decorated", bound="Callable[..., Any] | click.Command")
+"""What click's option decorators accept and return unchanged in type: a command function or a built command."""
+
+
+def discovery_options(func: _Decorated) -> _Decorated:
     """``--max-depth N`` and ``--follow-links`` for commands that search a tree for runs."""
     from ..load.discover import MAX_DEPTH
 
@@ -165,7 +169,7 @@ def load_runs(path: str, single: bool = False) -> list[Run]:
     return list(iter_loaded(discover_paths(path, single)))
 
 
-def color_wanted(stream=None) -> bool:
+def color_wanted(stream: TextIO | None = None) -> bool:
     """Colour for ``stream`` (stdout): NO_COLOR turns it off, FORCE_COLOR on, else only on a terminal."""
     if os.environ.get("NO_COLOR"):
         return False

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..report.safe_text import clean
 from ._common import EXIT_USAGE, color_wanted, json_option, load_runs, stderr
 
+if TYPE_CHECKING:
+    from ..model import ConfigDoc, Run
+
 KINDS = ("resolved_config", "model_config", "config_py", "wandb_config", "log_config", "hf_training_args", "lightning_hparams")
 """Also the fallback order when the asked-for kind is absent."""
 
 
-def _default(run) -> list:
+def _default(run: Run) -> list[ConfigDoc]:
     """The documents shown without --kind/--attempt: first the run's config by the one rule every surface uses
     (``analysis.configs.query_config``: what the ``cfg.`` filter and the dataset read), then its companions (HF's
     other document, the other folders' W&B configs); else, without a parsed config, every document of the first
@@ -33,7 +38,7 @@ def _default(run) -> list:
     return []
 
 
-def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
+def _select(run: Run, kind: str | None, attempt: int | None, label: str) -> list[ConfigDoc]:
     """The documents asked for; exits with a usage error naming what exists when there are none."""
     if attempt is not None:
         from ..analysis.configs import attempt_configs
@@ -50,9 +55,9 @@ def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
         docs = [d for d in run.configs if d.kind == kind]
         if docs:
             return docs
-        have = sorted({d.kind for d in run.configs})
+        kinds_had = sorted({d.kind for d in run.configs})
         stderr(f"pimm-inspect: {label} has no {kind} document"
-               + (f" (it has: {', '.join(have)})" if have else " (it has no config document)"))
+               + (f" (it has: {', '.join(kinds_had)})" if kinds_had else " (it has no config document)"))
         sys.exit(EXIT_USAGE)
     docs = _default(run)
     if not docs:
@@ -61,12 +66,12 @@ def _select(run, kind: str | None, attempt: int | None, label: str) -> list:
     return docs
 
 
-def _heading(doc) -> str:
+def _heading(doc: ConfigDoc) -> str:
     return clean(f"# {doc.path} ({doc.kind}" + (f", attempt {doc.attempt}" if doc.attempt is not None else "") + ")",
                  newlines=False)
 
 
-def _entry(doc) -> dict:
+def _entry(doc: ConfigDoc) -> dict[str, Any]:
     """One document of the ``documents`` list of ``config --json`` (secrets masked)."""
     from ..analysis.secrets import mask_text, mask_value
 
@@ -109,7 +114,7 @@ def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: 
     if other:
         other_run = load_runs(other, single=True)[0]
         same = [d for d in other_run.configs if d.kind == doc.kind and (attempt is None or d.attempt == attempt)]
-        _diff(run, other, doc, same[0] if same else (_default(other_run) or [None])[0], as_json, flatten_config,
+        _diff(run, other, doc, same[0] if same else next(iter(_default(other_run)), None), as_json, flatten_config,
               mask_value, dumps, None)
         return
     if as_json:
@@ -137,8 +142,9 @@ ABSENT = "<absent>"
 """A key (or list element) one side lacks; unquoted, so it never reads as the JSON string ``"<absent>"``."""
 
 
-def _diff(left_label: str, right_label: str, left_doc, right_doc, as_json: bool, flatten_config, mask_value, dumps,
-          attempts: tuple[int, int] | None) -> None:
+def _diff(left_label: str, right_label: str, left_doc: ConfigDoc, right_doc: ConfigDoc | None, as_json: bool,
+          flatten_config: Callable[[Any], dict[str, Any]], mask_value: Callable[[Any], Any],
+          dumps: Callable[[dict[str, Any]], str], attempts: tuple[int, int] | None) -> None:
     """Keys whose values differ (lists: only the differing elements, ``key[i]``); values as JSON, a key one side
     lacks as an unquoted ``<absent>`` (dim on a terminal); in JSON ``in_left``/``in_right`` false and a null."""
     from ..analysis.configs import config_differences

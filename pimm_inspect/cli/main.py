@@ -163,7 +163,7 @@ def main() -> None:
         if hasattr(stream, "reconfigure"):  # a file name with undecodable bytes must not crash the output
             stream.reconfigure(errors="backslashreplace")
     if sys.stdout is None:
-        sys.stdout = _ClosedStdout()  # type: ignore[assignment]
+        sys.stdout = _ClosedStdout()
     _quiet_interrupts()
     sys.exit(_run())
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -47,7 +47,13 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
-class Duration(click.ParamType):
+if TYPE_CHECKING:
+    _SecondsParam = click.ParamType[float]
+else:  # click 8.1 (still supported) has no subscriptable ParamType; the type arguments are for the checker only
+    _SecondsParam = click.ParamType
+
+
+class Duration(_SecondsParam):
     """A click option value like ``30m``, as seconds."""
 
     name = "duration"

@@ -7,10 +7,12 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
@@ -33,7 +35,7 @@ from .screens.runs import RunsScreen
 from .wandb_keys import copy_wandb, open_wandb
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
 
-class InspectApp(App):
+class InspectApp(App[None]):
     """pimm-inspect's terminal UI over one run or a tree of runs."""
 
     CSS_PATH = "pimm_inspect.tcss"
@@ -237,7 +239,7 @@ class InspectApp(App):
         stream.write(self._crash_line + "\n")
         stream.flush()
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information", timeout: float | None = None,
                markup: bool = True) -> None:
         """Every notification is plain text: messages quote tags, paths and commands from run files."""
         super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
@@ -260,7 +262,7 @@ class InspectApp(App):
             sections = [runs_table, everywhere]
         self.push_screen(HelpScreen(sections))
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Every action of the screen, on every tab (one of another tab switches there first), help and quit: none of
         Textual's generic entries; one line each (the key is in the title)."""
         seen: set[str] = set()

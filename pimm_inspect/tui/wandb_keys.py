@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import App
 
 from ..model import Run
@@ -11,7 +13,7 @@ from . import links
 from .facts import no_link_reason, wandb_target
 
 
-def open_wandb(app: App, run: Run) -> None:
+def open_wandb(app: App[Any], run: Run) -> None:
     """Open the W&B run in a browser when one is available, else say how to get there."""
     url, _command = wandb_target(run)
     if url is None:
@@ -22,7 +24,7 @@ def open_wandb(app: App, run: Run) -> None:
         app.notify(f"no browser here (SSH?): {url}  (y copies it)", severity="warning", timeout=8)
 
 
-def copy_wandb(app: App, run: Run) -> None:
+def copy_wandb(app: App[Any], run: Run) -> None:
     """Copy the W&B link (or the ``wandb sync`` command) via the terminal clipboard (OSC 52)."""
     url, command = wandb_target(run)
     text = links.copyable(url or command)  # only a vetted link or sync command reaches the clipboard

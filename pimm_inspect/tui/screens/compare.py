@@ -25,7 +25,7 @@ from ..widgets.curves import default_tag
 from ..widgets.plot import CurvePlot, PlotLine, PlotSpec, legend_style
 
 
-class CompareScreen(Screen):
+class CompareScreen(Screen[None]):
     """Overlay of the marked runs' curves for a tag chosen from the tags they share."""
 
     BINDINGS = [

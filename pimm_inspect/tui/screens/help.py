@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -38,7 +38,7 @@ def label_of(binding: Binding) -> str:
     return f"{label}: {tip}"
 
 
-def _rows(bindings: list[Binding], key_display) -> list[tuple[str, str]]:
+def _rows(bindings: list[Binding], key_display: Callable[[Binding], str]) -> list[tuple[str, str]]:
     seen: dict[str, list[str]] = {}
     for b in bindings:
         seen.setdefault(label_of(b), []).append(key_display(b))

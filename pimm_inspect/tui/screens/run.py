@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
@@ -198,7 +199,7 @@ class RunScreen(RunLoading):
         self.set_focus(None)
         self.refresh_bindings()
 
-    def _main_widget(self):
+    def _main_widget(self) -> Widget | None:
         """The widget arrow keys drive on the current tab."""
         selector = {"overview": "Overview", "curves": "#tag-list", "config": "#config-tree", "checkpoints": "#checkpoint-table",
                     "findings": "#findings-table", "log": "#log-view"}.get(self.active_tab)

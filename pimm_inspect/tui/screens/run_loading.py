@@ -34,7 +34,7 @@ QUIET_RELOAD_S = 1.0
 """A reload of a run already on screen shows its progress only after this long (live follow reloads often)."""
 
 
-class RunLoading(Screen):
+class RunLoading(Screen[None]):
     """A screen that loads one run in stages: the quick stage's header first, then progress, then the run."""
 
     class Staged(Message):

@@ -24,12 +24,13 @@ from ...report.safe_text import data_text
 from ..facts import filter_error
 from ..widgets.run_preview import RunPreview
 from ..widgets.runs_status import RunsStatus, TableState
-from ..widgets.runs_table import ARROWS, MARK, PREVIEW_AT, RunsTable, shorten, shorten_end
+from ..widgets.run_names import shorten, shorten_end
+from ..widgets.runs_table import ARROWS, MARK, PREVIEW_AT, RunsTable
 
 __all__ = ["MARK", "RunsScreen", "shorten", "shorten_end"]
 
 
-class RunsScreen(Screen):
+class RunsScreen(Screen[None]):
     """A table of runs; the app adds paths and read runs, the screen asks the app to open, compare or refresh."""
 
     BINDINGS = [

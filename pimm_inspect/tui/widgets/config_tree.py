@@ -80,7 +80,7 @@ class ConfigPane(Vertical):
     def _rebuild(self) -> None:
         query = self.query_one("#config-search", Input).value.strip()
         keep = compile_filter(query)
-        tree: Tree = self.query_one("#config-tree", Tree)
+        tree: Tree[None] = self.query_one("#config-tree", Tree)
         tree.clear()
         tree.root.expand()
         tree.show_root = False
@@ -107,9 +107,9 @@ class ConfigPane(Vertical):
             if query:
                 node.expand_all()
 
-    def _add_nested(self, parent: TreeNode, leaves: list[tuple[str, Any]], budget: list[int]) -> None:
+    def _add_nested(self, parent: TreeNode[None], leaves: list[tuple[str, Any]], budget: list[int]) -> None:
         """Rebuild nesting from dotted paths so a search keeps each match's parents."""
-        nodes: dict[str, TreeNode] = {}
+        nodes: dict[str, TreeNode[None]] = {}
         for path, value in leaves:
             if budget[0] <= 0:
                 parent.add_leaf("… (too many entries to show)")

@@ -19,7 +19,7 @@ from ...analysis.curves import preferred_series
 from ...report.safe_text import clean, data_text
 from ...analysis.summary import POLICY_HERE, policy_note
 from ..facts import attempt_marks, compile_filter, fmt_range, replayed_text
-from .curve_spec import (SMOOTHING_STEPS, CurveOptions, build_spec, points_at, readout_fields, replayed_ranges,
+from .curve_spec import (SMOOTHING_STEPS, CurveOptions, Point, build_spec, points_at, readout_fields, replayed_ranges,
                          stale_sources, wrap_fields, zoom_targets)
 from .plot import CURSOR, REPLAY_END, SEAM, CurvePlot, PlotSpec, join_wrapped, legend_style
 
@@ -204,7 +204,7 @@ class CurvesPane(Vertical):
         attempts = [p.attempt for p in self._points_at(self.cursor_x)]
         return int(self.cursor_x), (attempts[-1] if attempts else None)
 
-    def _points_at(self, step: float):
+    def _points_at(self, step: float) -> list[Point]:
         """Raw points of the tag at exactly this step (every attempt's copy; none from a neighbouring step)."""
         if self.run is None or self.tag is None or self.options.x_axis != "step":
             return []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...sources import UnreadableFile, open_regular
@@ -11,7 +11,8 @@ from ...sources import UnreadableFile, open_regular
 CHUNK_BYTES = 8 << 20
 
 
-def scan(path: Path, pattern: re.Pattern[bytes], start: int, end: int, cancelled: Callable[[], bool] = lambda: False):
+def scan(path: Path, pattern: re.Pattern[bytes], start: int, end: int,
+         cancelled: Callable[[], bool] = lambda: False) -> Iterator[tuple[int, re.Match[bytes]]]:
     """Yield (absolute offset, match) of ``pattern`` in ``path[start:end]``, read in line-aligned chunks.
 
     Reads with read(), never mmap: pimm truncates train.log on a fresh relaunch, and a mapped file

@@ -81,7 +81,7 @@ RENDER_ROW_S = 0.002
 """What drawing one row on screen costs after a flush (about; 10 cells): every change redraws the visible rows."""
 
 
-class RunsTable(DataTable):
+class RunsTable(DataTable[str | Text]):
     """The table of runs; the screen hands it paths, glances, runs, the filter text and the sort column."""
 
     BINDINGS = [

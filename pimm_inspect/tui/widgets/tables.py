@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -30,7 +32,7 @@ def checkpoint_columns(width: int, path_width: int, restores: bool = True) -> li
     when some attempt restarted from a checkpoint)."""
     kept = [name for name, _rank in CHECKPOINT_COLUMNS if restores or name != "restored by"]
     by_drop = sorted(CHECKPOINT_COLUMNS, key=lambda c: -c[1])
-    need = lambda names: sum(path_width if n == "path" else CHECKPOINT_WIDTHS[n] for n in names)  # noqa: E731
+    need: Callable[[list[str]], int] = lambda names: sum(path_width if n == "path" else CHECKPOINT_WIDTHS[n] for n in names)  # noqa: E731
     for name, rank in by_drop:
         if need(kept) <= width or rank == 0:
             break
@@ -41,7 +43,7 @@ def checkpoint_columns(width: int, path_width: int, restores: bool = True) -> li
     return [n for n in order if n in kept]
 
 
-def checkpoint_sort_key(ck: CheckpointInfo) -> tuple:
+def checkpoint_sort_key(ck: CheckpointInfo) -> tuple[bool, int, str]:
     """Checkpoints by step as a number (iter_25 before iter_100), unknown steps last, then by path."""
     return (ck.global_step is None, ck.global_step or 0, ck.path)
 
@@ -83,7 +85,7 @@ class CheckpointsPane(Vertical):
         self.query_one(CheckpointTable).set_run(run)
 
 
-class CheckpointTable(DataTable):
+class CheckpointTable(DataTable[str | Text]):
     """One row per checkpoint by step: what it holds, which attempts restarted from it, whether resume picks it."""
 
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"checkpoints--bad"}
@@ -130,7 +132,7 @@ class CheckpointTable(DataTable):
         for ck in sorted(run.checkpoints, key=checkpoint_sort_key):
             expected = expected_cursor(ck)
             mismatch = expected is not None and ck.wandb_cursor is not None and expected != ck.wandb_cursor
-            cells = {
+            cells: dict[str, str | Text] = {
                 "path": data_text(ck.path), "format": data_text(ck.format), "role": data_text(ck.role),
                 "restored by": restored_text(restores[ck.path]) if ck.path in restores else "",
                 "complete": "yes" if ck.complete else Text("NO", bad), "step": fmt_step(ck.global_step),
@@ -148,7 +150,7 @@ MESSAGE_MIN = 24
 """The message column is never narrower than this; a longer message wraps onto more lines of its row."""
 
 
-class FindingsTable(DataTable):
+class FindingsTable(DataTable[str | Text]):
     """One row per finding, worst first, its message wrapped to the screen; enter opens the explanation."""
 
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"findings--error", "findings--warning", "findings--info"}
