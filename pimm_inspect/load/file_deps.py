@@ -153,9 +153,10 @@ def unchanged(deps: Iterable[Dep]) -> bool:
 
 def _entry(path: str, listed: dict[str, _Listed]) -> tuple[str, tuple[bool, os.stat_result | int]] | None:
     """(folder, what its listing saw) for ``path`` directly in a folder listed just now, else None."""
-    folder, name = os.path.split(path)
-    if not name or name in (".", "..") or folder + ("" if folder.endswith(os.sep) else os.sep) + name != path:
-        return None
+    cut = path.rfind(os.sep)
+    folder, name = path[:cut], path[cut + 1:]
+    if cut <= 0 or not name or name in (".", ".."):
+        return None  # a top-level path, or not a plain name in a folder: stat'ed on its own
     seen = listed.get(folder)
     found = seen.get(name) if seen is not None else None
     return (folder, found) if found is not None else None
