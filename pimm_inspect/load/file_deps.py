@@ -63,33 +63,53 @@ def file_fingerprint(path: str) -> str:
         return f"-{exc.errno}"
     except ValueError:
         return "-bad"
+    return _stat_text(st)
+
+
+def _stat_text(st: os.stat_result) -> str:
     return f"{st.st_mode:o}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def dir_fingerprint(path: str) -> str:
     """A digest of the folder's entries (name, link target, stat fields), or ``-errno`` when it cannot be listed."""
+    return _listing(path)[0]
+
+
+_Listed = dict[str, tuple[bool, "os.stat_result | int"]]
+"""A folder's entries as one listing saw them: name -> (is a link, ``stat`` following links, or its errno)."""
+
+
+def _listing(path: str) -> tuple[str, _Listed]:
+    """``dir_fingerprint(path)`` and the entries it stat'ed (what ``unchanged`` reuses instead of stat'ing again)."""
     try:
         scan = os.scandir(path)
     except OSError as exc:
-        return f"-{exc.errno}"
+        return f"-{exc.errno}", {}
     except ValueError:
-        return "-bad"
+        return "-bad", {}
     lines = []
+    listed: _Listed = {}
     with scan:
         for entry in scan:
+            link = False
             try:
-                target = os.readlink(entry.path) if entry.is_symlink() else ""
+                link = entry.is_symlink()
+                target = os.readlink(entry.path) if link else ""
             except OSError as exc:
                 target = f"!{exc.errno}"
+            st: os.stat_result | int
             try:
                 st = entry.stat()
                 facts = f"{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
             except OSError as exc:
+                st = exc.errno if exc.errno is not None else -1
                 facts = f"-{exc.errno}"
+            if st != -1:  # an error without an errno: ``unchanged`` stats that one itself
+                listed[entry.name] = (link or bool(target), st)
             lines.append(f"{entry.name}\0{target}\0{facts}")
     lines.sort()
     digest = hashlib.sha1("\n".join(lines).encode("utf-8", "surrogateescape"), usedforsecurity=False)
-    return f"{len(lines)}:{digest.hexdigest()}"
+    return f"{len(lines)}:{digest.hexdigest()}", listed
 
 
 def fingerprint(kind: str, path: str) -> str:
@@ -109,8 +129,55 @@ def real_fingerprint(path: str) -> str:
 
 
 def unchanged(deps: Iterable[Dep]) -> bool:
-    """True when every dependency still has the fingerprint it was stored with."""
-    return all(fingerprint(kind, path) == fp for kind, path, fp in deps)
+    """True when every dependency still has the fingerprint it was stored with.
+
+    The same answer as fingerprinting each dependency on its own, in fewer system calls: the folders are listed
+    first, and a file or link directly in a listed folder is judged from what that listing saw (its ``stat``, the
+    same call ``file_fingerprint`` makes; where it leads: its folder's real path and its name, when it is no link).
+    """
+    deps = tuple(deps)
+    listed: dict[str, _Listed] = {}
+    for kind, path, fp in deps:
+        if kind == "d":
+            got, listed[path] = _listing(path)
+            if got != fp:
+                return False
+    real: dict[str, str] = {}
+    for kind, path, fp in deps:
+        if kind == "r":
+            got = real[path] = _real_seen(path, listed, real)
+            if got != fp:
+                return False
+    return all(_file_seen(path, listed) == fp for kind, path, fp in deps if kind == "f")
+
+
+def _entry(path: str, listed: dict[str, _Listed]) -> tuple[str, tuple[bool, os.stat_result | int]] | None:
+    """(folder, what its listing saw) for ``path`` directly in a folder listed just now, else None."""
+    cut = path.rfind(os.sep)
+    folder, name = path[:cut], path[cut + 1:]
+    if cut <= 0 or not name or name in (".", ".."):
+        return None  # a top-level path, or not a plain name in a folder: stat'ed on its own
+    seen = listed.get(folder)
+    found = seen.get(name) if seen is not None else None
+    return (folder, found) if found is not None else None
+
+
+def _file_seen(path: str, listed: dict[str, _Listed]) -> str:
+    found = _entry(path, listed)
+    if found is None:
+        return file_fingerprint(path)
+    st = found[1][1]
+    return f"-{st}" if isinstance(st, int) else _stat_text(st)
+
+
+def _real_seen(path: str, listed: dict[str, _Listed], real: dict[str, str]) -> str:
+    found = _entry(path, listed)
+    if found is None or found[1][0] or isinstance(found[1][1], int):
+        return real_fingerprint(path)  # not listed, a link, or not there: ask the kernel
+    top = real.get(found[0])
+    if top is None or not top.startswith(os.sep) or top.startswith("-"):
+        return real_fingerprint(path)
+    return top + ("" if top.endswith(os.sep) else os.sep) + os.path.basename(path)
 
 
 def newest_mtime_ns(deps: Iterable[Dep]) -> int:

@@ -203,6 +203,11 @@ class _Shape:
         self.lazy_cls = lazy.lazy_class(cls, self.lazy) if self.lazy else cls
 
 
+_SHAPES: dict[type, _Shape] = {}
+"""The shape of each dataclass decoded so far, by class (made once per process, not once per entry: a warm ``ls``
+reads thousands of small entries)."""
+
+
 class _Decoder:
     def __init__(self, array: Callable[[Any], np.ndarray], pending: Callable[[Any], lazy.Pending | None]) -> None:
         self.array = array
@@ -217,9 +222,12 @@ class _Decoder:
         shape = self._shapes.get(key) if key is not None else None
         if shape is None:
             cls = _lookup(name)
-            if not dataclasses.is_dataclass(cls):
-                raise BadEntry(f"{name!r} is not a dataclass")
-            shape = self._shapes[name] = _Shape(cls)
+            shape = _SHAPES.get(cls)
+            if shape is None:
+                if not dataclasses.is_dataclass(cls):
+                    raise BadEntry(f"{name!r} is not a dataclass")
+                shape = _SHAPES[cls] = _Shape(cls)
+            self._shapes[name] = shape
         if not isinstance(stored, (list, dict)) or sorted(stored) != sorted(shape.names):
             raise BadEntry(f"fields of {name!r} do not match")
         return shape
