@@ -36,10 +36,12 @@ def median(values: np.ndarray) -> np.floating:
     """
     n = values.shape[0] if values.ndim == 1 else 0
     if n == 0 or (values.dtype.kind in "fc" and np.isnan(values).any()):
-        return np.median(values)  # numpy's own NaN, warning and shape rules
+        nan_median: np.floating = np.median(values)  # numpy's own NaN, warning and shape rules
+        return nan_median
     half = n // 2
     middle = slice(half - 1, half + 1) if n % 2 == 0 else slice(half, half + 1)
-    return np.mean(np.partition(values, [middle.start, middle.stop - 1])[middle])
+    mid: np.floating = np.mean(np.partition(values, [middle.start, middle.stop - 1])[middle])
+    return mid
 
 
 _RANGES: dict[tuple[int, bool], tuple[weakref.ref[np.ndarray], tuple[float, float] | None]] = {}
@@ -47,8 +49,8 @@ _RANGES: dict[tuple[int, bool], tuple[weakref.ref[np.ndarray], tuple[float, floa
 time column, and every series asks for their ranges (attempt spans, first/last step, the last logged time)."""
 
 
-def _forget(key: tuple[int, bool]) -> Callable[[weakref.ref], None]:
-    def drop(_ref: weakref.ref) -> None:
+def _forget(key: tuple[int, bool]) -> Callable[[weakref.ref[np.ndarray]], None]:
+    def drop(_ref: weakref.ref[np.ndarray]) -> None:
         _RANGES.pop(key, None)
     return drop
 

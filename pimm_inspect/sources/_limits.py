@@ -169,7 +169,7 @@ def cap_depth(value: Any, limit: int = MAX_NESTING_DEPTH) -> tuple[Any, list[str
         return value, []
     cut: list[str] = []
     holder: list[Any] = [None]
-    tuples: list[tuple[Any, Any, list]] = []
+    tuples: list[tuple[Any, Any, list[Any]]] = []
     stack: list[tuple[Any, Any, Any, int, str]] = [(value, holder, 0, 0, "")]
     while stack:
         node, into, slot, depth, path = stack.pop()

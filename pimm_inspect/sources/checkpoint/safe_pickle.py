@@ -178,7 +178,7 @@ def _metered(code: int, op: Any) -> Any:
     return run_call
 
 
-class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
+class _PyUnpickler(_SafeMixin, pickle._Unpickler):
     """The pure-Python unpickler, the only one used: its memo is a dict and its stacks survive an error.
 
     CPython's C unpickler grows its memo array to twice any ``LONG_BINPUT`` index and zero-fills it, so
@@ -279,7 +279,7 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):  # type: ignore[name-defined]
     _unframer: Any
     proto: int
 
-    dispatch: ClassVar[dict[int, Callable[..., Any]]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: ClassVar[dict[int, Callable[..., Any]]] = dict(pickle._Unpickler.dispatch)
     dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
     dispatch[pickle.BUILD[0]] = load_build
     dispatch[pickle.FRAME[0]] = load_frame

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...model import ConfigDoc, Finding, Severity
 from .._common import decode_text, file_finding, read_bytes_capped
 from ..protocol import Read
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_HPARAMS_BYTES = 4 * 1024 * 1024
 MAX_NODES = 100_000
@@ -56,11 +59,11 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _loader(text: str):
+def _loader(text: str) -> yaml.SafeLoader:
     """A SafeLoader whose Python tags (Lightning dumps argparse Namespaces so) become plain data, never objects."""
     import yaml  # see _check_tree
 
-    class Loader(yaml.SafeLoader):
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type information: a subclass of Any
         pass
 
     def python_tag(loader: Any, suffix: str, node: Any) -> Any:

@@ -245,7 +245,8 @@ def _plugin_name(metadata: bytes) -> str:
     from tensorboard.compat.proto import summary_pb2  # loaded with event_pb2 already
 
     try:
-        return summary_pb2.SummaryMetadata.FromString(metadata).plugin_data.plugin_name
+        name: str = summary_pb2.SummaryMetadata.FromString(metadata).plugin_data.plugin_name
+        return name
     except Exception:  # noqa: BLE001  (any parse failure: protobuf decides the whole record)
         raise _Off from None
 

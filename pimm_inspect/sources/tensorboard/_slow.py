@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ._tfrecord import Buf
+
+if TYPE_CHECKING:  # protobuf messages (tensorboard ships no type information: they check as Any)
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.tensor_pb2 import TensorProto
 
 # TensorFlow DataType enum values of numeric scalar tensors -> (numpy dtype, repeated field).
 _TENSOR_DTYPES: dict[int, tuple[str, str]] = {
@@ -29,7 +36,7 @@ class SlowResult:
     undecodable: int = 0
 
 
-def tensor_scalar(tensor) -> float | None:
+def tensor_scalar(tensor: TensorProto) -> float | None:
     """The value of a one-element numeric tensor, or None."""
     try:
         return _tensor_value(tensor)
@@ -37,7 +44,7 @@ def tensor_scalar(tensor) -> float | None:
         return None  # content of the wrong size, or a value outside its dtype
 
 
-def _tensor_value(tensor) -> float | None:
+def _tensor_value(tensor: TensorProto) -> float | None:
     """The value of a one-element numeric tensor, or None (may raise on malformed content)."""
     if any(dim.size != 1 for dim in tensor.tensor_shape.dim):
         return None
@@ -63,7 +70,7 @@ def _tensor_value(tensor) -> float | None:
     return float(raw[0])
 
 
-def decode_slow(buf, offsets: np.ndarray, lengths: np.ndarray, records: np.ndarray) -> SlowResult:
+def decode_slow(buf: Buf, offsets: np.ndarray, lengths: np.ndarray, records: np.ndarray) -> SlowResult:
     """Decode records one by one with protobuf, in file order (``offsets`` ascending)."""
     # Imported here: ~0.05 s, and only needed for records off the fast path.
     from tensorboard.compat.proto import event_pb2
@@ -97,7 +104,7 @@ def decode_slow(buf, offsets: np.ndarray, lengths: np.ndarray, records: np.ndarr
     return out
 
 
-def _summary_points(event, record: int, out: SlowResult) -> None:
+def _summary_points(event: Event, record: int, out: SlowResult) -> None:
     """Scalars (simple_value, one-element numeric tensors) and plugin sightings of one summary."""
     step, wall = event.step, event.wall_time
     for position, value in enumerate(event.summary.value):

@@ -6,7 +6,7 @@ import math
 import struct
 from array import array
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, overload
 
 import numpy as np
 
@@ -16,6 +16,9 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 _POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
+
+Buf = bytes | memoryview
+"""What records are framed in: one window of an event file as read."""
 
 
 def _make_table() -> np.ndarray:
@@ -41,7 +44,11 @@ def _shift_tables(max_distance: int) -> list[np.ndarray]:
     return _SHIFT_ROWS
 
 
-def masked(crc: int | np.ndarray):
+@overload
+def masked(crc: int) -> int: ...
+@overload
+def masked(crc: np.ndarray) -> np.ndarray: ...
+def masked(crc: int | np.ndarray) -> int | np.ndarray:
     """TFRecord's CRC mask (rotate right by 15 and add a constant)."""
     if isinstance(crc, np.ndarray):
         crc = crc.astype(np.uint32)
@@ -177,10 +184,10 @@ class Framing:
 
 _MIN_BULK = 64
 """Shorter periodic runs are walked one by one (a tiny piece costs more than it saves)."""
-_ZERO_HEADER_CRC = None  # masked CRC of a zero length field, filled on first use
+_ZERO_HEADER_CRC: int | None = None  # masked CRC of a zero length field, filled on first use
 
 
-def _walk(buf, pos: int, end: int, count: int, append) -> tuple[int, str | None, int]:
+def _walk(buf: Buf, pos: int, end: int, count: int, append: Callable[[int], None]) -> tuple[int, str | None, int]:
     """Frame up to ``count`` records one by one; returns (position, stop reason or None, length)."""
     unpack = _U64.unpack_from
     last_header = end - 12
@@ -202,12 +209,13 @@ def _walk(buf, pos: int, end: int, count: int, append) -> tuple[int, str | None,
     return pos, None, 0
 
 
-def _zero_header_ok(buf, pos: int) -> bool:
+def _zero_header_ok(buf: Buf, pos: int) -> bool:
     """Whether a zero length field carries its valid CRC (an empty Event, legal but rare)."""
     global _ZERO_HEADER_CRC
     if _ZERO_HEADER_CRC is None:
         _ZERO_HEADER_CRC = masked(crc32c(bytes(8)))
-    return struct.unpack_from("<I", buf, pos + 8)[0] == _ZERO_HEADER_CRC
+    stored: int = struct.unpack_from("<I", buf, pos + 8)[0]
+    return stored == _ZERO_HEADER_CRC
 
 
 def _find_period(lengths: np.ndarray) -> int:
@@ -228,9 +236,10 @@ def _find_period(lengths: np.ndarray) -> int:
     return int(periods[best]) if extents[best] else 0
 
 
-def _bulk_blocks(buf, pos: int, end: int, pattern: tuple[int, ...]) -> tuple[int, int, list[int]]:
+def _bulk_blocks(buf: Buf, pos: int, end: int, pattern: tuple[int, ...]) -> tuple[int, int, list[int]]:
     """How many whole repeats of ``pattern`` start at ``pos`` (confirmed on every length field)."""
-    rel, block = [], 0
+    rel: list[int] = []
+    block = 0
     for length in pattern:
         rel.append(block)
         block += length + 16
@@ -261,7 +270,8 @@ def _bulk_blocks(buf, pos: int, end: int, pattern: tuple[int, ...]) -> tuple[int
     return done, block, rel
 
 
-def _resume(buf, pos: int, end: int, pattern: tuple[int, ...]):
+def _resume(buf: Buf, pos: int, end: int, pattern: tuple[int, ...]
+            ) -> tuple[int, int, list[int], int, tuple[int, ...]]:
     """Try every phase of ``pattern`` at ``pos``: (blocks, block bytes, offsets, period, phase pattern)."""
     if end - pos < 8:
         return 0, 0, [], 0, ()
@@ -276,7 +286,7 @@ def _resume(buf, pos: int, end: int, pattern: tuple[int, ...]):
     return 0, 0, [], 0, ()
 
 
-def frame_records(buf, start: int, end: int) -> Framing:
+def frame_records(buf: Buf, start: int, end: int) -> Framing:
     """Find the whole records in ``buf[start:end]``: in bulk where lengths repeat, else one by one."""
     pieces: list[np.ndarray] = []
     singles = array("q")
@@ -320,7 +330,7 @@ def frame_records(buf, start: int, end: int) -> Framing:
     return Framing(offsets, pos, stop, stop_length, bulk)
 
 
-def header_ok(buf, offset: int, length: int) -> bool:
+def header_ok(buf: Buf, offset: int, length: int) -> bool:
     """Whether the masked CRC of a record's length field matches."""
-    stored = struct.unpack_from("<I", buf, offset + 8)[0]
+    stored: int = struct.unpack_from("<I", buf, offset + 8)[0]
     return stored == masked(crc32c(_U64.pack(length)))

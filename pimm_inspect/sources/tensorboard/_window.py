@@ -19,7 +19,14 @@ from ...arrays import unique_sorted
 from .._limits import TagCap
 from ._fast import Known, Piece, decode_bucket
 from ._slow import SlowResult, decode_slow
-from ._tfrecord import crc32c, group_crc32c, masked, varying_columns
+from ._tfrecord import Buf, crc32c, group_crc32c, masked, varying_columns
+
+_Block = tuple[np.ndarray, "int | np.ndarray", np.ndarray, np.ndarray, np.ndarray, np.ndarray, "bool | np.ndarray",
+               "int | np.ndarray"]
+"""(records, rank, tag ids, steps, values, walls, is_tensor, position) of decoded points: rank, is_tensor and
+position are one value per slot (fast path) or a column per point (slow path)."""
+_FastBlock = tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, int]
+"""A ``_Block`` of the fast path (layout-decoded records): one rank, is_tensor and position per slot."""
 
 MIN_BUCKET_ROWS = 4
 """Smaller buckets go straight to protobuf (parsing a layout costs more than it saves)."""
@@ -163,11 +170,13 @@ def _buckets(lengths: np.ndarray) -> list[tuple[int, np.ndarray]]:
 def _gather(flat: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     """The (N, width) block of the bytes at ``starts``: one copy per row as a whole (a void item), not byte by byte."""
     rows = np.ndarray((flat.shape[0] - width + 1,), dtype=np.dtype(f"V{width}"), buffer=flat, strides=(1,))
-    return rows[starts].view(np.uint8).reshape(starts.shape[0], width)
+    block: np.ndarray = rows[starts].view(np.uint8).reshape(starts.shape[0], width)
+    return block
 
 
 def _bad_rows(block: np.ndarray, length: int, varying: np.ndarray, check_crc: bool) -> np.ndarray:
     """bool per row of an (N, L + 16) record block: header CRC (always) or payload CRC (if asked) wrong."""
+    bad: np.ndarray
     if varying[8:12].any():
         header = np.ascontiguousarray(block[:, 8:12]).view("<u4").ravel()
         bad = header != masked(crc32c(struct.pack("<Q", length)))
@@ -179,18 +188,20 @@ def _bad_rows(block: np.ndarray, length: int, varying: np.ndarray, check_crc: bo
     return bad
 
 
-def _bad_long(buf, offset: int, length: int, check_crc: bool) -> bool:
+def _bad_long(buf: Buf, offset: int, length: int, check_crc: bool) -> bool:
     """Whether one long record's header or payload CRC is wrong."""
+    header: int
     header, = struct.unpack_from("<I", buf, offset + 8)
     if header != masked(crc32c(struct.pack("<Q", length))):
         return True
     if not check_crc:
         return False
+    stored: int
     stored, = struct.unpack_from("<I", buf, offset + 12 + length)
     return stored != masked(crc32c(memoryview(buf)[offset + 12 : offset + 12 + length]))
 
 
-def decode_window(buf, offsets: np.ndarray, lengths: np.ndarray, base: int, check_crc: bool,
+def decode_window(buf: Buf, offsets: np.ndarray, lengths: np.ndarray, base: int, check_crc: bool,
                   acc: Accumulator) -> int | None:
     """Decode the framed records of one window into ``acc``; returns the first bad record (local) or None."""
     flat = np.frombuffer(buf, dtype=np.uint8)
@@ -236,8 +247,7 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
         acc.see_wall(base + record, wall)
     points_per_record = np.zeros(count, dtype=np.int64)
     # rank, is_tensor and position are one value per slot (fast path) or a column per point (slow path)
-    blocks: list[tuple[np.ndarray, int | np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                       bool | np.ndarray, int | np.ndarray]] = []
+    blocks: list[_Block] = []
     window_sightings: list[tuple[int, str, str]] = [(((base + r) * _KEY) + min(p, _KEY - 1), t, plugin)
                                                     for r, p, t, plugin in slow.sightings]
     for bucket_records, piece in found:
@@ -287,7 +297,7 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
                                 and any(plugin != "scalars" for _, plugin in acc.sightings.values())):
         # Only layout-decoded points, none a tensor a plugin filter could drop: straight into per-tag parts.
         acc.other_count += count - marker_records - int(np.count_nonzero(points_per_record))
-        _group_blocks(blocks, window, acc)
+        _group_blocks(cast("list[_FastBlock]", blocks), window, acc)  # no slow points: fast-path blocks only
         return
     total = int(points_per_record.sum())
     starts = np.cumsum(points_per_record) - points_per_record
@@ -315,7 +325,7 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
     _group(tag_col, step_col, value_col, wall_col, window, acc)
 
 
-def _group_blocks(blocks: list, window: int, acc: Accumulator) -> None:
+def _group_blocks(blocks: list[_FastBlock], window: int, acc: Accumulator) -> None:
     """Append the points of layout-decoded blocks to their tags' parts, in file order, without putting the whole
     window in file order first: a block's rows are in file order already, and a tag most often comes from one
     block (a tag's records share a length); a tag from several blocks is ordered by (record, value position)."""
@@ -349,7 +359,7 @@ def _group_blocks(blocks: list, window: int, acc: Accumulator) -> None:
         acc.first_seen.setdefault(tag_id, (window, first_key))
 
 
-def _plugin_filter(tensor_keys, tag_col: np.ndarray, total: int, acc: Accumulator) -> np.ndarray | None:
+def _plugin_filter(tensor_keys: list[tuple[np.ndarray, np.ndarray]], tag_col: np.ndarray, total: int, acc: Accumulator) -> np.ndarray | None:
     """Mask of points to keep: tensors count only before their tag's first non-scalars plugin metadata."""
     if not tensor_keys or not any(plugin != "scalars" for _, plugin in acc.sightings.values()):
         return None
@@ -365,7 +375,7 @@ def _plugin_filter(tensor_keys, tag_col: np.ndarray, total: int, acc: Accumulato
     return None if keep.all() else keep
 
 
-def _group(tag_col, step_col, value_col, wall_col, window: int, acc: Accumulator) -> None:
+def _group(tag_col: np.ndarray, step_col: np.ndarray, value_col: np.ndarray, wall_col: np.ndarray, window: int, acc: Accumulator) -> None:
     """Split the window's points (file order) per tag and append them to ``acc``."""
     admitted = tag_col >= 0
     if not admitted.all():  # points of tags past the cap: counted, not kept

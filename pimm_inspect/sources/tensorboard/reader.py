@@ -22,7 +22,7 @@ from ...model import Finding, ScalarSeries, Severity, make_series
 from .._common import UnreadableFile, file_finding, open_regular
 from .._limits import MAX_TAGS_PER_FILE  # noqa: F401 - the cap a reader of appended records must keep too
 from ._window import Accumulator, decode_window
-from ._tfrecord import MAX_RECORD_BYTES, frame_records, header_ok
+from ._tfrecord import MAX_RECORD_BYTES, Buf, frame_records, header_ok
 
 _NAME_RE = re.compile(r"^events\.out\.tfevents\.(\d{10})\.(.+)$")
 _PID_RE = re.compile(r"^(.+?)\.(\d+)\.(\d+)((?:[.\-_].*)?)$")
@@ -199,7 +199,7 @@ def _read_windows(read_at: Callable[[int, int], bytes | memoryview], size: int, 
     return _result(acc, rel_path, pos, findings)
 
 
-def _damage(data, offset: int, window_start: int, rel_path: str, what: str, records_before: int) -> Finding:
+def _damage(data: Buf, offset: int, window_start: int, rel_path: str, what: str, records_before: int) -> Finding:
     """A ``file.corrupt`` finding for a CRC mismatch at ``window_start + offset`` (zero fill named)."""
     at = window_start + offset
     tail = np.frombuffer(data, dtype=np.uint8)[offset:]

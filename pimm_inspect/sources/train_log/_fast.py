@@ -18,6 +18,7 @@ way ``float(text)`` rounds the text.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,7 +32,7 @@ _MAX_MISSES = 256
 _POW10F = 10.0 ** np.arange(23, dtype=np.float64)
 
 
-def template_tokens(spec: tuple) -> tuple[tuple[str, bytes], ...] | None:
+def template_tokens(spec: tuple[P.SpecItem, ...]) -> tuple[tuple[str, bytes], ...] | None:
     """Tail tokens (kind, literal) of a template spec, or None when it cannot be checked by tokens.
 
     Kinds: ``lit`` (exact bytes), ``epoch`` (``[E/ME][I/IPE]``), ``value`` (``[-+\\w.]+``),
@@ -213,7 +214,7 @@ class _Layout:
         return done
 
 
-def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, spaces_of, template: re.Pattern[bytes],
+def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, spaces_of: Callable[[], np.ndarray], template: re.Pattern[bytes],
          tokens: tuple[tuple[str, bytes], ...], nvalues: int) -> FastRows | None:
     """Every line of ``block`` matching the template, without a regex step per line.
 

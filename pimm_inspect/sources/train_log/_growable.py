@@ -19,7 +19,7 @@ import numpy as np
 SPARE = 1 / 16
 """Room left after the points when a buffer is allocated (a fraction of them)."""
 _lock = threading.Lock()
-_claimed: dict[int, tuple[weakref.ref, int]] = {}
+_claimed: dict[int, tuple[weakref.ref[np.ndarray], int]] = {}
 """id(buffer) -> (the buffer, how many of its elements some result's array already covers)."""
 
 

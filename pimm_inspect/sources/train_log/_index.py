@@ -10,13 +10,18 @@ marker lines, and freezes them into a ``TrainLogIndex`` of numpy arrays.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _fast as F
+from . import _patterns as P
 from ._growable import extended, joined
 from ._segments import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 SUBMITIT_MARK = b"pimm submitit attempt "
 """Printed by pimm's submitit launcher for each attempt (spec 7); only seen here when stdout shares the file."""
@@ -64,14 +69,14 @@ class BlockContext:
         """Line numbers of the lines starting at block positions ``starts`` (each after a newline)."""
         return np.searchsorted(self.newlines, starts).astype(np.int64) + (self.first_line_no - 1)
 
-    def fast_rows(self, template: tuple) -> F.FastRows | None:
+    def fast_rows(self, template: P.Template) -> F.FastRows | None:
         """The block's lines matching ``template``, scanned once per template; None if it has no token layout."""
         key = id(template)
         if key not in self._fast:
             self._fast[key] = self._scan(template)
         return self._fast[key]
 
-    def _scan(self, template: tuple) -> F.FastRows | None:
+    def _scan(self, template: P.Template) -> F.FastRows | None:
         tokens = F.template_tokens(template[2])
         if tokens is None:
             return None
@@ -168,7 +173,7 @@ class IndexBuilder:
             step_steps=steps, step_line_nos=line_nos, step_offsets=offsets, step_attempts=attempts)
 
 
-def _frozen(values: list, dtype=np.int64) -> np.ndarray:
+def _frozen(values: list[Any], dtype: DTypeLike = np.int64) -> np.ndarray:
     arr = np.asarray(values, dtype=dtype)
     arr.flags.writeable = False
     return arr

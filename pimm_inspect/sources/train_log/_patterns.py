@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -65,7 +65,13 @@ MAX_TAIL_BYTES = 65536
 """Train: tails longer than this are cut before parsing (hostile input, not pimm)."""
 
 
-def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None:
+SpecItem = tuple[Any, ...]
+"""One item of a template's layout: ``("timer",)`` or ``("key", key, spaced)``."""
+Template = tuple[re.Pattern[bytes], tuple[bytes, ...], tuple[SpecItem, ...]]
+"""A specialised Train: pattern, its keys and its layout (``build_template``)."""
+
+
+def build_template(tail: bytes) -> Template | None:
     """A specialised Train: pattern for lines shaped like ``tail`` (same keys in the same order).
 
     Also returns the keys and the layout (``("timer",)`` or ``("key", key, spaced)`` items)
@@ -78,7 +84,7 @@ def build_template(tail: bytes) -> tuple[re.Pattern[bytes], tuple[bytes, ...], t
         return None
     parts = [_HEAD, rb"Train: \[(\d{1,9})/(\d{1,9})\]\[(\d{1,9})/(\d{1,9})\] "]
     keys: list[bytes] = []
-    spec: list[tuple] = []
+    spec: list[SpecItem] = []
     pos = 0
     while pos < len(tail):
         m = TAIL_TOKEN.match(tail, pos)
@@ -172,7 +178,8 @@ def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
     mp = (m + 9) % 12
     doy = (153 * mp + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
+    days: np.ndarray = era * 146097 + doe - 719468
+    return days
 
 
 def timestamps(column: tuple[bytes, ...]) -> np.ndarray:
@@ -194,7 +201,8 @@ def timestamps_matrix(chars: np.ndarray) -> np.ndarray:
 
     days = _days_from_civil(num(0, 4), num(5, 7), num(8, 10))
     secs = days * 86400 + num(11, 13) * 3600 + num(14, 16) * 60 + num(17, 19)
-    return secs.astype(np.float64) + num(20, 23) / 1000.0
+    seconds: np.ndarray = secs.astype(np.float64) + num(20, 23) / 1000.0
+    return seconds
 
 
 def timestamp(text: str) -> float:

@@ -9,14 +9,19 @@ continuation lines. The functions act on the reader (``reader._Reader``) they ar
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from . import _patterns as P
+
+if TYPE_CHECKING:
+    from ._segments import SegmentState
+    from .reader import _Reader
 
 MAX_MESSAGE_BYTES = 256 * 1024
 """Event messages longer than this keep their head and the last 4 KiB."""
 
 
-def record(reader, block: bytes, ls: int, line_end: int, pm: re.Match, line_no: int, delta: int) -> None:
+def record(reader: _Reader, block: bytes, ls: int, line_end: int, pm: re.Match[bytes], line_no: int, delta: int) -> None:
     """Interpret one interesting record (first line in ``block[pm.end():line_end]``)."""
     ts = pm.group(1).decode()
     level = pm.group(2).decode()
@@ -45,15 +50,15 @@ def record(reader, block: bytes, ls: int, line_end: int, pm: re.Match, line_no: 
         finish_record(reader, rec)
 
 
-def new_event(reader, kind: str, level: str, ts: str, line_no: int, seg) -> dict:
+def new_event(reader: _Reader, kind: str, level: str, ts: str, line_no: int, seg: SegmentState) -> dict[str, Any]:
     """A mutable event record, kept in file order."""
-    rec = {"kind": kind, "level": level, "ts": ts, "line": line_no, "seg": seg,
+    rec: dict[str, Any] = {"kind": kind, "level": level, "ts": ts, "line": line_no, "seg": seg,
            "step": seg.last_g, "head": bytearray(), "tail": b"", "size": 0}
     reader.events.append(rec)
     return rec
 
 
-def continue_record(reader, block: bytes) -> None:
+def continue_record(reader: _Reader, block: bytes) -> None:
     """Append this block's leading continuation lines to a record left open by the last block."""
     if reader.open_rec is None:
         return
@@ -64,7 +69,7 @@ def continue_record(reader, block: bytes) -> None:
         finish_record(reader, reader.open_rec)
 
 
-def finish_record(reader, rec: dict) -> None:
+def finish_record(reader: _Reader, rec: dict[str, Any]) -> None:
     """Complete a WARNING/ERROR record: classify tracebacks and mark the crash."""
     if rec is reader.open_rec:
         reader.open_rec = None
@@ -76,7 +81,7 @@ def finish_record(reader, rec: dict) -> None:
         rec["seg"].mark_end("crashed", lines[-1].strip() if lines else None)
 
 
-def append_text(rec: dict, chunk: bytes) -> None:
+def append_text(rec: dict[str, Any], chunk: bytes) -> None:
     """Add text to a record, keeping at most MAX_MESSAGE_BYTES of head and 4 KiB of tail."""
     room = MAX_MESSAGE_BYTES - len(rec["head"])
     if room > 0:
@@ -85,7 +90,7 @@ def append_text(rec: dict, chunk: bytes) -> None:
     rec["size"] += len(chunk)
 
 
-def record_text(rec: dict) -> str:
+def record_text(rec: dict[str, Any]) -> str:
     """The record's message, with an omission note when it was too long to keep."""
     head = bytes(rec["head"])
     if rec["size"] > len(head):

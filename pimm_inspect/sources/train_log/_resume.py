@@ -13,11 +13,18 @@ stores them as it stores the result.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from . import _patterns as P
 from ._types import ValTableRow
+
+if TYPE_CHECKING:
+    from ._blocks import LineStats
+    from ._segments import SegmentState
+    from ._types import TrainLogResult
+    from .reader import _Reader
 
 TAIL_CHECK_BYTES = 64
 """Bytes before ``end_offset`` kept to tell an appended file from one rewritten in place."""
@@ -116,10 +123,10 @@ class TrainLogResume:
     """When set, it is the result's last per-class table."""
 
 
-def snapshot_segment(seg) -> SegmentResume:
+def snapshot_segment(seg: SegmentState) -> SegmentResume:
     """A frozen copy of a ``SegmentState``'s counters (its pending rows must be flushed first)."""
     assert not seg.pending  # flushed by the caller: rows in flight are not part of the state
-    values = {}
+    values: dict[str, Any] = {}
     for f in fields(SegmentResume):
         value = getattr(seg, f.name)
         if f.name == "resume":
@@ -130,7 +137,8 @@ def snapshot_segment(seg) -> SegmentResume:
     return SegmentResume(**values)
 
 
-def restore_segment(seg, state: SegmentResume, build_template) -> None:
+def restore_segment(seg: SegmentState, state: SegmentResume,
+                    build_template: Callable[[bytes], P.Template | None]) -> None:
     """Set a fresh ``SegmentState``'s counters from ``state``."""
     for f in fields(SegmentResume):
         value = getattr(state, f.name)
@@ -143,7 +151,7 @@ def restore_segment(seg, state: SegmentResume, build_template) -> None:
         seg.template = build_template(state.template_tail)
 
 
-def snapshot(reader, end_offset: int, identity: tuple[int, bytes]) -> TrainLogResume:
+def snapshot(reader: _Reader, end_offset: int, identity: tuple[int, bytes]) -> TrainLogResume:
     """The reader's state before ``result`` finishes records and closes the attempt (series counts still 0)."""
     cur = reader.cur
     rec = reader.open_rec
@@ -175,11 +183,11 @@ def can_extend(fh: BinaryIO, st: os.stat_result, state: TrainLogResume) -> bool:
     return fh.read(len(state.tail_check)) == state.tail_check
 
 
-def restore(reader, previous, stats) -> None:
+def restore(reader: _Reader, previous: TrainLogResult, stats: LineStats) -> None:
     """Set a fresh reader (and the line stats) to where ``previous`` stopped."""
     from ._segments import SegmentState
 
-    state: TrainLogResume = previous.resume
+    state = cast(TrainLogResume, previous.resume)  # the caller checked it is set (``can_extend``)
     n_live = state.live_series
     cut = len(previous.series) - n_live
     reader.prefix_series = previous.series[:cut]

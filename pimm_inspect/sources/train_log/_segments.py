@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-import re
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
 
@@ -13,6 +12,9 @@ from .._limits import TagCap
 from . import _patterns as P
 from ._growable import extended, joined
 from ._types import LogSegment, ValTableRow
+
+if TYPE_CHECKING:
+    from .reader import _Reader
 
 _COMPLETED_MARKS = ("Saving final checkpoint", "Wrote eval artifacts", "Training already complete",
                     "Skipping final evaluation", "Test result:")
@@ -49,7 +51,7 @@ class SegmentState:
         self.parallel: str | None = None
         self.num_params: int | None = None
         self.warnings = 0
-        self.template: tuple[re.Pattern[bytes], tuple[bytes, ...], tuple] | None = None
+        self.template: P.Template | None = None
         self.template_tail: bytes | None = None
         """The Train: tail ``template`` was built from (an extension rebuilds the template from it)."""
         self.template_tries = 0
@@ -118,7 +120,7 @@ class SegmentState:
         return None
 
     # -- records ----------------------------------------------------------
-    def interpret(self, text: str, raw: bytes, ts: str, line_no: int, reader) -> str | None:
+    def interpret(self, text: str, raw: bytes, ts: str, line_no: int, reader: _Reader) -> str | None:
         """Apply one record's first line to the segment; returns its event kind or None."""
         if "world_size" in text:
             m = P.WORLD_SIZE.search(text)
@@ -156,7 +158,7 @@ class SegmentState:
             return None
         return self._lifecycle(text, reader)
 
-    def _lifecycle(self, text: str, reader) -> str | None:
+    def _lifecycle(self, text: str, reader: _Reader) -> str | None:
         """Startup, weight loading, resume, saving and end-of-training records."""
         if text.startswith("=> Loading config"):
             return "start"
@@ -240,7 +242,7 @@ class SegmentState:
         if step is not None and (not self.saved or self.saved[-1] != step):
             self.saved.append(step)
 
-    def _result(self, text: str, ts: str, line_no: int, reader) -> str:
+    def _result(self, text: str, ts: str, line_no: int, reader: _Reader) -> str:
         """``Val result:``/``Test result:`` summary: series (val only) and a new table."""
         final = text.startswith("Test")
         step = self.eval_step()
@@ -261,7 +263,7 @@ class SegmentState:
             return "final"
         return "eval"
 
-    def _table_row(self, text: str, reader) -> None:
+    def _table_row(self, text: str, reader: _Reader) -> None:
         if reader.table is None:
             return
         row = P.table_row(text)
@@ -320,7 +322,7 @@ def release_freed_memory() -> None:
         _malloc_trim(0)
 
 
-def _joined(shared: dict, arrays: list[np.ndarray], grow: bool = False) -> np.ndarray:
+def _joined(shared: dict[tuple[int, ...], tuple[list[np.ndarray], np.ndarray]], arrays: list[np.ndarray], grow: bool = False) -> np.ndarray:
     """One concatenation per distinct list of chunk arrays: tags of one Train: line share steps and times.
 
     The shared arrays are read-only, so no consumer can change one tag's steps through another.

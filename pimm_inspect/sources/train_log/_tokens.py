@@ -10,10 +10,14 @@ Slower than the layout path, still without a Python object per line.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _patterns as P
+
+if TYPE_CHECKING:
+    from ._fast import _Out
 
 _MAX_VALUE = 17
 """Widest value token converted in bulk (longer ones are checked one by one)."""
@@ -35,8 +39,10 @@ _TS_SEP_BYTES = np.frombuffer(b"[-- ::, ", dtype=np.uint8)
 def _gather(buf: np.ndarray, start: np.ndarray, width: int) -> np.ndarray:
     """``buf[start + j]`` for j < width as an (n, width) matrix (past the block end: the last byte)."""
     if start.size and int(start.max()) + width > buf.size:
-        return buf[np.minimum(start[:, None] + np.arange(width), buf.size - 1)]
-    return np.lib.stride_tricks.sliding_window_view(buf, width)[start]
+        clipped: np.ndarray = buf[np.minimum(start[:, None] + np.arange(width), buf.size - 1)]
+        return clipped
+    windows: np.ndarray = np.lib.stride_tricks.sliding_window_view(buf, width)[start]
+    return windows
 
 
 def _widths(width: np.ndarray, lo: int, hi: int) -> list[int]:
@@ -49,7 +55,7 @@ def _widths(width: np.ndarray, lo: int, hi: int) -> list[int]:
 
 def _literal(buf: np.ndarray, start: np.ndarray, end: np.ndarray, lit: bytes) -> np.ndarray:
     """Rows whose token is exactly ``lit``."""
-    ok = (end - start) == len(lit)
+    ok: np.ndarray = (end - start) == len(lit)
     rows = np.flatnonzero(ok)
     s = start[rows]
     good = np.ones(rows.size, dtype=bool)
@@ -131,10 +137,12 @@ def _run_int(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """int64 of digit runs of 1-9 digits (already checked)."""
     idx = end[:, None] - 9 + np.arange(9)
     digits = np.where(idx >= start[:, None], buf[idx].astype(np.int64) - 48, 0)
-    return digits @ _POW10[8::-1]
+    ints: np.ndarray = digits @ _POW10[8::-1]
+    return ints
 
 
-def _epoch_token(buf: np.ndarray, start: np.ndarray, end: np.ndarray):
+def _epoch_token(buf: np.ndarray, start: np.ndarray, end: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Check ``[E/ME][I/IPE]`` tokens; returns (ok, epoch, max_epoch, iter, ipe)."""
     n = start.size
     width = end - start
@@ -166,7 +174,7 @@ def _epoch_token(buf: np.ndarray, start: np.ndarray, end: np.ndarray):
 
 def token_scan(block: bytes, buf: np.ndarray, spaces: np.ndarray, ref_prefix: bytes,
                 tokens: tuple[tuple[str, bytes], ...], hits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                sel: np.ndarray, out) -> None:
+                sel: np.ndarray, out: _Out) -> None:
     """Check candidates ``sel`` token by token (lines whose layout differs from every reference line)."""
     starts, ends = starts[sel], ends[sel]
     keep = hits[sel] - starts == len(ref_prefix) + 24

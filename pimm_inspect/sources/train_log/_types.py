@@ -10,6 +10,8 @@ import numpy as np
 from ...model import Finding, LogEvent, ScalarSeries
 
 if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
     from ._resume import TrainLogResume
 
 
@@ -80,7 +82,7 @@ class ValTable:
     rows: tuple[ValTableRow, ...]
 
 
-def _empty(dtype=np.int64) -> np.ndarray:
+def _empty(dtype: DTypeLike = np.int64) -> np.ndarray:
     arr = np.zeros(0, dtype=dtype)
     arr.flags.writeable = False
     return arr

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Iterable
 
 from ...model import ConfigDoc, Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular
@@ -61,7 +61,7 @@ def parse_dump(text: str) -> dict[str, Any] | None:
     return out
 
 
-def _dump_at(fh, offset: int) -> tuple[str | None, int | None, bool]:
+def _dump_at(fh: BinaryIO, offset: int) -> tuple[str | None, int | None, bool]:
     """(dump text, 0-based line index of the ``Config:`` line from ``offset``, cut) of the attempt starting there."""
     fh.seek(offset)
     for index in range(MAX_HEAD_LINES):

@@ -19,6 +19,7 @@ import itertools
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,10 +50,10 @@ class _Reader:
         self.line_no = first_line_no
         self.segments: list[SegmentState] = []
         self.cur: SegmentState | None = None
-        self.events: list[dict] = []
-        self.open_rec: dict | None = None
-        self.tables: list[dict] = []
-        self.table: dict | None = None
+        self.events: list[dict[str, Any]] = []
+        self.open_rec: dict[str, Any] | None = None
+        self.tables: list[dict[str, Any]] = []
+        self.table: dict[str, Any] | None = None
         self.best: list[tuple[str, float, int | None]] = []
         self.era: str | None = None
         self.pids: list[int] = []
