@@ -9,12 +9,11 @@ TensorBoard's own loader.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, cast
+from typing import Callable
 
 import numpy as np
 
@@ -120,18 +119,10 @@ def read_event_file(path: Path, rel_path: str, start_offset: int = 0, check_crc:
         if start_offset >= size:
             return _empty_result(start_offset, [])
 
-        buffer = bytearray()
-
-        def read_at(offset: int, count: int) -> memoryview:
-            # readinto(), not mmap: a file truncated while mapped kills the process with SIGBUS. One buffer for
-            # every window (grown when a long record needs more): no fresh pages to fault in per window. Nothing
-            # keeps a view of a window past its decode (blocks are gathered copies, markers and tags are str).
-            nonlocal buffer
-            if len(buffer) < count:
-                buffer = bytearray(count)
+        def read_at(offset: int, count: int) -> bytes:
+            # read(), not mmap: a file truncated while mapped kills the process with SIGBUS.
             handle.seek(offset)
-            view = memoryview(buffer)[:count]
-            return view[: cast(io.BufferedIOBase, handle).readinto(view)]  # open_regular's file: buffered
+            return handle.read(count)
 
         try:
             return _read_windows(read_at, size, max(0, start_offset), rel_path, check_crc)
