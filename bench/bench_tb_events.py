@@ -287,8 +287,12 @@ def main() -> int:
     print("\n".join(lines))
     words = ["DIR" if prev == "--data-dir" else word for prev, word in zip(["", *sys.argv[1:]], sys.argv[1:])]
     command = "python bench/bench_tb_events.py " + " ".join(words)  # no machine paths in the results
-    if figures:
+    reader_rows = [name for name in ROWS if not ROWS[name].cache]
+    chosen = [name for name in args.rows.split(",") if not ROWS[name].cache]
+    if figures and set(reader_rows) <= set(chosen):
         save("tb_events", "TensorBoard event files", figures, command, args.results_dir)
+    elif figures:  # some reader rows alone: their own file, so the full run's figures of the other rows stay
+        save("tb_events_rows", "TensorBoard event files, rows re-measured alone", figures, command, args.results_dir)
     if cache_figures:  # their own file: a run of only these rows leaves the reader rows' figures alone
         save("tb_events_cache", "TensorBoard event files through the cache", cache_figures, command, args.results_dir)
     for problem in problems:

@@ -152,8 +152,9 @@ def group_crc32c(payloads: np.ndarray, varying: np.ndarray | None = None) -> np.
     tables = np.take_along_axis(rows, perm, axis=1)
     acc = np.full(count, crc32c(ref.tobytes()), dtype=np.uint32)
     for start in range(0, count, 16384):
-        # A cache-sized slice of rows, its differing columns made contiguous once.
-        part = np.ascontiguousarray(payloads[start : start + 16384, columns].T)
+        # A cache-sized slice of rows, its differing columns made contiguous once, as intp: numpy's lookup
+        # with a native index is ~3x faster than with uint8 (which it converts on every lookup).
+        part = payloads[start : start + 16384, columns].T.astype(np.intp, order="C")
         out = acc[start : start + 16384]
         for table, column in zip(tables, part):
             out ^= table[column]
