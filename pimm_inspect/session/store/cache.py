@@ -143,7 +143,7 @@ class ReadCache:
         """The event file through the reader protocol's ``read`` (``sources.tensorboard.read`` unless handed one),
         reusing the previous result, or extending it when only the file grew."""
         from ...sources import tensorboard
-        from ...sources._limits import MAX_TAGS_PER_FILE
+        from ...sources.tensorboard.reader import MAX_TAGS_PER_FILE
         from ...sources.tensorboard.reader import read_event_file
 
         whole = read or tensorboard.read

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...model import Finding, ScalarSeries, Severity, make_series
 from .._common import UnreadableFile, file_finding, open_regular
-from .._limits import MAX_TAGS_PER_FILE  # noqa: F401 - the cap a reader of appended records must keep too
+from .._limits import MAX_TAGS_PER_FILE as MAX_TAGS_PER_FILE  # noqa: PLC0414 - re-exported: the cap a reader of appended records must keep too
 from ._window import Accumulator, decode_window
 from ._tfrecord import MAX_RECORD_BYTES, Buf, frame_records, header_ok
 
