@@ -8,6 +8,11 @@ from collections.abc import Callable
 import numpy as np
 
 
+def non_decreasing(values: np.ndarray) -> bool:
+    """True when each value is at least the one before it (fewer than two values: True); NaN anywhere: False."""
+    return values.size < 2 or bool(np.all(values[1:] >= values[:-1]))
+
+
 def unique_sorted(values: np.ndarray) -> np.ndarray:
     """The distinct values of ``values``, ascending, NaNs as one (what ``np.unique(values)`` returns), same dtype.
 
@@ -17,7 +22,7 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
     """
     flat = values.ravel()
     # Step and time columns are nearly always in order already: checking costs ~1 ms per million, sorting far more.
-    ordered = flat if flat.size < 2 or bool(np.all(flat[1:] >= flat[:-1])) else np.sort(flat, kind="stable")
+    ordered = flat if non_decreasing(flat) else np.sort(flat, kind="stable")
     keep = np.empty(ordered.shape, dtype=bool)
     keep[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])

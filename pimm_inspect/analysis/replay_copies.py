@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import non_decreasing
 from ..model import ReplayedRange, ScalarSeries
 
 Writer = int | str
@@ -28,7 +29,7 @@ def writers_of(series: list[ScalarSeries]) -> Writers:
 
 def inside(s: ScalarSeries, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
     """The steps and values of a series within ``first``..``last`` (inclusive), in the order logged."""
-    if len(s) < 2 or bool(np.all(s.steps[1:] >= s.steps[:-1])):
+    if non_decreasing(s.steps):
         lo, hi = int(np.searchsorted(s.steps, first, "left")), int(np.searchsorted(s.steps, last, "right"))
         return s.steps[lo:hi], s.values[lo:hi]
     keep = (s.steps >= first) & (s.steps <= last)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..arrays import non_decreasing
 from ..model import Attempt, CheckpointInfo, ScalarSeries
 
 LOGGED_DIGITS = 5e-5
@@ -51,7 +52,7 @@ def _candidates(series: Sequence[ScalarSeries], names: frozenset[str]) -> list[S
     """The series rule 1 looks into, once per run: attempts' series with sorted steps, the best metric's tags first."""
     ranked = sorted((s for s in series if s.attempt is not None and len(s)),
                     key=lambda s: s.tag.rsplit("/", 1)[-1] not in names)[:MAX_SERIES_PER_CHECKPOINT]
-    return [s for s in ranked if bool(np.all(s.steps[1:] >= s.steps[:-1]))]
+    return [s for s in ranked if non_decreasing(s.steps)]
 
 
 def _by_value(ck: CheckpointInfo, candidates: Sequence[ScalarSeries]) -> set[int]:

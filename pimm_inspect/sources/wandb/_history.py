@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...arrays import non_decreasing
 from ...model import ScalarSeries, make_series
 from .._limits import json_over_limit
 
@@ -150,7 +151,7 @@ def _file_order(row: np.ndarray, o1: np.ndarray, o2: np.ndarray) -> np.ndarray |
         return None
     if row.max() < 1 << 23 and o1.max() < 1 << 20 and o2.max() < 1 << 20 and min(row.min(), o1.min(), o2.min()) >= 0:
         key = (row << 40) | (o1 << 20) | o2
-        if bool(np.all(key[1:] >= key[:-1])):
+        if non_decreasing(key):
             return None
         return np.argsort(key, kind="stable")
     return np.lexsort((o2, o1, row))
