@@ -298,6 +298,8 @@ async def test_staged_screen_strings_are_data(tmp_path, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "attempt(s)" in title(app) and "reading event files" in progress(app),
                     what="the quick header and the read's progress")
+        # The widgets hold the line before the compositor lays it out (it was hidden): wait for the drawn screen too.
+        await until(pilot, lambda: "reading event files" in rendered(app)[0], what="the progress line drawn")
         text, raw, _ = rendered(app)
         assert "[bold red]BOLD" in text and "reading event files" in text
         assert not any(seq in raw for seq in DANGEROUS_OUTPUT)
