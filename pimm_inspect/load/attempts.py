@@ -15,7 +15,7 @@ from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
-from .wandb_order import ordered_folders, start_estimates
+from .wandb_order import process_folders, start_estimates
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
                    "Legacy checkpoint is mid-epoch", "State was saved with world_size",
@@ -70,7 +70,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
                                     origin=origin, sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
     elif c.wandb_runs and c.kind == "wandb":
-        ordered = ordered_folders(c.wandb_runs)  # by the best start evidence, folder stamps included
+        # By the best start evidence, folder stamps included; a second wandb.init inside a live process is no start.
+        ordered = process_folders(c.wandb_runs)
         starts, on_utc = start_estimates(c.wandb_runs)
         for index, wrun in enumerate(ordered, start=1):
             # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
@@ -94,7 +95,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             series.append(dataclasses.replace(s, attempt=attempt))
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
         # One W&B id, several local folders: each folder is one process start (a requeued offline run).
-        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered_folders(c.wandb_runs), start=1)}
+        wandb_attempt = {r.rel_path: i for i, r in enumerate(process_folders(c.wandb_runs), start=1)}
     for run in c.wandb_runs:
         attempt = wandb_attempt.get(run.rel_path)
         # A declared step metric (pimm's hidden train/global_step) is the x axis of the others, not a curve.
@@ -108,9 +109,11 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
 
 
 def _wandb_origin(wrun: Any, earlier: list[Any]) -> Origin:
-    """A W&B folder's origin from its own records: resumed when its run record says so (W&B's ``resumed`` flag, a
-    ``starting_step``), or when it asked to resume and an earlier folder of its id is in the run; ``resume="allow"``
-    on the first folder of an id resumed nothing."""
+    """A W&B folder's origin from its own records: resumed when they say the server continued the id (the run
+    record's ``resumed`` flag or ``starting_step``, the telemetry feature ``resumed``, debug.log's ``run resumed``:
+    ``WandbRunResult.resumed``), or when it asked to resume and an earlier folder of its id is in the run;
+    ``resume="allow"`` on the first folder of an id resumed nothing. ``finish_attempts`` turns a resume whose first
+    step lies before the previous attempt's last into ``rollback`` (the history went back)."""
     if wrun.resumed or (wrun.resume_requested and any(w.run_id == wrun.run_id for w in earlier)):
         return "resume"
     return "fresh"
