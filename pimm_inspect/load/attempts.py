@@ -335,7 +335,11 @@ def _has_checkpoint_evidence(c: Collected) -> bool:
 
 def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
     """Steps after what survived: the next attempt's restore point, else this attempt's last save."""
-    if att.last_step is None or att.ended == "completed":
+    if att.last_step is None:
+        return None
+    went_back = (nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None
+                 and nxt.resume_step < att.last_step)
+    if att.ended == "completed" and not went_back:  # a completed training whose steps a later one redid lost them
         return None
     if nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None:
         # A save of this attempt after the next one's restore point still kept its steps (a resume that rewinds
