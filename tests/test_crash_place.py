@@ -25,3 +25,20 @@ def test_a_traceback_only_in_the_wandb_log_is_named_as_a_console_line(tmp_path):
     (log,) = [p for p in crashed.paths]
     assert log.endswith(".wandb")
     assert crashed.explanation.startswith(f"The traceback starts at console line 2 of the output captured in {log}.")
+
+
+def test_a_secret_in_a_wandb_config_names_the_log_that_holds_it_and_no_pimm_template():
+    import dataclasses
+
+    from pimm_inspect.analysis.checks_provenance import check_secrets
+
+    run = pimm_inspect.load_run(RUN.parent / "wandb_clean")
+    (doc,) = [d for d in run.configs if d.kind == "wandb_config"]
+    key = "wandb_" + "0123456789abcdef" * 2 + "01234567"  # shaped like a W&B API key (40 hex after the prefix)
+    leaked = dataclasses.replace(doc, data={**dict(doc.data or {}), "logger": {"api_key": key}})
+    run = dataclasses.replace(run, configs=(leaked,))
+    (finding,) = check_secrets(run)
+    (log,) = [p for p in run.wandb_runs[0].file_roles if p.endswith(".wandb")]
+    # Before: "in wandb/offline-run-...-clean001" (the folder) and "pimm sends the resolved config to W&B".
+    assert finding.paths == (log,) and f"Found at {log}: logger.api_key." in finding.explanation
+    assert "pimm sends" not in finding.explanation
