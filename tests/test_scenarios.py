@@ -61,6 +61,7 @@ EXPECTED = {
     "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
     "lightning_resumable/lightning_logs/version_0": set(),  # checkpoints read, ckpt_path= printed
     "lightning_resumable/lightning_logs/version_1": set(),
+    "lightning_eval_passes/lightning_logs/version_0": set(),  # evaluation passes: one attempt, no replay
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
     "rw_pimm_tester_config": set(),
