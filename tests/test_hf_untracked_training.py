@@ -30,6 +30,8 @@ def test_a_training_without_a_tb_folder_is_an_attempt_from_its_checkpoint_state(
 
 def test_a_tb_folder_holding_the_end_of_train_summary_completed():
     run = pimm_inspect.load_run(RUN)
-    # Attempt 1's TB folder holds train/train_runtime at step 8: it ran to its end (not "killed", nothing lost).
-    assert [(a.ended, a.lost_steps) for a in run.attempts] == [("completed", None), ("completed", None)]
+    # Attempt 1's TB folder holds train/train_runtime at step 8: it ran to its end (before: "killed"). train()
+    # returning saves nothing, and training 1 saved no checkpoint and no final model: its steps were lost all the
+    # same. Training 2's checkpoint-20 at its max_steps kept everything it trained.
+    assert [(a.ended, a.lost_steps) for a in run.attempts] == [("completed", (2, 8)), ("completed", None)]
     assert run.status == "finished"

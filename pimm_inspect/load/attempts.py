@@ -286,7 +286,9 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
                 origin = "rollback"
             elif att.index in inexact:
                 origin = "resume-inexact"
-        lost = _lost(att, nxt) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None) else None
+        keeps = _end_kept(c, nxt is None)
+        lost = (_lost(att, nxt, keeps) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None)
+                else None)
         out.append(dataclasses.replace(att, origin=origin, lost_steps=lost))
     return out
 
@@ -333,13 +335,23 @@ def _has_checkpoint_evidence(c: Collected) -> bool:
     return False
 
 
-def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
+def _end_kept(c: Collected, last: bool) -> bool:
+    """Whether a completed attempt's end state was kept: pimm saves ``last`` as training ends; the HF Trainer's
+    ``train()`` returns without saving, so only a complete final model (``save_model``: top-level weights) keeps the
+    last attempt's end, and nothing keeps an earlier one's."""
+    if c.hf is None:
+        return True
+    final = c.hf.final_model
+    return last and final is not None and final.complete
+
+
+def _lost(att: Attempt, nxt: Attempt | None, end_kept: bool = True) -> tuple[int, int] | None:
     """Steps after what survived: the next attempt's restore point, else this attempt's last save."""
     if att.last_step is None:
         return None
     went_back = (nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None
                  and nxt.resume_step < att.last_step)
-    if att.ended == "completed" and not went_back:  # a completed training whose steps a later one redid lost them
+    if att.ended == "completed" and end_kept and not went_back:  # a later resume that went back redid them: lost
         return None
     if nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None:
         # A save of this attempt after the next one's restore point still kept its steps (a resume that rewinds

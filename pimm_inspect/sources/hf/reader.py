@@ -241,6 +241,24 @@ def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trainin
     return [(state.rel_path, lo, hi, t) for t, state in enumerate(states) for lo, hi in history_segments(state)]
 
 
+def _trainings_by_end(spans: list[tuple[str | None, int | None, int | None, int | None]], tb_dirs: list[HfTbDir],
+                      primary: StateDoc | None, found: list[Training]) -> list[int | None]:
+    """Each attempt's training when the starts do not add up: a TB folder that holds the end-of-train summary at a
+    training's ``max_steps`` belongs to it; an attempt from the newest state belongs to that state's training; any
+    other attempt to a training of its own (one whose checkpoints are not here: it owns none of theirs)."""
+    ends = {training.key[0]: t for t, training in enumerate(found) if training.key and training.key[0] is not None}
+    key = training_key(primary)
+    out: list[int | None] = []
+    for i, (_path, _lo, _hi, _t) in enumerate(spans):
+        if i >= len(tb_dirs):
+            out.append(next((t for t, training in enumerate(found) if training.key == key), None))
+        elif tb_dirs[i].ended_at is not None and tb_dirs[i].ended_at in ends:
+            out.append(ends[tb_dirs[i].ended_at])
+        else:
+            out.append(len(found) + i)  # a training no checkpoint here is of
+    return out
+
+
 def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training], log_every: int | None,
               save_every: int | None, checkpoints: list[HfCheckpoint]) -> list[HfAttempt]:
     """One attempt per TB folder (else per log_history segment) and what each saved."""
@@ -249,6 +267,8 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
     resumed = [_resume_point(lo, log_every, save_every, checkpoint_steps) for _p, lo, _hi, _t in spans]
     of_training = ([t for *_rest, t in spans] if not tb_dirs or len(found) < 2
                    else attempt_trainings(resumed, len(found)))
+    if tb_dirs and len(found) > 1 and all(t is None for t in of_training):
+        of_training = _trainings_by_end(spans, tb_dirs, primary, found)
     training_of_step = {s: t for t, training in enumerate(found) for s in training.checkpoint_steps} if len(found) > 1 else {}
     owners = checkpoint_owners([(r, hi, t) for r, (_p, _lo, hi, _t), t in zip(resumed, spans, of_training)],
                                # a checkpoint this user may not read kept its steps as far as anyone can tell; one
