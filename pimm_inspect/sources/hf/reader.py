@@ -15,7 +15,8 @@ from .notes import schedule_notes
 from .checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, read_checkpoint_dir, weights_meta
 from .state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
                        history_series, read_state)
-from .trainings import Training, attempt_trainings, checkpoint_owners, training_key, trainings, trainings_finding
+from .trainings import (Training, attempt_trainings, checkpoint_owners, training_key, trainings, trainings_by_end,
+                        trainings_finding)
 
 __all__ = ["HfAttempt", "HfCheckpoint", "HfTbDir", "HfTrainerResult", "hf_tag", "is_hf_trainer_dir",
            "read_hf_trainer_dir"]
@@ -241,24 +242,6 @@ def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trainin
     return [(state.rel_path, lo, hi, t) for t, state in enumerate(states) for lo, hi in history_segments(state)]
 
 
-def _trainings_by_end(spans: list[tuple[str | None, int | None, int | None, int | None]], tb_dirs: list[HfTbDir],
-                      primary: StateDoc | None, found: list[Training]) -> list[int | None]:
-    """Each attempt's training when the starts do not add up: a TB folder that holds the end-of-train summary at a
-    training's ``max_steps`` belongs to it; an attempt from the newest state belongs to that state's training; any
-    other attempt to a training of its own (one whose checkpoints are not here: it owns none of theirs)."""
-    ends = {training.key[0]: t for t, training in enumerate(found) if training.key and training.key[0] is not None}
-    key = training_key(primary)
-    out: list[int | None] = []
-    for i, (_path, _lo, _hi, _t) in enumerate(spans):
-        if i >= len(tb_dirs):
-            out.append(next((t for t, training in enumerate(found) if training.key == key), None))
-        elif tb_dirs[i].ended_at is not None and tb_dirs[i].ended_at in ends:
-            out.append(ends[tb_dirs[i].ended_at])
-        else:
-            out.append(len(found) + i)  # a training no checkpoint here is of
-    return out
-
-
 def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training], log_every: int | None,
               save_every: int | None, checkpoints: list[HfCheckpoint]) -> list[HfAttempt]:
     """One attempt per TB folder (else per log_history segment) and what each saved."""
@@ -268,7 +251,7 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
     of_training = ([t for *_rest, t in spans] if not tb_dirs or len(found) < 2
                    else attempt_trainings(resumed, len(found)))
     if tb_dirs and len(found) > 1 and all(t is None for t in of_training):
-        of_training = _trainings_by_end(spans, tb_dirs, primary, found)
+        of_training = trainings_by_end(len(spans), [d.ended_at for d in tb_dirs], training_key(primary), found)
     training_of_step = {s: t for t, training in enumerate(found) for s in training.checkpoint_steps} if len(found) > 1 else {}
     owners = checkpoint_owners([(r, hi, t) for r, (_p, _lo, hi, _t), t in zip(resumed, spans, of_training)],
                                # a checkpoint this user may not read kept its steps as far as anyone can tell; one
