@@ -339,8 +339,8 @@ def _end_kept(c: Collected, last: bool) -> bool:
     """Whether a completed attempt's end state was kept: pimm saves ``last`` as training ends; the HF Trainer's
     ``train()`` returns without saving, so only a complete final model (``save_model``: top-level weights) keeps the
     last attempt's end, and nothing keeps an earlier one's."""
-    if c.hf is None:
-        return True
+    if c.hf is None or (not c.hf.checkpoints and c.hf.final_model is None):
+        return True  # no checkpoint and no model file here: nothing says what was saved (weights kept elsewhere?)
     final = c.hf.final_model
     return last and final is not None and final.complete
 
