@@ -67,6 +67,8 @@ SOURCES: list[tuple[str, str, bool]] = [
     ("bronemos/view-fusion", "5127e5c0dd5fc8fe9c980cdfb1d97d6acf77b921", True),  # W&B, wandb-resume.json
     ("NatdanaiDan/Explore-a-new-method-of-forecasting-BTC-to-become-a-billionaire.",
      "02cc300ab7622cd0710a5fa4bbf4bbdd937ecaa9", True),  # Lightning version_0/1 with checkpoints
+    ("shayFarj/HerbKeeper", "0a0ca17c794442389b84ef3a2fc387407f1ac638", False),  # W&B ids "Herb_Keeper 400"
+    ("GarrentDSTRC/GLEAM_DeepSea", "75a30d0a252161e85923fc34a191a98427091208", False),  # TB runs/ + W&B 2025
 ]
 """(OWNER/NAME, commit, union)."""
 

@@ -82,3 +82,15 @@ def test_debug_log_run_resumed_counts_for_the_folder_whose_init_logged_it(tmp_pa
     log.write_bytes(b"")  # nothing of the log is readable
     (folder,) = pimm_inspect.load_run(tmp_path / "launch").wandb_runs
     assert folder.resume_evidence == f"wandb/{second.name}/logs/debug.log:25: run resumed"
+
+
+REUSED = CONTINUED.parent / "reused_id"
+
+
+def test_an_id_used_again_from_scratch_is_a_restart_not_fresh():
+    # fixtures/gen_wandb_claims.py reused_id (wandb 0.31 offline): three folders of reuse001, no resume, each 0-9.
+    run = pimm_inspect.load_run(REUSED)
+    # Before: fresh, fresh, fresh. Nothing says W&B continued the id, and each started again at step 0.
+    assert [(a.first_step, a.last_step, a.origin) for a in run.attempts] == [
+        (0, 9, "fresh"), (0, 9, "restart"), (0, 9, "restart")]
+    assert {w.resume_evidence for w in run.wandb_runs} == {None}

@@ -112,11 +112,28 @@ def _wandb_origin(wrun: Any, earlier: list[Any]) -> Origin:
     """A W&B folder's origin from its own records: resumed when they say the server continued the id (the run
     record's ``resumed`` flag or ``starting_step``, the telemetry feature ``resumed``, debug.log's ``run resumed``:
     ``WandbRunResult.resumed``), or when it asked to resume and an earlier folder of its id is in the run;
-    ``resume="allow"`` on the first folder of an id resumed nothing. ``finish_attempts`` turns a resume whose first
-    step lies before the previous attempt's last into ``rollback`` (the history went back)."""
+    ``resume="allow"`` on the first folder of an id resumed nothing. A later folder nothing says W&B continued is a
+    ``restart`` when it logged from at or below the earliest first step of the folders before it (the same id or
+    folder used again from scratch), a ``resume`` when it went on past it, ``unknown`` when it logged nothing.
+    ``finish_attempts`` turns a resume whose first step lies before the previous attempt's last into ``rollback``."""
     if wrun.resumed or (wrun.resume_requested and any(w.run_id == wrun.run_id for w in earlier)):
         return "resume"
-    return "fresh"
+    if not earlier:
+        return "fresh"
+    # A later process nothing says W&B continued: it started again at or below where the earlier ones started (a
+    # restart into a used id or folder), or went on past it; a folder that logged nothing says neither.
+    first = _logged_first(wrun)
+    starts = [s for s in (_logged_first(w) for w in earlier) if s is not None]
+    if first is None or not starts:
+        return "unknown" if first is None else "fresh"
+    return "resume" if first > min(starts) else "restart"
+
+
+def _logged_first(wrun: Any) -> int | None:
+    """The first step a W&B folder logged on the axis its attempts use (its series, step metrics left out)."""
+    step_metrics = set(wrun.x_axis.values()) - {"_step"}
+    firsts = [s.first_step for s in wrun.series if len(s) and s.tag not in step_metrics]
+    return min(firsts) if firsts else None
 
 
 def _segment_origin(seg: Any) -> Origin:
