@@ -22,10 +22,15 @@ SCHEMA_VERSION = 1
 
 def run_path(run: Run | RunRow, base: Path) -> str:
     """The run's path relative to the PATH the user gave ('.' when it is the run itself)."""
+    return root_path(run.root, base)
+
+
+def root_path(root: Path, base: Path) -> str:
+    """``run_path`` of the run at ``root`` (absolute)."""
     try:
-        relative = os.path.relpath(run.root, Path(base).absolute())
+        relative = os.path.relpath(root, Path(base).absolute())
     except ValueError:
-        return name_text(run.root.name)
+        return name_text(root.name)
     return name_text(Path(relative).as_posix())
 
 
@@ -52,10 +57,14 @@ def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
 
 def show_run(run: Run, base: Path) -> dict[str, Any]:
     """One run of the ``show --json`` document."""
+    return {"path": run_path(run, base), **show_body(run)}
+
+
+def show_body(run: Run) -> dict[str, Any]:
+    """``show_run`` without its ``path`` (the one field that depends on the PATH given): what the session caches."""
     prov = run.provenance
     restores = restored_by(run)
     return {
-        "path": run_path(run, base),
         "name": name_text(run.name),
         "kind": run.kind,
         "era": run.era,

@@ -159,6 +159,15 @@ class Session:
         return analyze(load_safely(Path(run_dir), cache=self._transient if self.disk is not None else None, now=now,
                                    progress=progress))
 
+    def show_document(self, path: Path | str, base: Path | str = ".") -> dict[str, Any]:
+        """The ``show --json`` document of one run (``report.json_doc.show_run``, its path relative to ``base``): from
+        the disk cache while nothing the run was read from changed, else loaded, analysed and stored."""
+        from .show_docs import show_document
+
+        self.guard_cache([Path(path)])
+        return show_document(Path(path), Path(base), self.disk, self._transient if self.disk is not None else None,
+                             self.settings.cache_min_decode_s)
+
     def row(self, path: Path | str) -> RunRow:
         """The ``ls`` row of one run (from the disk cache while nothing it was read from changed)."""
         self.guard_cache([Path(path)])

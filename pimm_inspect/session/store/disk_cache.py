@@ -101,6 +101,10 @@ class DiskCache:
         digest = hashlib.sha256("\0".join((kind, absolute, rel_path, version)).encode("utf-8", "surrogateescape"))
         return self.directory / f"{digest.hexdigest()[:40]}{ENTRY_SUFFIX}", header
 
+    def entry_file(self, kind: str, path: Path, rel_path: str, extra_code: tuple[str, ...] = ()) -> Path:
+        """The file that holds (or would hold) the value of (kind, path, rel_path) stored by this code version."""
+        return self._entry(kind, path, rel_path, code_version(extra_code))[0]
+
     def get(self, kind: str, path: Path, rel_path: str) -> tuple[tuple[int, int, int], Deps, Any] | None:
         """(signature and dependencies when stored, result) for the file, or None (missing, damaged, foreign)."""
         stored = self.get_value(kind, path, rel_path)
