@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from ..evidence import RunRow
-from ..model import Run
-
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ..evidence import RunRow
+    from ..model import Run
 
     from ..session import Session
 

@@ -16,7 +16,7 @@ def command(runs: tuple[str, ...], as_json: bool) -> None:
 
     Example: pimm-inspect show exp/panda/semseg/semseg-fft --json
     """
-    from ..report.json_doc import SCHEMA_VERSION, dumps
+    from ..report.json_text import SCHEMA_VERSION, dumps
 
     stream = stream_many(runs)
     if as_json:

@@ -28,6 +28,9 @@ Deps = tuple[Dep, ...]
 
 ENTRY_SUFFIX = ".pimc"
 DEFAULT_MAX_BYTES = 2 * 1024**3
+DEFAULT_MIN_DECODE_MS = 5.0
+"""A full read that took less CPU than this is not written to disk: reading the entry back would cost about as much
+as decoding the file again (``Settings.cache_min_decode_s``, from ``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``)."""
 TOUCH_AFTER_S = 600.0
 """An entry read is marked used (its mtime set to now) only when it was last marked longer ago than this: eviction
 needs no finer order, and a warm ``ls`` of a big tree then writes no inode per entry read."""
