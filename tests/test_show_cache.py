@@ -161,3 +161,30 @@ def test_damaged_foreign_or_future_documents_are_ignored_and_rebuilt(tmp_path, m
     assert doc_cache.stored_show(disk, run.absolute()) is None  # not a document
     assert _show(run) == reference
     assert len(built) == 2 and disk_cache.entries(tmp_path / "cache")
+
+
+def test_the_code_version_follows_every_source_file_of_the_folders_it_covers(tmp_path):
+    """Entries of other reader, analysis or report code are never reused: the version digests every ``.py`` file of
+    the folders a value depends on, at any depth, and nothing else."""
+    package = tmp_path / "pkg"
+    for rel in ("model.py", "evidence.py", "sources/train_log/_fast.py", "analysis/checks.py", "tui/app.py"):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text("x = 1\n")
+    (package / "sources" / "notes.txt").write_text("not code")
+
+    def version(*folders: str) -> str:
+        return disk_cache.source_digest(str(package), ("sources", *folders))
+
+    before, with_analysis = version(), version("analysis")
+    assert before != with_analysis
+    (package / "sources" / "notes.txt").write_text("still not code")
+    (package / "tui" / "app.py").write_text("x = 2\n")  # a folder not covered
+    assert (version(), version("analysis")) == (before, with_analysis)
+    (package / "sources" / "train_log" / "_fast.py").write_text("x = 22\n")  # two levels down
+    assert version() != before
+    changed = version("analysis")
+    (package / "analysis" / "checks.py").write_text("x = 333\n")  # (each rewrite changes the size: same-tick mtimes)
+    assert version("analysis") != changed
+    latest = version("analysis")
+    (package / "model.py").write_text("y = 11111\n")
+    assert version("analysis") != latest

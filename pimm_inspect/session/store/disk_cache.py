@@ -44,18 +44,44 @@ def code_version(extra: tuple[str, ...] = ()) -> str:
     if extra not in _code_versions:
         from ... import __version__
 
-        package = Path(__file__).resolve().parents[2]
-        digest = hashlib.sha256(__version__.encode())
-        folders = ("sources", "load", "session/store", *extra)
-        for source in sorted([*(p for f in folders for p in (package / f).rglob("*.py")), package / "model.py",
-                              package / "evidence.py"]):
-            try:
-                st = source.stat()
-            except OSError:
-                continue
-            digest.update(f"{source.relative_to(package)}|{st.st_size}|{st.st_mtime_ns}".encode())
-        _code_versions[extra] = f"{__version__}+{digest.hexdigest()[:12]}"
+        package = str(Path(__file__).resolve().parents[2])
+        _code_versions[extra] = f"{__version__}+{source_digest(package, ('sources', 'load', 'session/store', *extra))}"
     return _code_versions[extra]
+
+
+def source_digest(package: str, folders: tuple[str, ...]) -> str:
+    """A digest of the name, size and mtime of ``model.py``, ``evidence.py`` and every ``.py`` file under each of
+    ``folders`` of ``package``."""
+    digest = hashlib.sha256()
+    found = [("model.py", os.path.join(package, "model.py")), ("evidence.py", os.path.join(package, "evidence.py"))]
+    for folder in folders:
+        found += _python_files(package, folder)
+    for rel, source in sorted(found):
+        try:
+            st = os.stat(source)
+        except OSError:
+            continue
+        digest.update(f"{rel}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return digest.hexdigest()[:12]
+
+
+def _python_files(package: str, folder: str) -> list[tuple[str, str]]:
+    """(path relative to ``package``, path) of every ``.py`` file under ``package/folder`` (plain ``os.scandir``: the
+    version is computed by every process that opens an entry, a warm ``show`` among them)."""
+    found = []
+    pending = [folder]
+    while pending:
+        rel_dir = pending.pop()
+        try:
+            with os.scandir(os.path.join(package, rel_dir)) as listing:
+                for item in listing:
+                    if item.is_dir(follow_symlinks=False):
+                        pending.append(f"{rel_dir}/{item.name}")
+                    elif item.name.endswith(".py"):
+                        found.append((f"{rel_dir}/{item.name}", item.path))
+        except OSError:
+            continue
+    return found
 
 
 def _inside(path: str, folder: str) -> bool:
