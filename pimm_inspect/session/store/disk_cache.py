@@ -50,10 +50,15 @@ def code_version(extra: tuple[str, ...] = ()) -> str:
 
 
 def source_digest(package: str, folders: tuple[str, ...]) -> str:
-    """A digest of the name, size and mtime of ``model.py``, ``evidence.py`` and every ``.py`` file under each of
-    ``folders`` of ``package``."""
+    """A digest of the name, size and mtime of every ``.py`` file directly in ``package`` (the model, the one name
+    escape, array helpers ...) and every one under each of ``folders`` of ``package``."""
     digest = hashlib.sha256()
-    found = [("model.py", os.path.join(package, "model.py")), ("evidence.py", os.path.join(package, "evidence.py"))]
+    found = []
+    try:
+        with os.scandir(package) as listing:
+            found += [(item.name, item.path) for item in listing if item.name.endswith(".py") and item.is_file()]
+    except OSError:
+        pass
     for folder in folders:
         found += _python_files(package, folder)
     for rel, source in sorted(found):
