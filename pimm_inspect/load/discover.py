@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -180,10 +181,10 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
         report(root, f"{real_root} is a system folder: never searched")
         return
     seen: set[tuple[int, int]] = set()
-    queue: list[tuple[Path, int]] = [(root, 0)]
+    queue: deque[tuple[Path, int]] = deque([(root, 0)])
     deep: list[Path] = []
     while queue:
-        current, depth = queue.pop(0)
+        current, depth = queue.popleft()
         try:
             st = os.stat(current)
         except OSError as exc:
@@ -196,10 +197,12 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
             continue
         seen.add(key)
         try:
-            names = sorted(os.listdir(current))
+            with os.scandir(current) as listing:
+                entries = {entry.name: entry for entry in listing}
         except OSError as exc:
             report(current, exc.strerror or "cannot list")
             continue
+        names = sorted(entries)
         kind = classify_dir(current, set(names))
         # A folder whose only run is its wandb/ child (a launch directory) may hold other runs beside it.
         launch_dir = kind == "wandb" and not WANDB_RUN_DIR.match(current.name)
@@ -213,16 +216,18 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
                 continue  # read with the first folder of its W&B id
             if name in NEVER_DESCEND or name.startswith(".") or name == "latest-run" or (launch_dir and name == "wandb"):
                 continue  # latest-run: W&B's link to a run folder listed beside it
-            child = current / name
-            try:
-                child_st = os.stat(child)
+            entry = entries[name]
+            try:  # the listing's entry type: a stat only for a link (or where the filesystem gives no type)
+                link = entry.is_symlink()
+                folder = entry.is_dir()
             except OSError:
-                if not os.path.islink(child):  # a dangling link has nothing to search
-                    report(child, "cannot stat")
+                if not os.path.islink(current / name):  # a dangling link has nothing to search
+                    report(current / name, "cannot stat")
                 continue
-            if not stat.S_ISDIR(child_st.st_mode):
+            if not folder:
                 continue
-            if os.path.islink(child):
+            child = current / name
+            if link:
                 target = os.path.realpath(child)
                 if _system_dir(target):
                     report(child, f"a link to {target}: system folders are never searched")

@@ -59,9 +59,11 @@ def record_read(root: Path, read: Callable[[], tuple[_T, bool]], cache_dir: str 
     return value, ReadRecord(started, deps, reusable)
 
 
-def unchanged(record: ReadRecord) -> bool:
-    """True when the result of the read ``record`` describes may be reused: nothing it used changed."""
-    return record.reusable and time.time() >= record.started_s and file_deps.unchanged(record.deps)
+def unchanged(record: ReadRecord, known_real: dict[str, str] | None = None) -> bool:
+    """True when the result of the read ``record`` describes may be reused: nothing it used changed.
+
+    ``known_real``: real paths resolved just now by the caller (``file_deps.unchanged``)."""
+    return record.reusable and time.time() >= record.started_s and file_deps.unchanged(record.deps, known_real)
 
 
 def flat(record: ReadRecord) -> tuple[str, ...]:
