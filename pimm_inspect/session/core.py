@@ -23,6 +23,7 @@ from ..load.quick import RunGlance
 from ..load.safe import load_safely
 from ..model import Run
 from ..sources.confine import real_path
+from .row_index import RowIndex, read_index, served_from
 from .rows import load_row, load_rows
 from .settings import Settings
 from .staged import CachingLoader, StageCallback
@@ -76,6 +77,10 @@ class Session:
         """The staged loader: keeps a read cache per live run, so a refresh reads only what was appended."""
         self._transient = ReadCache(disk=self.disk, keep_in_memory=False,
                                     min_store_s=self.settings.cache_min_decode_s)
+        self._index: tuple[Path, RowIndex | None] | None = None
+        """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
+        self._guarded: set[Path] = set()
+        """Run folders ``guard_cache`` found clear of the cache directory."""
 
     # -- the cache ------------------------------------------------------------------------------------------
 
@@ -100,11 +105,14 @@ class Session:
             return
         cache = real_path(self.disk.directory)
         for run_dir in run_dirs:
+            if run_dir in self._guarded:
+                continue  # found clear by this session already (each use of the cache checks its run again)
             if _inside(cache, real_path(run_dir)):
                 self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
                                 "not used (nothing is ever written into a run)")
                 self._drop_disk()
                 return
+            self._guarded.add(run_dir)
 
     def _drop_disk(self) -> None:
         self.disk = None
@@ -164,22 +172,37 @@ class Session:
         self.guard_cache([Path(path)])
         return load_row(path, self.disk, self._transient if self.disk is not None else None)
 
-    def rows(self, paths: list[Path]) -> Iterator[RunRow]:
+    def rows(self, paths: list[Path], under: Path | None = None) -> Iterator[RunRow]:
         """The rows of many runs, in order (what ``ls`` prints and the UI's runs table shows): cached rows where
-        still valid, the others loaded and analysed now by the session's worker processes."""
+        still valid, the others loaded and analysed now by the session's worker processes. ``under``: the folder
+        they were found in (its row index serves a warm tree at once; default: their common folder)."""
         self.guard_cache(paths)
-        return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs)
+        return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs,
+                         under)
 
-    def stored_rows(self, paths: list[Path]) -> dict[Path, RunRow]:
+    def stored_rows(self, paths: list[Path], under: Path | None = None) -> dict[Path, RunRow]:
         """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
-        the others are missing."""
+        the others are missing. ``under``: the folder they were found in (its row index is read once per session
+        and serves every run it holds; without it, one entry per run)."""
         self.guard_cache(paths)
         found: dict[Path, RunRow] = {}
-        for path in paths:
-            root = Path(path).absolute()
-            row = stored_row(self.disk, root) if self.disk is not None and self.disk.usable_for(root) else None
-            if row is not None:
-                found[path] = row
+        disk = self.disk
+        if disk is None:
+            return found
+        roots = [Path(path).absolute() for path in paths]
+        if under is not None:
+            key = Path(under).absolute()
+            if self._index is None or self._index[0] != key:
+                self._index = (key, read_index(disk, key))
+            for i, row in served_from(self._index[1], disk, roots).items():
+                found[paths[i]] = row
+        for path, root in zip(paths, roots):
+            if path in found:
+                continue
+            real = real_path(root)
+            stored = stored_row(disk, root, real) if disk.usable_for(root, real) else None
+            if stored is not None:
+                found[path] = stored
         return found
 
     def stages(self, path: Path, on_stage: StageCallback | None = None,
