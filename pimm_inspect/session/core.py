@@ -81,6 +81,9 @@ class Session:
         """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
         self._guarded: set[Path] = set()
         """Run folders ``guard_cache`` found clear of the cache directory."""
+        self._fresh_real: dict[str, str] = {}
+        """Where each run folder ``guard_cache`` checked since really leads (by absolute path): the next check of its
+        stored row takes it from here (once) instead of resolving the path again a moment later."""
 
     # -- the cache ------------------------------------------------------------------------------------------
 
@@ -104,15 +107,22 @@ class Session:
         if self.disk is None:
             return
         cache = real_path(self.disk.directory)
+        cwd = ""
         for run_dir in run_dirs:
             if run_dir in self._guarded:
                 continue  # found clear by this session already (each use of the cache checks its run again)
-            if _inside(cache, real_path(run_dir)):
+            real = real_path(run_dir)
+            if _inside(cache, real):
                 self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
                                 "not used (nothing is ever written into a run)")
                 self._drop_disk()
                 return
             self._guarded.add(run_dir)
+            text = str(run_dir)
+            if not text.startswith(os.sep):
+                cwd = cwd or os.getcwd()
+                text = str(Path(cwd, text))
+            self._fresh_real[text] = real
 
     def _drop_disk(self) -> None:
         self.disk = None
@@ -178,7 +188,7 @@ class Session:
         they were found in (its row index serves a warm tree at once; default: their common folder)."""
         self.guard_cache(paths)
         return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs,
-                         under)
+                         under, self._fresh_real)
 
     def stored_rows(self, paths: list[Path], under: Path | None = None) -> dict[Path, RunRow]:
         """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
@@ -194,7 +204,7 @@ class Session:
             key = Path(under).absolute()
             if self._index is None or self._index[0] != key:
                 self._index = (key, read_index(disk, key))
-            for i, row in served_from(self._index[1], disk, roots).items():
+            for i, row in served_from(self._index[1], disk, roots, self._fresh_real).items():
                 found[paths[i]] = row
         for path, root in zip(paths, roots):
             if path in found:

@@ -50,10 +50,6 @@ _SLOTS = {name: RunRow.__dict__[name] for name in _RUN_FIELDS}
 _KINDS = frozenset(("f", "d", "r"))
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "surrogateescape")
-
-
 def _bytes(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
@@ -61,7 +57,7 @@ def _bytes(text: str) -> bytes:
 class RowIndex:
     """A stored index, read: its records by root, each decoded only when asked for."""
 
-    def __init__(self, made: list[float], offsets: list[int], blob: bytes) -> None:
+    def __init__(self, made: list[float], offsets: list[int], blob: memoryview) -> None:
         self.made = made
         self.offsets = offsets
         self.blob = blob
@@ -70,7 +66,7 @@ class RowIndex:
 
     def part(self, i: int, k: int) -> str:
         at = i * _PARTS + k
-        return _text(self.blob[self.offsets[at]:self.offsets[at + 1]])
+        return str(self.blob[self.offsets[at]:self.offsets[at + 1]], "utf-8", "surrogateescape")
 
     def deps(self, i: int, root: str) -> tuple[tuple[str, str, str], ...] | None:
         """Record ``i``'s dependencies (paths made absolute again); None when they do not parse."""
@@ -96,13 +92,14 @@ def read_index(disk: DiskCache, key: Path) -> RowIndex | None:
     _n, made, offsets, blob = stored
     if not (isinstance(made, np.ndarray) and made.dtype == np.float64 and made.ndim == 1
             and isinstance(offsets, np.ndarray) and offsets.dtype == np.int64 and offsets.shape == (len(made) * _PARTS + 1,)
-            and isinstance(blob, np.ndarray) and blob.dtype == np.uint8 and blob.ndim == 1):
+            and isinstance(blob, np.ndarray) and blob.dtype == np.uint64 and blob.ndim == 1):
         return None
+    data = memoryview(blob.view(np.uint8))  # type: ignore[arg-type]  # numpy arrays are buffers
     bounds = offsets.tolist()
-    if bounds and (bounds[0] != 0 or bounds[-1] != len(blob) or any(b < a for a, b in zip(bounds, bounds[1:]))):
+    if bounds[0] != 0 or not 0 <= len(data) - bounds[-1] < 8 or any(b < a for a, b in zip(bounds, bounds[1:])):
         return None
     try:
-        return RowIndex(made.tolist(), bounds, blob.tobytes())
+        return RowIndex(made.tolist(), bounds, data)
     except UnicodeDecodeError:
         return None
 
@@ -244,17 +241,21 @@ def index_key(roots: list[Path], under: Path | None) -> Path:
     return Path(under).absolute() if under is not None else Path(os.path.commonpath([str(r) for r in roots]))
 
 
-def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path]) -> dict[int, RunRow]:
-    """The rows of ``roots`` (by position) the index holds and that are still valid."""
+def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh_real: dict[str, str] | None = None
+                ) -> dict[int, RunRow]:
+    """The rows of ``roots`` (by position) the index holds and that are still valid.
+
+    ``fresh_real``: where runs really lead by absolute path, resolved a moment ago (the session's cache guard, during
+    discovery): each is taken out of it and used once, else the path is resolved now."""
     found: dict[int, RunRow] = {}
-    if index is None:
-        return found
     for i, root in enumerate(roots):
         text = str(root)
-        at = index.where.get(text)
-        if at is None:
+        real = fresh_real.pop(text, None) if fresh_real else None  # taken either way: it is only fresh now
+        at = index.where.get(text) if index is not None else None
+        if index is None or at is None:
             continue
-        real = real_path(text)
+        if real is None:
+            real = real_path(text)
         if not disk.usable_for(root, real):
             continue
         deps = index.deps(at, text)
@@ -265,7 +266,7 @@ def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path]) -> d
 
 
 def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
-                 under: Path | None = None) -> Iterator[RunRow]:
+                 under: Path | None = None, fresh_real: dict[str, str] | None = None) -> Iterator[RunRow]:
     """``row_cache.cached_rows`` (the row of every run, in order), reading the index of the tree first and writing
     it again afterwards when it no longer held every valid row."""
     roots = [Path(r).absolute() for r in roots]
@@ -274,7 +275,7 @@ def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, job
         return
     key = index_key(roots, under)
     index = read_index(disk, key)
-    served = served_from(index, disk, roots)
+    served = served_from(index, disk, roots, fresh_real)
     rest = [root for i, root in enumerate(roots) if i not in served]
     fresh = cached_rows(rest, build, disk, jobs) if rest else iter(())
     last = len(roots) - 1
@@ -297,7 +298,7 @@ def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Pa
     def keep(text: str, at: int) -> None:
         assert old is not None
         start = at * _PARTS
-        parts.extend(old.blob[old.offsets[k]:old.offsets[k + 1]] for k in range(start, start + _PARTS))
+        parts.extend(bytes(old.blob[old.offsets[k]:old.offsets[k + 1]]) for k in range(start, start + _PARTS))
         made.append(old.made[at])
         roots_made.append((text, old.made[at]))
 
@@ -326,5 +327,7 @@ def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Pa
             return  # the same records: nothing to write
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
-    blob = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    data = b"".join(parts)
+    # As 64-bit words (padded): the codec stores a uint64 column as it is, one CRC-checked copy per chunk to read.
+    blob = np.frombuffer(data + bytes(-len(data) % 8), dtype=np.uint64)
     disk.put_value(INDEX_KIND, key, "", (_PARTS, np.array(made, dtype=np.float64), offsets, blob), INDEX_CODE)

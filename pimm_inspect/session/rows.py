@@ -32,11 +32,12 @@ def load_row(path: Path | str, disk: DiskCache | None, cache: ReadCache | None =
 
 
 def load_rows(paths: list[Path], disk: DiskCache | None, cache: ReadCache | None = None, jobs: int | None = None,
-              under: Path | None = None) -> Iterator[RunRow]:
+              under: Path | None = None, fresh_real: dict[str, str] | None = None) -> Iterator[RunRow]:
     """The rows of many runs, in order: cached rows where still valid, the others loaded by ``jobs`` processes
     (None: the processors other work leaves idle, at most 8). ``under``: the folder the runs were found in, whose
-    row index (``row_index``) is read first and written again when it missed rows (default: their common folder)."""
-    return indexed_rows(list(paths), _Build(cache), disk, jobs, under)
+    row index (``row_index``) is read first and written again when it missed rows (default: their common folder);
+    ``fresh_real``: where runs lead, resolved a moment ago (``row_index.served_from`` takes each once)."""
+    return indexed_rows(list(paths), _Build(cache), disk, jobs, under, fresh_real)
 
 
 class _Build:
