@@ -6,7 +6,7 @@ import os
 import re
 import stat
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..model import RunKind
@@ -34,7 +34,7 @@ def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
             names = set(os.listdir(path))
         except OSError:
             return None
-    if any(m in names for m in PIMM_MARKERS) or _is_model_dir(path / "model", names):
+    if any(m in names for m in PIMM_MARKERS) or "model" in names and _is_model_dir(path / "model", names):
         return "pimm"
     if "trainer_state.json" in names or any(HF_CHECKPOINT_DIR.match(n) for n in names):
         return "hf-trainer"
@@ -160,7 +160,8 @@ def _system_dir(real: str) -> bool:
 
 
 def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
-              max_depth: int = MAX_DEPTH, follow_links: bool = False) -> Iterator[Path]:
+              max_depth: int = MAX_DEPTH, follow_links: bool = False,
+              on_listing: Callable[[Path, Iterable[os.DirEntry[str]]], None] | None = None) -> Iterator[Path]:
     """Yield run directories under ``root`` breadth-first, as they are found.
 
     TensorBoard's rule: a folder holding a ``*tfevents*`` file is a run, and its subfolders are
@@ -169,7 +170,8 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
     subfolders are their own. A link is followed only while it stays inside the root, unless
     ``follow_links``; /proc, /sys and /dev are never entered; loops are cut by device/inode.
     What is not searched (unreadable, a link out of the root, below ``max_depth``) is reported
-    through ``on_error(path, reason)``.
+    through ``on_error(path, reason)``; ``on_listing(run, entries)`` is handed each run folder's entries as listed
+    (a check of the run's cached row made right after need not list it again).
     """
     root = Path(root)
     try:
@@ -207,6 +209,8 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
         # A folder whose only run is its wandb/ child (a launch directory) may hold other runs beside it.
         launch_dir = kind == "wandb" and not WANDB_RUN_DIR.match(current.name)
         if kind is not None:
+            if on_listing is not None:
+                on_listing(current, entries.values())
             yield current
             if kind != "tensorboard" and not launch_dir:
                 continue

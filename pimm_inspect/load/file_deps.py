@@ -19,6 +19,7 @@ own entries), unless they are inside the run being read, and neither is what the
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sys
@@ -79,33 +80,41 @@ _Listed = dict[str, tuple[bool, "os.stat_result | int"]]
 """A folder's entries as one listing saw them: name -> (is a link, ``stat`` following links, or its errno)."""
 
 
-def _listing(path: str) -> tuple[str, _Listed]:
-    """``dir_fingerprint(path)`` and the entries it stat'ed (what ``unchanged`` reuses instead of stat'ing again)."""
+def _listing(path: str, entries: Iterable[os.DirEntry[str]] | None = None) -> tuple[str, _Listed]:
+    """``dir_fingerprint(path)`` and the entries it stat'ed (what ``unchanged`` reuses instead of stat'ing again).
+
+    ``entries``: the folder's entries as a listing made a moment ago gave them (discovery's): only stat'ed here."""
+    if entries is not None:
+        return _digest(entries)
     try:
         scan = os.scandir(path)
     except OSError as exc:
         return f"-{exc.errno}", {}
     except ValueError:
         return "-bad", {}
+    with scan:
+        return _digest(scan)
+
+
+def _digest(entries: Iterable[os.DirEntry[str]]) -> tuple[str, _Listed]:
     lines = []
     listed: _Listed = {}
-    with scan:
-        for entry in scan:
-            name = entry.name
+    for entry in entries:
+        name = entry.name
+        try:
+            link = entry.is_symlink()  # the directory entry's type: no system call on most filesystems
+        except OSError:
+            link = True  # judged below, where its error is kept
+        if not link:
             try:
-                link = entry.is_symlink()  # the directory entry's type: no system call on most filesystems
+                st = entry.stat()
             except OSError:
-                link = True  # judged below, where its error is kept
-            if not link:
-                try:
-                    st = entry.stat()
-                except OSError:
-                    pass  # judged below
-                else:  # the common case: a plain file or folder, one stat
-                    listed[name] = (False, st)
-                    lines.append(f"{name}\0\0{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
-                    continue
-            lines.append(_odd_entry(entry, listed))
+                pass  # judged below
+            else:  # the common case: a plain file or folder, one stat
+                listed[name] = (False, st)
+                lines.append(f"{name}\0\0{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+                continue
+        lines.append(_odd_entry(entry, listed))
     lines.sort()
     digest = hashlib.sha1("\n".join(lines).encode("utf-8", "surrogateescape"), usedforsecurity=False)
     return f"{len(lines)}:{digest.hexdigest()}", listed
@@ -147,19 +156,35 @@ def real_fingerprint(path: str) -> str:
         return "-bad"
 
 
-def unchanged(deps: Iterable[Dep], known_real: dict[str, str] | None = None) -> bool:
+def unchanged(deps: Iterable[Dep], known_real: dict[str, str] | None = None,
+              known_entries: dict[str, Iterable[os.DirEntry[str]]] | None = None) -> bool:
     """True when every dependency still has the fingerprint it was stored with.
 
     The same answer as fingerprinting each dependency on its own, in fewer system calls: the folders are listed
     first, and a file or link directly in a listed folder is judged from what that listing saw (its ``stat``, the
-    same call ``file_fingerprint`` makes; where it leads: its folder's real path and its name, when it is no link).
-    ``known_real``: real paths the caller resolved just now (a run's root, resolved once for the cache's guard).
+    same call ``file_fingerprint`` makes; where it leads: its folder's real path and its name, when it is no link);
+    a folder missing from the listing of its folder is missing (``-ENOENT``, what listing it would say).
+    ``known_real``: real paths the caller resolved just now (a run's root, resolved once for the cache's guard);
+    ``known_entries``: folders' entries as a listing made just now gave them (discovery lists every run's folder).
     """
     deps = deps if type(deps) is tuple else tuple(deps)
     listed: dict[str, _Listed] = {}
+    whole: set[str] = set()
+    """Listed folders whose every entry is in ``listed`` (an entry that could not be stat'ed nor named an errno is
+    not): only there does a missing name mean a missing folder."""
     for kind, path, fp in deps:
         if kind == "d":
-            got, listed[path] = _listing(path)
+            cut = path.rfind(os.sep)
+            parent = path[:cut]
+            if cut > 0 and parent in whole and path[cut + 1:] not in listed[parent] and path[cut + 1:] not in (
+                    "", ".", ".."):
+                got = f"-{errno.ENOENT}"
+                listed[path] = {}
+            else:
+                entries = known_entries.get(path) if known_entries is not None else None
+                got, listed[path] = _listing(path, entries)
+                if not got.startswith("-") and int(got.split(":", 1)[0]) == len(listed[path]):
+                    whole.add(path)
             if got != fp:
                 return False
     real: dict[str, str] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from ..load.quick import RunGlance
 from ..load.safe import load_safely
 from ..model import Run
 from ..sources.confine import real_path
-from .row_index import RowIndex, read_index, served_from
+from .row_index import Fresh, RowIndex, read_index, served_from
 from .rows import load_row, load_rows
 from .settings import Settings
 from .staged import CachingLoader, StageCallback
@@ -81,9 +81,9 @@ class Session:
         """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
         self._guarded: set[Path] = set()
         """Run folders ``guard_cache`` found clear of the cache directory."""
-        self._fresh_real: dict[str, str] = {}
-        """Where each run folder ``guard_cache`` checked since really leads (by absolute path): the next check of its
-        stored row takes it from here (once) instead of resolving the path again a moment later."""
+        self._fresh = Fresh()
+        """Where each run folder found since really leads (``guard_cache``) and its entries (discovery): the check
+        of its stored row right after takes them from here instead of resolving and listing it again."""
 
     # -- the cache ------------------------------------------------------------------------------------------
 
@@ -107,7 +107,6 @@ class Session:
         if self.disk is None:
             return
         cache = real_path(self.disk.directory)
-        cwd = ""
         for run_dir in run_dirs:
             if run_dir in self._guarded:
                 continue  # found clear by this session already (each use of the cache checks its run again)
@@ -118,11 +117,7 @@ class Session:
                 self._drop_disk()
                 return
             self._guarded.add(run_dir)
-            text = str(run_dir)
-            if not text.startswith(os.sep):
-                cwd = cwd or os.getcwd()
-                text = str(Path(cwd, text))
-            self._fresh_real[text] = real
+            self._fresh.note_real(self._absolute(run_dir), real)
 
     def _drop_disk(self) -> None:
         self.disk = None
@@ -134,9 +129,18 @@ class Session:
 
     def iter_runs(self, root: Path | str, on_error: Callable[[Path, str], None] | None = None) -> Iterator[Path]:
         """Run directories under ``root`` as they are found (breadth-first), by the session's depth and link rules."""
-        for path in iter_runs(Path(root), on_error, self.settings.max_depth, self.settings.follow_links):
+        for path in iter_runs(Path(root), on_error, self.settings.max_depth, self.settings.follow_links,
+                              self._keep_listing if self.disk is not None else None):
             self.guard_cache([path])
             yield path
+
+    def _keep_listing(self, run_dir: Path, entries: Iterable[os.DirEntry[str]]) -> None:
+        """Keep a run folder's entries as discovery listed them, for the check of its stored row right after."""
+        self._fresh.note_entries(self._absolute(run_dir), list(entries))
+
+    def _absolute(self, path: Path) -> str:
+        text = str(path)
+        return text if text.startswith(os.sep) else str(Path(os.getcwd(), text))
 
     def discover_with_errors(self, root: Path | str) -> tuple[list[Path], list[tuple[Path, str]]]:
         """Run directories under ``root`` (sorted) and the folders that were not searched, with why."""
@@ -188,7 +192,7 @@ class Session:
         they were found in (its row index serves a warm tree at once; default: their common folder)."""
         self.guard_cache(paths)
         return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs,
-                         under, self._fresh_real)
+                         under, self._fresh)
 
     def stored_rows(self, paths: list[Path], under: Path | None = None) -> dict[Path, RunRow]:
         """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
@@ -204,8 +208,10 @@ class Session:
             key = Path(under).absolute()
             if self._index is None or self._index[0] != key:
                 self._index = (key, read_index(disk, key))
-            for i, row in served_from(self._index[1], disk, roots, self._fresh_real).items():
+            for i, row in served_from(self._index[1], disk, roots, self._fresh).items():
                 found[paths[i]] = row
+        else:
+            self._fresh.take([str(root) for root in roots])  # found for these rows: never for a later check
         for path, root in zip(paths, roots):
             if path in found:
                 continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,43 @@ _RUN_FIELDS = tuple(RunRow.__dataclass_fields__)
 assert set(_RUN_FIELDS) == {"root", *_HEAD_FIELDS, *DETAIL}, "RunRow changed: update the index's head"
 _SLOTS = {name: RunRow.__dict__[name] for name in _RUN_FIELDS}
 _KINDS = frozenset(("f", "d", "r"))
+FRESH_S = 5.0
+"""What discovery found is used by a row check at most this long after (``Fresh``)."""
+Found = tuple[str | None, list[os.DirEntry[str]] | None]
+"""Where a run folder really leads and its entries, as found a moment ago (either None: not known)."""
+
+
+class Fresh:
+    """What discovery found about each run folder a moment ago (where it really leads, its entries), by absolute
+    path, for the check of its stored row right after: each is taken once, and only within ``FRESH_S`` seconds
+    (an old listing must never stand in for a check made now)."""
+
+    def __init__(self) -> None:
+        self.reals: dict[str, tuple[float, str]] = {}
+        self.entries: dict[str, tuple[float, list[os.DirEntry[str]]]] = {}
+
+    def note_real(self, path: str, real: str) -> None:
+        self.reals[path] = (time.monotonic(), real)
+
+    def note_entries(self, path: str, entries: list[os.DirEntry[str]]) -> None:
+        self.entries[path] = (time.monotonic(), entries)
+
+    def take(self, paths: list[str]) -> dict[str, Found]:
+        """What is known of ``paths`` (taken out), the rest dropped once too old."""
+        if not self.reals and not self.entries:
+            return {}
+        oldest = time.monotonic() - FRESH_S
+        out: dict[str, Found] = {}
+        for path in paths:
+            real = self.reals.pop(path, None)
+            entries = self.entries.pop(path, None)
+            if real is not None or entries is not None:
+                out[path] = (real[1] if real is not None and real[0] >= oldest else None,
+                             entries[1] if entries is not None and entries[0] >= oldest else None)
+        for kept in (self.reals, self.entries):
+            for path in [p for p, (at, _v) in kept.items() if at < oldest]:
+                del kept[path]
+        return out
 
 
 def _bytes(text: str) -> bytes:
@@ -241,16 +279,18 @@ def index_key(roots: list[Path], under: Path | None) -> Path:
     return Path(under).absolute() if under is not None else Path(os.path.commonpath([str(r) for r in roots]))
 
 
-def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh_real: dict[str, str] | None = None
+def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh: Fresh | None = None
                 ) -> dict[int, RunRow]:
     """The rows of ``roots`` (by position) the index holds and that are still valid.
 
-    ``fresh_real``: where runs really lead by absolute path, resolved a moment ago (the session's cache guard, during
-    discovery): each is taken out of it and used once, else the path is resolved now."""
+    ``fresh``: what the session's discovery found a moment ago (``Fresh``), taken for ``roots`` whether used or not;
+    else the check resolves and lists now."""
     found: dict[int, RunRow] = {}
+    texts = [str(root) for root in roots]
+    known = fresh.take(texts) if fresh is not None else {}
     for i, root in enumerate(roots):
-        text = str(root)
-        real = fresh_real.pop(text, None) if fresh_real else None  # taken either way: it is only fresh now
+        text = texts[i]
+        real, entries = known.get(text, (None, None))
         at = index.where.get(text) if index is not None else None
         if index is None or at is None:
             continue
@@ -260,27 +300,29 @@ def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fres
             continue
         deps = index.deps(at, text)
         if deps is not None and read_record.unchanged(read_record.ReadRecord(index.made[at], deps, True),
-                                                      {text: real}):
+                                                      {text: real}, {text: entries} if entries is not None else None):
             found[i] = IndexedRow.of(index, at, root)
     return found
 
 
 def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
-                 under: Path | None = None, fresh_real: dict[str, str] | None = None) -> Iterator[RunRow]:
+                 under: Path | None = None, fresh: Fresh | None = None) -> Iterator[RunRow]:
     """``row_cache.cached_rows`` (the row of every run, in order), reading the index of the tree first and writing
     it again afterwards when it no longer held every valid row."""
-    roots = [Path(r).absolute() for r in roots]
+    roots = [r if isinstance(r, Path) and r.is_absolute() else Path(r).absolute() for r in roots]
     if disk is None or len(roots) < INDEX_MIN_RUNS:
+        if fresh is not None:
+            fresh.take([str(root) for root in roots])  # found for these rows: never for a later check
         yield from cached_rows(roots, build, disk, jobs)
         return
     key = index_key(roots, under)
     index = read_index(disk, key)
-    served = served_from(index, disk, roots, fresh_real)
+    served = served_from(index, disk, roots, fresh)
     rest = [root for i, root in enumerate(roots) if i not in served]
-    fresh = cached_rows(rest, build, disk, jobs) if rest else iter(())
+    others = cached_rows(rest, build, disk, jobs) if rest else iter(())
     last = len(roots) - 1
     for i in range(len(roots)):
-        row = served[i] if i in served else next(fresh)
+        row = served[i] if i in served else next(others)
         if i == last and rest:  # before the last row is handed on: a caller stops asking once it has them all
             write_index(disk, key, index, roots, served)
         yield row
