@@ -2,7 +2,7 @@
 
 The row cache keeps one entry per run (``store.row_cache``); opening, checking and decoding 10,000 of them was most
 of a warm ``ls`` of a 10,000-run tree. The index is one entry per tree (keyed by the folder searched, else the runs'
-common folder) holding, for every run whose stored row was valid when the index was written, a copy of that entry:
+common folder) holding, for every run with a stored row when the index was written, a copy of that entry:
 
     root, its read record (made_s and dependencies), its head (the row without its detail, a flat JSON list), its
     detail (the row cache's encoded text), and its ``ls --json`` object without the path (``report.json_doc``).
@@ -11,8 +11,8 @@ Each record is served only while ``read_record.unchanged`` holds for it, exactly
 index changes nothing about when a row is trusted, only how many files are read. A row served from it decodes
 nothing until a field is asked for (``IndexedRow``); ``ls --json`` asks for none and prints the stored object.
 
-The index is rewritten (whole, atomically, by ``DiskCache``) when a request served some row from elsewhere, or found a
-record no longer valid: the per-run entries stay the source of truth, the index a copy of them.
+The index is rewritten (whole, atomically, by ``DiskCache``) when a request served some row from elsewhere and the
+stored rows differ from the index's: the per-run entries stay the source of truth, the index a copy of them.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..report.json_doc import ls_run_fragment
 from ..sources.confine import real_path
 from .store import codec
 from .store.disk_cache import DiskCache
-from .store.row_cache import DETAIL, RowBuild, cached_rows, row_values, still_valid, stored_entry
+from .store.row_cache import DETAIL, RowBuild, cached_rows, row_values, stored_entry
 
 INDEX_KIND = "run_rows.index.1"
 INDEX_CODE = ("analysis", "report", "session")
@@ -110,16 +110,12 @@ class RowIndex:
         """Record ``i``'s dependencies (paths made absolute again); None when they do not parse."""
         text = self.part(i, _DEPS)
         parts = text.split("\0") if text else []
-        if len(parts) % 3:
+        kinds = parts[0::3]
+        if len(parts) % 3 or not _KINDS.issuperset(kinds):
             return None
         prefix = root.rstrip(os.sep) + os.sep
-        deps = []
-        for k in range(0, len(parts), 3):
-            kind, path, fp = parts[k], parts[k + 1], parts[k + 2]
-            if kind not in _KINDS:
-                return None
-            deps.append((kind, path if path.startswith(os.sep) else prefix + path if path else root, fp))
-        return tuple(deps)
+        paths = [path if path.startswith(os.sep) else prefix + path if path else root for path in parts[1::3]]
+        return tuple(zip(kinds, paths, parts[2::3]))
 
 
 def read_index(disk: DiskCache, key: Path) -> RowIndex | None:
@@ -330,8 +326,8 @@ def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, job
 
 def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Path], served: dict[int, RunRow]) -> None:
     """Store the index of ``roots`` unless it would hold what ``old`` holds: the records just served from ``old`` as
-    they were, the valid stored rows of the others, and ``old``'s records of runs not asked for whose folder is
-    still there."""
+    they were, the stored rows of the others (with their records: a row whose run changed since is refused when
+    asked for, as its own entry would be), and ``old``'s records of runs not asked for whose folder is still there."""
     parts: list[bytes] = []
     made: list[float] = []
     roots_made: list[tuple[str, float]] = []
@@ -351,8 +347,8 @@ def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Pa
             keep(text, object.__getattribute__(served[i], "_at"))
             continue
         entry = stored_entry(disk, root)
-        if entry is None or not still_valid(root, *entry):
-            continue
+        if entry is None or entry[2].root != root:
+            continue  # (a stale record is written as stored: it is checked, and refused, when asked for)
         try:
             record = _record(text, entry[0], entry[1], entry[2])
         except (codec.NotCacheable, codec.BadEntry, ValueError, TypeError, RecursionError):
