@@ -212,9 +212,32 @@ def run_notes(run: Run) -> list[str]:
         if axes:
             notes.append(f"{wrun.path}: curves are plotted against the step metric {', '.join(sorted(axes))} "
                          "(define_metric), not W&B's internal _step.")
+    notes += _wandb_continuation_notes(run)
     if run.wandb.link_note:
         notes.append(f"W&B: {run.wandb.link_note}.")
     return [mask_text(n) for n in notes]
+
+
+def _wandb_continuation_notes(run: Run) -> list[str]:
+    """Which W&B folders continued their id on the server, and which were no process start, as their records say."""
+    notes = []
+    attempt_of = {src: a.index for a in run.attempts for src in a.sources}
+    said: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (id, what the record says) -> (who, file)
+    for w in run.wandb_runs:
+        if w.resume_evidence:
+            where, _, what = w.resume_evidence.rpartition(": ")
+            who = f"#{attempt_of[w.path]}" if w.path in attempt_of else w.path
+            said.setdefault((w.run_id or "?", what), []).append((who, where))
+    for (run_id, what), folders in said.items():
+        who = ", ".join(w for w, _ in folders[:12]) + (f" and {len(folders) - 12} more" if len(folders) > 12 else "")
+        notes.append(f"W&B id {run_id} was continued on the server by {who} ({what}: {folders[0][1]}"
+                     + (" and the others'" if len(folders) > 1 else "") + ").")
+    reinits = [w for w in run.wandb_runs if w.reinit_of_active]
+    if reinits:
+        notes.append(f"W&B: {len(reinits)} folder(s) hold only the debug.log of a second wandb.init made while the "
+                     f"process's run was still active (W&B returned that run), so they are no process start "
+                     f"({reinits[0].reinit_of_active}{' ...' if len(reinits) > 1 else ''}).")
+    return notes
 
 
 def file_roles(run: Run) -> dict[str, str]:
