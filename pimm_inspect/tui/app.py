@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -27,13 +27,29 @@ from .crash import CRASH_EXIT_CODE, write_crash
 from .facts import relative_name
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
                        RunGlanced, RunsFound)
-from .screens.compare import CompareScreen
 from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
-from .screens.run import TAB_ACTIONS, RunScreen
-from .screens.run_loading import RunLoading
 from .screens.runs import RunsScreen
 from .wandb_keys import copy_wandb, open_wandb
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
+
+if TYPE_CHECKING:
+    # The run and compare screens (curves, plotext) are imported when first opened: the runs table, what the UI
+    # shows first, needs neither.
+    from .screens.compare import CompareScreen
+    from .screens.run import RunScreen
+    from .screens.run_loading import RunLoading
+
+
+def _run_screen() -> type[RunScreen]:
+    from .screens.run import RunScreen
+
+    return RunScreen
+
+
+def _compare_screen() -> type[CompareScreen]:
+    from .screens.compare import CompareScreen
+
+    return CompareScreen
 
 class InspectApp(App[None]):
     """pimm-inspect's terminal UI over one run or a tree of runs."""
@@ -140,7 +156,8 @@ class InspectApp(App[None]):
 
     def on_rows_loaded(self, message: RowsLoaded) -> None:
         for path, row in message.rows:
-            self._keep(path, row)
+            self.runs[path] = row
+        self.runs_screen.set_runs(message.rows)  # thousands of stored rows: one pass over the table
 
     def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
         """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""
@@ -165,7 +182,7 @@ class InspectApp(App[None]):
     def on_load_failed(self, message: LoadFailed) -> None:
         self.runs_screen.show_problem(message.reason)
         for screen in self.screen_stack:
-            if isinstance(screen, RunScreen) and screen.run is None:
+            if isinstance(screen, _run_screen()) and screen.run is None:
                 self.notify(message.reason, severity="error")
 
     def on_runs_screen_open(self, message: RunsScreen.Open) -> None:
@@ -201,11 +218,11 @@ class InspectApp(App[None]):
         self.post_message(CompareReady(runs))
 
     def on_compare_ready(self, message: CompareReady) -> None:
-        self.push_screen(CompareScreen(message.runs, self.path))
+        self.push_screen(_compare_screen()(message.runs, self.path))
 
     def on_run_screen_back(self, message: RunScreen.Back) -> None:
         # A path that is itself a run has no table worth going back to.
-        if not self.root_is_run and isinstance(self.screen, RunScreen):
+        if not self.root_is_run and isinstance(self.screen, _run_screen()):
             screen = self.screen
             self.pop_screen()  # Textual cancels the screen's load worker as it goes (and a prefetch child dies)
             self._owned.discard(screen.path.as_posix())
@@ -214,7 +231,7 @@ class InspectApp(App[None]):
 
     def _push_run_screen(self, path: Path) -> None:
         self._owned.add(path.as_posix())  # the run screen reads the whole run itself (the table holds rows only)
-        self.push_screen(RunScreen(path, self.path, None, self.follow_interval_s, loader=self.loader))
+        self.push_screen(_run_screen()(path, self.path, None, self.follow_interval_s, loader=self.loader))
 
     def _handle_exception(self, error: Exception) -> None:
         """Any unhandled exception (a handler's, a worker's): the crash file and one line, never Textual's traceback.
@@ -253,6 +270,9 @@ class InspectApp(App[None]):
         everywhere = ("Everywhere",
                       as_bindings(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")])
         runs_table = ("Runs table", as_bindings(RunsScreen.BINDINGS))
+        from .screens.compare import CompareScreen
+        from .screens.run import TAB_ACTIONS, RunScreen
+
         if isinstance(self.screen, RunScreen):
             sections = run_screen_sections(as_bindings(RunScreen.BINDINGS), TAB_ACTIONS, self.screen.active_tab)
             sections += [everywhere, runs_table]
@@ -266,6 +286,8 @@ class InspectApp(App[None]):
         """Every action of the screen, on every tab (one of another tab switches there first), help and quit: none of
         Textual's generic entries; one line each (the key is in the title)."""
         seen: set[str] = set()
+        from .screens.run import TAB_ACTIONS, RunScreen
+
         if isinstance(screen, RunScreen):
             for binding in as_bindings(RunScreen.BINDINGS):
                 if binding.action in seen:
