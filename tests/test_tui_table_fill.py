@@ -75,3 +75,53 @@ async def test_a_layout_makes_and_draws_only_what_changed(tmp_path, monkeypatch)
         table.toggle_mark(key)
         await pilot.pause()
         assert made == [] and str(table.get_row(key)[0]) == "●"
+
+
+PREFETCHED = """
+import json, sys
+from pathlib import Path
+from pimm_inspect.session import Session, rows
+from pimm_inspect.tui.prefetch import RowPrefetch
+
+session = Session()
+prefetch = RowPrefetch.start(session, Path(sys.argv[1]))  # as pimm-inspect TREE does, before the UI imports
+built = []
+real = rows.build_row
+rows.build_row = lambda root, cache=None: built.append(str(root)) or real(root, cache)
+import pimm_inspect.tui.app as app_module
+
+
+class Filled(app_module.InspectApp):
+    CSS_PATH = str(Path(app_module.__file__).with_name("pimm_inspect.tcss"))  # Textual cannot find a -c class's file
+
+    def on_load_finished(self, message):
+        super().on_load_finished(message)
+        self.call_after_refresh(self.exit)
+
+
+app = Filled(sys.argv[1], follow_interval_s=0, session=session, prefetch=prefetch)
+app.run(headless=True, size=(120, 36))
+table = app.runs_screen.table
+print(json.dumps({"taken": prefetch is not None and prefetch.taken, "built": built,
+                  "rows": {Path(k).name: [str(c) for c in table.get_row(k)] for k in table.paths}}))
+"""
+
+
+def test_the_prefetched_first_pass_shows_the_rows_ls_stores(tmp_path) -> None:
+    """``pimm-inspect TREE``'s child finds the runs and reads their stored rows while the UI starts: the table shows
+    the rows ``ls`` stored, no run is read, and it is the child's pass (a fresh process: it forks)."""
+    import json
+    import os
+
+    tree = _quiet_tree(tmp_path, copies=6)
+    env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
+    listed = json.loads(subprocess.run([sys.executable, "-m", "pimm_inspect", "ls", "--json", str(tree)], env=env,
+                                       capture_output=True, text=True, timeout=300, check=True).stdout)["runs"]
+    out = subprocess.run([sys.executable, "-c", PREFETCHED, str(tree)], env=env, capture_output=True, text=True,
+                         timeout=300, check=True, cwd=tmp_path)
+    shown = json.loads(out.stdout.strip().splitlines()[-1])
+    assert shown["taken"] and shown["built"] == []
+    assert sorted(shown["rows"]) == sorted(Path(r["path"]).name for r in listed) and len(listed) == 6
+    for run in listed:
+        cells = shown["rows"][Path(run["path"]).name]
+        assert cells[3] == run["status"] and cells[4] == str(run["attempts"])

@@ -30,6 +30,7 @@ from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, Lo
 from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.runs import RunsScreen
 from .wandb_keys import copy_wandb, open_wandb
+from .prefetch import PrefetchedRows, RowPrefetch
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ class InspectApp(App[None]):
     ]
 
     def __init__(self, path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic, session: Session | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, session: Session | None = None,
+                 prefetch: RowPrefetch | None = None) -> None:
         super().__init__()
         self.path = Path(path)
         self.session = session if session is not None else Session()
@@ -70,6 +72,10 @@ class InspectApp(App[None]):
         self.loader: Loader | StagedLoader = loader or self.session.staged
         self.table_rows: RowSource = LoaderRows(loader) if loader is not None else SessionRows(self.session)
         """Where the runs table's rows come from: the session's cached rows (those of ``ls``), or a test's loader."""
+        self.prefetch = prefetch if loader is None else None
+        """The search and stored rows begun before the UI started (``prefetch.RowPrefetch``): the first pass's."""
+        if self.prefetch is not None:
+            self.table_rows = PrefetchedRows(self.table_rows, self.prefetch)
         self.follow_interval_s = follow_interval_s
         self.runs: dict[Path, RunRow | None] = {}
         """Discovered runs in discovery order, each with its row; None until it has one. Only handlers change it."""
@@ -82,6 +88,8 @@ class InspectApp(App[None]):
         self._crash_line: str | None = None
 
     def on_unmount(self) -> None:
+        if self.prefetch is not None:
+            self.prefetch.close()
         close = getattr(self.loader, "close", None)
         if callable(close):
             close()  # a prefetching child must not outlive the UI
@@ -320,10 +328,12 @@ class InspectApp(App[None]):
 
 
 def make_app(path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
-             clock: Callable[[], float] = time.monotonic, session: Session | None = None) -> InspectApp:
+             clock: Callable[[], float] = time.monotonic, session: Session | None = None,
+             prefetch: RowPrefetch | None = None) -> InspectApp:
     """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock or hand
-    in a loader, whose runs then make the table's rows too)."""
-    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock, session=session)
+    in a loader, whose runs then make the table's rows too; the CLI hands in the tree's prefetch it began)."""
+    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock, session=session,
+                      prefetch=prefetch)
 
 
 def run_app(app: InspectApp, headless: bool = False) -> int:
