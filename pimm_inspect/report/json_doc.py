@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +12,14 @@ from ..analysis.summary import restored_by, run_row, summary_of
 from ..evidence import RunRow, RunSummary
 from ..model import Attempt, Finding, Run, WandbInfo
 from .run_facts import started_at_iso
-from .json_text import indented
+from .json_text import SCHEMA_VERSION as SCHEMA_VERSION, dumps as dumps, root_path
 from .json_text import safe_str as safe_str  # imported from here by callers and tests
-from .safe_text import clean_json, name_text
-
-SCHEMA_VERSION = 1
+from .safe_text import name_text
 
 
 def run_path(run: Run | RunRow, base: Path) -> str:
     """The run's path relative to the PATH the user gave ('.' when it is the run itself)."""
-    try:
-        relative = os.path.relpath(run.root, Path(base).absolute())
-    except ValueError:
-        return name_text(run.root.name)
-    return name_text(Path(relative).as_posix())
+    return root_path(run.root, base)
 
 
 def _name(value: str | None) -> str | None:
@@ -52,10 +45,14 @@ def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
 
 def show_run(run: Run, base: Path) -> dict[str, Any]:
     """One run of the ``show --json`` document."""
+    return {"path": run_path(run, base), **show_body(run)}
+
+
+def show_body(run: Run) -> dict[str, Any]:
+    """``show_run`` without its ``path`` (the one field that depends on the PATH given): what the session caches."""
     prov = run.provenance
     restores = restored_by(run)
     return {
-        "path": run_path(run, base),
         "name": name_text(run.name),
         "kind": run.kind,
         "era": run.era,
@@ -211,8 +208,3 @@ def finding_json(finding: Finding) -> dict[str, Any]:
 def config_document(run: Run, base: Path, data: Any, kind: str) -> dict[str, Any]:
     """The ``config --json`` document (secrets masked)."""
     return {"schema_version": SCHEMA_VERSION, "path": run_path(run, base), "kind": kind, "config": mask_value(data)}
-
-
-def dumps(document: dict[str, Any]) -> str:
-    """Serialize a document deterministically (NaN/inf become null; C1 and other controls escaped as ``\\uXXXX``)."""
-    return clean_json(indented(document))
