@@ -229,10 +229,11 @@ def _show(path: Path, cache_dir: str) -> dict:
 def _warm_imports() -> None:
     """Import what the children import once, untimed (with a pycache prefix set, as ``run_all.py`` does, no timed
     child then compiles ``pimm_inspect``; installed packages are compiled already)."""
-    subprocess.run([sys.executable, "-c", "import numpy, pimm_inspect.sources.tensorboard.reader, "
-                    "pimm_inspect.session.store.cache, pimm_inspect.session.store.disk_cache, "
-                    "tensorboard.backend.event_processing.event_accumulator"],
-                   cwd=ROOT, env=_env(), check=False, capture_output=True)
+    modules = ("numpy, pimm_inspect.sources.tensorboard.reader, pimm_inspect.session.store.cache, "
+               "pimm_inspect.session.store.disk_cache, pimm_inspect.cli.main, pimm_inspect.analysis, "
+               "tensorboard.backend.event_processing.event_accumulator")
+    subprocess.run([sys.executable, "-c", f"import {modules}"], cwd=ROOT, env=_env(), check=False,
+                   capture_output=True)
 
 
 def _cached(path: Path, mode: str, show: bool = False) -> dict:
