@@ -58,6 +58,9 @@ class Row:
     entry written; warm: the entry a cold open left), against the same open with the cache off."""
     same_input: str | None = None
     """The row whose generated file this row reads (None: its own)."""
+    show: bool = False
+    """Time ``pimm-inspect show --json`` of the file's folder (the whole command: read, analysis, JSON) instead of
+    the reader alone; with ``cache``, against the same command with ``--no-cache``."""
 
 
 def _tenfold(directory: Path, events: int) -> Path:
@@ -94,6 +97,9 @@ ROWS: dict[str, Row] = {row.name: row for row in [
         same_input="mixed_10x"),
     Row("mixed_10x_warm", "10x mixed points, open again, cache warm",
         lambda d, n: _tenfold(d, n * 10), None, cache="warm", same_input="mixed_10x"),
+    Row("mixed_10x_show_cold", "10x mixed points, show --json, default cache empty",
+        lambda d, n: _tenfold(d, n * 10), None, max_seconds=3.0, max_rss_mib=400, cache="cold",
+        same_input="mixed_10x", show=True),
 ]}
 
 
@@ -198,28 +204,52 @@ def _run(reader: str, path: Path, cache_dir: str | None = None) -> dict:
     return got
 
 
+def _show(path: Path, cache_dir: str) -> dict:
+    """``show --json`` of the file's folder in a fresh process, with the cache in ``cache_dir`` (``off``: --no-cache):
+    whole-process seconds and peak RSS, the points it reports per tag."""
+    argv = [sys.executable, "-m", "pimm_inspect", *(["--no-cache"] if cache_dir == "off" else []), "show", "--json",
+            str(path.parent)]
+    env = {**_env(), **({} if cache_dir == "off" else {"PIMM_INSPECT_CACHE_DIR": cache_dir})}
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, cwd=ROOT, env=env)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"show --json failed on {path.parent}")
+        out.seek(0)
+        run = json.loads(out.read())["runs"][0]
+    points = {tag: [row["points"], 0, 0.0] for tag, row in run["scalars"].items()}
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"seconds": wall, "cpu_seconds": cpu, "inside_seconds": wall, "inside_cpu_seconds": cpu,
+            "rss_mib": usage.ru_maxrss / 1024, "points": sum(v[0] for v in points.values()), "checksum": points,
+            "findings": []}
+
+
 def _warm_imports() -> None:
     """Import what the children import once, untimed (with a pycache prefix set, as ``run_all.py`` does, no timed
     child then compiles ``pimm_inspect``; installed packages are compiled already)."""
-    subprocess.run([sys.executable, "-c", "import numpy, pimm_inspect.sources.tensorboard.reader, "
-                    "pimm_inspect.session.store.cache, pimm_inspect.session.store.disk_cache, "
-                    "tensorboard.backend.event_processing.event_accumulator"],
-                   cwd=ROOT, env=_env(), check=False, capture_output=True)
+    modules = ("numpy, pimm_inspect.sources.tensorboard.reader, pimm_inspect.session.store.cache, "
+               "pimm_inspect.session.store.disk_cache, pimm_inspect.cli.main, pimm_inspect.analysis, "
+               "tensorboard.backend.event_processing.event_accumulator")
+    subprocess.run([sys.executable, "-c", f"import {modules}"], cwd=ROOT, env=_env(), check=False,
+                   capture_output=True)
 
 
-def _cached(path: Path, mode: str) -> dict:
+def _cached(path: Path, mode: str, show: bool = False) -> dict:
     """One open through the read cache: cold (an empty cache directory) or warm (the entry a cold open wrote)."""
+    run = _show if show else lambda file, folder: _run("ours", file, folder)
     if mode == "off":
-        return _run("ours", path, "off")
+        return run(path, "off")
     with tempfile.TemporaryDirectory(prefix="pimm-tb-cache-") as folder:
         if mode == "warm":
-            _run("ours", path, folder)
-        return _run("ours", path, folder)
+            run(path, folder)
+        return run(path, folder)
 
 
-def _median(reader: str, path: Path, repeat: int, cache: str | None = None) -> dict:
+def _median(reader: str, path: Path, repeat: int, cache: str | None = None, show: bool = False) -> dict:
     """Median seconds (and the largest peak RSS) of ``repeat`` fresh-process runs."""
-    runs = [_cached(path, cache) if cache else _run(reader, path) for _ in range(repeat)]
+    runs = [_cached(path, cache, show) if cache else _run(reader, path) for _ in range(repeat)]
     out = dict(runs[-1])
     for key in ("seconds", "cpu_seconds", "inside_seconds", "inside_cpu_seconds"):
         out[key] = statistics.median(r[key] for r in runs)
@@ -244,8 +274,11 @@ def figure(row: Row, size: int, ours: dict, theirs: dict | None, targets: list[s
     reference = ("ours, cache off" if row.cache else "EventAccumulator") if theirs else None
     note = f"peak {ours['rss_mib']:.0f} MiB" + (f" (cache off: {theirs['rss_mib']:.0f} MiB)" if row.cache and theirs
                                                  else "")
-    note += f"; after interpreter start-up: ours {ours['inside_cpu_seconds']:.2f} s CPU"
-    if theirs:
+    if row.show:
+        reference = "show --json --no-cache" if theirs else None
+    else:
+        note += f"; after interpreter start-up: ours {ours['inside_cpu_seconds']:.2f} s CPU"
+    if theirs and not row.show:
         note += (f", {reference} {theirs['inside_cpu_seconds']:.2f} s CPU"
                  f" ({theirs['inside_cpu_seconds'] / ours['inside_cpu_seconds']:.1f}x)")
     return Figure(f"{row.label}, {ours['points']:,} points, {size / 1e6:.0f} MB", ours["seconds"], ours["cpu_seconds"],
@@ -280,10 +313,10 @@ def main() -> int:
     for name in args.rows.split(","):
         row = ROWS[name]
         path = _input(row, args.events)
-        ours = _median("ours", path, args.repeat, row.cache)
+        ours = _median("ours", path, args.repeat, row.cache, row.show)
         theirs = None
         if row.cache:  # the reference: the same open with the cache off
-            theirs = _median("ours", path, args.repeat, "off")
+            theirs = _median("ours", path, args.repeat, "off", row.show)
         elif row.reference and not args.skip_accumulator:
             theirs = _median("accumulator", path, args.repeat_reference)
         ratio = theirs["seconds"] / ours["seconds"] if theirs else None

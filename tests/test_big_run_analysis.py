@@ -392,3 +392,13 @@ def test_json_export_of_a_long_tag_is_written_in_slices(monkeypatch):
         tracemalloc.stop()
     assert count == 1_000_003 and sink.chars > 90_000_000
     assert peak < 64 << 20, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_distinct_sorted_with_repeated_columns_and_many_alike_at_their_ends():
+    # The tags of one writer share their steps (each distinct column is taken once); columns equal at both ends but
+    # different inside are compared with a few only, and still all counted.
+    shared = np.arange(0, 100, 2)
+    inside = [np.concatenate(([0], np.sort(np.random.default_rng(k).choice(np.arange(1, 99), 10, replace=False)),
+                              [99])) for k in range(12)]
+    columns = [shared, shared.copy(), *inside, shared[::-1][::-1].copy(), *inside[:3]]
+    assert np.array_equal(distinct_sorted(columns), np.unique(np.concatenate(columns)))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import unique_sorted
 from ..model import Attempt, ReplayedRange, Run, ScalarSeries
 from ._facts import SOURCE_PRIORITY, fmt_range, source_kind, stale_event_files
 from .distinct import distinct_sorted, strictly_increasing
@@ -85,13 +86,14 @@ def _distinct_pairs(steps_parts: list[np.ndarray], owner_parts: list[np.ndarray]
         alike = seen.setdefault((steps.shape[0], int(steps[0]), int(steps[-1])), [])
         if any(np.array_equal(steps, s) and np.array_equal(owner, o) for s, o in alike):
             continue
-        alike.append((steps, owner))
+        if len(alike) < 4:  # compared with a few at most: many parts alike at their ends stay linear
+            alike.append((steps, owner))
         kept_steps.append(steps)
         kept_owner.append(owner)
     steps, owner = np.concatenate(kept_steps), np.concatenate(kept_owner)
     low, high = int(steps.min()), int(steps.max())
     if (high - low + 1) * writers < 1 << 62:  # one integer key per pair: one sort, not a two-key lexsort
-        keys = np.unique((steps - low) * writers + owner)
+        keys = unique_sorted((steps - low) * writers + owner)  # linear when in order already (np.unique hashes)
         return keys // writers + low, keys % writers
     order = np.lexsort((owner, steps))
     steps, owner = steps[order], owner[order]

@@ -9,7 +9,6 @@ have both, so every folder gets a start on one clock. A folder with no evidence 
 from __future__ import annotations
 
 import calendar
-import statistics
 import time
 from collections.abc import Sequence
 from pathlib import PurePosixPath
@@ -42,7 +41,11 @@ def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | N
     diffs = [r.start_time_s - stamp for r in runs
              if r.start_time_s and (stamp := stamps[r.rel_path]) is not None]
     learned = bool(diffs)
-    offset = round(statistics.median(diffs) / _OFFSET_GRAIN_S) * _OFFSET_GRAIN_S if diffs else 0.0
+    offset = 0.0
+    if diffs:  # only W&B folders get here: statistics (fractions, decimal, random) stays off other start-ups
+        import statistics
+
+        offset = round(statistics.median(diffs) / _OFFSET_GRAIN_S) * _OFFSET_GRAIN_S
     out: dict[str, float | None] = {}
     for r in runs:
         stamp = stamps[r.rel_path]
