@@ -79,6 +79,8 @@ class Session:
                                     min_store_s=self.settings.cache_min_decode_s)
         self._index: tuple[Path, RowIndex | None] | None = None
         """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
+        self._cache_real = ""
+        """Where the cache directory really is, once resolved."""
         self._guarded: set[Path] = set()
         """Run folders ``guard_cache`` found clear of the cache directory."""
         self._fresh = Fresh()
@@ -106,10 +108,12 @@ class Session:
         a run (a relative or pointed-in cache place would otherwise fill one run with the others' entries)."""
         if self.disk is None:
             return
-        cache = real_path(self.disk.directory)
         for run_dir in run_dirs:
             if run_dir in self._guarded:
                 continue  # found clear by this session already (each use of the cache checks its run again)
+            if not self._cache_real:  # resolved once, as ``DiskCache.usable_for`` does
+                self._cache_real = real_path(self.disk.directory)
+            cache = self._cache_real
             real = real_path(run_dir)
             if _inside(cache, real):
                 self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
