@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from ..evidence import RunRow
-from ..model import Run
-
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ..evidence import RunRow
+    from ..model import Run
 
     from ..session import Session
 
@@ -149,6 +149,18 @@ def iter_loaded(run_dirs: list[Path]) -> Iterator[Run]:
         if show_progress:
             click.echo(f"\rloading {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
         yield front_door.load_found(run_dir)
+    if show_progress:
+        click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
+
+
+def iter_show_documents(run_dirs: list[Path], base: Path) -> Iterator[dict[str, Any]]:
+    """Each run's ``show --json`` document, one at a time (from the disk cache while the run is unchanged)."""
+    front_door = session()
+    show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
+    for i, run_dir in enumerate(run_dirs, start=1):
+        if show_progress:
+            click.echo(f"\rloading {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
+        yield front_door.show_document(run_dir, base)
     if show_progress:
         click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
 
@@ -294,6 +306,11 @@ class RunStream:
         self.run_dirs = run_dirs
         self.runs = iter_loaded(run_dirs)
         """Each run loaded and analysed, one at a time."""
+
+    @property
+    def show_documents(self) -> Iterator[dict[str, Any]]:
+        """Each run's ``show --json`` document (cached documents where still valid), one at a time."""
+        return iter_show_documents(self.run_dirs, self.base)
 
     @property
     def rows(self) -> Iterator[RunRow]:

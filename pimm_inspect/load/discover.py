@@ -8,8 +8,10 @@ import stat
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model import RunKind
+if TYPE_CHECKING:
+    from ..model import RunKind
 
 EVENT_FILE = re.compile(r"^.*tfevents")
 """TensorBoard's own rule: any file whose name contains ``tfevents`` is an event file (use ``.match``)."""

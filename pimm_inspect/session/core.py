@@ -11,34 +11,34 @@ import errno
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import analyze
-from ..analysis.summary import run_row
-from ..evidence import RunRow
 from ..load.discover import classify_dir, iter_runs, run_containing
-from ..load.progress import ReadTracker
-from ..load.quick import RunGlance
-from ..load.safe import load_safely
-from ..model import Run
 from ..sources.confine import real_path
-from .row_index import Fresh, RowIndex, read_index, served_from
-from .rows import load_row, load_rows
 from .settings import Settings
-from .staged import CachingLoader, StageCallback
-from .store.cache import ReadCache
 from .store.disk_cache import DiskCache
-from .store.row_cache import build_and_store, stored_row
 from .store.trust import directory_problem
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..analysis.compare import AttemptsComparison, SidesComparison
+    from ..evidence import RunRow
+    from ..load.progress import ReadTracker
+    from ..load.quick import RunGlance
+    from ..model import Run
 
     from .dataset_sync import DatasetOptions, DatasetReport
     from .frames import RunsArg, Table
+    from .fresh import Fresh
+    from .row_index import RowIndex
+    from .staged import CachingLoader, StageCallback
+    from .store.cache import ReadCache
+
+# Loading, analysis, the row cache and the staged loader are imported where first used: a command served from the
+# cache (a warm ``show --json``) imports none of them (nor numpy).
 
 
 class NotARunError(ValueError):
@@ -73,19 +73,35 @@ class Session:
         """Told why the cache is not used (each reason once): a directory others may write, one inside a run."""
         self.disk = self._disk_cache()
         """The persistent cache, or None (off, refused, or inside a run of the tree being read)."""
-        self.staged = CachingLoader(clock=clock, make_cache=self.read_cache)
-        """The staged loader: keeps a read cache per live run, so a refresh reads only what was appended."""
-        self._transient = ReadCache(disk=self.disk, keep_in_memory=False,
-                                    min_store_s=self.settings.cache_min_decode_s)
+        self._clock = clock
         self._index: tuple[Path, RowIndex | None] | None = None
         """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
         self._cache_real = ""
         """Where the cache directory really is, once resolved."""
         self._guarded: set[Path] = set()
         """Run folders ``guard_cache`` found clear of the cache directory."""
-        self._fresh = Fresh()
+
+    @cached_property
+    def _fresh(self) -> Fresh:
         """Where each run folder found since really leads (``guard_cache``) and its entries (discovery): the check
         of its stored row right after takes them from here instead of resolving and listing it again."""
+        from .fresh import Fresh
+
+        return Fresh()
+
+    @cached_property
+    def staged(self) -> CachingLoader:
+        """The staged loader: keeps a read cache per live run, so a refresh reads only what was appended."""
+        from .staged import CachingLoader
+
+        return CachingLoader(clock=self._clock, make_cache=self.read_cache)
+
+    @cached_property
+    def _transient(self) -> ReadCache:
+        """The per-file read cache of one-shot commands (results on disk only)."""
+        from .store.cache import ReadCache
+
+        return ReadCache(disk=self.disk, keep_in_memory=False, min_store_s=self.settings.cache_min_decode_s)
 
     # -- the cache ------------------------------------------------------------------------------------------
 
@@ -101,6 +117,8 @@ class Session:
 
     def read_cache(self) -> ReadCache:
         """A new per-file read cache (one per run followed live) on the session's disk cache."""
+        from .store.cache import ReadCache
+
         return ReadCache(disk=self.disk, min_store_s=self.settings.cache_min_decode_s)
 
     def guard_cache(self, run_dirs: list[Path]) -> None:
@@ -125,9 +143,12 @@ class Session:
 
     def _drop_disk(self) -> None:
         self.disk = None
-        self._transient.disk = None
-        for cache in self.staged.caches.values():
-            cache.disk = None
+        made = self.__dict__  # the loaders made so far (``cached_property``); those made later see ``disk``
+        if "_transient" in made:
+            self._transient.disk = None
+        if "staged" in made:
+            for cache in self.staged.caches.values():
+                cache.disk = None
 
     # -- finding runs -----------------------------------------------------------------------------------------
 
@@ -181,12 +202,27 @@ class Session:
 
     def load_found(self, run_dir: Path, now: float | None = None, progress: ReadTracker | None = None) -> Run:
         """The analysed Run of a directory discovery found (not checked again); never raises for its content."""
+        from ..analysis import analyze
+        from ..load.safe import load_safely
+
         self.guard_cache([run_dir])
         return analyze(load_safely(Path(run_dir), cache=self._transient if self.disk is not None else None, now=now,
                                    progress=progress))
 
+    def show_document(self, path: Path | str, base: Path | str = ".") -> dict[str, Any]:
+        """The ``show --json`` document of one run (``report.json_doc.show_run``, its path relative to ``base``): from
+        the disk cache while nothing the run was read from changed, else loaded, analysed and stored."""
+        from .show_docs import show_document
+
+        self.guard_cache([Path(path)])
+        return show_document(Path(path), Path(base), self.disk,
+                             lambda: self._transient if self.disk is not None else None,
+                             self.settings.cache_min_decode_s)
+
     def row(self, path: Path | str) -> RunRow:
         """The ``ls`` row of one run (from the disk cache while nothing it was read from changed)."""
+        from .rows import load_row
+
         self.guard_cache([Path(path)])
         return load_row(path, self.disk, self._transient if self.disk is not None else None)
 
@@ -194,6 +230,8 @@ class Session:
         """The rows of many runs, in order (what ``ls`` prints and the UI's runs table shows): cached rows where
         still valid, the others loaded and analysed now by the session's worker processes. ``under``: the folder
         they were found in (its row index serves a warm tree at once; default: their common folder)."""
+        from .rows import load_rows
+
         self.guard_cache(paths)
         return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs,
                          under, self._fresh)
@@ -202,6 +240,9 @@ class Session:
         """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
         the others are missing. ``under``: the folder they were found in (its row index is read once per session
         and serves every run it holds; without it, one entry per run)."""
+        from .row_index import read_index, served_from
+        from .store.row_cache import stored_row
+
         self.guard_cache(paths)
         found: dict[Path, RunRow] = {}
         disk = self.disk
@@ -236,6 +277,9 @@ class Session:
                       cancelled: Callable[[], bool] | None = None) -> RunRow:
         """The row of a run read now in stages (``stages``: the runs table reads a big run so, with progress), stored
         in the row cache as ``rows`` stores one, so the next ``ls`` or runs table serves it from there."""
+        from ..analysis.summary import run_row
+        from .store.row_cache import build_and_store
+
         self.guard_cache([path])
         root = Path(path).absolute()
 
@@ -259,6 +303,7 @@ class Session:
                 all_sources: bool = False) -> pd.DataFrame:
         """The tidy scalar table of a run (``Run.scalars``): tag, step, value, wall_time, attempt, source."""
         from ..analysis import scalar_frame
+        from ..model import Run
 
         loaded = run if isinstance(run, Run) else self.load(run)
         frame: pd.DataFrame = scalar_frame(loaded, tags, policy, all_sources)
@@ -270,6 +315,7 @@ class Session:
         over the shared steps, exact, with their differences (``analysis.compare.compare_sides``); ValueError for an
         attempt a run does not have."""
         from ..analysis.compare import compare_sides, make_sides
+        from ..model import Run
 
         loaded = [run if isinstance(run, Run) else self.load(run) for run in runs]
         sides, missing = make_sides(loaded, attempts)
@@ -281,6 +327,7 @@ class Session:
     def compare_attempts(self, run: Run | Path | str, tags: Sequence[str] = ()) -> AttemptsComparison:
         """``compare RUN --attempts``: per replayed range, every copy of each step, per-step tags first."""
         from ..analysis.compare import compare_attempts
+        from ..model import Run
 
         return compare_attempts(run if isinstance(run, Run) else self.load(run), tags)
 
@@ -307,7 +354,8 @@ class Session:
 
     def close(self) -> None:
         """Stop background work (a prefetching child process)."""
-        self.staged.close()
+        if "staged" in self.__dict__:  # never made: nothing started
+            self.staged.close()
 
 
 def default_session(**options: Any) -> Session:
