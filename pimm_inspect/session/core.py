@@ -229,7 +229,8 @@ class Session:
     def rows(self, paths: list[Path], under: Path | None = None) -> Iterator[RunRow]:
         """The rows of many runs, in order (what ``ls`` prints and the UI's runs table shows): cached rows where
         still valid, the others loaded and analysed now by the session's worker processes. ``under``: the folder
-        they were found in (its row index serves a warm tree at once; default: their common folder)."""
+        they were found in, all of them (its row index serves a warm tree at once, and is written again when it
+        missed some); None: one entry per run."""
         from .rows import load_rows
 
         self.guard_cache(paths)
