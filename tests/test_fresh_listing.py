@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pimm_inspect.load import file_deps
-from pimm_inspect.session import row_index
+from pimm_inspect.session import fresh as found_fresh
 
 from test_file_deps_listing import CHANGES, _one_by_one, _record, _run
 
@@ -67,16 +67,16 @@ def test_a_change_is_seen_through_entries_listed_after_it(tmp_path, name):
 
 def test_what_discovery_found_is_used_once_and_only_while_fresh(monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr(row_index.time, "monotonic", lambda: now[0])
-    fresh = row_index.Fresh()
+    monkeypatch.setattr(found_fresh.time, "monotonic", lambda: now[0])
+    fresh = found_fresh.Fresh()
     fresh.note_real("/a", "/real/a")
     fresh.note_entries("/a", [])
     fresh.note_real("/b", "/real/b")
     assert fresh.take(["/a"]) == {"/a": ("/real/a", [])}
     assert fresh.take(["/a"]) == {}  # taken once
-    now[0] += row_index.FRESH_S + 1
+    now[0] += found_fresh.FRESH_S + 1
     assert fresh.take(["/b"]) == {"/b": (None, None)}  # too old: resolved and listed again by the check
     fresh.note_real("/c", "/real/c")
-    now[0] += row_index.FRESH_S + 1
+    now[0] += found_fresh.FRESH_S + 1
     fresh.take([])
     assert fresh.reals == {} and fresh.entries == {}  # old findings are dropped, not kept for later

@@ -167,43 +167,55 @@ def unchanged(deps: Iterable[Dep], known_real: dict[str, str] | None = None,
     ``known_real``: real paths the caller resolved just now (a run's root, resolved once for the cache's guard);
     ``known_entries``: folders' entries as a listing made just now gave them (discovery lists every run's folder).
     """
-    deps = deps if type(deps) is tuple else tuple(deps)
+    folders: list[Dep] = []
+    links: list[Dep] = []
+    files: list[Dep] = []
+    for dep in deps:
+        kind = dep[0]
+        (folders if kind == "d" else links if kind == "r" else files).append(dep)
     listed: dict[str, _Listed] = {}
     whole: set[str] = set()
     """Listed folders whose every entry is in ``listed`` (an entry that could not be stat'ed nor named an errno is
     not): only there does a missing name mean a missing folder."""
-    for kind, path, fp in deps:
-        if kind == "d":
-            cut = path.rfind(os.sep)
-            parent = path[:cut]
-            if cut > 0 and parent in whole and path[cut + 1:] not in listed[parent] and path[cut + 1:] not in (
-                    "", ".", ".."):
-                got = f"-{errno.ENOENT}"
-                listed[path] = {}
-            else:
-                entries = known_entries.get(path) if known_entries is not None else None
-                got, listed[path] = _listing(path, entries)
-                if not got.startswith("-") and int(got.split(":", 1)[0]) == len(listed[path]):
-                    whole.add(path)
-            if got != fp:
-                return False
+    for _kind, path, fp in folders:
+        cut = path.rfind(os.sep)
+        parent = path[:cut]
+        if cut > 0 and parent in whole and path[cut + 1:] not in listed[parent] and path[cut + 1:] not in (
+                "", ".", ".."):
+            got = f"-{errno.ENOENT}"
+            listed[path] = {}
+        else:
+            entries = known_entries.get(path) if known_entries is not None else None
+            got, listed[path] = _listing(path, entries)
+            if not got.startswith("-") and int(got.split(":", 1)[0]) == len(listed[path]):
+                whole.add(path)
+        if got != fp:
+            return False
     real: dict[str, str] = {}
-    for kind, path, fp in deps:
-        if kind == "r":
-            known = known_real.get(path) if known_real is not None else None
-            got = real[path] = known if known is not None else _real_seen(path, listed, real)
-            if got != fp:
-                return False
-    for kind, path, fp in deps:
-        if kind == "f":
+    for _kind, path, fp in links:
+        known = known_real.get(path) if known_real is not None else None
+        if known is not None:
+            got = known
+        else:  # a plain file in a listed folder leads where its folder does, by its name; others: the kernel says
             cut = path.rfind(os.sep)
             seen = listed.get(path[:cut]) if cut > 0 else None
             found = seen.get(path[cut + 1:]) if seen is not None else None
-            if found is None:
-                if _file_seen(path, listed) != fp:
-                    return False
-            elif (f"-{found[1]}" if isinstance(found[1], int) else _stat_text(found[1])) != fp:
+            top = real.get(path[:cut]) if found is not None and not found[0] and not isinstance(found[1], int) \
+                else None
+            got = top + ("" if top.endswith(os.sep) else os.sep) + path[cut + 1:] \
+                if top is not None and top.startswith(os.sep) else real_fingerprint(path)
+        real[path] = got
+        if got != fp:
+            return False
+    for _kind, path, fp in files:
+        cut = path.rfind(os.sep)
+        seen = listed.get(path[:cut]) if cut > 0 else None
+        found = seen.get(path[cut + 1:]) if seen is not None else None
+        if found is None:
+            if _file_seen(path, listed) != fp:
                 return False
+        elif (f"-{found[1]}" if isinstance(found[1], int) else _stat_text(found[1])) != fp:
+            return False
     return True
 
 
@@ -224,16 +236,6 @@ def _file_seen(path: str, listed: dict[str, _Listed]) -> str:
         return file_fingerprint(path)
     st = found[1][1]
     return f"-{st}" if isinstance(st, int) else _stat_text(st)
-
-
-def _real_seen(path: str, listed: dict[str, _Listed], real: dict[str, str]) -> str:
-    found = _entry(path, listed)
-    if found is None or found[1][0] or isinstance(found[1][1], int):
-        return real_fingerprint(path)  # not listed, a link, or not there: ask the kernel
-    top = real.get(found[0])
-    if top is None or not top.startswith(os.sep) or top.startswith("-"):
-        return real_fingerprint(path)
-    return top + ("" if top.endswith(os.sep) else os.sep) + os.path.basename(path)
 
 
 def newest_mtime_ns(deps: Iterable[Dep]) -> int:

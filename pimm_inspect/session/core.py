@@ -76,6 +76,8 @@ class Session:
         self._clock = clock
         self._index: tuple[Path, RowIndex | None] | None = None
         """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
+        self._cache_real = ""
+        """Where the cache directory really is, once resolved."""
         self._guarded: set[Path] = set()
         """Run folders ``guard_cache`` found clear of the cache directory."""
 
@@ -124,10 +126,12 @@ class Session:
         a run (a relative or pointed-in cache place would otherwise fill one run with the others' entries)."""
         if self.disk is None:
             return
-        cache = real_path(self.disk.directory)
         for run_dir in run_dirs:
             if run_dir in self._guarded:
                 continue  # found clear by this session already (each use of the cache checks its run again)
+            if not self._cache_real:  # resolved once, as ``DiskCache.usable_for`` does
+                self._cache_real = real_path(self.disk.directory)
+            cache = self._cache_real
             real = real_path(run_dir)
             if _inside(cache, real):
                 self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
@@ -225,7 +229,8 @@ class Session:
     def rows(self, paths: list[Path], under: Path | None = None) -> Iterator[RunRow]:
         """The rows of many runs, in order (what ``ls`` prints and the UI's runs table shows): cached rows where
         still valid, the others loaded and analysed now by the session's worker processes. ``under``: the folder
-        they were found in (its row index serves a warm tree at once; default: their common folder)."""
+        they were found in, all of them (its row index serves a warm tree at once, and is written again when it
+        missed some); None: one entry per run."""
         from .rows import load_rows
 
         self.guard_cache(paths)

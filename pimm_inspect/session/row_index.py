@@ -1,8 +1,8 @@
 """The rows of a tree of runs in one cache entry: what a warm ``ls`` (and the runs table) of thousands of runs reads.
 
 The row cache keeps one entry per run (``store.row_cache``); opening, checking and decoding 10,000 of them was most
-of a warm ``ls`` of a 10,000-run tree. The index is one entry per tree (keyed by the folder searched, else the runs'
-common folder) holding, for every run with a stored row when the index was written, a copy of that entry:
+of a warm ``ls`` of a 10,000-run tree. The index is one entry per tree (keyed by the folder searched) holding, for
+every run with a stored row when the index was written, a copy of that entry:
 
     root, its read record (made_s and dependencies), its head (the row without its detail, a flat JSON list), its
     detail (the row cache's encoded text), and its ``ls --json`` object without the path (``report.json_doc``).
@@ -233,9 +233,9 @@ for _name in (*_HEAD_FIELDS, *DETAIL):
     setattr(IndexedRow, _name, _lazy_field(_name, _name in DETAIL))
 
 
-def index_key(roots: list[Path], under: Path | None) -> Path:
-    """The folder an index of ``roots`` is stored for: ``under`` (the folder searched) else their common folder."""
-    return Path(under).absolute() if under is not None else Path(os.path.commonpath([str(r) for r in roots]))
+def index_key(under: Path) -> Path:
+    """The folder an index is stored for: the folder searched."""
+    return Path(under).absolute()
 
 
 def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh: Fresh | None = None
@@ -266,15 +266,15 @@ def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fres
 
 def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
                  under: Path | None = None, fresh: Fresh | None = None) -> Iterator[RunRow]:
-    """``row_cache.cached_rows`` (the row of every run, in order), reading the index of the tree first and writing
-    it again afterwards when it no longer held every valid row."""
+    """``row_cache.cached_rows`` (the row of every run, in order); with ``under`` (the folder the runs were found
+    in), reading that folder's index first and writing it again afterwards when it no longer held every stored row."""
     roots = [r if isinstance(r, Path) and r.is_absolute() else Path(r).absolute() for r in roots]
-    if disk is None or len(roots) < INDEX_MIN_RUNS:
+    if disk is None or under is None or len(roots) < INDEX_MIN_RUNS:
         if fresh is not None:
             fresh.take([str(root) for root in roots])  # found for these rows: never for a later check
         yield from cached_rows(roots, build, disk, jobs)
         return
-    key = index_key(roots, under)
+    key = index_key(under)
     index = read_index(disk, key)
     served = served_from(index, disk, roots, fresh)
     rest = [root for i, root in enumerate(roots) if i not in served]

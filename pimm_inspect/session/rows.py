@@ -35,7 +35,7 @@ def load_rows(paths: list[Path], disk: DiskCache | None, cache: ReadCache | None
               under: Path | None = None, fresh: Fresh | None = None) -> Iterator[RunRow]:
     """The rows of many runs, in order: cached rows where still valid, the others loaded by ``jobs`` processes
     (None: the processors other work leaves idle, at most 8). ``under``: the folder the runs were found in, whose
-    row index (``row_index``) is read first and written again when it missed rows (default: their common folder);
+    row index (``row_index``) is read first and written again when it missed rows (None: no index);
     ``fresh``: where runs lead and what their folders hold, found a moment ago (``row_index.served_from`` takes
     each once)."""
     return indexed_rows(list(paths), _Build(cache), disk, jobs, under, fresh)

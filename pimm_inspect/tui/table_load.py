@@ -64,12 +64,15 @@ class SessionRows:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.root: Path | None = None
+        """The folder searched: its row index (written by ``ls`` of that folder) serves the stored rows."""
 
     def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        self.root = root
         return self.session.iter_runs(root, on_error)
 
     def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
-        return self.session.stored_rows(paths)
+        return self.session.stored_rows(paths, self.root)
 
     def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
         return self.session.rows(paths)
