@@ -123,7 +123,8 @@ def _grow_events(path: Path) -> bool:
         except Exception:  # noqa: BLE001 (a damaged record: not this bench's business)
             continue
         events.append(event)
-    scalars = [e for e in events if e.HasField("summary") and e.summary.value]
+    scalars = [e for e in events if e.HasField("summary") and any(
+        v.HasField("simple_value") or v.metadata.plugin_data.plugin_name == "scalars" for v in e.summary.value)]
     if not scalars:
         return False
     event = scalars[-1]
@@ -139,7 +140,7 @@ def _grow_events(path: Path) -> bool:
 def _grow(run: Path, way: str) -> str | None:
     """Change one file of the run the way a live run does; what was changed (None: nothing fit)."""
     files = sorted((p for p in run.rglob("*") if p.is_file() and not p.is_symlink()), key=lambda p: str(p))
-    for p in files:
+    for p in sorted(files, key=lambda p: p.name, reverse=way == "events"):  # the newest event file: the live one
         if way == "events" and "tfevents" in p.name and _grow_events(p):
             return f"appended one more step to {p.relative_to(run)}"
         if way == "log" and p.suffix in (".log", ".txt") and p.stat().st_size > 0 and "wandb" not in p.parts:
