@@ -137,20 +137,20 @@ def _grow_events(path: Path) -> bool:
     return True
 
 
-def _grow(run: Path, way: str) -> str | None:
-    """Change one file of the run the way a live run does; what was changed (None: nothing fit)."""
+def _grow(run: Path, way: str) -> tuple[str, Path] | None:
+    """Change one file of the run the way a live run does; what was done and to which file (None: nothing fit)."""
     files = sorted((p for p in run.rglob("*") if p.is_file() and not p.is_symlink()), key=lambda p: str(p))
     for p in sorted(files, key=lambda p: p.name, reverse=way == "events"):  # the newest event file: the live one
         if way == "events" and "tfevents" in p.name and _grow_events(p):
-            return f"appended one more step to {p.relative_to(run)}"
+            return f"appended one more step to {p.relative_to(run)}", p
         if way == "log" and p.suffix in (".log", ".txt") and p.stat().st_size > 0 and "wandb" not in p.parts:
             lines = p.read_bytes().rstrip(b"\n").split(b"\n")
             with open(p, "ab") as fh:
                 fh.write(b"\n" + lines[-1] + b"\n")
-            return f"appended its last line again to {p.relative_to(run)}"
+            return f"appended its last line again to {p.relative_to(run)}", p
         if way == "touch" and p.suffix in (".wandb", ".ckpt", ".pt", ".pth", ".bin", ".safetensors"):
             os.utime(p, None)
-            return f"touched {p.relative_to(run)}"
+            return f"touched {p.relative_to(run)}", p
     return None
 
 
@@ -181,12 +181,12 @@ def grow_check(trees: list[Path], scratch: Path, limit: int) -> tuple[int, list[
         if len(runs) < 2:
             shutil.rmtree(copy)
             continue
-        what, changed, way = None, "", ""
+        what, changed, grown = "", "", copy
         for way in ("events", "log", "touch"):
             for row in runs:
-                what = _grow(copy / row["path"], way)
-                if what:
-                    changed = row["path"]
+                done_here = _grow(copy / row["path"], way)
+                if done_here:
+                    (what, grown), changed = done_here, row["path"]
                     break
             if what:
                 break
@@ -202,7 +202,8 @@ def grow_check(trees: list[Path], scratch: Path, limit: int) -> tuple[int, list[
         done += 1
         rows_before = {r["path"]: r for r in runs}
         rows_after = {r["path"]: r for r in json.loads(warm["text"] or '{"runs": []}')["runs"]}
-        moved = sorted(p for p in rows_before if p != changed and rows_before[p] != rows_after.get(p))
+        moved = sorted(p for p in rows_before if p != changed and rows_before[p] != rows_after.get(p)
+                       and not grown.is_relative_to(copy / p))  # a run nested in (or holding) the changed one: its file too
         differ_row = rows_before.get(changed) != rows_after.get(changed)
         rows_cold = {r["path"]: r for r in json.loads(cold["text"] or '{"runs": []}')["runs"]}
         cold_changed = rows_before.get(changed) != rows_cold.get(changed)
