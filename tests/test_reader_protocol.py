@@ -27,7 +27,7 @@ def test_reader_returns_a_read_naming_its_file_on_bad_input(kind, content: str, 
         if kind.source_kind in FOLDER_KINDS:
             target.mkdir()
             if content == "garbage":
-                for name in ("last", "run-x.wandb", "trainer_state.json", "model_best.pth"):
+                for name in ("last", "run-x.wandb", "trainer_state.json", "model_best.pth", "last.ckpt"):
                     (target / name).write_bytes(GARBAGE)
         else:
             target.write_bytes(GARBAGE if content == "garbage" else b"")
