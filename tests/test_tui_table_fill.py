@@ -125,3 +125,37 @@ def test_the_prefetched_first_pass_shows_the_rows_ls_stores(tmp_path) -> None:
     for run in listed:
         cells = shown["rows"][Path(run["path"]).name]
         assert cells[3] == run["status"] and cells[4] == str(run["attempts"])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_cells_drawn_without_rich_are_what_datatable_draws(size, monkeypatch) -> None:
+    """The plain-cell drawing gives the very segments (text, style, the row/column meta clicks read) DataTable's own
+    Rich rendering gives, on every line on screen: cursor row, zebra rows, styled findings, the top finding column."""
+    from textual.geometry import Region
+
+    from pimm_inspect.tui.widgets import bulk_table
+    from tests.tui_support import RUNS, fixed_loader
+
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        table = app.runs_screen.table
+        table.move_cursor(row=2)
+        await pilot.pause()
+
+        def lines() -> list[list[tuple[str, object]]]:
+            table._drawn.clear()
+            table._clear_caches()
+            table._update_count += 1
+            return [[(s.text, s.style) for s in strip] for strip in
+                    table.render_lines(Region(0, 0, table.size.width, table.size.height))]
+
+        real = bulk_table.BulkTable._draw_plain
+        drawn: list[object] = []
+        monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain",
+                            lambda *args: drawn.append(real(*args)) or drawn[-1])
+        plain = lines()
+        assert sum(lines is not None for lines in drawn) > 5 * table.size.height  # most cells took the plain way
+        monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain", lambda *args, **kwargs: None)
+        assert table.row_count > 10 and plain == lines()
