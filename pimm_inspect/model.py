@@ -203,6 +203,10 @@ class CheckpointInfo:
     """The attempt that wrote it, from the files (``load.checkpoint_writers``: the attempt whose logged value at its
     step is its best metric value, else the last that logged a save there, else the only one that trained that
     step); None when they do not say."""
+    saved_dir: str | None = None
+    """The folder the writer recorded saving its checkpoints into, as written (Lightning's ModelCheckpoint
+    ``dirpath`` in the checkpoint's callback state: relative to the training's working directory, or absolute);
+    None when no file says."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent,
 from pimm_inspect.model import Run, WandbInfo  # noqa: E402
 from pimm_inspect.tui import links  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
-from tests.tui_support import RUNS, fixed_loader, opened, settle, utc  # noqa: E402,F401
+from tests.tui_support import RUNS, fixed_loader, opened, settle, until, utc  # noqa: E402,F401
 from pimm_inspect.tui.screens.compare import CompareScreen  # noqa: E402
 from pimm_inspect.tui.screens.finding import FindingScreen  # noqa: E402
 from pimm_inspect.tui.screens.help import HelpScreen  # noqa: E402
@@ -414,12 +414,11 @@ async def test_live_follow_reloads_a_running_run():
 
     app = make_app(ROLLBACK, loader=running, follow_interval_s=0.2)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        for _ in range(50):
-            await pilot.pause(0.1)
-            await settle(pilot)
-            if len(calls) >= 3:
-                break
+        # No settle while the run is followed: a reload every 0.2 s supersedes the one before, so "no worker
+        # running" may never hold on a busy machine. Wait for the reloads themselves, then for the last to land.
+        await until(pilot, lambda: len(calls) >= 3, what="two reloads after the first read")
+        await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run is not None,
+                    what="a read run on the screen")
         assert len(calls) >= 3
         assert app.screen.run.status == "running"
 
@@ -499,20 +498,23 @@ async def test_live_follow_reads_only_appended_bytes(tmp_path):
     from tests.test_refresh import _grow_copy
 
     log, log_tail, ev_tail, events, _ = _grow_copy(tmp_path)
-    app = make_app(log.parent, follow_interval_s=0.2)
+    # Each follow tick cancels a reload still under way (and its per-run cache with it): the interval leaves a
+    # reload of this small run time to finish on a busy machine, so the one after the append reads only the tail.
+    app = make_app(log.parent, follow_interval_s=1.0)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        # Not settle: the followed run is read again every second, so a worker may always be running.
+        await until(pilot, lambda: getattr(app.screen, "run", None) is not None and app.screen.analysed,
+                    what="the first read of the run")
         assert app.screen.run.status == "running"
         before = max(a.last_step for a in app.screen.run.attempts)
         with open(log, "ab") as fh:
             fh.write(log_tail)
         with open(events, "ab") as fh:
             fh.write(ev_tail)
-        for _ in range(150):  # generous: CI machines can be busy
-            await pilot.pause(0.1)
-            await settle(pilot)
-            if app.screen.run.status == "finished":
-                break
+        # The follow timer reads the run again until it has finished: wait for that, not for a while.
+        await until(pilot, lambda: app.screen.run is not None and app.screen.run.status == "finished",
+                    what="the followed run to finish")
+        await settle(pilot)  # a finished run is no longer followed: the table's row of it lands
         run = app.screen.run
         assert run.status == "finished" and max(a.last_step for a in run.attempts) == 100 > before
         assert app.loader.incremental_reads >= 2
@@ -651,11 +653,7 @@ async def test_live_runs_refresh_by_themselves_on_the_runs_table():
 
     app = make_app(RUNS / "tb_plain", loader=loader, follow_interval_s=0.2)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        for _ in range(50):
-            await pilot.pause(0.1)
-            if calls.count("baseline") >= 3:
-                break
+        await until(pilot, lambda: calls.count("baseline") >= 3, what="the live run read twice more")
         assert calls.count("baseline") >= 3
         assert calls.count("lr-0.1") == 1  # a finished run is never re-read
         assert "1 live" in str(app.screen.query_one("#runs-status", Static).render())

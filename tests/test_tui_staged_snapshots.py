@@ -16,8 +16,8 @@ from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
 from pimm_inspect.session.staged import CachingLoader  # noqa: E402
 from pimm_inspect.tui.screens import run_loading  # noqa: E402
-from tests.test_tui_staged import Gate, progress, title, until  # noqa: E402
-from tests.tui_support import FIXED_NOW, REPO, RUNS, fixed_loader, utc  # noqa: E402,F401
+from tests.test_tui_staged import Gate, progress, title  # noqa: E402
+from tests.tui_support import FIXED_NOW, REPO, RUNS, fixed_loader, until, utc  # noqa: E402,F401
 from tests.train_log_support import write_big_log  # noqa: E402
 
 

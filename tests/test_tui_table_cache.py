@@ -22,9 +22,8 @@ from pimm_inspect.session.store import codec  # noqa: E402
 from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
 from tests.test_tui_pilot import row_keys  # noqa: E402
-from tests.test_tui_staged import until  # noqa: E402
 from tests.train_log_support import write_big_log  # noqa: E402
-from tests.tui_support import RUNS, settle  # noqa: E402
+from tests.tui_support import RUNS, drawn, settle, until  # noqa: E402
 
 pytestmark = [pytest.mark.asyncio]
 SIZE = (120, 36)
@@ -168,7 +167,7 @@ class _Gate:
 
         def held(loader, path, *args, **kwargs):
             self.entered.set()
-            assert self.release.wait(30), "the test never released the gate"
+            assert self.release.wait(60), "the test never released the gate"
             return real(loader, path, *args, **kwargs)
 
         monkeypatch.setattr(staged.CachingLoader, "load_here", held)
@@ -184,7 +183,7 @@ async def test_a_big_run_read_last_is_stored_and_no_column_jumps_when_it_arrives
         table = app.screen.query_one("#runs-table", DataTable)
         await until(pilot, lambda: gate.entered.is_set() and "loading 3/4" in _status(app)
                     and not table.flush_pending, what="every small run's row, the big one reading")
-        await pilot.pause(0.1)
+        await drawn(pilot)  # the columns measured for the rows shown (not a fixed pause)
         widths = {str(c.key.value): c.width for c in table.ordered_columns if c.key.value != "run"}
         assert "reading…" in _shown(table)["aa_big"]
         gate.release.set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -44,14 +45,48 @@ async def settle(pilot) -> None:
 async def _tables_laid_out(pilot) -> None:
     """Wait until every DataTable has measured its rows (it does so when idle, after a re-sort rebuilt it) and the
     runs table has put its waiting rows on screen (it flushes them a few times a second)."""
-    from textual.widgets import DataTable
-
     for _ in range(100):
-        pending = [t for t in pilot.app.screen.query(DataTable)
-                   if getattr(t, "_require_update_dimensions", False) or getattr(t, "flush_pending", False)]
-        if not pending:
+        if not _tables_pending(pilot):
             return
         await pilot.pause(0.02)
+
+
+def _tables_pending(pilot) -> bool:
+    """A DataTable on screen has rows to measure or waiting rows to put on screen."""
+    from textual.widgets import DataTable
+
+    return any(getattr(t, "_require_update_dimensions", False) or getattr(t, "flush_pending", False)
+               for t in pilot.app.screen.query(DataTable))
+
+
+async def until(pilot, condition, timeout_s: float = 60.0, what: str = "") -> None:
+    """Pause the pilot until ``condition()`` holds; fail after ``timeout_s``, a hang guard generous enough for a
+    busy 2-core CI machine (a test waits for a state, never for a fixed time)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what or condition}")
+        await pilot.pause(0.02)
+
+
+async def drawn(pilot, condition=None, timeout_s: float = 60.0, what: str = "") -> str:
+    """The plain text of the current screen once it is drawn: the screen has laid out and painted every change it
+    was asked for (a widget can hold new content a frame before the compositor shows it) and, if given,
+    ``condition(text)`` holds. A widget whose size depends on its content is laid out again after it renders,
+    so the text must also read the same twice in a row."""
+    deadline = time.monotonic() + timeout_s
+    previous = None
+    while True:
+        await pilot.pause()
+        screen = pilot.app.screen
+        if not (_tables_pending(pilot) or screen._layout_required or screen._repaint_required
+                or screen._scroll_required or screen._recompose_required or screen._dirty_widgets):
+            text = rendered(pilot.app)[0]
+            if text == previous and (condition is None or condition(text)):
+                return text
+            previous = text
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for the screen to show {what or condition}")
 
 
 @asynccontextmanager

@@ -63,8 +63,14 @@ def clean(value: Any) -> Any:
 
 def indented(document: Any) -> str:
     """``json.dumps(clean(document), indent=2, ensure_ascii=False)``, byte for byte."""
+    return indented_at(document, "\n")
+
+
+def indented_at(value: Any, newline: str) -> str:
+    """``value``'s text as ``indented`` writes it inside a document where its line starts with ``newline`` (a
+    newline and that line's indentation)."""
     out: list[str] = []
-    _write(document, out, "\n")
+    _write(value, out, newline)
     return "".join(out)
 
 

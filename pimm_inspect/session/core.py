@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     from .dataset_sync import DatasetOptions, DatasetReport
     from .frames import RunsArg, Table
+    from .fresh import Fresh
+    from .row_index import RowIndex
     from .staged import CachingLoader, StageCallback
     from .store.cache import ReadCache
 
@@ -72,6 +74,18 @@ class Session:
         self.disk = self._disk_cache()
         """The persistent cache, or None (off, refused, or inside a run of the tree being read)."""
         self._clock = clock
+        self._index: tuple[Path, RowIndex | None] | None = None
+        """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
+        self._guarded: set[Path] = set()
+        """Run folders ``guard_cache`` found clear of the cache directory."""
+
+    @cached_property
+    def _fresh(self) -> Fresh:
+        """Where each run folder found since really leads (``guard_cache``) and its entries (discovery): the check
+        of its stored row right after takes them from here instead of resolving and listing it again."""
+        from .fresh import Fresh
+
+        return Fresh()
 
     @cached_property
     def staged(self) -> CachingLoader:
@@ -112,11 +126,16 @@ class Session:
             return
         cache = real_path(self.disk.directory)
         for run_dir in run_dirs:
-            if _inside(cache, real_path(run_dir)):
+            if run_dir in self._guarded:
+                continue  # found clear by this session already (each use of the cache checks its run again)
+            real = real_path(run_dir)
+            if _inside(cache, real):
                 self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
                                 "not used (nothing is ever written into a run)")
                 self._drop_disk()
                 return
+            self._guarded.add(run_dir)
+            self._fresh.note_real(self._absolute(run_dir), real)
 
     def _drop_disk(self) -> None:
         self.disk = None
@@ -131,9 +150,18 @@ class Session:
 
     def iter_runs(self, root: Path | str, on_error: Callable[[Path, str], None] | None = None) -> Iterator[Path]:
         """Run directories under ``root`` as they are found (breadth-first), by the session's depth and link rules."""
-        for path in iter_runs(Path(root), on_error, self.settings.max_depth, self.settings.follow_links):
+        for path in iter_runs(Path(root), on_error, self.settings.max_depth, self.settings.follow_links,
+                              self._keep_listing if self.disk is not None else None):
             self.guard_cache([path])
             yield path
+
+    def _keep_listing(self, run_dir: Path, entries: Iterable[os.DirEntry[str]]) -> None:
+        """Keep a run folder's entries as discovery listed them, for the check of its stored row right after."""
+        self._fresh.note_entries(self._absolute(run_dir), list(entries))
+
+    def _absolute(self, path: Path) -> str:
+        text = str(path)
+        return text if text.startswith(os.sep) else str(Path(os.getcwd(), text))
 
     def discover_with_errors(self, root: Path | str) -> tuple[list[Path], list[tuple[Path, str]]]:
         """Run directories under ``root`` (sorted) and the folders that were not searched, with why."""
@@ -194,26 +222,44 @@ class Session:
         self.guard_cache([Path(path)])
         return load_row(path, self.disk, self._transient if self.disk is not None else None)
 
-    def rows(self, paths: list[Path]) -> Iterator[RunRow]:
+    def rows(self, paths: list[Path], under: Path | None = None) -> Iterator[RunRow]:
         """The rows of many runs, in order (what ``ls`` prints and the UI's runs table shows): cached rows where
-        still valid, the others loaded and analysed now by the session's worker processes."""
+        still valid, the others loaded and analysed now by the session's worker processes. ``under``: the folder
+        they were found in (its row index serves a warm tree at once; default: their common folder)."""
         from .rows import load_rows
 
         self.guard_cache(paths)
-        return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs)
+        return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs,
+                         under, self._fresh)
 
-    def stored_rows(self, paths: list[Path]) -> dict[Path, RunRow]:
+    def stored_rows(self, paths: list[Path], under: Path | None = None) -> dict[Path, RunRow]:
         """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
-        the others are missing."""
+        the others are missing. ``under``: the folder they were found in (its row index is read once per session
+        and serves every run it holds; without it, one entry per run)."""
+        from .row_index import read_index, served_from
         from .store.row_cache import stored_row
 
         self.guard_cache(paths)
         found: dict[Path, RunRow] = {}
-        for path in paths:
-            root = Path(path).absolute()
-            row = stored_row(self.disk, root) if self.disk is not None and self.disk.usable_for(root) else None
-            if row is not None:
-                found[path] = row
+        disk = self.disk
+        if disk is None:
+            return found
+        roots = [Path(path).absolute() for path in paths]
+        if under is not None:
+            key = Path(under).absolute()
+            if self._index is None or self._index[0] != key:
+                self._index = (key, read_index(disk, key))
+            for i, row in served_from(self._index[1], disk, roots, self._fresh).items():
+                found[paths[i]] = row
+        else:
+            self._fresh.take([str(root) for root in roots])  # found for these rows: never for a later check
+        for path, root in zip(paths, roots):
+            if path in found:
+                continue
+            real = real_path(root)
+            stored = stored_row(disk, root, real) if disk.usable_for(root, real) else None
+            if stored is not None:
+                found[path] = stored
         return found
 
     def stages(self, path: Path, on_stage: StageCallback | None = None,

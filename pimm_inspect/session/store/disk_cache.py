@@ -123,11 +123,13 @@ class DiskCache:
             self._told = True
             self.on_problem(problem)
 
-    def usable_for(self, run_root: Path) -> bool:
-        """False when the cache directory is inside the run (a cache must never be written into a run)."""
+    def usable_for(self, run_root: Path, real_root: str | None = None) -> bool:
+        """False when the cache directory is inside the run (a cache must never be written into a run).
+
+        ``real_root``: where ``run_root`` really leads, when the caller resolved it just now."""
         if not self._real:
             self._real = real_path(self.directory)
-        return not _inside(self._real, real_path(run_root))
+        return not _inside(self._real, real_root if real_root is not None else real_path(run_root))
 
     def _entry(self, kind: str, path: Path, rel_path: str, version: str) -> tuple[Path, dict[str, Any]]:
         absolute = str(path.absolute())

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...evidence import RunRow
 from ...model import Severity
-from ..facts import best_metric, kind_label, last_logged, last_step, severity_counts
+from ..facts import kind_label, last_logged, last_step, severity_counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +68,17 @@ def sort_value(column: str, run: RunRow | None, name: str) -> tuple[int, Any, st
         "status": run.status,
         "att": -run.attempts,
         "step": -(last_step(run) or 0),
-        "best": best_metric(run),
+        "best": _best_number(run),
         "last log": -(last_logged(run) or 0.0),
         "findings": tuple(-severity_counts(run)[s] for s in sorted(Severity, reverse=True)),
     }[column]
     return (0, value, name)
+
+
+def _best_number(row: RunRow) -> tuple[int, float]:
+    """The best column sorts by the number (biggest first; runs without one last), never by the cell's text, in
+    which ``mIoU 9.5`` would come before ``mIoU 10.2`` (claims4)."""
+    best = row.best_metric
+    value = best.value if best is not None else float("nan")
+    return (0, -value) if value == value else (1, 0.0)
 
