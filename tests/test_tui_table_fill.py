@@ -159,3 +159,28 @@ async def test_cells_drawn_without_rich_are_what_datatable_draws(size, monkeypat
         assert sum(lines is not None for lines in drawn) > 5 * table.size.height  # most cells took the plain way
         monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain", lambda *args, **kwargs: None)
         assert table.row_count > 10 and plain == lines()
+
+
+@pytest.mark.asyncio
+async def test_the_table_reads_the_row_index_ls_wrote(tmp_path, monkeypatch) -> None:
+    """A warm tree's rows come from the tree's row index (one entry, written by ``ls``), not one entry per run."""
+    import os
+
+    from pimm_inspect.session import Session
+    from pimm_inspect.session.row_index import INDEX_MIN_RUNS
+    from pimm_inspect.session.store import row_cache
+
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=INDEX_MIN_RUNS + 4)
+    listed = list(Session().rows(Session().discover(tree), tree))  # what ls TREE does: rows stored, index written
+    per_run: list[Path] = []
+    real = row_cache.stored_row
+    monkeypatch.setattr(row_cache, "stored_row", lambda disk, root, *args: per_run.append(root) or real(disk, root,
+                                                                                                        *args))
+    app = make_app(tree, follow_interval_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        table = app.runs_screen.table
+        assert len(table.runs) == len(listed) == INDEX_MIN_RUNS + 4
+        assert {str(r.status) for r in table.runs.values()} == {str(r.status) for r in listed}
+    assert per_run == [], os.linesep.join(map(str, per_run))

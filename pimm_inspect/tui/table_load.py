@@ -64,12 +64,15 @@ class SessionRows:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.root: Path | None = None
+        """The tree searched last: its row index (the one ``ls`` of that tree writes) serves the stored rows."""
 
     def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+        self.root = root
         return self.session.iter_runs(root, on_error)
 
     def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
-        return self.session.stored_rows(paths)
+        return self.session.stored_rows(paths, under=self.root)
 
     def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
         return self.session.rows(paths)
