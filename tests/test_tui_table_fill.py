@@ -125,3 +125,62 @@ def test_the_prefetched_first_pass_shows_the_rows_ls_stores(tmp_path) -> None:
     for run in listed:
         cells = shown["rows"][Path(run["path"]).name]
         assert cells[3] == run["status"] and cells[4] == str(run["attempts"])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_cells_drawn_without_rich_are_what_datatable_draws(size, monkeypatch) -> None:
+    """The plain-cell drawing gives the very segments (text, style, the row/column meta clicks read) DataTable's own
+    Rich rendering gives, on every line on screen: cursor row, zebra rows, styled findings, the top finding column."""
+    from textual.geometry import Region
+
+    from pimm_inspect.tui.widgets import bulk_table
+    from tests.tui_support import RUNS, fixed_loader
+
+    app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        table = app.runs_screen.table
+        table.move_cursor(row=2)
+        await pilot.pause()
+
+        def lines() -> list[list[tuple[str, object]]]:
+            table._drawn.clear()
+            table._clear_caches()
+            table._update_count += 1
+            return [[(s.text, s.style) for s in strip] for strip in
+                    table.render_lines(Region(0, 0, table.size.width, table.size.height))]
+
+        real = bulk_table.BulkTable._draw_plain
+        drawn: list[object] = []
+        monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain",
+                            lambda *args: drawn.append(real(*args)) or drawn[-1])
+        plain = lines()
+        assert sum(lines is not None for lines in drawn) > 5 * table.size.height  # most cells took the plain way
+        monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain", lambda *args, **kwargs: None)
+        assert table.row_count > 10 and plain == lines()
+
+
+@pytest.mark.asyncio
+async def test_the_table_reads_the_row_index_ls_wrote(tmp_path, monkeypatch) -> None:
+    """A warm tree's rows come from the tree's row index (one entry, written by ``ls``), not one entry per run."""
+    import os
+
+    from pimm_inspect.session import Session
+    from pimm_inspect.session.row_index import INDEX_MIN_RUNS
+    from pimm_inspect.session.store import row_cache
+
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=INDEX_MIN_RUNS + 4)
+    listed = list(Session().rows(Session().discover(tree), tree))  # what ls TREE does: rows stored, index written
+    per_run: list[Path] = []
+    real = row_cache.stored_row
+    monkeypatch.setattr(row_cache, "stored_row", lambda disk, root, *args: per_run.append(root) or real(disk, root,
+                                                                                                        *args))
+    app = make_app(tree, follow_interval_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        table = app.runs_screen.table
+        assert len(table.runs) == len(listed) == INDEX_MIN_RUNS + 4
+        assert {str(r.status) for r in table.runs.values()} == {str(r.status) for r in listed}
+    assert per_run == [], os.linesep.join(map(str, per_run))

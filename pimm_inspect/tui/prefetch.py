@@ -46,17 +46,18 @@ class Batch:
 
 
 def _produce(session: Session, root: Path, send: Callable[[object], None]) -> None:
-    """The child's work: find the runs, send each batch with its stored rows, then the folders not searched."""
+    """The child's work: find the runs, send each batch with its stored rows (the tree's row index first, as ``ls``
+    reads it), then the folders not searched."""
     errors: list[tuple[Path, str]] = []
     batch: list[Path] = []
     size = FIRST_BATCH
     for path in session.iter_runs(root, lambda where, reason: errors.append((where, reason))):
         batch.append(path)
         if len(batch) >= size:
-            send(Batch(batch, session.stored_rows(batch)))
+            send(Batch(batch, session.stored_rows(batch, under=root)))
             batch, size = [], min(size * 2, MAX_BATCH)
     if batch:
-        send(Batch(batch, session.stored_rows(batch)))
+        send(Batch(batch, session.stored_rows(batch, under=root)))
     send(("done", errors))
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual._types import SegmentLines
 from textual.geometry import Size
 from textual.widgets import DataTable
@@ -68,7 +70,9 @@ class BulkTable(DataTable[Cell]):
         found = self._drawn.get(key)
         if found is not None:
             return found[1]
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        lines = self._draw_plain(cell, self.rows[row_key], row_index, column_index, base_style, width, cursor, hover)
+        if lines is None:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         if len(self._drawn) >= RENDERS_KEPT:
             self._drawn.clear()
         self._drawn[key] = (cell, lines)
@@ -112,3 +116,29 @@ class BulkTable(DataTable[Cell]):
             return
         width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
         self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
+
+    def _draw_plain(self, cell: Cell, row: Row, row_index: int, column_index: int, base_style: Style, width: int,
+                    cursor: bool, hover: bool) -> SegmentLines | None:
+        """A one-line cell of printable ASCII that fits, drawn as DataTable draws it (``Styled(Padding(cell))`` through
+        Rich: padding and text in the row's style with the cell's own style on the text, the cursor's after) without
+        Rich's renderer; None for anything else (DataTable draws that)."""
+        if isinstance(cell, DataCell):
+            text, own = cell.text, None
+        elif isinstance(cell, Text) and not cell.spans and isinstance(cell.style, Style):
+            text, own = cell.plain, cell.style or None
+        else:
+            return None
+        pad = self.cell_padding
+        if len(text) > width - 2 * pad or not (text.isascii() and text.isprintable()) or self.fixed_columns \
+                or self.fixed_rows or row.height != 1:
+            return None
+        component, post = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        around = pre + post if pre else post
+        if own is None:
+            return [[Segment(" " * pad + text + " " * (width - pad - len(text)), around)]]
+        return [[Segment(" " * pad, around), Segment(text, pre + own + post), Segment(" " * (width - pad - len(text)),
+                                                                                    around)]]
+

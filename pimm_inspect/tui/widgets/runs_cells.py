@@ -18,14 +18,7 @@ from ...evidence import RunRow
 from ...load.quick import RunGlance
 from ...model import Severity
 from ...report.safe_text import clean
-from ..facts import (
-    best_metric,
-    findings_cell,
-    fmt_step,
-    kind_label,
-    last_logged_cell,
-    last_step,
-)
+from ..facts import best_metric, findings_cell, fmt_step, kind_label, last_logged_cell, last_step
 from ..stages import WAITING, attempts_seen, last_step_seen
 from .run_names import shorten, shorten_end
 from .run_preview import top_finding

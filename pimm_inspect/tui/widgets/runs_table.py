@@ -24,40 +24,14 @@ from ...analysis.names import name_text
 from ...analysis.run_filter import row_text
 from ...evidence import RunRow
 from ...load.quick import RunGlance
-from ...model import Severity
 from ...report.safe_text import clean
-from ..facts import (
-    best_metric,
-    compile_run_filter,
-    filter_error,
-    kind_label,
-    last_logged,
-    last_step,
-    relative_name,
-    severity_counts,
-)
+from ..facts import compile_run_filter, filter_error, relative_name
 from .bulk_table import BulkTable
 from .run_names import distinguishing
 from .runs_cells import Cell, CellMaker, CellStyles, RowCells
-from .runs_columns import (
-    ARROWS,
-    MARK,
-    MIN_NAME,
-    NARROW_COLUMNS,
-    PREVIEW_AT,
-    PREVIEW_WIDTH,
-    RELAYOUT_S,
-    RENDER_ROW_S,
-    SCROLLBAR,
-    STREAMING_WIDTHS,
-    TOP_FINDING,
-    TOP_FINDING_AT,
-    TOP_FINDING_MAX,
-    TOP_FINDING_MIN,
-    WIDE_AT,
-    WIDE_COLUMNS,
-    Column,
-)
+from .runs_columns import (ARROWS, MARK, MIN_NAME, NARROW_COLUMNS, PREVIEW_AT, PREVIEW_WIDTH, RELAYOUT_S,
+                           RENDER_ROW_S, SCROLLBAR, STREAMING_WIDTHS, TOP_FINDING, TOP_FINDING_AT, TOP_FINDING_MAX,
+                           TOP_FINDING_MIN, WIDE_AT, WIDE_COLUMNS, Column, sort_value)
 
 __all__ = ["ARROWS", "MARK", "PREVIEW_AT", "RunsTable"]
 
@@ -411,29 +385,4 @@ class RunsTable(BulkTable):
                                                  self.style_of("runs--loading"), self.style_of("runs--mark")))
 
     def _sort_value(self, key: str) -> tuple[int, Any, str]:
-        column = self.sort_key
-        run = self.runs.get(key)
-        name = self._names[key]
-        if column == "run":
-            return (0, "", name)  # the name is known from discovery: a row never moves when its run arrives
-        if run is None:
-            return (1, "", name)
-        value = {
-            "run": "",
-            "kind": kind_label(run),
-            "status": run.status,
-            "att": -run.attempts,
-            "step": -(last_step(run) or 0),
-            "best": _best_number(run),
-            "last log": -(last_logged(run) or 0.0),
-            "findings": tuple(-severity_counts(run)[s] for s in sorted(Severity, reverse=True)),
-        }[column]
-        return (0, value, name)
-
-
-def _best_number(row: RunRow) -> tuple[int, float]:
-    """The best column sorts by the number (biggest first; runs without one last), never by the cell's text, in
-    which ``mIoU 9.5`` would come before ``mIoU 10.2`` (claims4)."""
-    best = row.best_metric
-    value = best.value if best is not None else float("nan")
-    return (0, -value) if value == value else (1, 0.0)
+        return sort_value(self.sort_key, self.runs.get(key), self._names[key])
