@@ -23,12 +23,16 @@ so PYTHONPATH decides which code runs). CPU is the child's user + system time, i
 wall time is inflated by whatever else the machine runs (the load average is printed). Modules are byte-compiled
 once into a temporary PYTHONPYCACHEPREFIX, as an installed package is (``--no-pyc`` keeps
 PYTHONDONTWRITEBYTECODE as the environment sets it). The script fails if
-an output differs between settings or from the baseline's.
+an output differs between settings or from the baseline's. The rows of a part skipped (``--skip-ls``,
+``--skip-show``, ``--train-log-mb 0``) are kept from the previous results file, each noting the commit and time it
+was measured at.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import shutil
 import statistics
@@ -283,9 +287,39 @@ def main() -> int:
         got = bench.median(label, column)
         if column.startswith("this: ") and got is not None:
             this[f"{label} {column.removeprefix('this: ')}"] = got
-    save("cache", "Persistent cache", figures(this, args.runs) + log_rows,
+    measured = figures(this, args.runs) + log_rows
+    skipped = {"ls": args.skip_ls, "show": args.skip_show, "log": not log_rows}
+    save("cache", "Persistent cache", measured + kept_rows(args.results_dir, skipped),
          "python bench/bench_cache.py " + " ".join(sys.argv[1:]), args.results_dir)
     return 1 if failed else 0
+
+
+def _part(row: str) -> str:
+    """Which part of this benchmark a saved row belongs to: ``ls``, ``show`` (1M points) or ``log`` (train.log)."""
+    return "ls" if row.startswith("ls,") else "log" if "train.log" in row else "show"
+
+
+def kept_rows(directory: Path | None, skipped: dict[str, bool]) -> list[Figure]:
+    """The rows of the parts this run skipped, from the previous results file, each noting the commit and time it
+    was measured at (so a run of one part does not drop the others from the README table)."""
+    from _results import results_dir
+
+    path = results_dir(directory) / "cache.json"
+    try:
+        previous = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    names = {f.name for f in dataclasses.fields(Figure)}
+    kept = []
+    for row in previous.get("figures", []):
+        if not skipped.get(_part(str(row.get("row", "")))):
+            continue
+        figure = Figure(**{k: v for k, v in row.items() if k in names})
+        stamp = f"kept from {previous.get('commit', '?')}, {previous.get('measured_at', '?')}"
+        if "kept from " not in figure.note:  # kept once already: the stamp of its measurement stays
+            figure.note = f"{figure.note}; {stamp}" if figure.note else stamp
+        kept.append(figure)
+    return kept
 
 
 def figures(this: dict[str, tuple[float, float]], runs: int) -> list[Figure]:

@@ -56,6 +56,19 @@ SOURCES: list[tuple[str, str, bool]] = [
     ("AhmedSheded/yolov8_ball_detector", "d0d78a4d27e8205ddac640920701a4a9f044841e", True),  # Ultralytics, 2 hosts
     ("vedovati-matteo/SmalltalkCodeGen", "8750a97235eb610359b25ad728fa3db91a6a68d9", True),  # HF, 8 processes
     ("odudler/dl2023", "2df3450ba5354fbb1ebdf9174488d884dfbd8218", True),  # HF, 18 trainer sessions
+    # claims round five: shapes nobody here had looked at
+    ("FlamingFury00/Advanced-ML-Rocket-League-bot-project", "57693bb80e1a3c543811a31804f83f2a829ce559",
+     False),  # W&B id "general" in 14 folders, each beside a debug.log-only sibling
+    ("JeffAsDRK/Semana_2_AS", "d1ba9f12deb9af4c9e85d14d0b9c07443e74e0cb", True),  # Lightning k-fold, 11 TB files/pid
+    ("rodrigodelazcano/Asymmetric-Self-Play", "d028e9043391010e8ce1dc3c04954bd32b695709",
+     True),  # Hydra outputs/, Ray Tune W&B ids with "_"
+    ("mohammad21saif/onlineDT", "6e4920517ecc308cd5ed604b1a98ade440a79fab", False),  # HF checkpoint-N only
+    ("MelDashti/Arol-ChatBot", "8c30178afd8597ced33c4123171577276cd3aeae", True),  # HF, checkpoint-40 .. 2760
+    ("bronemos/view-fusion", "5127e5c0dd5fc8fe9c980cdfb1d97d6acf77b921", True),  # W&B, wandb-resume.json
+    ("NatdanaiDan/Explore-a-new-method-of-forecasting-BTC-to-become-a-billionaire.",
+     "02cc300ab7622cd0710a5fa4bbf4bbdd937ecaa9", True),  # Lightning version_0/1 with checkpoints
+    ("shayFarj/HerbKeeper", "0a0ca17c794442389b84ef3a2fc387407f1ac638", False),  # W&B ids "Herb_Keeper 400"
+    ("GarrentDSTRC/GLEAM_DeepSea", "75a30d0a252161e85923fc34a191a98427091208", False),  # TB runs/ + W&B 2025
 ]
 """(OWNER/NAME, commit, union)."""
 
@@ -125,6 +138,7 @@ def main() -> int:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--git-dir", action="append", default=[], help="OWNER+NAME=PATH (repeatable)")
     parser.add_argument("--mirror", type=Path, help="a folder of OWNER+NAME/repo git directories")
+    parser.add_argument("--only", action="append", default=[], help="only this OWNER/NAME (repeatable)")
     args = parser.parse_args()
     repo_root = Path(__file__).resolve().parents[1]
     corpus = args.corpus.resolve()
@@ -133,6 +147,8 @@ def main() -> int:
         return 2
     given = dict(item.split("=", 1) for item in args.git_dir)
     for name, commit, union in SOURCES:
+        if args.only and name not in args.only:
+            continue
         key = name.replace("/", "+")
         git_dir = Path(given[key]) if key in given else (args.mirror / key / "repo" if args.mirror else None)
         if git_dir is not None and (git_dir / ".git").is_dir():

@@ -115,6 +115,12 @@ class WandbRunFacts:
     """The run record's ``resume_from``/``fork_from`` branch point (``resume_from <id>?_step=N``), if any."""
     dropped_step_source: str | None = None
     """The file the first dropped-step evidence was read from."""
+    resume_evidence: str | None = None
+    """The record saying the server continued an existing run of this id (``<log>: telemetry feature resumed``,
+    ``<folder>/logs/debug.log:N: run resumed``, the run record's ``resumed``/``starting_step``); None when none does."""
+    reinit_of_active: str | None = None
+    """``<folder>/logs/debug.log:N`` when a second ``wandb.init`` in a process whose run was still active made this
+    folder (W&B returned the active run): no process start, so no attempt of its own."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,10 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 LAZY_MIN_ELEMENTS = 1 << 16
 """Columns smaller than this are decoded at once (laziness would save nothing worth an open file)."""

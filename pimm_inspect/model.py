@@ -10,13 +10,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
-import numpy as np
-
-from .arrays import value_range
 from .evidence import (EvalFacts, EventFileFacts, HfFacts, ModelDirFacts, RankLogFacts, RunSummary, SbatchFacts,
                        SlurmLogFacts, TrainLogFacts, WandbRunFacts)
+
+if TYPE_CHECKING:  # numpy is imported with the first series made, not with the model (a cached document needs none)
+    import numpy as np
 
 
 class Severity(enum.IntEnum):
@@ -107,12 +107,16 @@ class ScalarSeries:
     @property
     def first_step(self) -> int | None:
         """Smallest step, or None for an empty series."""
+        from .arrays import value_range  # numpy: imported when series are, not with the model
+
         span = value_range(self.steps)  # once per step column: the tags of a train.log share theirs
         return None if span is None else int(span[0])
 
     @property
     def last_step(self) -> int | None:
         """Largest step, or None for an empty series."""
+        from .arrays import value_range  # numpy: imported when series are, not with the model
+
         span = value_range(self.steps)
         return None if span is None else int(span[1])
 
@@ -199,6 +203,10 @@ class CheckpointInfo:
     """The attempt that wrote it, from the files (``load.checkpoint_writers``: the attempt whose logged value at its
     step is its best metric value, else the last that logged a save there, else the only one that trained that
     step); None when they do not say."""
+    saved_dir: str | None = None
+    """The folder the writer recorded saving its checkpoints into, as written (Lightning's ModelCheckpoint
+    ``dirpath`` in the checkpoint's callback state: relative to the training's working directory, or absolute);
+    None when no file says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,6 +493,8 @@ def make_series(
     attempt: int | None = None,
 ) -> ScalarSeries:
     """Build a ScalarSeries with the canonical dtypes (int64, float64, float64)."""
+    import numpy as np
+
     step_array = np.asarray(steps, dtype=np.int64)
     value_array = np.asarray(values, dtype=np.float64)
     if wall_times_s is None:

@@ -76,6 +76,10 @@ INVARIANTS: dict[str, str] = {
     "findings.agree": "check --json findings per severity = show --json and ls --json findings counts",
     "cfg.filter": "the cfg. filter of the runs table sees the document config RUN --json prints",
     "finding.paths": "every path a finding names exists (inside the run, or absolute outside it)",
+    "checkpoint.one-finding": "a checkpoint folder is named by at most one checkpoint.incomplete finding (what is "
+                              "missing and what a resume does without it, in one place)",
+    "wandb.origin": "a W&B attempt is 'fresh' only when its folder's records say the server continued nothing, and "
+                    "is never a folder a second wandb.init left inside a live process",
     "sources.paths": "every file the model says it read (Run.sources, each series' source) exists as given: relative "
                      "to the run root, or absolute",
 }
@@ -341,6 +345,18 @@ def _findings(s: Surfaces, add: Add) -> None:
                                 f"{sorted(wrote)})"))
         add("finding.attempts", not bad, f"{n} attempts; findings naming attempts that do not exist or wrote "
             f"nothing in their steps: {bad}")
+    named_by: Counter[str] = Counter(p for f in findings if f["code"] == "checkpoint.incomplete" for p in f["paths"])
+    checkpoints = {ck.path for ck in run.checkpoints}
+    if named_by and checkpoints:
+        twice = sorted(p for p, n in named_by.items() if n > 1 and p in checkpoints)
+        add("checkpoint.one-finding", not twice, f"checkpoints named by several checkpoint.incomplete findings: "
+            f"{twice[:6]}")
+    folders = {w.path: w for w in run.wandb_runs}
+    by_source = [(a, folders[a.sources[0]]) for a in run.attempts if len(a.sources) == 1 and a.sources[0] in folders]
+    if by_source:
+        wrong = [(a.index, a.origin, w.resume_evidence) for a, w in by_source if a.origin == "fresh" and w.resume_evidence]
+        wrong += [(a.index, "a second wandb.init", w.reinit_of_active) for a, w in by_source if w.reinit_of_active]
+        add("wandb.origin", not wrong, f"W&B attempts labelled against their folder's records: {wrong[:6]}")
 
 
 def _replays(s: Surfaces, add: Add) -> None:

@@ -135,6 +135,24 @@ def test_cache_figures(bench, tmp_path: Path) -> None:
     assert mod.figures({"ls warm": (1.0, 0.7)}, 1000) == []
 
 
+def test_cache_rows_of_a_skipped_part_are_kept_with_their_stamp(bench, tmp_path: Path) -> None:
+    """``bench_cache.py --skip-ls --skip-show`` (only the train.log rows measured) keeps the other rows of the last
+    run, each noting when and at which commit it was measured; a measured part replaces its rows."""
+    mod = bench("bench_cache")
+    results = bench("_results")
+    this = {"ls no cache": (13.0, 9.0), "ls warm": (1.0, 0.7), "show no cache": (1.5, 0.7), "show warm": (0.7, 0.4)}
+    log = results.Figure("show --json, 1.09 GB pimm train.log, warm", 0.3, 0.2, "no cache", 9.0, 9.5)
+    path = results.save("cache", "Persistent cache", mod.figures(this, 1000) + [log], "x", tmp_path)
+    doc = json.loads(path.read_text())
+    kept = mod.kept_rows(tmp_path, {"ls": True, "show": False, "log": True})
+    assert [f.row for f in kept] == ["ls, 1,000-run tree, warm", log.row]
+    stamp = f"kept from {doc['commit']}, {doc['measured_at']}"
+    assert all(f.note.endswith(stamp) for f in kept) and kept[0].ours_s == 1.0 and kept[1].ref_cpu_s == 9.5
+    results.save("cache", "Persistent cache", kept, "y", tmp_path)  # kept again later: its first stamp stays
+    assert [f.note for f in mod.kept_rows(tmp_path, {"ls": True, "log": True})] == [stamp, stamp]
+    assert mod.kept_rows(tmp_path / "nothing", {"ls": True}) == []
+
+
 def test_tui_figures(bench, tmp_path: Path) -> None:
     mod = bench("bench_tui_first_screen")
     ours = {"tb": [{"header": 0.8, "tags": 1.1, "curves": 0.2}, {"header": 0.9, "tags": 1.3, "curves": 0.1},

@@ -167,8 +167,11 @@ def test_tree_commands_hold_one_run_at_a_time(command, tmp_path, monkeypatch):
 
     import numpy as np
 
+    import pimm_inspect.analysis
+    import pimm_inspect.session.rows
+    import pimm_inspect.session.staged  # these two bind their own loader and analysis: imported before the patches
+    from pimm_inspect.load import safe
     from pimm_inspect.model import Attempt, Run, make_series
-    from pimm_inspect.session import core
 
     for i in range(40):
         (tmp_path / f"run{i:02d}").mkdir()
@@ -180,8 +183,9 @@ def test_tree_commands_hold_one_run_at_a_time(command, tmp_path, monkeypatch):
         return Run(root=Path(path).absolute(), kind="pimm", era="E2", status="finished", name=Path(path).name,
                    attempts=(Attempt(1, first_step=0, last_step=999_999, ended="completed"),), series=series)
 
-    monkeypatch.setattr(core, "load_safely", big_run)
-    monkeypatch.setattr(core, "analyze", lambda run: run)  # memory, not check speed, is under test
+    monkeypatch.setattr(safe, "load_safely", big_run)
+    monkeypatch.setattr(safe, "load_reusable", lambda path, cache=None, **_: (big_run(path), True))  # show --json, ls
+    monkeypatch.setattr(pimm_inspect.analysis, "analyze", lambda run: run)  # memory, not check speed, is under test
     tracemalloc.start()
     try:
         result = CliRunner().invoke(cli, [*command, str(tmp_path)], catch_exceptions=False)

@@ -22,7 +22,8 @@ from pimm_inspect.cli.main import cli
 from pimm_inspect.load import load_run as load_uncached
 from pimm_inspect.session import Session, Settings
 from pimm_inspect.session.settings import cache_dir_from
-from pimm_inspect.session.store import codec, disk_cache
+from pimm_inspect.load.safe import load_reusable
+from pimm_inspect.session.store import codec, disk_cache, doc_cache
 from pimm_inspect.session.store.cache import ReadCache
 from pimm_inspect.load.collect import collect
 from pimm_inspect.load.discover import classify_dir
@@ -108,7 +109,10 @@ def test_show_check_and_series_identical_with_and_without_cache(path, tmp_path, 
     assert outputs[0] == outputs[1] == outputs[2]
     # A W&B log without its exit record (killed, or still running) keeps its decoder state in memory only.
     has_stream = any(r for r in _reader_results(path) if getattr(r, "log_state", None) is None)
-    assert bool(disk_cache.entries(cache)) == has_stream
+    document = doc_cache.entry_path(Session().disk, path.absolute())
+    assert bool([e for e, _s, _t in disk_cache.entries(cache) if e != document]) == has_stream
+    # The show document is stored unless the run's read may not be reused (a live run).
+    assert document.exists() == load_reusable(path)[1]
 
 
 def test_warm_read_comes_from_the_cache(tmp_path, monkeypatch):
@@ -175,8 +179,11 @@ def test_damaged_entry_is_ignored_and_rebuilt(damage, tmp_path, monkeypatch):
     assert _cli("show", RUNS / "e2_rollback", "--json") == reference
     rebuilt = {p: p.read_bytes() for p, _s, _t in disk_cache.entries(cache)}
     assert set(rebuilt) == set(stored)
+    document = doc_cache.entry_path(Session().disk, (RUNS / "e2_rollback").absolute())
     for path, data in rebuilt.items():  # every damaged entry was replaced by a valid one
-        assert data == stored[path]
+        # (the show document's entry holds when its read started: the same document, a new time)
+        assert data == stored[path] or path == document
+    assert doc_cache.stored_show(Session().disk, (RUNS / "e2_rollback").absolute()) is not None
 
 
 def _entry_with_tree(tree, header) -> bytes:
@@ -315,7 +322,7 @@ def test_cheap_reads_are_not_written(tmp_path, monkeypatch):
     assert disk_cache.entries(cache) == []
     monkeypatch.setenv("PIMM_INSPECT_CACHE_MIN_DECODE_MS", "0")
     assert _cli("show", RUNS / "e2_rollback", "--json") == reference
-    assert len(disk_cache.entries(cache)) == 4  # train.log, two event files, model/
+    assert len(disk_cache.entries(cache)) == 5  # train.log, two event files, model/, the show document
 
 
 def test_reading_an_entry_marks_it_used_unless_marked_recently(tmp_path, monkeypatch):
@@ -328,5 +335,6 @@ def test_reading_an_entry_marks_it_used_unless_marked_recently(tmp_path, monkeyp
     recent = found[1].stat().st_mtime_ns - 10**9  # marked a second ago: left as it is
     os.utime(found[1], ns=(recent, recent))
     assert _cli("show", RUNS / "e2_rollback", "--json") == reference
+    _cli("check", RUNS / "e2_rollback", "--json")  # reads the reader entries (show read its document alone)
     assert found[0].stat().st_mtime > long_ago + disk_cache.TOUCH_AFTER_S
     assert found[1].stat().st_mtime_ns == recent

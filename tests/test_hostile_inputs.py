@@ -73,6 +73,13 @@ def test_permission_denied_file_and_folder(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_listdir(path)
 
+    real_scandir = os.scandir
+
+    def guarded_scandir(path="."):  # discovery lists with scandir (the entries' types come with the names)
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
     real_os_open = os.open
 
     def guarded_os_open(file, flags, *args, **kwargs):  # open_regular: O_PATH (no permission needed), then read
@@ -83,6 +90,7 @@ def test_permission_denied_file_and_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "open", guarded_open)
     monkeypatch.setattr(os, "open", guarded_os_open)
     monkeypatch.setattr(os, "listdir", guarded_listdir)
+    monkeypatch.setattr(os, "scandir", guarded_scandir)
     errors = []
     found = discover(tmp_path / "runs", on_error=lambda p, why: errors.append((p.name, why)))
     assert [p.name for p in found] == ["e2_clean"]

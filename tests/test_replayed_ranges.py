@@ -257,3 +257,17 @@ def test_files_naming_no_attempt_are_not_bridged_by_other_tags():
     series = (*_alternating("a.tfevents", None, 0, 30, 0), *_alternating("b.tfevents", None, 0, 30, 1))
     run = Run(root=Path("/nowhere"), kind="tensorboard", era=None, status="unknown", series=tuple(series))
     assert len(compute_replayed(run)) > 1 and all(r.first_step == r.last_step for r in compute_replayed(run))
+
+
+def test_distinct_pairs_are_the_sorted_unique_pairs_whatever_the_step_span():
+    from pimm_inspect.analysis.replays import _distinct_pairs
+
+    rng = np.random.default_rng(3)
+    shared = np.sort(rng.integers(0, 50, 40)), rng.integers(0, 4, 40)  # several tags holding the same pairs
+    for low in (0, -(1 << 62), 1 << 61):  # a span too wide for one integer key takes the two-key sort
+        parts = [(shared[0] + low, shared[1])] * 3 + [(np.sort(rng.integers(0, 50, 30)) + low, rng.integers(0, 4, 30)),
+                                                      (np.array([low, low + 7 if low == 0 else 1 << 62]),
+                                                       np.array([3, 0]))]
+        steps, owner = _distinct_pairs([p[0] for p in parts], [p[1] for p in parts], 4)
+        expected = sorted({(int(s), int(o)) for p in parts for s, o in zip(*p)})
+        assert list(zip(steps.tolist(), owner.tolist())) == expected

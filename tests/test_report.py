@@ -315,7 +315,10 @@ def test_tree_report_holds_one_run_at_a_time(tmp_path: Path, monkeypatch: pytest
     """A tree of many big runs is reported run by run: only display facts and downsampled overlays are kept."""
     import tracemalloc
 
-    from pimm_inspect.session import core
+    import pimm_inspect.analysis
+    import pimm_inspect.session.rows
+    import pimm_inspect.session.staged  # these two bind their own loader and analysis: imported before the patches
+    from pimm_inspect.load import safe
 
     for i in range(40):
         (tmp_path / f"run{i:02d}").mkdir()
@@ -327,8 +330,8 @@ def test_tree_report_holds_one_run_at_a_time(tmp_path: Path, monkeypatch: pytest
                    attempts=(Attempt(1, first_step=0, last_step=999_999, ended="completed"),),
                    series=(make_series("loss", steps, steps * 0.5, steps * 1.0, "train.log", 1),))
 
-    monkeypatch.setattr(core, "load_safely", big_run)
-    monkeypatch.setattr(core, "analyze", lambda run: run)  # memory, not check speed, is under test
+    monkeypatch.setattr(safe, "load_safely", big_run)
+    monkeypatch.setattr(pimm_inspect.analysis, "analyze", lambda run: run)  # memory, not check speed, is under test
     tracemalloc.start()
     try:
         result = run_cli("report", tmp_path, "-o", tmp_path / "tree.html", "--tag", "loss")

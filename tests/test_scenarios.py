@@ -35,6 +35,7 @@ EXPECTED = {
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "hf_two_trainings": {"hf.new-training"},
+    "hf_tb_then_none": set(),  # two attempts: the second known from checkpoint-20's state (no TB folder)
     "tb_plain/runs/baseline": set(),
     "tb_plain/runs/lr-0.1": set(),
     "wandb_backwards_step": {"wandb.step-dropped"},
@@ -58,6 +59,9 @@ EXPECTED = {
     "rw_launch_cwd_wandb/exp/panda/semseg/semseg-drift": {"provenance.config-drift", "resume.rollback",
                                                          "steps.replayed", "wandb.outside-run", "wandb.run-split"},
     "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
+    "lightning_resumable/lightning_logs/version_0": set(),  # checkpoints read, ckpt_path= printed
+    "lightning_resumable/lightning_logs/version_1": set(),
+    "lightning_eval_passes/lightning_logs/version_0": set(),  # evaluation passes: one attempt, no replay
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
     "rw_pimm_tester_config": set(),

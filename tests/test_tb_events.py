@@ -255,6 +255,15 @@ def test_crc_matches_crc32c_package(monkeypatch: pytest.MonkeyPatch) -> None:
         for col in (0, 2, length // 2, length - 1):
             similar[:, col] = rng.integers(0, 256, count)
         assert _tfrecord.group_crc32c(similar).tolist() == [crc32c.crc32c(row.tobytes()) for row in similar]
+    # Payloads as the reader passes them (a column slice of a wider record block), more rows than one slice, and
+    # differing columns that pair with a constant neighbour (the 16-bit lookups) or stand alone at the end.
+    wide = np.tile(rng.integers(0, 256, 70, dtype=np.uint8), (20_000, 1))
+    for col in (12, 13, 20, 40, 53, 64):
+        wide[:, col] = rng.integers(0, 256, 20_000)
+    for payloads in (wide[:, 12:66], wide[:, 12:65], wide[:, 13:54]):
+        varying = _tfrecord.varying_columns(payloads)
+        assert _tfrecord.group_crc32c(payloads, varying).tolist() == [crc32c.crc32c(row.tobytes())
+                                                                       for row in payloads]
 
 
 def test_masked_crc_matches_tensorboard() -> None:

@@ -22,7 +22,8 @@ def _unreadable(run: Run) -> set[str]:
 
 
 def check_incomplete(run: Run) -> list[Finding]:
-    """``checkpoint.incomplete``: publish leftovers, a ``last/`` without ``.complete``, a dangling ``model/`` link.
+    """``checkpoint.incomplete``: publish leftovers, a ``last/`` without ``.complete``, a dangling ``model/`` link
+    (an HF ``checkpoint-N`` folder's is the HF reader's, one per folder).
 
     A checkpoint that could not be read (no permission) is not called incomplete: nothing says its save was
     interrupted, and ``file.unreadable`` already names the file.
@@ -47,13 +48,8 @@ def check_incomplete(run: Run) -> list[Finding]:
             tuple(names), None,
             "A save was interrupted (the process died while publishing): directories without `.complete`, "
             "`last.tmp/` or `*.tmp` files are left behind and are ignored on resume. " + _pick(run)))
-    hf_incomplete = [ck for ck in run.checkpoints if not ck.complete and ck.format == "hf" and ck.path not in unreadable]
-    if hf_incomplete:
-        findings.append(Finding(
-            "checkpoint.incomplete", Severity.WARNING,
-            f"{len(hf_incomplete)} Trainer checkpoint(s) are missing files",
-            tuple(ck.path for ck in hf_incomplete), None,
-            "These checkpoint-N folders lack trainer_state.json or the weights; resume_from_checkpoint would fail on them."))
+    # An HF checkpoint-N folder gets its one checkpoint.incomplete from the HF reader (sources.hf.checkpoints): what is
+    # missing and what resume_from_checkpoint does without it.
     return findings
 
 

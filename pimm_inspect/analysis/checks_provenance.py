@@ -108,9 +108,12 @@ def places_text(places: list[tuple[str, str]]) -> str:
 def check_secrets(run: Run) -> list[Finding]:
     """``provenance.secret``: values that look like API keys or tokens in configs, metadata or launch scripts."""
     places: list[tuple[str, str]] = []
+    # A W&B folder's config document is named by its folder; the file that holds it is the folder's .wandb log.
+    logs = {w.path: next((p for p in w.file_roles if p.endswith(".wandb")), w.path) for w in run.wandb_runs}
     for doc in run.configs:
         if isinstance(doc.data, dict):
-            places += [(doc.path, h.where) for h in find_in_mapping(doc.data)]
+            path = logs.get(doc.path, doc.path) if doc.kind == "wandb_config" else doc.path
+            places += [(path, h.where) for h in find_in_mapping(doc.data)]
         elif doc.text:
             places += [(doc.path, h.where) for h in find_in_text(doc.text)]
     meta = run.run_metadata
@@ -130,7 +133,17 @@ def check_secrets(run: Run) -> list[Finding]:
         "provenance.secret", Severity.ERROR,
         f"{len(places)} value(s) that look like API keys or tokens in {', '.join(files)}",
         files, None,
-        f"Found at {where}. pimm sends the resolved config to W&B, and W&B uploads the launch command it records "
-        "(program args), so a secret in either is uploaded too. pimm-inspect masks these values everywhere it shows "
-        "them. Rotate the key and pass it through the environment (WANDB_API_KEY in .env) instead of the config or "
-        "the command line.")]
+        f"Found at {where}. {_uploaded(run)}pimm-inspect masks these values everywhere it shows them. Rotate the key "
+        "and pass it through the environment (WANDB_API_KEY, HF_TOKEN in .env) instead of the config or the command "
+        "line.")]
+
+
+def _uploaded(run: Run) -> str:
+    """Who else holds the secret, as far as this run's files say: W&B only for a pimm run or one with W&B folders."""
+    if run.kind == "pimm":
+        return ("pimm sends the resolved config to W&B, and W&B uploads the launch command it records (program "
+                "args), so a secret in either is uploaded too. ")
+    if run.wandb_runs:
+        return ("A config given to W&B is uploaded with the run, and W&B uploads the launch command it records "
+                "(program args), so a secret in either is uploaded too. ")
+    return "Anyone with a copy of these files can read it. "

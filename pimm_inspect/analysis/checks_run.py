@@ -26,7 +26,9 @@ def check_crashed(run: Run) -> list[Finding]:
         slurm = next((s for s in att.sources if s in slurm_paths), None)
         # Name the file the evidence is in: a W&B-only run has no train.log.
         fallback = slurm or next((s for s in att.sources if s == "train.log"), None) or next(iter(att.sources), "train.log")
-        where = f"{tb.source}:{tb.line_no}" if tb else fallback
+        # A W&B transaction log is binary: the line is the one of its captured console output, not of the file.
+        where = (f"console line {tb.line_no} of the output captured in {tb.source}" if tb and tb.source.endswith(".wandb")
+                 else f"{tb.source}:{tb.line_no}" if tb else fallback)
         findings.append(Finding(
             "run.crashed", Severity.ERROR if last else Severity.WARNING,
             f"attempt {att.index} crashed at step {att.last_step}: {detail}" if att.last_step is not None

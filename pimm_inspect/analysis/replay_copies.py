@@ -69,6 +69,7 @@ def range_copies(by_writer: Writers, r: ReplayedRange) -> list[TagCopies]:
                 per_tag[s.tag].append((writer, steps, values))
     out: list[TagCopies] = []
     for tag, parts in per_tag.items():
+        parts = _first_per_writer(parts)
         if len(parts) < 2:
             continue
         writers = tuple(dict.fromkeys(w for w, _s, _v in parts))
@@ -82,6 +83,24 @@ def range_copies(by_writer: Writers, r: ReplayedRange) -> list[TagCopies]:
         counts = np.diff(np.append(starts, steps.shape[0]))
         if (counts > 1).any():
             out.append(TagCopies(tag, writers, steps, values, owner, starts, counts))
+    return out
+
+
+def _first_per_writer(parts: list[tuple[Writer, np.ndarray, np.ndarray]]) -> list[tuple[Writer, np.ndarray, np.ndarray]]:
+    """One copy per writer and step: the first it logged. A writer that logged a step twice itself (an evaluation
+    pass writing a per-batch step again in the same process) made no copy of another attempt's step."""
+    by_writer: dict[Writer, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+    for writer, steps, values in parts:
+        by_writer[writer].append((steps, values))
+    out = []
+    for writer, pieces in by_writer.items():
+        steps = np.concatenate([p[0] for p in pieces])
+        values = np.concatenate([p[1] for p in pieces])
+        _unique, first = np.unique(steps, return_index=True)
+        if first.shape[0] < steps.shape[0]:
+            keep = np.sort(first)
+            steps, values = steps[keep], values[keep]
+        out.append((writer, steps, values))
     return out
 
 

@@ -75,6 +75,31 @@ def _held_twice(groups: list[list[ScalarSeries]], ids: list[int]) -> tuple[np.nd
     return steps[twice], owner[twice]
 
 
+def _distinct_pairs(steps_parts: list[np.ndarray], owner_parts: list[np.ndarray], writers: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (step, writer rank) pairs of every tag, sorted by step, then writer."""
+    # The tags of a run mostly hold the same pairs (each logged at every step by each writer): each once.
+    seen: dict[tuple[int, int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
+    kept_steps, kept_owner = [], []
+    for steps, owner in zip(steps_parts, owner_parts):
+        alike = seen.setdefault((steps.shape[0], int(steps[0]), int(steps[-1])), [])
+        if any(np.array_equal(steps, s) and np.array_equal(owner, o) for s, o in alike):
+            continue
+        alike.append((steps, owner))
+        kept_steps.append(steps)
+        kept_owner.append(owner)
+    steps, owner = np.concatenate(kept_steps), np.concatenate(kept_owner)
+    low, high = int(steps.min()), int(steps.max())
+    if (high - low + 1) * writers < 1 << 62:  # one integer key per pair: one sort, not a two-key lexsort
+        keys = np.unique((steps - low) * writers + owner)
+        return keys // writers + low, keys % writers
+    order = np.lexsort((owner, steps))
+    steps, owner = steps[order], owner[order]
+    keep = np.ones(steps.shape[0], dtype=bool)
+    keep[1:] = (steps[1:] != steps[:-1]) | (owner[1:] != owner[:-1])
+    return steps[keep], owner[keep]
+
+
 def written_ranges(series: list[ScalarSeries]) -> list[_Written]:
     """Maximal runs of consecutive steps that share one set of two or more writers.
 
@@ -101,13 +126,7 @@ def written_ranges(series: list[ScalarSeries]) -> list[_Written]:
     rank = np.empty(len(writers), dtype=np.int64)
     for position, w in enumerate(writers):
         rank[writer_ids[w]] = position
-    steps = np.concatenate(pairs_steps)
-    owner = rank[np.concatenate(pairs_ids)]
-    order = np.lexsort((owner, steps))
-    steps, owner = steps[order], owner[order]
-    keep = np.ones(steps.shape[0], dtype=bool)
-    keep[1:] = (steps[1:] != steps[:-1]) | (owner[1:] != owner[:-1])
-    steps, owner = steps[keep], owner[keep]
+    steps, owner = _distinct_pairs(pairs_steps, [rank[ids] for ids in pairs_ids], len(writers))
     starts = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
     ends = np.append(starts[1:], steps.shape[0])
     # Where each step held twice lies among every logged step: a step logged once between two ends a range.

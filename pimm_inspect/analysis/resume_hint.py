@@ -5,11 +5,13 @@ as ``--options weight=<checkpoint> resume=True`` (what ``scripts/train.sh -r tru
 ``python -m pimm.utils.path latest-checkpoint <exp>/model``); the path is relative to the launch directory, like
 the run's ``save_path``. The HF Trainer takes ``resume_from_checkpoint=<output_dir>/checkpoint-N`` (``Trainer.train``
 argument, or ``--resume_from_checkpoint`` of the example scripts), relative to where the training script ran.
-Paths are data written by someone else, so each one is shell-quoted.
+Lightning's ``Trainer.fit`` takes ``ckpt_path=<file>`` (the ``last.ckpt`` its ``ckpt_path="last"`` rule picks, in
+the ``dirpath`` its ModelCheckpoint state recorded). Paths are data written by someone else, so each one is shell-quoted.
 """
 
 from __future__ import annotations
 
+import ntpath
 import posixpath
 import shlex
 from collections.abc import Mapping
@@ -69,15 +71,33 @@ def _hf(run: Run, picked: CheckpointInfo) -> tuple[str, str]:
             f"{where} (output_dir from {said_by})")
 
 
+def _lightning(run: Run, picked: CheckpointInfo) -> tuple[str, str]:
+    """Lightning's ``trainer.fit(model, ckpt_path=<file>)`` and what its path is relative to: the ModelCheckpoint
+    ``dirpath`` the picked file's callback state records (where the training wrote it), else the run directory.
+    ``ckpt_path="last"`` finds it only when the new Trainer saves into that same folder (a new logger version does
+    not), so the option names the file."""
+    name = posixpath.basename(picked.path)
+    if picked.saved_dir is None:
+        return (shlex.quote("ckpt_path=" + picked.path),
+                "the run directory (no ModelCheckpoint dirpath recorded in the checkpoint)")
+    saved = picked.saved_dir
+    windows = "\\" in saved and "/" not in saved  # written on Windows: join as it writes paths
+    where = ("absolute" if (ntpath.isabs(saved) if windows else posixpath.isabs(saved))
+             else "the training script's working directory")
+    return (shlex.quote("ckpt_path=" + (ntpath.join(saved, name) if windows else posixpath.join(saved, name))),
+            f"{where} (ModelCheckpoint dirpath recorded in {picked.path})")
+
+
 def resume_hint(run: Run) -> ResumeHint | None:
     """The option that resumes ``run`` from the checkpoint a resume would pick (``CheckpointInfo.resume_candidate``);
     None when no checkpoint qualifies or the run's trainer takes no such option that this tool knows."""
     picked = next((ck for ck in run.checkpoints if ck.resume_candidate), None)
     if picked is None:
         return None
-    maker: Any = {"pimm": _pimm, "hf-trainer": _hf}.get(run.kind)
+    tool = "lightning" if picked.format == "lightning" else run.kind  # a Lightning checkpoint under any run kind
+    maker: Any = {"pimm": _pimm, "hf-trainer": _hf, "lightning": _lightning}.get(tool)
     if maker is None:
         return None
     option, base = maker(run, picked)
-    return ResumeHint(checkpoint=picked.path, step=picked.global_step, tool=run.kind, option=option, path_base=base,
+    return ResumeHint(checkpoint=picked.path, step=picked.global_step, tool=tool, option=option, path_base=base,
                       newer_incomplete=_newer_incomplete(run, picked))

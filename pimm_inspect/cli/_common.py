@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from ..evidence import RunRow
-from ..model import Run
-
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ..evidence import RunRow
+    from ..model import Run
 
     from ..session import Session
 
@@ -153,10 +153,23 @@ def iter_loaded(run_dirs: list[Path]) -> Iterator[Run]:
         click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
 
 
-def iter_rows(run_dirs: list[Path]) -> Iterator[RunRow]:
-    """The ``ls`` row of each run, from the disk cache where still valid, else loaded and analysed now."""
+def iter_show_documents(run_dirs: list[Path], base: Path) -> Iterator[dict[str, Any]]:
+    """Each run's ``show --json`` document, one at a time (from the disk cache while the run is unchanged)."""
+    front_door = session()
     show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
-    for i, (run_dir, row) in enumerate(zip(run_dirs, session().rows(run_dirs)), start=1):
+    for i, run_dir in enumerate(run_dirs, start=1):
+        if show_progress:
+            click.echo(f"\rloading {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
+        yield front_door.show_document(run_dir, base)
+    if show_progress:
+        click.echo("\r" + " " * 60 + "\r", err=True, nl=False)
+
+
+def iter_rows(run_dirs: list[Path], under: Path | None = None) -> Iterator[RunRow]:
+    """The ``ls`` row of each run, from the disk cache where still valid, else loaded and analysed now (``under``:
+    the folder they were found in, whose row index serves a warm tree)."""
+    show_progress = len(run_dirs) > 1 and sys.stderr.isatty()
+    for i, (run_dir, row) in enumerate(zip(run_dirs, session().rows(run_dirs, under)), start=1):
         if show_progress:
             click.echo(f"\rloaded {i}/{len(run_dirs)} {_name(run_dir.name)[:40]:<40}", err=True, nl=False)
         yield row
@@ -277,6 +290,7 @@ class RunStream:
 
     def __init__(self, paths: tuple[str, ...]):
         paths = paths or (".",)
+        self.paths = paths
         self.base = Path(paths[0]) if len(paths) == 1 else Path(".")
         """Output paths are relative to this."""
         self.bad_paths: list[str] = []
@@ -294,9 +308,14 @@ class RunStream:
         """Each run loaded and analysed, one at a time."""
 
     @property
+    def show_documents(self) -> Iterator[dict[str, Any]]:
+        """Each run's ``show --json`` document (cached documents where still valid), one at a time."""
+        return iter_show_documents(self.run_dirs, self.base)
+
+    @property
     def rows(self) -> Iterator[RunRow]:
         """Each run's ``ls`` row (cached rows where still valid), one at a time."""
-        return iter_rows(self.run_dirs)
+        return iter_rows(self.run_dirs, self.base if len(self.paths) == 1 else None)
 
     def exit(self, code: int = EXIT_OK) -> NoReturn:
         """Exit with ``code``, or 2 when a PATH named no run (the runs found were still printed)."""

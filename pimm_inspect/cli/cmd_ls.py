@@ -76,11 +76,15 @@ def command(roots: tuple[str, ...], filters: tuple[str, ...], sorts: tuple[str, 
         stderr(f"note: {note}")  # a key no run has is most likely a typo
     listed = [row for row in found if keep(row, base)] if filters else found
     rows = sort_rows(listed, keys, base, reverse) if keys or reverse else listed
-    if as_json:
+    if as_json and not columns:
+        from ..report.json_doc import ls_document
+
+        click.echo(ls_document(rows, base))  # each row's stored JSON object where it has one
+    elif as_json and columns:
         from ..report.json_doc import SCHEMA_VERSION, dumps, ls_run
         from ..report.ls_columns import json_columns
 
-        runs = [ls_run(r, base) | ({"columns": json_columns(r, columns, base)} if columns else {}) for r in rows]
+        runs = [ls_run(r, base) | {"columns": json_columns(r, columns, base)} for r in rows]
         click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": runs}))
     else:
         from ..report.text import RUNS_COLUMNS, runs_table_row  # Rich: only for the table

@@ -16,12 +16,12 @@ def command(runs: tuple[str, ...], as_json: bool) -> None:
 
     Example: pimm-inspect show exp/panda/semseg/semseg-fft --json
     """
-    from ..report.json_doc import SCHEMA_VERSION, dumps, show_run
+    from ..report.json_text import SCHEMA_VERSION, dumps
 
     stream = stream_many(runs)
     if as_json:
-        # Only each run's summary document is kept, never its series.
-        click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": [show_run(r, stream.base) for r in stream.runs]}))
+        # Only each run's summary document is kept, never its series (an unchanged run's comes from the cache).
+        click.echo(dumps({"schema_version": SCHEMA_VERSION, "runs": list(stream.show_documents)}))
         stream.exit()
     from ..report.text import run_summary
 

@@ -29,9 +29,14 @@ def command(path: str) -> None:
 
     front_door = session()
     root = Path(path)
+    prefetch = None
     if root.is_dir() and classify_dir(root.absolute()) is not None:
         front_door.staged.prefetch(root.absolute())  # one run: read it while the UI's modules import
+    else:
+        from ..tui.prefetch import RowPrefetch  # no Textual: a tree's runs and stored rows, found meanwhile
+
+        prefetch = RowPrefetch.start(front_door, root)
 
     from ..tui.app import make_app, run_app
 
-    sys.exit(run_app(make_app(path, session=front_door)))
+    sys.exit(run_app(make_app(path, session=front_door, prefetch=prefetch)))

@@ -178,6 +178,8 @@ def _checkpoints(c: Collected) -> list[CheckpointInfo]:
     items: list[CheckpointInfo] = []
     if c.model_dir is not None:
         items += list(c.model_dir.checkpoints)
+    if c.lightning is not None:
+        items += list(c.lightning.checkpoints)
     if c.hf is not None:
         items += [h.info for h in c.hf.checkpoints]
         if c.hf.final_model is not None:

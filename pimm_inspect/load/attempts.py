@@ -15,7 +15,7 @@ from .collect import Collected
 from .process_evidence import epoch_axis_tags, fold_evaluator_segments
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
-from .wandb_order import ordered_folders, start_estimates
+from .wandb_order import process_folders, start_estimates
 
 INEXACT_MARKERS = ("Skipping dataloader-cursor restore", "mid-epoch but has no dataloader state",
                    "Legacy checkpoint is mid-epoch", "State was saved with world_size",
@@ -70,7 +70,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
                                     origin=origin, sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
     elif c.wandb_runs and c.kind == "wandb":
-        ordered = ordered_folders(c.wandb_runs)  # by the best start evidence, folder stamps included
+        # By the best start evidence, folder stamps included; a second wandb.init inside a live process is no start.
+        ordered = process_folders(c.wandb_runs)
         starts, on_utc = start_estimates(c.wandb_runs)
         for index, wrun in enumerate(ordered, start=1):
             # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
@@ -94,7 +95,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             series.append(dataclasses.replace(s, attempt=attempt))
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
         # One W&B id, several local folders: each folder is one process start (a requeued offline run).
-        wandb_attempt = {r.rel_path: i for i, r in enumerate(ordered_folders(c.wandb_runs), start=1)}
+        wandb_attempt = {r.rel_path: i for i, r in enumerate(process_folders(c.wandb_runs), start=1)}
     for run in c.wandb_runs:
         attempt = wandb_attempt.get(run.rel_path)
         # A declared step metric (pimm's hidden train/global_step) is the x axis of the others, not a curve.
@@ -108,12 +109,31 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
 
 
 def _wandb_origin(wrun: Any, earlier: list[Any]) -> Origin:
-    """A W&B folder's origin from its own records: resumed when its run record says so (W&B's ``resumed`` flag, a
-    ``starting_step``), or when it asked to resume and an earlier folder of its id is in the run; ``resume="allow"``
-    on the first folder of an id resumed nothing."""
+    """A W&B folder's origin from its own records: resumed when they say the server continued the id (the run
+    record's ``resumed`` flag or ``starting_step``, the telemetry feature ``resumed``, debug.log's ``run resumed``:
+    ``WandbRunResult.resumed``), or when it asked to resume and an earlier folder of its id is in the run;
+    ``resume="allow"`` on the first folder of an id resumed nothing. A later folder nothing says W&B continued is a
+    ``restart`` when it logged from at or below the earliest first step of the folders before it (the same id or
+    folder used again from scratch), a ``resume`` when it went on past it, ``unknown`` when it logged nothing.
+    ``finish_attempts`` turns a resume whose first step lies before the previous attempt's last into ``rollback``."""
     if wrun.resumed or (wrun.resume_requested and any(w.run_id == wrun.run_id for w in earlier)):
         return "resume"
-    return "fresh"
+    if not earlier:
+        return "fresh"
+    # A later process nothing says W&B continued: it started again at or below where the earlier ones started (a
+    # restart into a used id or folder), or went on past it; a folder that logged nothing says neither.
+    first = _logged_first(wrun)
+    starts = [s for s in (_logged_first(w) for w in earlier) if s is not None]
+    if first is None or not starts:
+        return "unknown" if first is None else "fresh"
+    return "resume" if first > min(starts) else "restart"
+
+
+def _logged_first(wrun: Any) -> int | None:
+    """The first step a W&B folder logged on the axis its attempts use (its series, step metrics left out)."""
+    step_metrics = set(wrun.x_axis.values()) - {"_step"}
+    firsts = [s.first_step for s in wrun.series if len(s) and s.tag not in step_metrics]
+    return min(firsts) if firsts else None
 
 
 def _segment_origin(seg: Any) -> Origin:
@@ -283,7 +303,9 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
                 origin = "rollback"
             elif att.index in inexact:
                 origin = "resume-inexact"
-        lost = _lost(att, nxt) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None) else None
+        keeps = _end_kept(c, nxt is None)
+        lost = (_lost(att, nxt, keeps) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None)
+                else None)
         out.append(dataclasses.replace(att, origin=origin, lost_steps=lost))
     return out
 
@@ -330,9 +352,23 @@ def _has_checkpoint_evidence(c: Collected) -> bool:
     return False
 
 
-def _lost(att: Attempt, nxt: Attempt | None) -> tuple[int, int] | None:
+def _end_kept(c: Collected, last: bool) -> bool:
+    """Whether a completed attempt's end state was kept: pimm saves ``last`` as training ends; the HF Trainer's
+    ``train()`` returns without saving, so only a complete final model (``save_model``: top-level weights) keeps the
+    last attempt's end, and nothing keeps an earlier one's."""
+    if c.hf is None or (not c.hf.checkpoints and c.hf.final_model is None):
+        return True  # no checkpoint and no model file here: nothing says what was saved (weights kept elsewhere?)
+    final = c.hf.final_model
+    return last and final is not None and final.complete
+
+
+def _lost(att: Attempt, nxt: Attempt | None, end_kept: bool = True) -> tuple[int, int] | None:
     """Steps after what survived: the next attempt's restore point, else this attempt's last save."""
-    if att.last_step is None or att.ended == "completed":
+    if att.last_step is None:
+        return None
+    went_back = (nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None
+                 and nxt.resume_step < att.last_step)
+    if att.ended == "completed" and end_kept and not went_back:  # a later resume that went back redid them: lost
         return None
     if nxt is not None and nxt.origin in _RESUMED and nxt.resume_step is not None:
         # A save of this attempt after the next one's restore point still kept its steps (a resume that rewinds

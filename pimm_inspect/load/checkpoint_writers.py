@@ -103,7 +103,10 @@ def checkpoint_writers(checkpoints: Sequence[CheckpointInfo], attempts: Sequence
     valued = any(ck.best_metric_value is not None for ck in checkpoints)
     candidates = _candidates(series, best_names) if valued and attempts else []
     for ck in checkpoints:
-        writer = writer_of(ck, attempts, series, best_names, candidates) if ck.role != "tmp" else None
+        # A Lightning checkpoint's global_step counts optimizer steps done, one past the step its loggers wrote last
+        # (they log 0-based, before the count moves): its step is on no logged axis, so it names no writer here.
+        mapped = ck.role != "tmp" and ck.format != "lightning"
+        writer = writer_of(ck, attempts, series, best_names, candidates) if mapped else None
         out.append(dataclasses.replace(ck, saved_by_attempt=writer) if writer is not None else ck)
         if writer is not None and ck.complete and ck.global_step is not None:
             kept.setdefault(writer, set()).add(ck.global_step)

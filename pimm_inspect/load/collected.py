@@ -57,6 +57,8 @@ class Collected:
     tb_files: list[tuple[str, EventFileName | None, EventFileResult]] = field(default_factory=list)
     """(rel path, parsed name or None, result) ordered by name timestamp then first wall time."""
     model_dir: ModelDirResult | None = None
+    lightning: ModelDirResult | None = None
+    """A Lightning logger version folder's ``checkpoints/*.ckpt`` (``sources.checkpoint.lightning``)."""
     sbatch: SbatchInfo | None = None
     eval_metrics: list[EvalMetrics] = field(default_factory=list)
     rank_logs: list[RankLog] = field(default_factory=list)

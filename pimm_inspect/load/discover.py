@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model import RunKind
+if TYPE_CHECKING:
+    from ..model import RunKind
 
 EVENT_FILE = re.compile(r"^.*tfevents")
 """TensorBoard's own rule: any file whose name contains ``tfevents`` is an event file (use ``.match``)."""
@@ -33,7 +36,7 @@ def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
             names = set(os.listdir(path))
         except OSError:
             return None
-    if any(m in names for m in PIMM_MARKERS) or _is_model_dir(path / "model", names):
+    if any(m in names for m in PIMM_MARKERS) or "model" in names and _is_model_dir(path / "model", names):
         return "pimm"
     if "trainer_state.json" in names or any(HF_CHECKPOINT_DIR.match(n) for n in names):
         return "hf-trainer"
@@ -159,7 +162,8 @@ def _system_dir(real: str) -> bool:
 
 
 def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
-              max_depth: int = MAX_DEPTH, follow_links: bool = False) -> Iterator[Path]:
+              max_depth: int = MAX_DEPTH, follow_links: bool = False,
+              on_listing: Callable[[Path, Iterable[os.DirEntry[str]]], None] | None = None) -> Iterator[Path]:
     """Yield run directories under ``root`` breadth-first, as they are found.
 
     TensorBoard's rule: a folder holding a ``*tfevents*`` file is a run, and its subfolders are
@@ -168,7 +172,8 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
     subfolders are their own. A link is followed only while it stays inside the root, unless
     ``follow_links``; /proc, /sys and /dev are never entered; loops are cut by device/inode.
     What is not searched (unreadable, a link out of the root, below ``max_depth``) is reported
-    through ``on_error(path, reason)``.
+    through ``on_error(path, reason)``; ``on_listing(run, entries)`` is handed each run folder's entries as listed
+    (a check of the run's cached row made right after need not list it again).
     """
     root = Path(root)
     try:
@@ -180,10 +185,10 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
         report(root, f"{real_root} is a system folder: never searched")
         return
     seen: set[tuple[int, int]] = set()
-    queue: list[tuple[Path, int]] = [(root, 0)]
+    queue: deque[tuple[Path, int]] = deque([(root, 0)])
     deep: list[Path] = []
     while queue:
-        current, depth = queue.pop(0)
+        current, depth = queue.popleft()
         try:
             st = os.stat(current)
         except OSError as exc:
@@ -196,14 +201,18 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
             continue
         seen.add(key)
         try:
-            names = sorted(os.listdir(current))
+            with os.scandir(current) as listing:
+                entries = {entry.name: entry for entry in listing}
         except OSError as exc:
             report(current, exc.strerror or "cannot list")
             continue
+        names = sorted(entries)
         kind = classify_dir(current, set(names))
         # A folder whose only run is its wandb/ child (a launch directory) may hold other runs beside it.
         launch_dir = kind == "wandb" and not WANDB_RUN_DIR.match(current.name)
         if kind is not None:
+            if on_listing is not None:
+                on_listing(current, entries.values())
             yield current
             if kind != "tensorboard" and not launch_dir:
                 continue
@@ -213,16 +222,18 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
                 continue  # read with the first folder of its W&B id
             if name in NEVER_DESCEND or name.startswith(".") or name == "latest-run" or (launch_dir and name == "wandb"):
                 continue  # latest-run: W&B's link to a run folder listed beside it
-            child = current / name
-            try:
-                child_st = os.stat(child)
+            entry = entries[name]
+            try:  # the listing's entry type: a stat only for a link (or where the filesystem gives no type)
+                link = entry.is_symlink()
+                folder = entry.is_dir()
             except OSError:
-                if not os.path.islink(child):  # a dangling link has nothing to search
-                    report(child, "cannot stat")
+                if not os.path.islink(current / name):  # a dangling link has nothing to search
+                    report(current / name, "cannot stat")
                 continue
-            if not stat.S_ISDIR(child_st.st_mode):
+            if not folder:
                 continue
-            if os.path.islink(child):
+            child = current / name
+            if link:
                 target = os.path.realpath(child)
                 if _system_dir(target):
                     report(child, f"a link to {target}: system folders are never searched")

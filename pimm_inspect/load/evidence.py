@@ -64,7 +64,8 @@ def wandb_runs(c: Collected) -> tuple[WandbRunFacts, ...]:
         dropped_step_warning=w.dropped_step_warning, file_roles=dict(w.file_roles),
         command=w.provenance.command if w.provenance is not None else None,
         command_source=w.provenance.source if w.provenance is not None else None, resume_from=w.resume_from,
-        dropped_step_source=w.dropped_step_details[0].source if w.dropped_step_details else None)
+        dropped_step_source=w.dropped_step_details[0].source if w.dropped_step_details else None,
+        resume_evidence=w.resume_evidence, reinit_of_active=w.reinit_of_active)
         for w in c.wandb_runs)
 
 

@@ -19,6 +19,7 @@ own entries), unless they are inside the run being read, and neither is what the
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sys
@@ -79,37 +80,64 @@ _Listed = dict[str, tuple[bool, "os.stat_result | int"]]
 """A folder's entries as one listing saw them: name -> (is a link, ``stat`` following links, or its errno)."""
 
 
-def _listing(path: str) -> tuple[str, _Listed]:
-    """``dir_fingerprint(path)`` and the entries it stat'ed (what ``unchanged`` reuses instead of stat'ing again)."""
+def _listing(path: str, entries: Iterable[os.DirEntry[str]] | None = None) -> tuple[str, _Listed]:
+    """``dir_fingerprint(path)`` and the entries it stat'ed (what ``unchanged`` reuses instead of stat'ing again).
+
+    ``entries``: the folder's entries as a listing made a moment ago gave them (discovery's): only stat'ed here."""
+    if entries is not None:
+        return _digest(entries)
     try:
         scan = os.scandir(path)
     except OSError as exc:
         return f"-{exc.errno}", {}
     except ValueError:
         return "-bad", {}
+    with scan:
+        return _digest(scan)
+
+
+def _digest(entries: Iterable[os.DirEntry[str]]) -> tuple[str, _Listed]:
     lines = []
     listed: _Listed = {}
-    with scan:
-        for entry in scan:
-            link = False
-            try:
-                link = entry.is_symlink()
-                target = os.readlink(entry.path) if link else ""
-            except OSError as exc:
-                target = f"!{exc.errno}"
-            st: os.stat_result | int
+    for entry in entries:
+        name = entry.name
+        try:
+            link = entry.is_symlink()  # the directory entry's type: no system call on most filesystems
+        except OSError:
+            link = True  # judged below, where its error is kept
+        if not link:
             try:
                 st = entry.stat()
-                facts = f"{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-            except OSError as exc:
-                st = exc.errno if exc.errno is not None else -1
-                facts = f"-{exc.errno}"
-            if st != -1:  # an error without an errno: ``unchanged`` stats that one itself
-                listed[entry.name] = (link or bool(target), st)
-            lines.append(f"{entry.name}\0{target}\0{facts}")
+            except OSError:
+                pass  # judged below
+            else:  # the common case: a plain file or folder, one stat
+                listed[name] = (False, st)
+                lines.append(f"{name}\0\0{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+                continue
+        lines.append(_odd_entry(entry, listed))
     lines.sort()
     digest = hashlib.sha1("\n".join(lines).encode("utf-8", "surrogateescape"), usedforsecurity=False)
     return f"{len(lines)}:{digest.hexdigest()}", listed
+
+
+def _odd_entry(entry: os.DirEntry[str], listed: _Listed) -> str:
+    """The listing line of a link or of an entry that cannot be stat'ed (noted in ``listed`` where it has an errno)."""
+    link = False
+    try:
+        link = entry.is_symlink()
+        target = os.readlink(entry.path) if link else ""
+    except OSError as exc:
+        target = f"!{exc.errno}"
+    st: os.stat_result | int
+    try:
+        st = entry.stat()
+        facts = f"{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError as exc:
+        st = exc.errno if exc.errno is not None else -1
+        facts = f"-{exc.errno}"
+    if st != -1:  # an error without an errno: ``unchanged`` stats that one itself
+        listed[entry.name] = (link or bool(target), st)
+    return f"{entry.name}\0{target}\0{facts}"
 
 
 def fingerprint(kind: str, path: str) -> str:
@@ -128,27 +156,55 @@ def real_fingerprint(path: str) -> str:
         return "-bad"
 
 
-def unchanged(deps: Iterable[Dep]) -> bool:
+def unchanged(deps: Iterable[Dep], known_real: dict[str, str] | None = None,
+              known_entries: dict[str, Iterable[os.DirEntry[str]]] | None = None) -> bool:
     """True when every dependency still has the fingerprint it was stored with.
 
     The same answer as fingerprinting each dependency on its own, in fewer system calls: the folders are listed
     first, and a file or link directly in a listed folder is judged from what that listing saw (its ``stat``, the
-    same call ``file_fingerprint`` makes; where it leads: its folder's real path and its name, when it is no link).
+    same call ``file_fingerprint`` makes; where it leads: its folder's real path and its name, when it is no link);
+    a folder missing from the listing of its folder is missing (``-ENOENT``, what listing it would say).
+    ``known_real``: real paths the caller resolved just now (a run's root, resolved once for the cache's guard);
+    ``known_entries``: folders' entries as a listing made just now gave them (discovery lists every run's folder).
     """
-    deps = tuple(deps)
+    deps = deps if type(deps) is tuple else tuple(deps)
     listed: dict[str, _Listed] = {}
+    whole: set[str] = set()
+    """Listed folders whose every entry is in ``listed`` (an entry that could not be stat'ed nor named an errno is
+    not): only there does a missing name mean a missing folder."""
     for kind, path, fp in deps:
         if kind == "d":
-            got, listed[path] = _listing(path)
+            cut = path.rfind(os.sep)
+            parent = path[:cut]
+            if cut > 0 and parent in whole and path[cut + 1:] not in listed[parent] and path[cut + 1:] not in (
+                    "", ".", ".."):
+                got = f"-{errno.ENOENT}"
+                listed[path] = {}
+            else:
+                entries = known_entries.get(path) if known_entries is not None else None
+                got, listed[path] = _listing(path, entries)
+                if not got.startswith("-") and int(got.split(":", 1)[0]) == len(listed[path]):
+                    whole.add(path)
             if got != fp:
                 return False
     real: dict[str, str] = {}
     for kind, path, fp in deps:
         if kind == "r":
-            got = real[path] = _real_seen(path, listed, real)
+            known = known_real.get(path) if known_real is not None else None
+            got = real[path] = known if known is not None else _real_seen(path, listed, real)
             if got != fp:
                 return False
-    return all(_file_seen(path, listed) == fp for kind, path, fp in deps if kind == "f")
+    for kind, path, fp in deps:
+        if kind == "f":
+            cut = path.rfind(os.sep)
+            seen = listed.get(path[:cut]) if cut > 0 else None
+            found = seen.get(path[cut + 1:]) if seen is not None else None
+            if found is None:
+                if _file_seen(path, listed) != fp:
+                    return False
+            elif (f"-{found[1]}" if isinstance(found[1], int) else _stat_text(found[1])) != fp:
+                return False
+    return True
 
 
 def _entry(path: str, listed: dict[str, _Listed]) -> tuple[str, tuple[bool, os.stat_result | int]] | None:

@@ -170,6 +170,21 @@ def _find_model_dir(c: Collected, names: list[str]) -> list[Found]:
 
 
 
+def _find_lightning_dir(c: Collected, names: list[str]) -> list[Found]:
+    """A Lightning logger version folder's ``checkpoints/`` holding ``.ckpt`` files (ModelCheckpoint's default)."""
+    if "checkpoints" not in names or not any(n.endswith(".ckpt") for n in listdir(c.root / "checkpoints")):
+        return []
+    return [(c.root / "checkpoints", "checkpoints")]
+
+
+def _store_lightning_dir(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    c.lightning = r.value
+    if r.value is None:
+        return
+    for info in r.value.checkpoints:
+        c.note(c.root / info.path, "checkpoint")
+
+
 def _store_model_dir(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
     c.model_dir = r.value
     if r.value is None:
@@ -323,6 +338,8 @@ KINDS: tuple[FileKind, ...] = DOCUMENTS + (
     FileKind("tb_events", _find_nested_event_files, _lazy("tensorboard"), _store_event_file,
              _CACHED_EVENT_FILE),
     FileKind("checkpoint", _find_model_dir, _lazy("checkpoint"), _store_model_dir, _CACHED_MODEL_DIR),
+    FileKind("checkpoint", _find_lightning_dir, _lazy("checkpoint", "read_lightning"), _store_lightning_dir,
+             label="checkpoints"),
     FileKind("sbatch", _named("launch.sbatch"), _lazy("slurm.sbatch", "read_sbatch"), _store_to("sbatch", "sbatch")),
     FileKind("eval", _find_eval, _lazy("config.json_docs", "read_eval_metrics"),
              _store_to("eval_metrics", "eval", append=True)),

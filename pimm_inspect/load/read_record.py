@@ -17,8 +17,9 @@ the export stores one per run in its manifest. Checking costs ``stat`` calls and
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,9 +60,14 @@ def record_read(root: Path, read: Callable[[], tuple[_T, bool]], cache_dir: str 
     return value, ReadRecord(started, deps, reusable)
 
 
-def unchanged(record: ReadRecord) -> bool:
-    """True when the result of the read ``record`` describes may be reused: nothing it used changed."""
-    return record.reusable and time.time() >= record.started_s and file_deps.unchanged(record.deps)
+def unchanged(record: ReadRecord, known_real: dict[str, str] | None = None,
+              known_entries: dict[str, Iterable[os.DirEntry[str]]] | None = None) -> bool:
+    """True when the result of the read ``record`` describes may be reused: nothing it used changed.
+
+    ``known_real``, ``known_entries``: real paths resolved and folders listed just now by the caller
+    (``file_deps.unchanged``)."""
+    return record.reusable and time.time() >= record.started_s and file_deps.unchanged(record.deps, known_real,
+                                                                                        known_entries)
 
 
 def flat(record: ReadRecord) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..model import ConfigDoc
 from .collect import Collected
-from .wandb_order import ordered_folders
+from .wandb_order import process_folders
 
 
 def folder_attempts(c: Collected) -> dict[str, int]:
@@ -15,7 +15,7 @@ def folder_attempts(c: Collected) -> dict[str, int]:
     runs = list(c.wandb_runs)
     if not runs or not (c.kind == "wandb" or (len(runs) > 1 and len({r.run_id for r in runs}) == 1)):
         return {}
-    return {r.rel_path: i for i, r in enumerate(ordered_folders(runs), start=1)}
+    return {r.rel_path: i for i, r in enumerate(process_folders(runs), start=1)}
 
 
 def extra_configs(c: Collected) -> tuple[ConfigDoc, ...]:

@@ -8,6 +8,7 @@ two writer sessions (a later ``file_version`` record) whose steps go back is cut
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -63,11 +64,17 @@ def _cut_sessions(result: Any, later: list[Any]) -> list[Any]:
     return [dataclasses.replace(result, series=piece) for piece in pieces]
 
 
+_EVAL_TAG = re.compile(r"(^|[/_.\-])(val|valid|validation|test|eval|evaluation)([/_.\-]|$)|^(epoch|hp_metric)$",
+                       re.IGNORECASE)
+"""Tags an evaluation pass logs (``val_loss_step``, ``test/acc``, ``eval_loss``), and the step counters beside them."""
+
+
 def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tuple[str, Any, Any]], bool]]:
     """Event files as attempts: those of one writer process together (``group_by_process``), except that a new
     writer session (a new file) of the same process whose first step goes back below a step the process already
-    logged starts again: a notebook kernel that ran ``trainer.train()`` several times into one folder. Each entry
-    is (files, True when it is such a restart inside one process)."""
+    logged starts again: a notebook kernel that ran ``trainer.train()`` several times into one folder. A new file of
+    evaluation tags only (``trainer.validate()``/``test()`` reopening the writer) starts nothing. Each entry is
+    (files, True when it is such a restart inside one process)."""
     out: list[tuple[list[tuple[str, Any, Any]], bool]] = []
     for group in group_by_process(tb_files):
         current: list[tuple[str, Any, Any]] = []
@@ -75,12 +82,15 @@ def writer_sessions(tb_files: list[tuple[str, Any, Any]]) -> list[tuple[list[tup
         went_back = False
         for item in group:
             first, last = _file_steps(item[2])
+            # A file of evaluation tags only (Lightning's validate()/test() reopen the logger's writer) trains nothing:
+            # its steps going back are no training started again.
+            evaluation = bool(item[2].series) and all(_EVAL_TAG.search(tag) for tag in item[2].series)
             if current and current[-1][0] == item[0] or (
-                    current and first is not None and reached is not None and first < reached):
+                    current and first is not None and reached is not None and first < reached and not evaluation):
                 out.append((current, went_back))
                 current, reached, went_back = [], None, True
             current.append(item)
-            if last is not None:
+            if last is not None and not evaluation:  # only training moves the step a restart goes back below
                 reached = last if reached is None else max(reached, last)
         out.append((current, went_back))
     return out

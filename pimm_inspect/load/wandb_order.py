@@ -50,6 +50,12 @@ def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | N
     return out, learned
 
 
+def process_folders(runs: Sequence[WandbRunResult]) -> list[WandbRunResult]:
+    """The folders that are process starts, in start order: a folder a second ``wandb.init`` left while the
+    process's run was still active (``reinit_of_active``: W&B returned that run) is no start of its own."""
+    return [r for r in ordered_folders(runs) if r.reinit_of_active is None]
+
+
 def ordered_folders(runs: Sequence[WandbRunResult]) -> list[WandbRunResult]:
     """The folders in start order: attempt 1 first (ties by folder name, which W&B suffixes ``-1``, ``-2``)."""
     starts, _ = start_estimates(runs)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +15,15 @@ from ..analysis.summary import restored_by, run_row, summary_of
 from ..evidence import RunRow, RunSummary
 from ..model import Attempt, Finding, Run, WandbInfo
 from .run_facts import started_at_iso
-from .json_text import indented
+from .json_text import SCHEMA_VERSION as SCHEMA_VERSION, dumps as dumps, root_path
+from .json_text import indented, indented_at
 from .json_text import safe_str as safe_str  # imported from here by callers and tests
 from .safe_text import clean_json, name_text
-
-SCHEMA_VERSION = 1
 
 
 def run_path(run: Run | RunRow, base: Path) -> str:
     """The run's path relative to the PATH the user gave ('.' when it is the run itself)."""
-    try:
-        relative = os.path.relpath(run.root, Path(base).absolute())
-    except ValueError:
-        return name_text(run.root.name)
-    return name_text(Path(relative).as_posix())
+    return root_path(run.root, base)
 
 
 def _name(value: str | None) -> str | None:
@@ -52,10 +49,14 @@ def scalar_summary(run: Run) -> dict[str, dict[str, Any]]:
 
 def show_run(run: Run, base: Path) -> dict[str, Any]:
     """One run of the ``show --json`` document."""
+    return {"path": run_path(run, base), **show_body(run)}
+
+
+def show_body(run: Run) -> dict[str, Any]:
+    """``show_run`` without its ``path`` (the one field that depends on the PATH given): what the session caches."""
     prov = run.provenance
     restores = restored_by(run)
     return {
-        "path": run_path(run, base),
         "name": name_text(run.name),
         "kind": run.kind,
         "era": run.era,
@@ -104,11 +105,48 @@ def show_run(run: Run, base: Path) -> dict[str, Any]:
 def ls_run(run: Run | RunRow, base: Path) -> dict[str, Any]:
     """One run of the ``ls --json`` document: the fields of the ``ls`` table, from the run's row."""
     row = run if isinstance(run, RunRow) else run_row(run)
-    return {"path": run_path(row, base), "name": name_text(row.name), "kind": row.kind, "era": row.era, "status": row.status,
+    return {"path": run_path(row, base), **_ls_fields(row)}
+
+
+def _ls_fields(row: RunRow) -> dict[str, Any]:
+    """``ls_run`` but its path (the one field that depends on the folder the user named)."""
+    return {"name": name_text(row.name), "kind": row.kind, "era": row.era, "status": row.status,
             "findings": {"error": row.errors, "warning": row.warnings, "info": row.infos},
             "attempts": row.attempts, "last_step": row.summary.last_step, "wandb_run_ids": list(row.wandb_run_ids),
             "best_metric": best_metric_json(row), "last_logged_at": row.last_logged_at,
             "lost": lost_json(row.summary)}
+
+
+_RUN_INDENT = "\n    "
+"""Where a run's object starts in the ``ls --json`` document (an item of ``runs``, two levels in)."""
+
+
+def ls_run_fragment(row: RunRow) -> str:
+    """The text of ``ls_run(row, ...)`` without its path, as ``dumps`` writes it inside the ``ls --json`` document:
+    the row cache keeps it with the row, so a warm ``ls --json`` decodes and encodes nothing per run."""
+    return clean_json(indented_at(_ls_fields(row), _RUN_INDENT))
+
+
+def ls_document(rows: Iterable[RunRow], base: Path) -> str:
+    """``dumps({"schema_version": 1, "runs": [ls_run(row, base) ...]})``, byte for byte, from each row's stored
+    ``ls --json`` object where it has one (``ls_json_fragment``: rows served from the row index)."""
+    texts = []
+    top = str(Path(base).absolute())
+    prefix = top.rstrip(os.sep) + os.sep
+    plain = ".." not in top  # then a run's path below it is its text after the prefix, as ``run_path`` makes it
+    for row in rows:
+        fragment = getattr(row, "ls_json_fragment", None)
+        if fragment is None:
+            fragment = ls_run_fragment(row)
+        root = str(row.root)
+        relative = (name_text(root[len(prefix):]) if plain and root.startswith(prefix) and ".." not in root
+                    and root != prefix and not root.endswith(os.sep) else run_path(row, base))
+        path = clean_json(encode_basestring(safe_str(relative)))
+        texts.append(f'{{{_RUN_INDENT}  "path": {path},{fragment[1:]}')
+    if not texts:
+        return dumps({"schema_version": SCHEMA_VERSION, "runs": []})
+    return (f'{{\n  "schema_version": {SCHEMA_VERSION},\n  "runs": [{_RUN_INDENT}' + f",{_RUN_INDENT}".join(texts)
+            + "\n  ]\n}")
 
 
 def best_metric_json(row: RunRow) -> dict[str, Any] | None:
@@ -174,9 +212,32 @@ def run_notes(run: Run) -> list[str]:
         if axes:
             notes.append(f"{wrun.path}: curves are plotted against the step metric {', '.join(sorted(axes))} "
                          "(define_metric), not W&B's internal _step.")
+    notes += _wandb_continuation_notes(run)
     if run.wandb.link_note:
         notes.append(f"W&B: {run.wandb.link_note}.")
     return [mask_text(n) for n in notes]
+
+
+def _wandb_continuation_notes(run: Run) -> list[str]:
+    """Which W&B folders continued their id on the server, and which were no process start, as their records say."""
+    notes = []
+    attempt_of = {src: a.index for a in run.attempts for src in a.sources}
+    said: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (id, what the record says) -> (who, file)
+    for w in run.wandb_runs:
+        if w.resume_evidence:
+            where, _, what = w.resume_evidence.rpartition(": ")
+            who = f"#{attempt_of[w.path]}" if w.path in attempt_of else w.path
+            said.setdefault((w.run_id or "?", what), []).append((who, where))
+    for (run_id, what), folders in said.items():
+        who = ", ".join(w for w, _ in folders[:12]) + (f" and {len(folders) - 12} more" if len(folders) > 12 else "")
+        notes.append(f"W&B id {run_id} was continued on the server by {who} ({what}: {folders[0][1]}"
+                     + (" and the others'" if len(folders) > 1 else "") + ").")
+    reinits = [w for w in run.wandb_runs if w.reinit_of_active]
+    if reinits:
+        notes.append(f"W&B: {len(reinits)} folder(s) hold only the debug.log of a second wandb.init made while the "
+                     f"process's run was still active (W&B returned that run), so they are no process start "
+                     f"({reinits[0].reinit_of_active}{' ...' if len(reinits) > 1 else ''}).")
+    return notes
 
 
 def file_roles(run: Run) -> dict[str, str]:
@@ -211,8 +272,3 @@ def finding_json(finding: Finding) -> dict[str, Any]:
 def config_document(run: Run, base: Path, data: Any, kind: str) -> dict[str, Any]:
     """The ``config --json`` document (secrets masked)."""
     return {"schema_version": SCHEMA_VERSION, "path": run_path(run, base), "kind": kind, "config": mask_value(data)}
-
-
-def dumps(document: dict[str, Any]) -> str:
-    """Serialize a document deterministically (NaN/inf become null; C1 and other controls escaped as ``\\uXXXX``)."""
-    return clean_json(indented(document))

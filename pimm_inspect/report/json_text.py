@@ -9,11 +9,30 @@ process. Strings still go through the C string escaper. ``tests/test_json_text.p
 from __future__ import annotations
 
 import math
+import os
 import re
 from json.encoder import encode_basestring  # the C escaper when available (what ensure_ascii=False uses)
+from pathlib import Path
 from typing import Any
 
-from .safe_text import encodable_text
+from .safe_text import clean_json, encodable_text, name_text
+
+SCHEMA_VERSION = 1
+"""Of every JSON document (README, "JSON contract"): fields are only added, never changed or removed."""
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """Serialize a document deterministically (NaN/inf become null; C1 and other controls escaped as ``\\uXXXX``)."""
+    return clean_json(indented(document))
+
+
+def root_path(root: Path, base: Path) -> str:
+    """The path of the run at ``root`` (absolute) relative to the PATH the user gave ('.' when it is the run)."""
+    try:
+        relative = os.path.relpath(root, Path(base).absolute())
+    except ValueError:
+        return name_text(root.name)
+    return name_text(Path(relative).as_posix())
 
 
 def safe_str(text: str) -> str:
@@ -44,8 +63,14 @@ def clean(value: Any) -> Any:
 
 def indented(document: Any) -> str:
     """``json.dumps(clean(document), indent=2, ensure_ascii=False)``, byte for byte."""
+    return indented_at(document, "\n")
+
+
+def indented_at(value: Any, newline: str) -> str:
+    """``value``'s text as ``indented`` writes it inside a document where its line starts with ``newline`` (a
+    newline and that line's indentation)."""
     out: list[str] = []
-    _write(document, out, "\n")
+    _write(value, out, newline)
     return "".join(out)
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-# The one escape of names (and of undecodable bytes in any text) lives in analysis, below every surface that writes
-# names (the Python API's DataFrames included); text and JSON surfaces take it from here.
-from ..analysis.names import encodable_text as encodable_text, name_text as name_text
+# The one escape of names (and of undecodable bytes in any text) lives at the package root, below every surface that
+# writes names (the Python API's DataFrames included); text and JSON surfaces take it from here.
+from ..names import encodable_text as encodable_text, name_text as name_text
 
 if TYPE_CHECKING:  # Rich is imported only when a Text is made: `--json` output needs clean_json alone
     from rich.text import Text

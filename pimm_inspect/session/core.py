@@ -10,34 +10,35 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import analyze
-from ..analysis.summary import run_row
-from ..evidence import RunRow
 from ..load.discover import classify_dir, iter_runs, run_containing
-from ..load.progress import ReadTracker
-from ..load.quick import RunGlance
-from ..load.safe import load_safely
-from ..model import Run
 from ..sources.confine import real_path
-from .rows import load_row, load_rows
 from .settings import Settings
-from .staged import CachingLoader, StageCallback
-from .store.cache import ReadCache
 from .store.disk_cache import DiskCache
-from .store.row_cache import build_and_store, stored_row
 from .store.trust import directory_problem
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..analysis.compare import AttemptsComparison, SidesComparison
+    from ..evidence import RunRow
+    from ..load.progress import ReadTracker
+    from ..load.quick import RunGlance
+    from ..model import Run
 
     from .dataset_sync import DatasetOptions, DatasetReport
     from .frames import RunsArg, Table
+    from .fresh import Fresh
+    from .row_index import RowIndex
+    from .staged import CachingLoader, StageCallback
+    from .store.cache import ReadCache
+
+# Loading, analysis, the row cache and the staged loader are imported where first used: a command served from the
+# cache (a warm ``show --json``) imports none of them (nor numpy).
 
 
 class NotARunError(ValueError):
@@ -72,10 +73,33 @@ class Session:
         """Told why the cache is not used (each reason once): a directory others may write, one inside a run."""
         self.disk = self._disk_cache()
         """The persistent cache, or None (off, refused, or inside a run of the tree being read)."""
-        self.staged = CachingLoader(clock=clock, make_cache=self.read_cache)
+        self._clock = clock
+        self._index: tuple[Path, RowIndex | None] | None = None
+        """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
+        self._guarded: set[Path] = set()
+        """Run folders ``guard_cache`` found clear of the cache directory."""
+
+    @cached_property
+    def _fresh(self) -> Fresh:
+        """Where each run folder found since really leads (``guard_cache``) and its entries (discovery): the check
+        of its stored row right after takes them from here instead of resolving and listing it again."""
+        from .fresh import Fresh
+
+        return Fresh()
+
+    @cached_property
+    def staged(self) -> CachingLoader:
         """The staged loader: keeps a read cache per live run, so a refresh reads only what was appended."""
-        self._transient = ReadCache(disk=self.disk, keep_in_memory=False,
-                                    min_store_s=self.settings.cache_min_decode_s)
+        from .staged import CachingLoader
+
+        return CachingLoader(clock=self._clock, make_cache=self.read_cache)
+
+    @cached_property
+    def _transient(self) -> ReadCache:
+        """The per-file read cache of one-shot commands (results on disk only)."""
+        from .store.cache import ReadCache
+
+        return ReadCache(disk=self.disk, keep_in_memory=False, min_store_s=self.settings.cache_min_decode_s)
 
     # -- the cache ------------------------------------------------------------------------------------------
 
@@ -91,6 +115,8 @@ class Session:
 
     def read_cache(self) -> ReadCache:
         """A new per-file read cache (one per run followed live) on the session's disk cache."""
+        from .store.cache import ReadCache
+
         return ReadCache(disk=self.disk, min_store_s=self.settings.cache_min_decode_s)
 
     def guard_cache(self, run_dirs: list[Path]) -> None:
@@ -100,25 +126,42 @@ class Session:
             return
         cache = real_path(self.disk.directory)
         for run_dir in run_dirs:
-            if _inside(cache, real_path(run_dir)):
+            if run_dir in self._guarded:
+                continue  # found clear by this session already (each use of the cache checks its run again)
+            real = real_path(run_dir)
+            if _inside(cache, real):
                 self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
                                 "not used (nothing is ever written into a run)")
                 self._drop_disk()
                 return
+            self._guarded.add(run_dir)
+            self._fresh.note_real(self._absolute(run_dir), real)
 
     def _drop_disk(self) -> None:
         self.disk = None
-        self._transient.disk = None
-        for cache in self.staged.caches.values():
-            cache.disk = None
+        made = self.__dict__  # the loaders made so far (``cached_property``); those made later see ``disk``
+        if "_transient" in made:
+            self._transient.disk = None
+        if "staged" in made:
+            for cache in self.staged.caches.values():
+                cache.disk = None
 
     # -- finding runs -----------------------------------------------------------------------------------------
 
     def iter_runs(self, root: Path | str, on_error: Callable[[Path, str], None] | None = None) -> Iterator[Path]:
         """Run directories under ``root`` as they are found (breadth-first), by the session's depth and link rules."""
-        for path in iter_runs(Path(root), on_error, self.settings.max_depth, self.settings.follow_links):
+        for path in iter_runs(Path(root), on_error, self.settings.max_depth, self.settings.follow_links,
+                              self._keep_listing if self.disk is not None else None):
             self.guard_cache([path])
             yield path
+
+    def _keep_listing(self, run_dir: Path, entries: Iterable[os.DirEntry[str]]) -> None:
+        """Keep a run folder's entries as discovery listed them, for the check of its stored row right after."""
+        self._fresh.note_entries(self._absolute(run_dir), list(entries))
+
+    def _absolute(self, path: Path) -> str:
+        text = str(path)
+        return text if text.startswith(os.sep) else str(Path(os.getcwd(), text))
 
     def discover_with_errors(self, root: Path | str) -> tuple[list[Path], list[tuple[Path, str]]]:
         """Run directories under ``root`` (sorted) and the folders that were not searched, with why."""
@@ -155,31 +198,68 @@ class Session:
 
     def load_found(self, run_dir: Path, now: float | None = None, progress: ReadTracker | None = None) -> Run:
         """The analysed Run of a directory discovery found (not checked again); never raises for its content."""
+        from ..analysis import analyze
+        from ..load.safe import load_safely
+
         self.guard_cache([run_dir])
         return analyze(load_safely(Path(run_dir), cache=self._transient if self.disk is not None else None, now=now,
                                    progress=progress))
 
+    def show_document(self, path: Path | str, base: Path | str = ".") -> dict[str, Any]:
+        """The ``show --json`` document of one run (``report.json_doc.show_run``, its path relative to ``base``): from
+        the disk cache while nothing the run was read from changed, else loaded, analysed and stored."""
+        from .show_docs import show_document
+
+        self.guard_cache([Path(path)])
+        return show_document(Path(path), Path(base), self.disk,
+                             lambda: self._transient if self.disk is not None else None,
+                             self.settings.cache_min_decode_s)
+
     def row(self, path: Path | str) -> RunRow:
         """The ``ls`` row of one run (from the disk cache while nothing it was read from changed)."""
+        from .rows import load_row
+
         self.guard_cache([Path(path)])
         return load_row(path, self.disk, self._transient if self.disk is not None else None)
 
-    def rows(self, paths: list[Path]) -> Iterator[RunRow]:
+    def rows(self, paths: list[Path], under: Path | None = None) -> Iterator[RunRow]:
         """The rows of many runs, in order (what ``ls`` prints and the UI's runs table shows): cached rows where
-        still valid, the others loaded and analysed now by the session's worker processes."""
-        self.guard_cache(paths)
-        return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs)
+        still valid, the others loaded and analysed now by the session's worker processes. ``under``: the folder
+        they were found in (its row index serves a warm tree at once; default: their common folder)."""
+        from .rows import load_rows
 
-    def stored_rows(self, paths: list[Path]) -> dict[Path, RunRow]:
+        self.guard_cache(paths)
+        return load_rows(paths, self.disk, self._transient if self.disk is not None else None, self.settings.jobs,
+                         under, self._fresh)
+
+    def stored_rows(self, paths: list[Path], under: Path | None = None) -> dict[Path, RunRow]:
         """The rows of ``paths`` still valid in the disk cache (stats and one small entry each, no run read), by path;
-        the others are missing."""
+        the others are missing. ``under``: the folder they were found in (its row index is read once per session
+        and serves every run it holds; without it, one entry per run)."""
+        from .row_index import read_index, served_from
+        from .store.row_cache import stored_row
+
         self.guard_cache(paths)
         found: dict[Path, RunRow] = {}
-        for path in paths:
-            root = Path(path).absolute()
-            row = stored_row(self.disk, root) if self.disk is not None and self.disk.usable_for(root) else None
-            if row is not None:
-                found[path] = row
+        disk = self.disk
+        if disk is None:
+            return found
+        roots = [Path(path).absolute() for path in paths]
+        if under is not None:
+            key = Path(under).absolute()
+            if self._index is None or self._index[0] != key:
+                self._index = (key, read_index(disk, key))
+            for i, row in served_from(self._index[1], disk, roots, self._fresh).items():
+                found[paths[i]] = row
+        else:
+            self._fresh.take([str(root) for root in roots])  # found for these rows: never for a later check
+        for path, root in zip(paths, roots):
+            if path in found:
+                continue
+            real = real_path(root)
+            stored = stored_row(disk, root, real) if disk.usable_for(root, real) else None
+            if stored is not None:
+                found[path] = stored
         return found
 
     def stages(self, path: Path, on_stage: StageCallback | None = None,
@@ -193,6 +273,9 @@ class Session:
                       cancelled: Callable[[], bool] | None = None) -> RunRow:
         """The row of a run read now in stages (``stages``: the runs table reads a big run so, with progress), stored
         in the row cache as ``rows`` stores one, so the next ``ls`` or runs table serves it from there."""
+        from ..analysis.summary import run_row
+        from .store.row_cache import build_and_store
+
         self.guard_cache([path])
         root = Path(path).absolute()
 
@@ -216,6 +299,7 @@ class Session:
                 all_sources: bool = False) -> pd.DataFrame:
         """The tidy scalar table of a run (``Run.scalars``): tag, step, value, wall_time, attempt, source."""
         from ..analysis import scalar_frame
+        from ..model import Run
 
         loaded = run if isinstance(run, Run) else self.load(run)
         frame: pd.DataFrame = scalar_frame(loaded, tags, policy, all_sources)
@@ -227,6 +311,7 @@ class Session:
         over the shared steps, exact, with their differences (``analysis.compare.compare_sides``); ValueError for an
         attempt a run does not have."""
         from ..analysis.compare import compare_sides, make_sides
+        from ..model import Run
 
         loaded = [run if isinstance(run, Run) else self.load(run) for run in runs]
         sides, missing = make_sides(loaded, attempts)
@@ -238,6 +323,7 @@ class Session:
     def compare_attempts(self, run: Run | Path | str, tags: Sequence[str] = ()) -> AttemptsComparison:
         """``compare RUN --attempts``: per replayed range, every copy of each step, per-step tags first."""
         from ..analysis.compare import compare_attempts
+        from ..model import Run
 
         return compare_attempts(run if isinstance(run, Run) else self.load(run), tags)
 
@@ -264,7 +350,8 @@ class Session:
 
     def close(self) -> None:
         """Stop background work (a prefetching child process)."""
-        self.staged.close()
+        if "staged" in self.__dict__:  # never made: nothing started
+            self.staged.close()
 
 
 def default_session(**options: Any) -> Session:

@@ -16,7 +16,8 @@ from ..evidence import RunRow
 from ..load.safe import load_reusable
 from .store.cache import ReadCache
 from .store.disk_cache import DiskCache
-from .store.row_cache import cached_row, cached_rows
+from .row_index import Fresh, indexed_rows
+from .store.row_cache import cached_row
 
 
 def build_row(root: Path, cache: ReadCache | None = None) -> tuple[RunRow, bool]:
@@ -30,11 +31,14 @@ def load_row(path: Path | str, disk: DiskCache | None, cache: ReadCache | None =
     return cached_row(Path(path), _Build(cache), disk)
 
 
-def load_rows(paths: list[Path], disk: DiskCache | None, cache: ReadCache | None = None, jobs: int | None = None
-              ) -> Iterator[RunRow]:
+def load_rows(paths: list[Path], disk: DiskCache | None, cache: ReadCache | None = None, jobs: int | None = None,
+              under: Path | None = None, fresh: Fresh | None = None) -> Iterator[RunRow]:
     """The rows of many runs, in order: cached rows where still valid, the others loaded by ``jobs`` processes
-    (None: the processors other work leaves idle, at most 8)."""
-    return cached_rows(list(paths), _Build(cache), disk, jobs)
+    (None: the processors other work leaves idle, at most 8). ``under``: the folder the runs were found in, whose
+    row index (``row_index``) is read first and written again when it missed rows (default: their common folder);
+    ``fresh``: where runs lead and what their folders hold, found a moment ago (``row_index.served_from`` takes
+    each once)."""
+    return indexed_rows(list(paths), _Build(cache), disk, jobs, under, fresh)
 
 
 class _Build:

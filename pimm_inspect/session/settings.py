@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..load.discover import MAX_DEPTH
-from .store.cache import DEFAULT_MIN_DECODE_MS
-from .store.disk_cache import DEFAULT_MAX_BYTES
+from .store.disk_cache import DEFAULT_MAX_BYTES, DEFAULT_MIN_DECODE_MS
 
 CACHE_OFF = ("off", "0", "no", "false")
 """Values of ``$PIMM_INSPECT_CACHE_DIR`` that turn the cache off."""

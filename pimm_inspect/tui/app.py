@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -27,13 +27,30 @@ from .crash import CRASH_EXIT_CODE, write_crash
 from .facts import relative_name
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
                        RunGlanced, RunsFound)
-from .screens.compare import CompareScreen
 from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
-from .screens.run import TAB_ACTIONS, RunScreen
-from .screens.run_loading import RunLoading
 from .screens.runs import RunsScreen
 from .wandb_keys import copy_wandb, open_wandb
+from .prefetch import PrefetchedRows, RowPrefetch
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
+
+if TYPE_CHECKING:
+    # The run and compare screens (curves, plotext) are imported when first opened: the runs table, what the UI
+    # shows first, needs neither.
+    from .screens.compare import CompareScreen
+    from .screens.run import RunScreen
+    from .screens.run_loading import RunLoading
+
+
+def _run_screen() -> type[RunScreen]:
+    from .screens.run import RunScreen
+
+    return RunScreen
+
+
+def _compare_screen() -> type[CompareScreen]:
+    from .screens.compare import CompareScreen
+
+    return CompareScreen
 
 class InspectApp(App[None]):
     """pimm-inspect's terminal UI over one run or a tree of runs."""
@@ -46,7 +63,8 @@ class InspectApp(App[None]):
     ]
 
     def __init__(self, path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic, session: Session | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, session: Session | None = None,
+                 prefetch: RowPrefetch | None = None) -> None:
         super().__init__()
         self.path = Path(path)
         self.session = session if session is not None else Session()
@@ -54,6 +72,10 @@ class InspectApp(App[None]):
         self.loader: Loader | StagedLoader = loader or self.session.staged
         self.table_rows: RowSource = LoaderRows(loader) if loader is not None else SessionRows(self.session)
         """Where the runs table's rows come from: the session's cached rows (those of ``ls``), or a test's loader."""
+        self.prefetch = prefetch if loader is None else None
+        """The search and stored rows begun before the UI started (``prefetch.RowPrefetch``): the first pass's."""
+        if self.prefetch is not None:
+            self.table_rows = PrefetchedRows(self.table_rows, self.prefetch)
         self.follow_interval_s = follow_interval_s
         self.runs: dict[Path, RunRow | None] = {}
         """Discovered runs in discovery order, each with its row; None until it has one. Only handlers change it."""
@@ -66,6 +88,8 @@ class InspectApp(App[None]):
         self._crash_line: str | None = None
 
     def on_unmount(self) -> None:
+        if self.prefetch is not None:
+            self.prefetch.close()
         close = getattr(self.loader, "close", None)
         if callable(close):
             close()  # a prefetching child must not outlive the UI
@@ -140,7 +164,8 @@ class InspectApp(App[None]):
 
     def on_rows_loaded(self, message: RowsLoaded) -> None:
         for path, row in message.rows:
-            self._keep(path, row)
+            self.runs[path] = row
+        self.runs_screen.set_runs(message.rows)  # thousands of stored rows: one pass over the table
 
     def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
         """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""
@@ -165,7 +190,7 @@ class InspectApp(App[None]):
     def on_load_failed(self, message: LoadFailed) -> None:
         self.runs_screen.show_problem(message.reason)
         for screen in self.screen_stack:
-            if isinstance(screen, RunScreen) and screen.run is None:
+            if isinstance(screen, _run_screen()) and screen.run is None:
                 self.notify(message.reason, severity="error")
 
     def on_runs_screen_open(self, message: RunsScreen.Open) -> None:
@@ -201,11 +226,11 @@ class InspectApp(App[None]):
         self.post_message(CompareReady(runs))
 
     def on_compare_ready(self, message: CompareReady) -> None:
-        self.push_screen(CompareScreen(message.runs, self.path))
+        self.push_screen(_compare_screen()(message.runs, self.path))
 
     def on_run_screen_back(self, message: RunScreen.Back) -> None:
         # A path that is itself a run has no table worth going back to.
-        if not self.root_is_run and isinstance(self.screen, RunScreen):
+        if not self.root_is_run and isinstance(self.screen, _run_screen()):
             screen = self.screen
             self.pop_screen()  # Textual cancels the screen's load worker as it goes (and a prefetch child dies)
             self._owned.discard(screen.path.as_posix())
@@ -214,7 +239,7 @@ class InspectApp(App[None]):
 
     def _push_run_screen(self, path: Path) -> None:
         self._owned.add(path.as_posix())  # the run screen reads the whole run itself (the table holds rows only)
-        self.push_screen(RunScreen(path, self.path, None, self.follow_interval_s, loader=self.loader))
+        self.push_screen(_run_screen()(path, self.path, None, self.follow_interval_s, loader=self.loader))
 
     def _handle_exception(self, error: Exception) -> None:
         """Any unhandled exception (a handler's, a worker's): the crash file and one line, never Textual's traceback.
@@ -253,6 +278,9 @@ class InspectApp(App[None]):
         everywhere = ("Everywhere",
                       as_bindings(self.BINDINGS) + [Binding("ctrl+p", "command_palette", "Command palette")])
         runs_table = ("Runs table", as_bindings(RunsScreen.BINDINGS))
+        from .screens.compare import CompareScreen
+        from .screens.run import TAB_ACTIONS, RunScreen
+
         if isinstance(self.screen, RunScreen):
             sections = run_screen_sections(as_bindings(RunScreen.BINDINGS), TAB_ACTIONS, self.screen.active_tab)
             sections += [everywhere, runs_table]
@@ -266,6 +294,8 @@ class InspectApp(App[None]):
         """Every action of the screen, on every tab (one of another tab switches there first), help and quit: none of
         Textual's generic entries; one line each (the key is in the title)."""
         seen: set[str] = set()
+        from .screens.run import TAB_ACTIONS, RunScreen
+
         if isinstance(screen, RunScreen):
             for binding in as_bindings(RunScreen.BINDINGS):
                 if binding.action in seen:
@@ -298,10 +328,12 @@ class InspectApp(App[None]):
 
 
 def make_app(path: Path | str, loader: Loader | StagedLoader | None = None, follow_interval_s: float = 10.0,
-             clock: Callable[[], float] = time.monotonic, session: Session | None = None) -> InspectApp:
+             clock: Callable[[], float] = time.monotonic, session: Session | None = None,
+             prefetch: RowPrefetch | None = None) -> InspectApp:
     """The app for a run directory or a folder of runs (shared by the CLI and the tests; tests fix the clock or hand
-    in a loader, whose runs then make the table's rows too)."""
-    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock, session=session)
+    in a loader, whose runs then make the table's rows too; the CLI hands in the tree's prefetch it began)."""
+    return InspectApp(path, loader=loader, follow_interval_s=follow_interval_s, clock=clock, session=session,
+                      prefetch=prefetch)
 
 
 def run_app(app: InspectApp, headless: bool = False) -> int:

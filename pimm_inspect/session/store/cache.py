@@ -20,7 +20,7 @@ from ...load import file_deps
 from ...load.kinds import read_wandb, read_wandb_folder
 from ...sources.protocol import Read, Reader, read_of
 from ...model import make_series
-from .disk_cache import Deps, DiskCache
+from .disk_cache import DEFAULT_MIN_DECODE_MS as DEFAULT_MIN_DECODE_MS, Deps, DiskCache
 
 if TYPE_CHECKING:
     from ...sources.checkpoint.reader import ModelDirResult
@@ -68,10 +68,6 @@ def _recorded(run_root: Path, main: Path, read: Callable[[], _R]) -> tuple[_R, D
         result = read()
     return result, recorder.result(), time.process_time() - started
 
-
-DEFAULT_MIN_DECODE_MS = 5.0
-"""A full read that took less CPU than this is not written to disk: reading the entry back would cost about as much
-as decoding the file again (``Settings.cache_min_decode_s``, from ``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``)."""
 
 
 @dataclass

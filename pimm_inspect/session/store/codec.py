@@ -24,12 +24,15 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ... import lazy
-from . import columns
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and ``columns`` are imported with the first array written or read: an entry without arrays (a ``show``
+# document, most rows) is read by a process that never imports numpy.
 
 FORMAT = 2
 """Bumped whenever the encoding changes; entries of another format are ignored."""
@@ -41,11 +44,15 @@ _SMALL_ENTRY = 1 << 18
 """Entries up to this size are read whole at once (one system call); bigger ones chunk by chunk."""
 _PACKAGE = "pimm_inspect."
 _ARRAY_DTYPES = {"int64", "float64", "float32", "int32", "bool", "uint8", "int8", "uint32", "uint64", "int16"}
-_NATIVE_NAMES = {np.dtype(name): name for name in _ARRAY_DTYPES}
-"""The names of the native-order storable dtypes (``dtype.name`` is slow to compute per array)."""
+_NATIVE_NAMES: dict[Any, str] = {}
+"""The names of the native-order storable dtypes (``dtype.name`` is slow to compute per array), made at first use."""
 
 
 def _dtype_name(dtype: np.dtype) -> str:
+    if not _NATIVE_NAMES:
+        import numpy
+
+        _NATIVE_NAMES.update({numpy.dtype(name): name for name in _ARRAY_DTYPES})
     return _NATIVE_NAMES.get(dtype) or dtype.name
 
 
@@ -140,7 +147,7 @@ class _Encoder:
             for index in same:
                 other = self.arrays[index]
                 if other[:8].tobytes() == value[:8].tobytes() and other[-8:].tobytes() == value[-8:].tobytes() \
-                        and np.array_equal(other.view(np.uint8), value.view(np.uint8)):
+                        and sys.modules["numpy"].array_equal(other.view("uint8"), value.view("uint8")):
                     self._by_id[id(value)] = index
                     return index
         self.arrays.append(value)
@@ -153,11 +160,12 @@ class _Encoder:
             return value
         if isinstance(value, int) and not isinstance(value, enum.Enum):
             return {"i": int(value)}
-        if isinstance(value, np.ndarray):
+        np_ = sys.modules.get("numpy")  # no numpy imported: no array or numpy scalar can exist
+        if np_ is not None and isinstance(value, np_.ndarray):
             if _dtype_name(value.dtype) not in _ARRAY_DTYPES:
                 raise NotCacheable(f"array of {value.dtype}")
             return {"a": self.array(value)}
-        if isinstance(value, np.generic):
+        if np_ is not None and isinstance(value, np_.generic):
             return {"np": value.dtype.name, "v": self.enc(value.item())}
         if isinstance(value, enum.Enum):
             return {"e": _type_name(kind), "v": self.enc(value.value)}
@@ -307,7 +315,9 @@ class _Decoder:
         if tag == "np":
             if node.get("np") not in _ARRAY_DTYPES:
                 raise BadEntry("bad scalar dtype")
-            return np.dtype(node["np"]).type(self.dec(node["v"]))
+            import numpy
+
+            return numpy.dtype(node["np"]).type(self.dec(node["v"]))
         if tag == "i":
             return int(body)
         if tag == "f":
@@ -391,8 +401,11 @@ def write(fh: Any, value: Any, header: dict[str, Any]) -> int:
         return offset, data.nbytes, columns.crc(data)
 
     layout = []
-    for array in encoder.arrays:
-        layout.append([_dtype_name(array.dtype), list(array.shape), columns.pack(put, array)])
+    if encoder.arrays:
+        from . import columns
+
+        for array in encoder.arrays:
+            layout.append([_dtype_name(array.dtype), list(array.shape), columns.pack(put, array)])
     del encoder
     meta = json.dumps({"format": FORMAT, "header": header, "tree": tree, "arrays": layout},
                       allow_nan=False, separators=(",", ":")).encode()
@@ -448,7 +461,11 @@ def read(read_at: Callable[[int, int], bytes], size: int, header: dict[str, Any]
                 dtype_name, shape, chunks = layout[index]
                 if dtype_name not in _ARRAY_DTYPES or not all(type(n) is int and n >= 0 for n in shape):
                     raise BadEntry("bad array layout")
-                got = decoded[index] = columns.unpack(chunks, np.dtype(dtype_name), tuple(shape), in_bounds)
+                import numpy
+
+                from . import columns
+
+                got = decoded[index] = columns.unpack(chunks, numpy.dtype(dtype_name), tuple(shape), in_bounds)
             return got
 
         def pending(index: Any) -> lazy.Pending | None:

@@ -28,6 +28,9 @@ Deps = tuple[Dep, ...]
 
 ENTRY_SUFFIX = ".pimc"
 DEFAULT_MAX_BYTES = 2 * 1024**3
+DEFAULT_MIN_DECODE_MS = 5.0
+"""A full read that took less CPU than this is not written to disk: reading the entry back would cost about as much
+as decoding the file again (``Settings.cache_min_decode_s``, from ``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``)."""
 TOUCH_AFTER_S = 600.0
 """An entry read is marked used (its mtime set to now) only when it was last marked longer ago than this: eviction
 needs no finer order, and a warm ``ls`` of a big tree then writes no inode per entry read."""
@@ -41,18 +44,49 @@ def code_version(extra: tuple[str, ...] = ()) -> str:
     if extra not in _code_versions:
         from ... import __version__
 
-        package = Path(__file__).resolve().parents[2]
-        digest = hashlib.sha256(__version__.encode())
-        folders = ("sources", "load", "session/store", *extra)
-        for source in sorted([*(p for f in folders for p in (package / f).rglob("*.py")), package / "model.py",
-                              package / "evidence.py"]):
-            try:
-                st = source.stat()
-            except OSError:
-                continue
-            digest.update(f"{source.relative_to(package)}|{st.st_size}|{st.st_mtime_ns}".encode())
-        _code_versions[extra] = f"{__version__}+{digest.hexdigest()[:12]}"
+        package = str(Path(__file__).resolve().parents[2])
+        _code_versions[extra] = f"{__version__}+{source_digest(package, ('sources', 'load', 'session/store', *extra))}"
     return _code_versions[extra]
+
+
+def source_digest(package: str, folders: tuple[str, ...]) -> str:
+    """A digest of the name, size and mtime of every ``.py`` file directly in ``package`` (the model, the one name
+    escape, array helpers ...) and every one under each of ``folders`` of ``package``."""
+    digest = hashlib.sha256()
+    found = []
+    try:
+        with os.scandir(package) as listing:
+            found += [(item.name, item.path) for item in listing if item.name.endswith(".py") and item.is_file()]
+    except OSError:
+        pass
+    for folder in folders:
+        found += _python_files(package, folder)
+    for rel, source in sorted(found):
+        try:
+            st = os.stat(source)
+        except OSError:
+            continue
+        digest.update(f"{rel}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return digest.hexdigest()[:12]
+
+
+def _python_files(package: str, folder: str) -> list[tuple[str, str]]:
+    """(path relative to ``package``, path) of every ``.py`` file under ``package/folder`` (plain ``os.scandir``: the
+    version is computed by every process that opens an entry, a warm ``show`` among them)."""
+    found = []
+    pending = [folder]
+    while pending:
+        rel_dir = pending.pop()
+        try:
+            with os.scandir(os.path.join(package, rel_dir)) as listing:
+                for item in listing:
+                    if item.is_dir(follow_symlinks=False):
+                        pending.append(f"{rel_dir}/{item.name}")
+                    elif item.name.endswith(".py"):
+                        found.append((f"{rel_dir}/{item.name}", item.path))
+        except OSError:
+            continue
+    return found
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -89,17 +123,23 @@ class DiskCache:
             self._told = True
             self.on_problem(problem)
 
-    def usable_for(self, run_root: Path) -> bool:
-        """False when the cache directory is inside the run (a cache must never be written into a run)."""
+    def usable_for(self, run_root: Path, real_root: str | None = None) -> bool:
+        """False when the cache directory is inside the run (a cache must never be written into a run).
+
+        ``real_root``: where ``run_root`` really leads, when the caller resolved it just now."""
         if not self._real:
             self._real = real_path(self.directory)
-        return not _inside(self._real, real_path(run_root))
+        return not _inside(self._real, real_root if real_root is not None else real_path(run_root))
 
     def _entry(self, kind: str, path: Path, rel_path: str, version: str) -> tuple[Path, dict[str, Any]]:
         absolute = str(path.absolute())
         header = {"kind": kind, "path": absolute, "rel": rel_path, "version": version}
         digest = hashlib.sha256("\0".join((kind, absolute, rel_path, version)).encode("utf-8", "surrogateescape"))
         return self.directory / f"{digest.hexdigest()[:40]}{ENTRY_SUFFIX}", header
+
+    def entry_file(self, kind: str, path: Path, rel_path: str, extra_code: tuple[str, ...] = ()) -> Path:
+        """The file that holds (or would hold) the value of (kind, path, rel_path) stored by this code version."""
+        return self._entry(kind, path, rel_path, code_version(extra_code))[0]
 
     def get(self, kind: str, path: Path, rel_path: str) -> tuple[tuple[int, int, int], Deps, Any] | None:
         """(signature and dependencies when stored, result) for the file, or None (missing, damaged, foreign)."""

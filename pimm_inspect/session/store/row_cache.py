@@ -25,6 +25,7 @@ import numpy as np
 
 from ...evidence import RunRow
 from ...load import read_record
+from ...sources.confine import real_path
 from . import codec
 from .disk_cache import DiskCache
 
@@ -137,22 +138,31 @@ def stored_entry(disk: DiskCache, root: Path) -> tuple[float, tuple[str, ...], R
     return made_s, tuple(deps.split("\0")) if deps else (), _unpacked(head, detail)
 
 
-def stored_row(disk: DiskCache, root: Path) -> RunRow | None:
-    """The stored row of the run at ``root`` when nothing it was read from changed since, else None."""
+def stored_row(disk: DiskCache, root: Path, real_root: str | None = None) -> RunRow | None:
+    """The stored row of the run at ``root`` when nothing it was read from changed since, else None.
+
+    ``real_root``: where ``root`` really leads, resolved just now by the caller (else resolved here when needed)."""
     entry = stored_entry(disk, root)
     if entry is None:
         return None
     made_s, flat, row = entry
+    return row if still_valid(root, made_s, flat, row, real_root) else None
+
+
+def still_valid(root: Path, made_s: float, flat: tuple[str, ...], row: RunRow, real_root: str | None = None) -> bool:
+    """True when the stored ``row`` of ``root`` (``stored_entry``'s parts) may be served: nothing it was read from
+    changed, the clock did not go back, and it is a row of that path."""
     record = read_record.from_flat(made_s, flat)
     if record is None or row.root != root:
-        return None  # damaged, or a row of another path: never trusted
-    return row if read_record.unchanged(record) else None  # also None when the clock went back
+        return False  # damaged, or a row of another path: never trusted
+    return read_record.unchanged(record, {str(root): real_root} if real_root is not None else None)
 
 
 def cached_row(root: Path, build: RowBuild, disk: DiskCache | None) -> RunRow:
     """The row of the run at ``root``: the stored one when still valid, else ``build(root)`` (then stored)."""
     root = Path(root).absolute()
-    row = stored_row(disk, root) if disk is not None and disk.usable_for(root) else None
+    real = real_path(root) if disk is not None else ""
+    row = stored_row(disk, root, real) if disk is not None and disk.usable_for(root, real) else None
     return row if row is not None else build_and_store(root, build, disk)
 
 
@@ -208,8 +218,12 @@ def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs
     """The row of every run, in order: stored rows where still valid, the others built by ``jobs`` worker
     processes (forked; ``build`` must pickle: a module-level function or plain object), or here when few or when forking is not possible."""
     roots = [Path(r).absolute() for r in roots]
-    hits = {i: row for i, root in enumerate(roots) if disk is not None and disk.usable_for(root)
-            and (row := stored_row(disk, root)) is not None}
+    hits: dict[int, RunRow] = {}
+    if disk is not None:
+        for i, root in enumerate(roots):
+            real = real_path(root)  # once: whether the cache may serve the run, and its ``r`` dependency
+            if disk.usable_for(root, real) and (row := stored_row(disk, root, real)) is not None:
+                hits[i] = row
     misses = [root for i, root in enumerate(roots) if i not in hits]
     jobs = worker_count(jobs)
     built = _built_in_workers(misses, build, disk, jobs) if jobs > 1 and len(misses) >= POOL_MIN_RUNS else None

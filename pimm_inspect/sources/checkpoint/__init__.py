@@ -40,6 +40,14 @@ def save_unknown(finding: Finding) -> bool:
     return access_denied(finding) or finding.code == LFS_CODE
 
 
+def read_lightning(path: Path, rel_path: str) -> Read[ModelDirResult]:
+    """A Lightning logger version folder's ``checkpoints/``: every ``.ckpt``'s metadata and ``ckpt_path="last"``'s
+    pick (the reader protocol; imported only when called)."""
+    from .lightning import read_lightning_checkpoints
+
+    return read_of(read_lightning_checkpoints(path, run_root(path, rel_path)), 0)
+
+
 def read(path: Path, rel_path: str) -> Read[ModelDirResult]:
     """A pimm ``model/`` folder: every checkpoint's metadata and the resume candidate.
 

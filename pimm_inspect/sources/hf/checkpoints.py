@@ -144,6 +144,32 @@ def _in_range(value: object) -> object:
     return None if isinstance(value, int) and not -2**63 < value < 2**63 else value
 
 
+def _resume_effect(missing: list[str], damaged: bool, state_bad: bool, tmp: bool, only_resume: bool,
+                   save_finished: bool) -> str:
+    """What ``Trainer.train(resume_from_checkpoint=<this folder>)`` does with what is missing or damaged (transformers'
+    ``_load_from_checkpoint``, ``_load_optimizer_and_scheduler``, ``_load_rng_state``), and how it came to be so."""
+    if tmp:
+        return ("HF saves into tmp-checkpoint-N and renames it when the save finishes: this one never finished, and "
+                "get_last_checkpoint never picks it.")
+    if damaged or "model.safetensors" in missing:  # no weights file of any name, or a damaged one
+        effect = "Resuming from it fails (no readable weights: \"Can't find a valid checkpoint\")."
+    else:
+        effects = []
+        if STATE_NAME in missing or state_bad:
+            effects.append(f"without a readable {STATE_NAME} it loads the weights but restarts at step 0")
+        if set(RESUME_NAMES) & set(missing):
+            effects.append("the optimizer and scheduler start afresh (HF loads them only when both are there)")
+        if "rng_state.pth" in missing:
+            effects.append("the random state is not restored (HF warns and goes on)")
+        effect = f"Resuming from it: {'; '.join(effects)}." if effects else ""
+    why = ("Its save ran to its end (trainer_state.json is written last): the files were deleted or not copied since."
+           if save_finished else
+           "save_only_model=True skips optimizer, scheduler and RNG state on purpose; otherwise the save was "
+           "interrupted or files were deleted since." if only_resume else
+           "The save was interrupted, or files were deleted or not copied since.")
+    return f"{effect} {why}".strip()
+
+
 def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
                         run_root: Path) -> tuple[HfCheckpoint, StateDoc | None, list[Finding]]:
     """Inspect one checkpoint-N directory: files present, weight metadata, its trainer_state.json."""
@@ -184,9 +210,8 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
                     "finished and these files were deleted or not copied since")
         findings.append(Finding("checkpoint.incomplete", Severity.INFO if only_resume and len(missing) == 3
                                 else Severity.WARNING, f"{rel_dir} is incomplete: {why}", (rel_dir,), (step, step),
-                                "save_only_model=True skips optimizer, scheduler and RNG state on purpose; otherwise "
-                                "the save was interrupted or files were deleted, and resuming from it restarts the "
-                                "optimizer or fails."))
+                                _resume_effect(missing, damaged, state_bad, tmp, only_resume,
+                                               save_finished and bool(missing))))
     if state_step is not None and state_step != step and not tmp:
         findings.append(Finding("hf.checkpoint-step-mismatch", Severity.WARNING, f"{rel_dir}/{STATE_NAME} says "
                                 f"global_step={state_step}, the directory name says {step}", (rel_dir,), (step, step)))

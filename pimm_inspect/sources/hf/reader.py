@@ -15,12 +15,17 @@ from .notes import schedule_notes
 from .checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, read_checkpoint_dir, weights_meta
 from .state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
                        history_series, read_state)
-from .trainings import Training, attempt_trainings, checkpoint_owners, training_key, trainings, trainings_finding
+from .trainings import (Training, attempt_trainings, checkpoint_owners, training_key, trainings, trainings_by_end,
+                        trainings_finding)
 
 __all__ = ["HfAttempt", "HfCheckpoint", "HfTbDir", "HfTrainerResult", "hf_tag", "is_hf_trainer_dir",
            "read_hf_trainer_dir"]
 
 _EVENT_TIME_RE = re.compile(r"tfevents\.(\d+)(?:\.[^.]*)?(?:\.(\d+))?(?:\.(\d+))?")
+
+
+END_TAGS = frozenset({"train/train_runtime", "train_runtime"})
+"""The tag of the summary ``Trainer.train()`` logs as it returns (``speed_metrics("train", ...)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,9 @@ class HfTbDir:
     first_step: int | None = None
     last_step: int | None = None
     """Step range of its scalars; None when the event files were not read."""
+    ended_at: int | None = None
+    """The step of the summary ``Trainer.train()`` logs when it returns (``train_runtime``, written ``train/
+    train_runtime`` by the TensorBoard callback): that training ran to its end; None when the folder has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +147,7 @@ def _tb_dirs(run_dir: Path, run_root: Path, tb_reader: Callable[[Path, str], Any
             listed.append((min(_event_order(n) for n in events), folder.name, folder, events))
     dirs, all_series, findings, sources = [], [], [], []
     for index, (_, _, folder, events) in enumerate(sorted(listed), start=1):
-        first = last = None
+        first = last = ended = None
         for name in events:
             path, rel_path = folder / name, rel(folder / name, run_root)
             try:
@@ -159,11 +167,14 @@ def _tb_dirs(run_dir: Path, run_root: Path, tb_reader: Callable[[Path, str], Any
             for series in found.values() if isinstance(found, Mapping) else found:
                 if isinstance(series, ScalarSeries) and len(series):
                     all_series.append(replace(series, attempt=index))
+                    if series.tag in END_TAGS:
+                        ended = series.last_step
                     series_first, series_last = series.first_step, series.last_step
                     if series_first is not None and series_last is not None:  # always, as the series is not empty
                         first = series_first if first is None else min(first, series_first)
                         last = series_last if last is None else max(last, series_last)
-        dirs.append(HfTbDir(rel(folder, run_root), tuple(rel(folder / n, run_root) for n in events), first, last))
+        dirs.append(HfTbDir(rel(folder, run_root), tuple(rel(folder / n, run_root) for n in events), first, last,
+                            ended))
     return dirs, all_series, findings, sources
 
 
@@ -214,9 +225,16 @@ def _reached_max_steps(state: StateDoc | None) -> bool:
 def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training]
            ) -> list[tuple[str | None, int | None, int | None, int | None]]:
     """(TB folder or state file, first step, last step, training) of each attempt: one per TB folder, else per
-    log_history segment of each training's newest state (training None: not known from the files)."""
+    log_history segment of each training's newest state (training None: not known from the files). With TB folders,
+    the newest state's segments that end past every folder's last step are attempts too: a process whose TB folder is
+    not here (deleted, or ``report_to`` without tensorboard) trained them, as its checkpoints' states say."""
     if tb_dirs:
-        return [(d.path, d.first_step, d.last_step, None) for d in tb_dirs]
+        spans: list[tuple[str | None, int | None, int | None, int | None]] = [
+            (d.path, d.first_step, d.last_step, None) for d in tb_dirs]
+        covered = max((d.last_step for d in tb_dirs if d.last_step is not None), default=None)
+        if primary is not None and covered is not None:
+            spans += [(primary.rel_path, lo, hi, None) for lo, hi in history_segments(primary) if hi > covered]
+        return spans
     if len(found) < 2:
         return [(primary.rel_path if primary else None, lo, hi, None) for lo, hi in history_segments(primary)]
     key = training_key(primary)
@@ -232,6 +250,8 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
     resumed = [_resume_point(lo, log_every, save_every, checkpoint_steps) for _p, lo, _hi, _t in spans]
     of_training = ([t for *_rest, t in spans] if not tb_dirs or len(found) < 2
                    else attempt_trainings(resumed, len(found)))
+    if tb_dirs and len(found) > 1 and all(t is None for t in of_training):
+        of_training = trainings_by_end(len(spans), [d.ended_at for d in tb_dirs], training_key(primary), found)
     training_of_step = {s: t for t, training in enumerate(found) for s in training.checkpoint_steps} if len(found) > 1 else {}
     owners = checkpoint_owners([(r, hi, t) for r, (_p, _lo, hi, _t), t in zip(resumed, spans, of_training)],
                                # a checkpoint this user may not read kept its steps as far as anyone can tell; one
@@ -247,10 +267,13 @@ def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trai
             done = i == len(spans) - 1 and _reached_max_steps(primary)
         else:
             done = training in finished and all(t != training for t in of_training[i + 1:])
-        attempts.append(HfAttempt(i + 1, path if tb_dirs else None, lo, hi, restored,
+        # Its TB folder holds the summary train() logs when it returns: this attempt's training ran to its end.
+        folder = tb_dirs[i] if i < len(tb_dirs) else None
+        done = done or (folder is not None and folder.ended_at is not None)
+        attempts.append(HfAttempt(i + 1, path if folder is not None else None, lo, hi, restored,
                                   origin="fresh" if i == 0 else "resume" if restored is not None else "restart",
                                   saved_steps=tuple(sorted(s for s, owner in owners.items() if owner == i)),
-                                  completed=done, state_path=None if tb_dirs else path))
+                                  completed=done, state_path=None if folder is not None else path))
     return attempts
 
 

@@ -183,3 +183,22 @@ def checkpoint_owners(spans: Sequence[tuple[int | None, int | None, int | None]]
         if reached or started:
             owners[step] = (reached or started)[-1]
     return owners
+
+
+def trainings_by_end(count: int, ended: Sequence[int | None], newest_key: tuple[int | None, ...] | None,
+                     found: Sequence[Training]) -> list[int | None]:
+    """Each of ``count`` attempts' training when the starts do not add up (``attempt_trainings`` says None): the TB
+    folder of attempt i (``ended[i]``: the step of its end-of-train summary) whose summary is at a training's
+    ``max_steps`` belongs to it; an attempt past the TB folders (from the newest state) to the newest state's
+    training; any other to a training of its own, one whose checkpoints are not here (it owns none of theirs)."""
+    ends = {training.key[0]: t for t, training in enumerate(found) if training.key and training.key[0] is not None}
+    out: list[int | None] = []
+    for i in range(count):
+        end = ended[i] if i < len(ended) else None
+        if i >= len(ended):
+            out.append(next((t for t, training in enumerate(found) if training.key == newest_key), None))
+        elif end is not None and end in ends:
+            out.append(ends[end])
+        else:
+            out.append(len(found) + i)
+    return out

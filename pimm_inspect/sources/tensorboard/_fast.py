@@ -51,9 +51,13 @@ class Piece:
     """Scalar slots per row."""
 
 
-def _column(payload: np.ndarray, start: int, width: int) -> np.ndarray:
-    """A contiguous copy of ``width`` byte columns, ready for ``.view``."""
-    return np.ascontiguousarray(payload[:, start : start + width])
+def _column(payload: np.ndarray, start: int, dtype: str) -> np.ndarray:
+    """The little-endian number at byte column ``start`` of every row, as a strided view (copy it to keep it)."""
+    width = np.dtype(dtype).itemsize
+    if payload.strides[1] != 1:
+        payload = np.ascontiguousarray(payload)
+    column: np.ndarray = payload[:, start : start + width].view(dtype)[:, 0]
+    return column
 
 
 def distinct_rows(block: np.ndarray, varying: np.ndarray) -> tuple[list[bytes], np.ndarray, np.ndarray]:
@@ -184,9 +188,9 @@ def _decode(payload: np.ndarray, layout: Layout, varying: np.ndarray) -> tuple[t
         values = None
         if slot.kind == "f32":
             with np.errstate(invalid="ignore"):  # signalling NaNs become quiet ones, as protobuf's float -> double
-                values = _column(payload, slot.value_col, 4).view("<f4").ravel().astype(np.float64)
+                values = _column(payload, slot.value_col, "<f4").astype(np.float64)
         elif slot.kind == "f64":
-            values = _column(payload, slot.value_col, 8).view("<f8").ravel().copy()
+            values = _column(payload, slot.value_col, "<f8").copy()
         slots.append(SlotColumns(slot.position, tuple(name or "" for name in names), index, first_rows, values,
                                  slot.is_tensor, slot.plugin))
     return tuple(slots), bad
@@ -198,13 +202,19 @@ def _piece(payload: np.ndarray, rows: np.ndarray, layout: Layout, varying: np.nd
     if bad.any():
         return _piece(payload[~bad], rows[~bad], layout, varying)[0], rows[bad]
     if layout.wall_col >= 0:
-        walls = _column(payload, layout.wall_col, 8).view("<f8").ravel().copy()
+        walls = _column(payload, layout.wall_col, "<f8").copy()
     else:
         walls = np.zeros(rows.shape[0], dtype=np.float64)
-    steps = np.zeros(rows.shape[0], dtype=np.uint64)
-    for i in range(layout.step_bytes):
-        steps |= (payload[:, layout.step_col + i] & np.uint8(0x7F)).astype(np.uint64) << np.uint64(7 * i)
-    return Piece(rows, walls, steps.view(np.int64), slots, len(layout.scalar_slots)), rows[:0]
+    k, col = layout.step_bytes, layout.step_col
+    if k == 0:
+        steps = np.zeros(rows.shape[0], dtype=np.int64)
+    else:  # the varint from its last byte down (the last byte has no continuation bit: _matching checked it)
+        steps = payload[:, col + k - 1].astype(np.uint64)
+        for i in range(k - 2, -1, -1):
+            steps <<= np.uint64(7)
+            steps |= payload[:, col + i] & np.uint8(0x7F)
+        steps = steps.view(np.int64)
+    return Piece(rows, walls, steps, slots, len(layout.scalar_slots)), rows[:0]
 
 
 Known = list[tuple[Layout, np.ndarray, np.ndarray]]

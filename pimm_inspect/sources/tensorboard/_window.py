@@ -21,11 +21,12 @@ from ._fast import Known, Piece, decode_bucket
 from ._slow import SlowResult, decode_slow
 from ._tfrecord import Buf, crc32c, group_crc32c, masked, varying_columns
 
-_Block = tuple[np.ndarray, "int | np.ndarray", np.ndarray, np.ndarray, np.ndarray, np.ndarray, "bool | np.ndarray",
+_Block = tuple[np.ndarray, "int | np.ndarray", "np.ndarray | tuple[np.ndarray, np.ndarray]", np.ndarray, np.ndarray, np.ndarray, "bool | np.ndarray",
                "int | np.ndarray"]
 """(records, rank, tag ids, steps, values, walls, is_tensor, position) of decoded points: rank, is_tensor and
-position are one value per slot (fast path) or a column per point (slow path)."""
-_FastBlock = tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, int]
+position are one value per slot (fast path) or a column per point (slow path); tag ids are a column per point (slow
+path) or (the id of each tag name of the slot, the name's index per row) (fast path)."""
+_FastBlock = tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray, np.ndarray, bool, int]
 """A ``_Block`` of the fast path (layout-decoded records): one rank, is_tensor and position per slot."""
 
 MIN_BUCKET_ROWS = 4
@@ -160,11 +161,16 @@ def _buckets(lengths: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """(length, record indices ascending) for every distinct record length."""
     if lengths.shape[0] == 0:
         return []
-    keys = lengths.astype(np.uint16) if int(lengths.max()) < 65536 else lengths
+    if int(lengths.max()) >= 65536:
+        order = np.argsort(lengths, kind="stable")
+        bounds = (np.flatnonzero(np.diff(lengths[order])) + 1).tolist()
+        return [(int(lengths[chunk[0]]), chunk) for chunk in np.split(order, bounds)]
+    keys = lengths.astype(np.uint16)
     order = np.argsort(keys, kind="stable")  # a radix sort on 16-bit keys
-    sorted_lengths = lengths[order]
-    bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
-    return [(int(lengths[chunk[0]]), chunk) for chunk in np.split(order, bounds)]
+    counts = np.bincount(keys)  # the sorted keys' runs, without reading them back
+    present = np.flatnonzero(counts)
+    ends = np.cumsum(counts[present]).tolist()
+    return [(length, order[start:end]) for length, start, end in zip(present.tolist(), [0, *ends], ends)]
 
 
 def _gather(flat: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
@@ -245,7 +251,7 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
         acc.markers.append(Marker(kind, step, wall, detail, base + record))
     for record, wall in slow.walls:
         acc.see_wall(base + record, wall)
-    points_per_record = np.zeros(count, dtype=np.int64)
+    scalar_records: list[tuple[np.ndarray, int]] = []  # (records of a piece, scalar values per record)
     # rank, is_tensor and position are one value per slot (fast path) or a column per point (slow path)
     blocks: list[_Block] = []
     window_sightings: list[tuple[int, str, str]] = [(((base + r) * _KEY) + min(p, _KEY - 1), t, plugin)
@@ -262,7 +268,7 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
         steps = piece.steps if rows is None else piece.steps[rows]
         acc.see_wall(base + int(records[0]), float(walls[0]))
         acc.see_wall(base + int(records[-1]), float(walls[-1]))
-        points_per_record[records] = piece.scalar_count
+        scalar_records.append((records, piece.scalar_count))
         rank = 0
         for slot in piece.slots:
             tag_index = slot.tag_index if rows is None else slot.tag_index[rows]
@@ -274,17 +280,18 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
                                                  name, slot.plugin))
             if slot.values is None:
                 continue
-            ids = np.array([acc.tag_id(name) for name in slot.tag_names], dtype=np.int64)[tag_index]
             values = slot.values if rows is None else slot.values[rows]
-            blocks.append((records, rank, ids, steps, values, walls, slot.is_tensor, slot.position))
+            blocks.append((records, rank, (np.array([acc.tag_id(name) for name in slot.tag_names], dtype=np.int64),
+                                           tag_index), steps, values, walls, slot.is_tensor, slot.position))
             rank += 1
+    points_per_record: np.ndarray | None = None
     if slow.points:
         records = np.array([p[0] for p in slow.points], dtype=np.int64)
+        points_per_record = np.zeros(count, dtype=np.int64)
         np.add.at(points_per_record, records, 1)
         run_start = np.flatnonzero(np.diff(records, prepend=-1))
         ranks = np.arange(records.shape[0]) - np.repeat(run_start, np.diff(np.append(run_start, records.shape[0])))
-        ids = np.array([acc.tag_id(p[2]) for p in slow.points], dtype=np.int64)
-        blocks.append((records, ranks, ids, np.array([p[3] for p in slow.points], dtype=np.int64),
+        blocks.append((records, ranks, np.array([acc.tag_id(p[2]) for p in slow.points], dtype=np.int64), np.array([p[3] for p in slow.points], dtype=np.int64),
                        np.array([p[4] for p in slow.points], dtype=np.float64),
                        np.array([p[5] for p in slow.points], dtype=np.float64),
                        np.array([p[6] for p in slow.points], dtype=bool),
@@ -295,10 +302,15 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
     marker_records = len(slow.markers)
     if not slow.points and not (any(b[6] for b in blocks)
                                 and any(plugin != "scalars" for _, plugin in acc.sightings.values())):
-        # Only layout-decoded points, none a tensor a plugin filter could drop: straight into per-tag parts.
-        acc.other_count += count - marker_records - int(np.count_nonzero(points_per_record))
+        # Only layout-decoded points, none a tensor a plugin filter could drop: straight into per-tag parts. (A
+        # record is in one piece at most: buckets split the window, pieces their bucket.)
+        acc.other_count += count - marker_records - sum(records.shape[0] for records, n in scalar_records if n)
         _group_blocks(cast("list[_FastBlock]", blocks), window, acc)  # no slow points: fast-path blocks only
         return
+    if points_per_record is None:
+        points_per_record = np.zeros(count, dtype=np.int64)
+    for records, scalars in scalar_records:
+        points_per_record[records] = scalars
     total = int(points_per_record.sum())
     starts = np.cumsum(points_per_record) - points_per_record
     tag_col = np.empty(total, dtype=np.int64)
@@ -308,6 +320,8 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
     tensor_keys: list[tuple[np.ndarray, np.ndarray]] = []  # (output positions, order keys) of tensor points
     for records, block_rank, ids, steps, values, walls, is_tensor, position in blocks:
         at = starts[records] + block_rank
+        if isinstance(ids, tuple):  # a fast-path block: each tag name's id, the name per row
+            ids = ids[0][ids[1]]
         tag_col[at], step_col[at], value_col[at], wall_col[at] = ids, steps, values, walls
         if isinstance(is_tensor, np.ndarray):  # a slow-path block: position is a column too
             if is_tensor.any():
@@ -330,18 +344,23 @@ def _group_blocks(blocks: list[_FastBlock], window: int, acc: Accumulator) -> No
     window in file order first: a block's rows are in file order already, and a tag most often comes from one
     block (a tag's records share a length); a tag from several blocks is ordered by (record, value position)."""
     per_tag: dict[int, list[tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]]] = {}
-    for records, rank, ids, steps, values, walls, _tensor, _position in blocks:
-        first = int(ids[0])
-        if ids[-1] == first and (ids == first).all():
-            groups: list[tuple[int, np.ndarray | None]] = [(first, None)]
-        else:  # several tags of one length: split the block by tag, keeping file order within each
+    for records, rank, (name_ids, tag_index), steps, values, walls, _tensor, _position in blocks:
+        groups: list[tuple[int, np.ndarray | None]]
+        if name_ids.shape[0] == 1:
+            groups = [(int(name_ids[0]), None)]
+        elif name_ids.shape[0] <= 8:  # several tags of one length: split the block by tag, keeping file order
+            groups = [(tag_id, np.flatnonzero(tag_index == number)) for number, tag_id in enumerate(name_ids.tolist())]
+        else:
+            ids = name_ids[tag_index]
             order = np.argsort(ids, kind="stable")
             sorted_ids = ids[order]
             cuts = (np.flatnonzero(np.diff(sorted_ids)) + 1).tolist()
             groups = [(int(sorted_ids[a]), order[a:b]) for a, b in zip([0, *cuts], [*cuts, ids.shape[0]])]
         for tag_id, rows in groups:
             if tag_id < 0:  # a tag past the cap: counted, not kept
-                acc.cap.dropped_points += ids.shape[0] if rows is None else rows.shape[0]
+                acc.cap.dropped_points += records.shape[0] if rows is None else rows.shape[0]
+                continue
+            if rows is not None and rows.shape[0] == 0:
                 continue
             part = (records, rank, steps, values, walls) if rows is None else (
                 records[rows], rank, steps[rows], values[rows], walls[rows])

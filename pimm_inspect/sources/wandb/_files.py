@@ -143,6 +143,11 @@ class RunFiles:
     """The API URL wandb-core named in debug-internal.log (only logged with HTTP errors)."""
     finished_entity: tuple[str, str, str] | None = None
     """(entity, project, file) from debug.log's ``finishing run entity/project/id`` line of this run."""
+    resumed_line: str | None = None
+    """``logs/debug.log:N`` where this folder's own ``wandb.init`` logged ``run resumed`` (the server continued the id)."""
+    reinit_line: str | None = None
+    """``logs/debug.log:N`` where this folder's own ``wandb.init`` logged ``wandb.init() called when a run is still
+    active``: a second init inside a process whose run was still active, which returned that run (no new process)."""
 
 
 def _source(path: Path, rel_path: str, kind: str, bytes_read: int = 0) -> SourceFile | None:
@@ -213,6 +218,7 @@ def read_run_files(run_dir: Path, rel_path: str, run_id: str | None) -> RunFiles
                     _server_facts(text, rel, out)
                 elif name == "debug.log":
                     _finishing_entity(text, rel, run_id, out)
+                    _own_init(text, rel, run_dir.name, out)
                 out.core_dropped += [DroppedStep(int(m.group(1)), int(m.group(2)), rel, m.group(0))
                                      for m in _CORE_DROP.finditer(text)]
                 out.logged_urls += _urls(text, run_id)
@@ -275,6 +281,29 @@ def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFile
     for match in _FINISHING.finditer(text):
         if run_id is None or match.group(3) == run_id:
             out.finished_entity = (match.group(1), match.group(2), rel_path)
+
+
+_LOG_SETUP = re.compile(r"Logging user logs to (.+?)[ \t\r]*$")
+_SEP = re.compile(r"[\\/]")
+
+
+def _own_init(text: str, rel_path: str, folder: str, out: RunFiles) -> None:
+    """What this folder's own ``wandb.init`` logged in debug.log: ``run resumed`` or ``wandb.init() called when a run
+    is still active``. A debug.log can hold later inits of the same process (each names its own folder in ``Logging
+    user logs to <folder>/logs/debug.log``): only the lines from this folder's own set-up to the next one count."""
+    mine = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        setup = _LOG_SETUP.search(line) if "Logging user logs to" in line else None
+        if setup is not None:
+            parts = _SEP.split(setup.group(1))
+            mine = len(parts) >= 3 and parts[-3] == folder
+            continue
+        if not mine:
+            continue
+        if "] run resumed" in line and out.resumed_line is None:
+            out.resumed_line = f"{rel_path}:{number}"
+        elif "wandb.init() called when a run is still active" in line and out.reinit_line is None:
+            out.reinit_line = f"{rel_path}:{number}"
 
 
 def _urls(text: str, run_id: str | None) -> list[str]:

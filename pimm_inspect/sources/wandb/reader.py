@@ -46,8 +46,10 @@ class WandbRunResult:
     notes: str | None
     tags: tuple[str, ...]
     resumed: bool
-    """True when the folder's own run record says a resume happened: W&B's ``resumed`` flag (the server found the
-    run) or a ``starting_step`` past 0; ``resume="allow"`` alone says nothing happened (see ``resume_requested``)."""
+    """True when the folder's own records say the server continued an existing run of this id: the run record's
+    ``resumed`` flag or a ``starting_step`` past 0, the telemetry feature ``resumed`` (wandb 0.12-0.15 set it, not
+    the run record), or debug.log's ``run resumed`` line of this folder's init; ``resume="allow"`` alone says
+    nothing happened (see ``resume_requested``). ``resume_evidence`` names the record."""
     offline: bool
     synced: bool
     """A ``wandb sync`` marker is present."""
@@ -115,6 +117,11 @@ class WandbRunResult:
     resume_requested: bool = False
     """``wandb.init(resume="allow"/"must")`` as the run record says: a resume only when an earlier folder of this id
     exists (``load.attempts``) or ``resumed`` says so."""
+    resume_evidence: str | None = None
+    """The record that says ``resumed`` (``<log>: telemetry feature resumed``, ``logs/debug.log:N: run resumed``)."""
+    reinit_of_active: str | None = None
+    """``logs/debug.log:N`` when this folder was made by a second ``wandb.init`` in a process whose run was still
+    active (W&B returned that run and left only this folder's debug.log): no process start of its own."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -225,7 +232,9 @@ def _take_run(state: _LogState, run: Any) -> None:
     for name, value in fields.items():
         if value and not state.run.get(name):
             state.run[name] = value
-    state.run["resumed"] = state.run.get("resumed", False) or run.resumed or run.starting_step > 0
+    if (run.resumed or run.starting_step > 0) and not state.run.get("resumed"):
+        state.run["resumed"] = (f"run record: resumed, starting_step {run.starting_step}" if run.resumed else
+                                f"run record: starting_step {run.starting_step}")
     state.run["resume_requested"] = state.run.get("resume_requested", False) or run.resume
     branch = run.branch_point if run.HasField("branch_point") else None
     if branch is not None and branch.run and not state.run.get("resume_from"):
@@ -241,6 +250,8 @@ def _take_telemetry(state: _LogState, telemetry: Any) -> None:
     """Feature flags: explicit ``step=`` logging and offline mode."""
     state.explicit_step = state.explicit_step or telemetry.feature.set_step_log
     state.offline = state.offline or telemetry.feature.offline
+    if telemetry.feature.resumed and not state.run.get("resumed"):
+        state.run["resumed"] = "telemetry feature resumed"  # wandb.init saw the server continue the run
 
 
 def _take_record(state: _LogState, rec: Any) -> None:
@@ -397,8 +408,11 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
     return WandbRunResult(
         rel_path=rel_path, wandb_file=log_rel, run_id=run_id, project=project, entity=entity,
         display_name=run.get("display_name"), group=run.get("group"), job_type=run.get("job_type"),
-        notes=run.get("notes"), tags=run.get("tags") or (), resumed=bool(run.get("resumed")),
+        notes=run.get("notes"), tags=run.get("tags") or (), resumed=bool(run.get("resumed") or files.resumed_line),
         resume_requested=bool(run.get("resume_requested")),
+        resume_evidence=(f"{log_rel}: {run['resumed']}" if run.get("resumed") else
+                         f"{files.resumed_line}: run resumed" if files.resumed_line else None),
+        reinit_of_active=files.reinit_line if log_rel is None else None,
         offline=offline, synced=files.synced, start_time_s=run.get("start_time_s"),
         base_url=recorded_base, url=url, sync_command=sync_command,
         config=config, summary=cap_depth(_nested(state.summary))[0] if state.summary else (files.summary_json or {}),

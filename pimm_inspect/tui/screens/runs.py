@@ -137,6 +137,12 @@ class RunsScreen(Screen[None]):
         self.table.set_run(path, run)
         self.status.loaded()
 
+    def set_runs(self, rows: list[tuple[Path, RunRow]]) -> None:
+        """Many runs were read (a warm tree's stored rows)."""
+        self.table.set_runs(rows)
+        if rows:
+            self.status.loaded()
+
     def on_runs_table_flushed(self) -> None:
         """The table shows new rows or facts: so do the preview and the status line."""
         self._preview()

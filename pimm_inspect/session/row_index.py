@@ -1,0 +1,334 @@
+"""The rows of a tree of runs in one cache entry: what a warm ``ls`` (and the runs table) of thousands of runs reads.
+
+The row cache keeps one entry per run (``store.row_cache``); opening, checking and decoding 10,000 of them was most
+of a warm ``ls`` of a 10,000-run tree. The index is one entry per tree (keyed by the folder searched, else the runs'
+common folder) holding, for every run with a stored row when the index was written, a copy of that entry:
+
+    root, its read record (made_s and dependencies), its head (the row without its detail, a flat JSON list), its
+    detail (the row cache's encoded text), and its ``ls --json`` object without the path (``report.json_doc``).
+
+Each record is served only while ``read_record.unchanged`` holds for it, exactly as its per-run entry would be: the
+index changes nothing about when a row is trusted, only how many files are read. A row served from it decodes
+nothing until a field is asked for (``IndexedRow``); ``ls --json`` asks for none and prints the stored object.
+
+The index is rewritten (whole, atomically, by ``DiskCache``) when a request served some row from elsewhere and the
+stored rows differ from the index's: the per-run entries stay the source of truth, the index a copy of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..evidence import RunRow, RunSummary
+from ..load import read_record
+from ..report.json_doc import ls_run_fragment
+from ..sources.confine import real_path
+from .store import codec
+from .store.disk_cache import DiskCache
+from .store.row_cache import DETAIL, RowBuild, cached_rows, row_values, stored_entry
+
+INDEX_KIND = "run_rows.index.1"
+INDEX_CODE = ("analysis", "report", "session")
+"""An index is made by the load, analysis, session and report code (its JSON objects): any other version is ignored."""
+INDEX_MIN_RUNS = 32
+"""Requests of fewer runs neither read nor write an index (their per-run entries are few)."""
+_PARTS = 5
+"""Strings per record: root, dependencies, head, detail, ``ls --json`` object."""
+_ROOT, _DEPS, _HEAD, _DETAIL, _JSON = range(_PARTS)
+_SUMMARY = tuple(RunSummary.__dataclass_fields__)
+_HEAD_FIELDS = ("name", "kind", "era", "status", "attempts", "wandb_run_ids", "errors", "warnings", "infos",
+                "summary", "top_finding")
+_RUN_FIELDS = tuple(RunRow.__dataclass_fields__)
+assert set(_RUN_FIELDS) == {"root", *_HEAD_FIELDS, *DETAIL}, "RunRow changed: update the index's head"
+_SLOTS = {name: RunRow.__dict__[name] for name in _RUN_FIELDS}
+_KINDS = frozenset(("f", "d", "r"))
+from .fresh import FRESH_S as FRESH_S, Found as Found, Fresh as Fresh  # noqa: E402 (kept importable here)
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+class RowIndex:
+    """A stored index, read: its records by root, each decoded only when asked for."""
+
+    def __init__(self, made: list[float], offsets: list[int], blob: memoryview) -> None:
+        self.made = made
+        self.offsets = offsets
+        self.blob = blob
+        self.where = {self.part(i, _ROOT): i for i in range(len(made))}
+        """Record number by root."""
+
+    def part(self, i: int, k: int) -> str:
+        at = i * _PARTS + k
+        return str(self.blob[self.offsets[at]:self.offsets[at + 1]], "utf-8", "surrogateescape")
+
+    def deps(self, i: int, root: str) -> tuple[tuple[str, str, str], ...] | None:
+        """Record ``i``'s dependencies (paths made absolute again); None when they do not parse."""
+        text = self.part(i, _DEPS)
+        parts = text.split("\0") if text else []
+        kinds = parts[0::3]
+        if len(parts) % 3 or not _KINDS.issuperset(kinds):
+            return None
+        prefix = root.rstrip(os.sep) + os.sep
+        paths = [path if path.startswith(os.sep) else prefix + path if path else root for path in parts[1::3]]
+        return tuple(zip(kinds, paths, parts[2::3]))
+
+
+def read_index(disk: DiskCache, key: Path) -> RowIndex | None:
+    """The index stored for ``key``, or None (missing, damaged, foreign)."""
+    stored = disk.get_value(INDEX_KIND, key, "", INDEX_CODE)
+    if not (isinstance(stored, tuple) and len(stored) == 4 and stored[0] == _PARTS):
+        return None
+    _n, made, offsets, blob = stored
+    if not (isinstance(made, np.ndarray) and made.dtype == np.float64 and made.ndim == 1
+            and isinstance(offsets, np.ndarray) and offsets.dtype == np.int64 and offsets.shape == (len(made) * _PARTS + 1,)
+            and isinstance(blob, np.ndarray) and blob.dtype == np.uint64 and blob.ndim == 1):
+        return None
+    data = memoryview(blob.view(np.uint8))  # type: ignore[arg-type]  # numpy arrays are buffers
+    bounds = offsets.tolist()
+    if bounds[0] != 0 or not 0 <= len(data) - bounds[-1] < 8 or any(b < a for a, b in zip(bounds, bounds[1:])):
+        return None
+    try:
+        return RowIndex(made.tolist(), bounds, data)
+    except UnicodeDecodeError:
+        return None
+
+
+def _dep_text(root: str, flat: tuple[str, ...]) -> str:
+    """``read_record.flat`` parts with the paths inside the run written relative to it (most of them)."""
+    prefix = root.rstrip(os.sep) + os.sep
+    parts = list(flat)
+    for k in range(1, len(parts), 3):
+        path = parts[k]
+        parts[k] = "" if path == root else path[len(prefix):] if path.startswith(prefix) else path
+    return "\0".join(parts)
+
+
+def head_text(row: RunRow) -> str:
+    """The row without its root and detail as one flat JSON list (``IndexedRow`` rebuilds it in microseconds)."""
+    summary = row.summary
+    values: list[Any] = [getattr(row, name) for name in _HEAD_FIELDS]
+    values[_HEAD_FIELDS.index("wandb_run_ids")] = list(row.wandb_run_ids)
+    values[_HEAD_FIELDS.index("summary")] = [getattr(summary, name) for name in _SUMMARY]
+    return json.dumps(values, separators=(",", ":"))
+
+
+def head_values(text: str) -> dict[str, Any]:
+    """The head fields ``head_text`` wrote; ``codec.BadEntry`` when it does not decode to them."""
+    try:
+        values = json.loads(text)
+        if not (type(values) is list and len(values) == len(_HEAD_FIELDS)):
+            raise codec.BadEntry("a row head of another shape")
+        out = dict(zip(_HEAD_FIELDS, values))
+        out["wandb_run_ids"] = tuple(out["wandb_run_ids"])
+        out["summary"] = RunSummary(*out["summary"])
+        return out
+    except (ValueError, TypeError) as exc:
+        raise codec.BadEntry(f"a row head that does not decode: {exc}") from None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the same types all the way down (an int where a float was would print otherwise)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, RunSummary):
+        return all(_same(getattr(a, n), getattr(b, n)) for n in _SUMMARY)
+    if isinstance(a, float) and a != a:
+        return bool(b != b)  # NaN
+    return bool(a == b)
+
+
+def _record(root: str, made_s: float, flat: tuple[str, ...], row: RunRow) -> list[bytes] | None:
+    """The index record (its parts) of a valid stored row; None when its head does not survive the flat form exactly."""
+    head = head_text(row)
+    values = head_values(head)
+    if not all(_same(values[name], getattr(row, name)) for name in _HEAD_FIELDS):
+        return None
+    detail = object.__getattribute__(row, "_detail").tobytes() if _has_raw_detail(row) \
+        else _bytes(codec.to_text(tuple(getattr(row, name) for name in DETAIL)))
+    return [_bytes(root), _bytes(_dep_text(root, flat)), _bytes(head), detail, _bytes(ls_run_fragment(row))]
+
+
+def _has_raw_detail(row: RunRow) -> bool:
+    try:
+        object.__getattribute__(row, "_detail")
+    except AttributeError:
+        return False
+    return True
+
+
+class IndexedRow(RunRow):
+    """A ``RunRow`` served from the index: its fields decoded on first use (the head at once, the detail at once).
+
+    Equal to (and hashes as) the plain row of the same values; pickles as one.
+    """
+
+    __slots__ = ("_index", "_at")
+
+    @classmethod
+    def of(cls, index: RowIndex, at: int, root: Path) -> IndexedRow:
+        row = object.__new__(cls)
+        _SLOTS["root"].__set__(row, root)
+        object.__setattr__(row, "_index", index)
+        object.__setattr__(row, "_at", at)
+        return row
+
+    @property
+    def ls_json_fragment(self) -> str:
+        """The run's ``ls --json`` object without its path, as ``report.json_doc.ls_run_fragment`` wrote it."""
+        index: RowIndex = object.__getattribute__(self, "_index")
+        return index.part(object.__getattribute__(self, "_at"), _JSON)
+
+    def _expand(self, detail: bool) -> None:
+        index: RowIndex = object.__getattribute__(self, "_index")
+        at: int = object.__getattribute__(self, "_at")
+        if detail:
+            values = codec.from_text(index.part(at, _DETAIL))
+            if not (isinstance(values, tuple) and len(values) == len(DETAIL)):
+                raise codec.BadEntry("a row's detail does not match its fields")
+            for name, value in zip(DETAIL, values):
+                _SLOTS[name].__set__(self, value)
+        else:
+            for name, value in head_values(index.part(at, _HEAD)).items():
+                _SLOTS[name].__set__(self, value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunRow):
+            return NotImplemented
+        return row_values(self) == row_values(other)
+
+    def __hash__(self) -> int:
+        return hash(row_values(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return RunRow, row_values(self)
+
+
+def _lazy_field(name: str, detail: bool) -> property:
+    slot = _SLOTS[name]
+
+    def get(row: IndexedRow) -> Any:
+        try:
+            return slot.__get__(row, RunRow)
+        except AttributeError:
+            row._expand(detail)
+            return slot.__get__(row, RunRow)
+
+    def put(row: IndexedRow, value: Any) -> None:
+        slot.__set__(row, value)
+
+    return property(get, put, doc=f"``RunRow.{name}``, decoded from the index on first use.")
+
+
+for _name in (*_HEAD_FIELDS, *DETAIL):
+    setattr(IndexedRow, _name, _lazy_field(_name, _name in DETAIL))
+
+
+def index_key(roots: list[Path], under: Path | None) -> Path:
+    """The folder an index of ``roots`` is stored for: ``under`` (the folder searched) else their common folder."""
+    return Path(under).absolute() if under is not None else Path(os.path.commonpath([str(r) for r in roots]))
+
+
+def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh: Fresh | None = None
+                ) -> dict[int, RunRow]:
+    """The rows of ``roots`` (by position) the index holds and that are still valid.
+
+    ``fresh``: what the session's discovery found a moment ago (``Fresh``), taken for ``roots`` whether used or not;
+    else the check resolves and lists now."""
+    found: dict[int, RunRow] = {}
+    texts = [str(root) for root in roots]
+    known = fresh.take(texts) if fresh is not None else {}
+    for i, root in enumerate(roots):
+        text = texts[i]
+        real, entries = known.get(text, (None, None))
+        at = index.where.get(text) if index is not None else None
+        if index is None or at is None:
+            continue
+        if real is None:
+            real = real_path(text)
+        if not disk.usable_for(root, real):
+            continue
+        deps = index.deps(at, text)
+        if deps is not None and read_record.unchanged(read_record.ReadRecord(index.made[at], deps, True),
+                                                      {text: real}, {text: entries} if entries is not None else None):
+            found[i] = IndexedRow.of(index, at, root)
+    return found
+
+
+def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
+                 under: Path | None = None, fresh: Fresh | None = None) -> Iterator[RunRow]:
+    """``row_cache.cached_rows`` (the row of every run, in order), reading the index of the tree first and writing
+    it again afterwards when it no longer held every valid row."""
+    roots = [r if isinstance(r, Path) and r.is_absolute() else Path(r).absolute() for r in roots]
+    if disk is None or len(roots) < INDEX_MIN_RUNS:
+        if fresh is not None:
+            fresh.take([str(root) for root in roots])  # found for these rows: never for a later check
+        yield from cached_rows(roots, build, disk, jobs)
+        return
+    key = index_key(roots, under)
+    index = read_index(disk, key)
+    served = served_from(index, disk, roots, fresh)
+    rest = [root for i, root in enumerate(roots) if i not in served]
+    others = cached_rows(rest, build, disk, jobs) if rest else iter(())
+    last = len(roots) - 1
+    for i in range(len(roots)):
+        row = served[i] if i in served else next(others)
+        if i == last and rest:  # before the last row is handed on: a caller stops asking once it has them all
+            write_index(disk, key, index, roots, served)
+        yield row
+
+
+def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Path], served: dict[int, RunRow]) -> None:
+    """Store the index of ``roots`` unless it would hold what ``old`` holds: the records just served from ``old`` as
+    they were, the stored rows of the others (with their records: a row whose run changed since is refused when
+    asked for, as its own entry would be), and ``old``'s records of runs not asked for whose folder is still there."""
+    parts: list[bytes] = []
+    made: list[float] = []
+    roots_made: list[tuple[str, float]] = []
+    asked = set()
+
+    def keep(text: str, at: int) -> None:
+        assert old is not None
+        start = at * _PARTS
+        parts.extend(bytes(old.blob[old.offsets[k]:old.offsets[k + 1]]) for k in range(start, start + _PARTS))
+        made.append(old.made[at])
+        roots_made.append((text, old.made[at]))
+
+    for i, root in enumerate(roots):
+        text = str(root)
+        asked.add(text)
+        if i in served and old is not None:
+            keep(text, object.__getattribute__(served[i], "_at"))
+            continue
+        entry = stored_entry(disk, root)
+        if entry is None or entry[2].root != root:
+            continue  # (a stale record is written as stored: it is checked, and refused, when asked for)
+        try:
+            record = _record(text, entry[0], entry[1], entry[2])
+        except (codec.NotCacheable, codec.BadEntry, ValueError, TypeError, RecursionError):
+            record = None
+        if record is not None:
+            parts.extend(record)
+            made.append(entry[0])
+            roots_made.append((text, entry[0]))
+    if old is not None:
+        for text, at in old.where.items():
+            if text not in asked and os.path.isdir(text):
+                keep(text, at)
+        if sorted(roots_made) == sorted(zip(old.where, old.made)):
+            return  # the same records: nothing to write
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    data = b"".join(parts)
+    # As 64-bit words (padded): the codec stores a uint64 column as it is, one CRC-checked copy per chunk to read.
+    blob = np.frombuffer(data + bytes(-len(data) % 8), dtype=np.uint64)
+    disk.put_value(INDEX_KIND, key, "", (_PARTS, np.array(made, dtype=np.float64), offsets, blob), INDEX_CODE)

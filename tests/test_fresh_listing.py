@@ -1,0 +1,82 @@
+"""A row check right after discovery uses what discovery just found (a run folder's entries, a missing folder seen
+missing in its parent's listing) and gives the answer a check of its own gives; an old finding is never used."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pimm_inspect.load import file_deps
+from pimm_inspect.session import row_index
+
+from test_file_deps_listing import CHANGES, _one_by_one, _record, _run
+
+
+def _with_missing_folder(run: Path) -> tuple[file_deps.Dep, ...]:
+    """The run's record plus a folder a reader looked for and did not find (pimm's ``code/`` snapshot)."""
+    deps = _record(run)
+    with file_deps.recording(str(run)) as recorder:
+        try:
+            os.listdir(run / "code")
+        except FileNotFoundError:
+            pass
+    return deps + recorder.result()
+
+
+def _scans(monkeypatch) -> list[str]:
+    listed: list[str] = []
+    real = os.scandir
+
+    def spy(path="."):
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", spy)
+    return listed
+
+
+def test_entries_listed_just_before_stand_for_the_listing(tmp_path, monkeypatch):
+    run = _run(tmp_path)
+    deps = _with_missing_folder(run)
+    assert ("d", str(run / "code"), "-2") in deps and _one_by_one(deps)
+    with os.scandir(run) as listing:
+        entries = list(listing)
+    listed = _scans(monkeypatch)
+    assert file_deps.unchanged(deps, known_entries={str(run): entries})
+    assert str(run) not in listed  # the run folder: from the entries given
+    assert str(run / "code") not in listed  # missing from the run folder's listing: missing
+    (run / "code").mkdir()
+    assert not file_deps.unchanged(deps)
+    with os.scandir(run) as listing:
+        entries = list(listing)
+    assert not file_deps.unchanged(deps, known_entries={str(run): entries})
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_a_change_is_seen_through_entries_listed_after_it(tmp_path, name):
+    run = _run(tmp_path)
+    deps = _with_missing_folder(run)
+    CHANGES[name](run)
+    with os.scandir(run) as listing:
+        entries = list(listing)
+    assert not _one_by_one(deps)
+    assert not file_deps.unchanged(deps, known_entries={str(run): entries})
+
+
+def test_what_discovery_found_is_used_once_and_only_while_fresh(monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr(row_index.time, "monotonic", lambda: now[0])
+    fresh = row_index.Fresh()
+    fresh.note_real("/a", "/real/a")
+    fresh.note_entries("/a", [])
+    fresh.note_real("/b", "/real/b")
+    assert fresh.take(["/a"]) == {"/a": ("/real/a", [])}
+    assert fresh.take(["/a"]) == {}  # taken once
+    now[0] += row_index.FRESH_S + 1
+    assert fresh.take(["/b"]) == {"/b": (None, None)}  # too old: resolved and listed again by the check
+    fresh.note_real("/c", "/real/c")
+    now[0] += row_index.FRESH_S + 1
+    fresh.take([])
+    assert fresh.reals == {} and fresh.entries == {}  # old findings are dropped, not kept for later

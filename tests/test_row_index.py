@@ -1,0 +1,131 @@
+"""The row index (``session.row_index``): a warm ``ls`` of a tree reads one entry, prints what an uncached ``ls``
+prints byte for byte, and never serves a row of a run that changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from pimm_inspect.cli.main import cli
+from pimm_inspect.report.json_doc import SCHEMA_VERSION, dumps, ls_document, ls_run
+from pimm_inspect.session import Session, row_index, rows
+from pimm_inspect.session.store import row_cache
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "fixtures" / "runs"
+
+
+def _ls(*args: object) -> str:
+    result = CliRunner().invoke(cli, ["ls", *map(str, args)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _quiet_tree(tmp_path: Path) -> Path:
+    """The fixture tree with every mtime a day old (no run looks live), more runs than ``INDEX_MIN_RUNS``."""
+    tree = tmp_path / "runs"
+    shutil.copytree(RUNS, tree, symlinks=True)
+    old = time.time() - 86_400
+    for folder, dirs, files in os.walk(tree):
+        for name in dirs + files:
+            os.utime(os.path.join(folder, name), (old, old), follow_symlinks=False)
+    return tree
+
+
+def _builds(monkeypatch) -> list[Path]:
+    built: list[Path] = []
+    real = rows.build_row
+
+    def spy(root: Path, cache=None):
+        built.append(root)
+        return real(root, cache)
+
+    monkeypatch.setattr(rows, "build_row", spy)
+    return built
+
+
+def _no_entry_reads(monkeypatch) -> None:
+    """From now on any read of a per-run row entry fails the test: rows must come from the index."""
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a per-run row entry was read")
+
+    monkeypatch.setattr(row_index, "stored_entry", refuse)
+    monkeypatch.setattr(row_cache, "stored_entry", refuse)
+
+
+OUTPUTS = (("--json",), (), ("--json", "--columns", "path,status,cfg.lr,last:train/loss,top_finding"),
+           ("--json", "--sort", "-last_step", "--filter", "status=finished"))
+
+
+def test_warm_ls_of_a_tree_is_served_from_the_index_byte_for_byte(tmp_path, monkeypatch):
+    tree = _quiet_tree(tmp_path)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    reference = [_ls(tree, *args) for args in OUTPUTS]
+    assert len(json.loads(reference[0])["runs"]) > row_index.INDEX_MIN_RUNS
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    assert _ls(tree, "--json") == reference[0]  # cold: every run read, its row stored, then the index written
+    index = row_index.read_index(Session().disk, tree.absolute())
+    assert index is not None and len(index.where) == len(json.loads(reference[0])["runs"])
+    built = _builds(monkeypatch)
+    _no_entry_reads(monkeypatch)
+    written: list[Path] = []
+    monkeypatch.setattr(row_index, "write_index", lambda _disk, key, *_a: written.append(key))
+    assert [_ls(tree, *args) for args in OUTPUTS] == reference  # JSON, text table, columns, sort and filter
+    assert built == [] and written == []  # nothing read again, the index left as it was
+
+
+def test_a_changed_run_is_read_again_and_the_index_follows(tmp_path, monkeypatch):
+    tree = _quiet_tree(tmp_path)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    _ls(tree, "--json")
+    run = tree / "e2_clean"
+    log = run / "train.log"
+    last = next(line for line in reversed(log.read_text().splitlines()) if "Train: [" in line)
+    with open(log, "a") as fh:  # one more epoch's first steps: same folder listing, a bigger file
+        fh.write(last.replace("09:01:00", "09:01:02").replace("[3/3][25/25]", "[4/4][5/25]") + "\n")
+    old = time.time() - 3_600
+    os.utime(log, (old, old))  # not racy: the new row may be stored (and indexed)
+    built = _builds(monkeypatch)
+    changed = _ls(tree, "--json")
+    assert built == [run.absolute()]
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    assert changed == _ls(tree, "--json")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    built.clear()
+    _no_entry_reads(monkeypatch)
+    assert _ls(tree, "--json") == changed and built == []  # the rewritten index holds the new row
+
+
+def test_an_indexed_row_is_the_row_a_fresh_load_gives(tmp_path, monkeypatch):
+    tree = _quiet_tree(tmp_path)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    session = Session()
+    paths = session.discover(tree)
+    list(session.rows(paths, tree))
+    served = Session().stored_rows(paths, tree)
+    assert set(served) == set(paths)
+    for path in paths:
+        row = served[path]
+        assert isinstance(row, row_index.IndexedRow)
+        fresh = rows.build_row(path.absolute())[0]
+        assert row == fresh and fresh == row
+        assert pickle.loads(pickle.dumps(row)) == fresh
+        assert all(row_index._same(getattr(row, name), getattr(fresh, name)) for name in row_index._HEAD_FIELDS)
+        assert row.ls_json_fragment == row_index.ls_run_fragment(fresh)
+
+
+def test_ls_document_is_the_json_document_of_the_rows(tmp_path):
+    tree = _quiet_tree(tmp_path)
+    found = Session(on_problem=lambda _m: None).discover(tree)
+    plain = [rows.build_row(path.absolute())[0] for path in found]
+    for base in (tree, tree.parent, Path(os.path.relpath(tree)), found[0]):
+        chosen = plain if base != found[0] else plain[:1]
+        expected = dumps({"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, base) for r in chosen]})
+        assert ls_document(chosen, base) == expected
+    assert ls_document([], tree) == dumps({"schema_version": SCHEMA_VERSION, "runs": []})
