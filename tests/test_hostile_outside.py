@@ -142,7 +142,7 @@ def test_log_tab_does_not_show_a_train_log_linked_out_of_the_run(tmp_path):
     pytest.importorskip("textual")
     import asyncio
 
-    from tests.tui_support import opened
+    from tests.tui_support import opened, settle
 
     home = _outside(tmp_path)
     run = _run(tmp_path)
@@ -154,10 +154,8 @@ def test_log_tab_does_not_show_a_train_log_linked_out_of_the_run(tmp_path):
 
         from pimm_inspect.tui.widgets.log_view import LogView
 
-        async with opened(run, (120, 36), tab="6") as (app, pilot):
-            for _ in range(50):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
+        async with opened(run, (120, 36), tab="6") as (app, pilot):  # opened on the tab and settled
+            await settle(pilot)  # and once more: whatever the log tab started has ended
             view = app.screen.query_one(LogView)
             status = str(app.screen.query_one("#log-status", Static).render())
             return view.line_count, status

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("textual")
 
 from tests.hostile_support import leaky_run, planted_secrets  # noqa: E402
-from tests.tui_support import opened  # noqa: E402
+from tests.tui_support import opened, settle, until  # noqa: E402
 
 pytestmark = pytest.mark.asyncio
 
@@ -38,12 +38,9 @@ async def test_config_tab_and_log_tab_mask_every_planted_secret(tmp_path):
         assert "lr" in labels and "AdamW" in labels, "harmless values stay"
         assert not _leaks(labels), _leaks(labels)
         await pilot.press("6")
-        for _ in range(50):
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            view = app.screen.query_one(LogView)
-            if view.line_count:
-                break
+        view = app.screen.query_one(LogView)
+        await until(pilot, lambda: view.line_count > 0, what="the log tab's lines")
+        await settle(pilot)
         lines = "\n".join(view.line_text(i) for i in range(view.line_count))
         assert "extra state {'password': '****', 'lr': 0.1}" in lines
         assert not _leaks(lines), _leaks(lines)

@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent,
 from pimm_inspect.model import Run, WandbInfo  # noqa: E402
 from pimm_inspect.tui import links  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
-from tests.tui_support import RUNS, fixed_loader, opened, settle, until, utc  # noqa: E402,F401
+from tests.tui_support import RUNS, drawn, fixed_loader, opened, settle, until, utc  # noqa: E402,F401
 from pimm_inspect.tui.screens.compare import CompareScreen  # noqa: E402
 from pimm_inspect.tui.screens.finding import FindingScreen  # noqa: E402
 from pimm_inspect.tui.screens.help import HelpScreen  # noqa: E402
@@ -555,23 +555,17 @@ async def test_config_diff_between_documents_and_between_runs():
 
 # -- runs table: marks, sorting, filter errors, wide terminals, refresh -------------------------------------
 
-def screen_text(app) -> str:
-    from tests.tui_support import rendered
-
-    return rendered(app)[0]
-
-
 async def test_marked_rows_show_a_mark_in_their_own_column():
     async with opened(RUNS, (80, 24)) as (app, pilot):
         table = app.screen.query_one("#runs-table", DataTable)
         await move_to(pilot, table, (RUNS / "e2_clean").absolute().as_posix())
         await pilot.press("space")
-        await pilot.pause()
-        line = next(l for l in screen_text(app).splitlines() if "e2_clean" in l)
+        text = await drawn(pilot, lambda t: "1 marked" in t, what="the mark counted")  # drawn, not only held
+        line = next(l for l in text.splitlines() if "e2_clean" in l)
         assert line.lstrip().startswith("● e2_clean") or "●  e2_clean" in line or "● e2_clean" in line, line
-        unmarked = next(l for l in screen_text(app).splitlines() if "e2_crashed" in l)
+        unmarked = next(l for l in text.splitlines() if "e2_crashed" in l)
         assert "●" not in unmarked
-        assert "1 marked" in screen_text(app)
+        assert "1 marked" in text
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 40)])
@@ -814,7 +808,7 @@ async def test_checkpoints_fit_80_columns_and_sort_by_step():
         keys = row_keys(table)
         assert keys[:6] == ["model/iter_25.pth", "model/iter_50.pth", "model/iter_75.pth", "model/iter_100.pth",
                             "model/last", "model/iter_125.pth"]
-        text = screen_text(app)
+        text = await drawn(pilot)
         assert "◀ picked" in text  # the column the user needs most is on screen at 80 columns
         assert max(len(line.rstrip()) for line in text.splitlines()) <= 80
     app = make_app(ROLLBACK, loader=many, follow_interval_s=0)

@@ -16,7 +16,7 @@ from textual.widgets import DataTable  # noqa: E402
 from pimm_inspect.model import CheckpointInfo, Run  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
 from pimm_inspect.tui.widgets.overview import TimelineStrip  # noqa: E402
-from tests.tui_support import RUNS, fixed_loader, rendered, settle, utc  # noqa: E402,F401
+from tests.tui_support import RUNS, drawn, fixed_loader, settle, utc  # noqa: E402,F401
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.usefixtures("utc")]
 REQUEUED = RUNS / "e2_requeued_twice"
@@ -32,11 +32,11 @@ async def test_the_requeued_twice_question_is_answered_on_curves_and_checkpoints
         await settle(pilot)  # the run opens directly on its Overview
         await pilot.press("2")  # one key
         await settle(pilot)
-        screen, _raw, _segments = rendered(app)
+        screen = await drawn(pilot)
         assert "┆ replayed 51-75: 3 copies (#1 #2 #3); 76-90: 2 (#2 #3)" in screen
         await pilot.press("4")  # one key from the Curves tab (two from opening)
         await settle(pilot)
-        screen, _raw, _segments = rendered(app)
+        screen = await drawn(pilot)
         assert "#2 #3 restarted from model/model_last.pth at step 50 (it holds step 100 now)" in screen
         table = app.screen.query_one("#checkpoint-table", DataTable)
         row = [str(cell) for cell in table.get_row("model/model_last.pth")]
@@ -59,7 +59,7 @@ async def test_checkpoint_paths_wrap_rather_than_cut_at_80_columns():
         await settle(pilot)
         await pilot.press("4")
         await settle(pilot)
-        screen, _raw, _segments = rendered(app)
+        screen = await drawn(pilot)
         table = app.screen.query_one("#checkpoint-table", DataTable)
         deep = next(key.value for key in table.rows if "iter_000050" in key.value)
         assert table.rows[next(k for k in table.rows if k.value == deep)].height > 1  # wrapped onto more lines
@@ -88,5 +88,5 @@ async def test_big_step_numbers_are_abbreviated_and_the_strip_fits_its_lines():
         assert all(len(row) <= strip.size.width for row in rows)
         assert rows[0].endswith(" 12345-1.06M killed") and rows[1].endswith(" 630k-1.41M completed")
         assert "█ logged" in rows[-1]
-        screen, _raw, _segments = rendered(app)
+        screen = await drawn(pilot)
         assert "(log clock, no zone)" in screen  # train.log's clock records no zone: said so

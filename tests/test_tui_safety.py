@@ -78,11 +78,12 @@ async def test_malicious_checkpoint_in_the_ui_leaves_no_trace(tmp_path):
     assert "checkpoint.unsafe" in codes
 
 
-def _assert_inert(app, where: str) -> str:
+async def _assert_inert(pilot, where: str) -> str:
     """No control character from data in what the screen draws, no link, and nothing dangerous written."""
-    from tests.tui_support import DANGEROUS_OUTPUT, rendered
+    from tests.tui_support import DANGEROUS_OUTPUT, drawn, rendered
 
-    text, raw, segments = rendered(app)
+    await drawn(pilot)  # what the screen shows once every change is laid out, not a frame before
+    text, raw, segments = rendered(pilot.app)
     for segment in segments:
         bad = [c for c in segment.text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
         assert not bad, f"{where}: control characters {bad!r} drawn in {segment.text!r}"
@@ -107,7 +108,7 @@ async def test_hostile_strings_are_inert_on_every_tab(tmp_path):
     app = make_app(root, loader=fixed_loader, follow_interval_s=0)
     async with app.run_test(size=(200, 60)) as pilot:
         await settle(pilot)
-        text = _assert_inert(app, "runs table")
+        text = await _assert_inert(pilot, "runs table")
         assert "run\\x1b]0;T" in text and "\\x9b2J\\x9d0;t\\x9c" in text  # the name is shown, escaped
         table = app.screen.query_one("#runs-table")
         table.move_cursor(row=table.get_row_index(run_dir.as_posix()))
@@ -121,7 +122,7 @@ async def test_hostile_strings_are_inert_on_every_tab(tmp_path):
             for key in keys:
                 await pilot.press(key)
                 await settle(pilot)
-            seen["+".join(keys)] = _assert_inert(app, "+".join(keys))
+            seen["+".join(keys)] = await _assert_inert(pilot, "+".join(keys))
             if app.screen is not run_screen:  # a modal (diff, finding, help): look, then close it
                 await pilot.press("escape")
                 await settle(pilot)
@@ -139,7 +140,7 @@ async def test_hostile_strings_are_inert_on_every_tab(tmp_path):
                 await settle(pilot)
                 await pilot.press("full_stop")
                 await settle(pilot)
-                _assert_inert(app, f"curves of {prompt}")
+                await _assert_inert(pilot, f"curves of {prompt}")
                 assert app.screen.query_one("#curve-plot").spec.lines, f"{prompt} drew nothing"
         assert "evil \\x1b]52" in seen["6+slash+e+v+i+l+enter"], "the hostile log line is shown, escaped"
         assert "\\x1b]52" in seen["3+slash+e+v+i+l+enter"], "the hostile config value is shown, escaped"

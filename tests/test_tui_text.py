@@ -21,7 +21,7 @@ from pimm_inspect.tui import links  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
 from pimm_inspect.tui.screens.config_diff import ConfigDiffScreen  # noqa: E402
 from pimm_inspect.tui.widgets.curve_spec import CurveOptions, build_spec  # noqa: E402
-from tests.tui_support import RUNS, fixed_loader, rendered, settle, utc  # noqa: E402,F401
+from tests.tui_support import RUNS, drawn, fixed_loader, settle, utc  # noqa: E402,F401
 
 pytestmark = [pytest.mark.usefixtures("utc")]
 
@@ -31,7 +31,7 @@ async def test_findings_name_their_attempts_wrap_at_80_columns_and_errors_are_re
     app = make_app(RUNS / "e2_requeued_twice", loader=fixed_loader, follow_interval_s=0)
     async with app.run_test(size=(80, 60)) as pilot:
         await settle(pilot)
-        screen, _raw, _segments = rendered(app)
+        screen = await drawn(pilot)
         lines = screen.splitlines()
         top = lines[next(i for i, line in enumerate(lines) if line.strip() == "Top findings") + 1:]
         wrapped = [line for line in top[:8] if line.strip() and not line.lstrip().startswith(("warning", "error"))]
@@ -107,7 +107,7 @@ async def test_a_config_diff_of_runs_without_configs_says_so():
         wide = {f"k{i}": "v" * 50 for i in range(3)}
         await app.push_screen(ConfigDiffScreen("compare 2 runs", [("run_a", wide), ("run_b", {})]))
         await settle(pilot)
-        screen, _raw, _segments = rendered(app)
+        screen = await drawn(pilot)
         assert "run_a" in screen and "run_b" in screen  # both columns on screen at 80 columns
 
 
@@ -137,7 +137,7 @@ async def test_runs_table_sorting_keeps_widths_g_and_G_go_to_the_ends_and_no_mat
         assert table.cursor_row == 0
         await pilot.press("slash", *"zzz")
         await settle(pilot)
-        screen, _raw, _segments = rendered(app)
+        screen = await drawn(pilot)
         assert 'no run matches "zzz" (esc clears)' in screen
 
 
