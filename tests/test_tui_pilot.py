@@ -423,6 +423,31 @@ async def test_live_follow_reloads_a_running_run():
         assert app.screen.run.status == "running"
 
 
+async def test_live_follow_lets_a_slow_reload_finish():
+    """A follow tick while a reload is still under way waits for it (it used to cancel it and start another, so a
+    reload slower than the interval never finished)."""
+    import threading
+
+    calls: list[Path] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def running(path: Path) -> Run:
+        calls.append(path)
+        if len(calls) == 2:  # the first reload of the followed run is slow
+            entered.set()
+            assert release.wait(60), "the test never released the reload"
+        return dataclasses.replace(fixed_loader(path), status="running")
+
+    app = make_app(ROLLBACK, loader=running, follow_interval_s=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, entered.is_set, what="the first reload")
+        for _ in range(8):  # eight follow intervals pass while it runs
+            await pilot.pause(0.2)
+        assert len(calls) == 2, "a follow tick started another read while one was under way"
+        release.set()
+        await until(pilot, lambda: len(calls) >= 3, what="the next tick after the slow reload finished")
+
+
 async def test_config_filter_on_the_runs_table():
     app = make_app(RUNS, loader=fixed_loader, follow_interval_s=0)
     async with app.run_test(size=SIZE) as pilot:

@@ -165,7 +165,7 @@ class RunScreen(RunLoading):
             self.query_one(LogPane).open()
         if run.status == "running" and self._follow_timer is None and self._follow_interval_s > 0:
             # Live follow: reload a running run periodically (the readers are fast enough to re-read).
-            self._follow_timer = self.set_interval(self._follow_interval_s, self.action_reload)
+            self._follow_timer = self.set_interval(self._follow_interval_s, self._follow_tick)
         elif run.status != "running" and self._follow_timer is not None:
             self._follow_timer.stop()
             self._follow_timer = None
@@ -385,6 +385,13 @@ class RunScreen(RunLoading):
         """Copy the W&B link (or the ``wandb sync`` command) via the terminal clipboard (OSC 52)."""
         if self.run is not None:
             copy_wandb(self.app, self.run)
+
+    def _follow_tick(self) -> None:
+        """Live follow: read the run again, unless a read is still under way (cancelling it on every tick would
+        never let a read slower than the interval finish, nor the cheap appended-bytes read that follows one)."""
+        if any(w.node is self and w.group == "run-load" and not w.is_finished for w in self.app.workers):
+            return
+        self.start_load()
 
     def action_reload(self) -> None:
         """Load the run again (also what live follow does); a load still under way is cancelled first."""
