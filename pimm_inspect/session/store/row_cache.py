@@ -239,6 +239,8 @@ def _worker_signals() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):  # forked with Ctrl-C held back (see _built_in_workers): deliver it now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int
@@ -248,15 +250,28 @@ def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | Non
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
+    import signal
+    import threading
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+
+    can_hold = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
 
     def rows() -> Iterator[RunRow]:
         done = 0
         try:
             with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
                                      initializer=_worker_signals) as pool:
-                for row in pool.map(partial(build_and_store, build=build, disk=disk), misses, chunksize=4):
+                # Ctrl-C is held back while the workers are forked (map submits all, which forks them here): a
+                # worker interrupted before its initializer ran would run the command's handler and print
+                # "Process ForkProcess-1:" after the one line the interrupt prints. The parent gets it right after.
+                held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if can_hold else None
+                try:
+                    results = pool.map(partial(build_and_store, build=build, disk=disk), misses, chunksize=4)
+                finally:
+                    if held is not None:
+                        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                for row in results:
                     done += 1
                     yield row
         except BrokenProcessPool:  # a worker died (killed, out of memory): finish here, one run at a time
