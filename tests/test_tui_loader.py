@@ -6,12 +6,13 @@ from pathlib import Path
 import pytest
 
 from pimm_inspect.load.assemble import load_run
+from pimm_inspect.session import child as child_module
 from pimm_inspect.session import staged as loader_module
 from pimm_inspect.session.staged import CachingLoader
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
-needs_fork = pytest.mark.skipif(not hasattr(loader_module.os, "fork"), reason="no fork on this platform")
+needs_fork = pytest.mark.skipif(not hasattr(child_module.os, "fork"), reason="no fork on this platform")
 
 
 def _codes(run):
@@ -66,7 +67,7 @@ def test_child_that_sends_nothing_falls_back_to_loading_here(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("child cannot pickle")
 
-    monkeypatch.setattr(loader_module.pickle, "dumps", broken)  # inherited by the child
+    monkeypatch.setattr(child_module.pickle, "dumps", broken)  # inherited by the child
     loader = CachingLoader()
     loader.prefetch(RUNS / "e2_clean")
     run = loader(RUNS / "e2_clean")

@@ -12,22 +12,19 @@ prefetching child process is killed, so superseded work stops instead of finishi
 from __future__ import annotations
 
 import dataclasses
-import os
-import pickle
 import queue
-import signal
-import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Protocol, Union, runtime_checkable
 
 from ..analysis import analyze
 from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
 from ..load.safe import failed_run, load_reusable
 from ..model import Run, ScalarSeries
+from .child import END, ForkedChild, Send
 from .store.cache import ReadCache
 
 Loader = Callable[[Path], Run]
@@ -144,7 +141,7 @@ class CachingLoader:
         processes; nothing from the run directory is ever unpickled this way). Otherwise (None) the
         first ``load`` reads the run itself.
         """
-        if not hasattr(os, "fork") or threading.active_count() != 1:
+        if not ForkedChild.possible():
             return None
         key = Path(path).absolute().as_posix()
         child = _Child.start(Path(path), self)
@@ -236,82 +233,28 @@ def guarded(loader: Loader, path: Path) -> Run:
         return failed_run(path, exc)
 
 
-_HEADER = struct.Struct("<Q")
-
-
 class _Child:
-    """A forked process loading one run; its stages arrive as length-prefixed pickles through a pipe."""
+    """A forked process loading one run (``child.ForkedChild``); its stages arrive as frames, a newer ReadSoFar
+    replacing one not relayed yet."""
 
-    def __init__(self, pid: int, read_end: int) -> None:
-        self.pid = pid
-        self.frames: queue.Queue[tuple[str, Any] | None] = queue.Queue()
-        self._reaped = False
-        self._reap_lock = threading.Lock()
-        threading.Thread(target=self._receive, args=(read_end,), name="pimm-inspect-prefetch", daemon=True).start()
+    def __init__(self, forked: ForkedChild) -> None:
+        self.forked = forked
+        self.pid = forked.pid
 
     @classmethod
     def start(cls, path: Path, loader: CachingLoader) -> _Child:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: load, send, and leave without running any exit handler of the parent's
-            try:
-                os.close(read_end)
-                with os.fdopen(write_end, "wb") as out:
-                    def send(kind: str, payload: object) -> None:
-                        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-                        out.write(_HEADER.pack(len(data)))
-                        out.write(data)  # not header + data: that would copy a big Run's pickle once more
-                        out.flush()
+        def work(send: Send) -> None:
+            run = loader._load(path, lambda item: send(("stage", item)))
+            cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
+            # Everything analysis set (findings, summary, Run.replayed ...), without the series the parent already
+            # has from the ReadDone stage.
+            send(("analysed", (dataclasses.replace(run, series=(), events=()), cache)))
 
-                    def stage(item: Stage) -> None:
-                        send("stage", item)
-
-                    run = loader._load(path, stage)
-                    cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
-                    # Everything analysis set (findings, summary, Run.replayed ...), without the series the
-                    # parent already has from the ReadDone stage.
-                    send("analysed", (dataclasses.replace(run, series=(), events=()), cache))
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        return cls(pid, read_end)
-
-    def _receive(self, read_end: int) -> None:
-        """Read frames as they come (so the child never waits on a full pipe); None marks the end."""
-        try:
-            with os.fdopen(read_end, "rb") as pipe:
-                while header := pipe.read(_HEADER.size):
-                    if len(header) < _HEADER.size:
-                        break
-                    (size,) = _HEADER.unpack(header)
-                    data = pipe.read(size)
-                    if len(data) < size:
-                        break
-                    self.frames.put(pickle.loads(data))
-        except Exception:  # noqa: BLE001 - a broken pipe or frame ends the relay; the parent loads instead
-            pass
-        finally:
-            self.frames.put(None)
-            self._reap()
-
-    def _reap(self) -> None:
-        with self._reap_lock:
-            if self._reaped:
-                return
-            self._reaped = True
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
+        return cls(ForkedChild.start(work, "pimm-inspect-prefetch", latest_only=_is_preview))
 
     def kill(self) -> None:
         """Stop the child now (its screen is gone, or a newer load supersedes it)."""
-        if not self._reaped:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self._reap()
+        self.forked.kill()
 
     def relay(self, on_stage: StageCallback | None,
               cancelled: Callable[[], bool] | None) -> tuple[Run, ReadCache | None] | None:
@@ -320,14 +263,15 @@ class _Child:
         read: Run | None = None
         while True:
             try:
-                frame = self.frames.get(timeout=0.05)
+                frame = self.forked.get(timeout=0.05)
             except queue.Empty:
                 if cancelled is not None and cancelled():
                     self.kill()
                     raise LoadCancelled() from None
                 continue
-            if frame is None:
+            if frame is END:
                 return None  # the child died or could not send: the caller loads here instead
+            assert isinstance(frame, tuple)  # our own child's (kind, payload)
             kind, payload = frame
             if kind == "stage":
                 if isinstance(payload, ReadDone):
@@ -342,3 +286,7 @@ class _Child:
                 analysed, cache = payload
                 return dataclasses.replace(analysed, series=read.series, events=read.events), cache
 
+
+def _is_preview(frame: object) -> bool:
+    """A frame only the newest of which matters: what a big file gave so far."""
+    return isinstance(frame, tuple) and len(frame) == 2 and isinstance(frame[1], ReadSoFar)
