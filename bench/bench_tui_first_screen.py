@@ -227,8 +227,10 @@ def main() -> int:
     return 0
 
 
-TARGETS = {("tb", "header"): 1.0, ("tb", "tags"): 2.5, ("log", "header"): 1.0, ("tree", "first rows"): 2.0}
-"""Issue 10's targets, seconds after launch (the header: for any run size, so the 1 GB log's too)."""
+TARGETS = {("tb", "header"): 1.0, ("tb", "tags"): 2.5, ("log", "header"): 1.0, ("log", "tags"): 2.5,
+           ("tree", "first rows"): 2.0}
+"""Issue 10's targets, seconds after launch (the header: for any run size, so the 1 GB log's too); issue 23's for the
+1 GB log's tags (those read so far: the run screen shows them while the read goes on)."""
 MILESTONES = {"header": "header (status, attempts)", "tags": "scalar tags shown", "curves": "first curve after `2`",
               "first rows": "first rows with facts", "all": "every run read"}
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol, Union, runtime_checkable
 
 from ..analysis import analyze
-from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
+from ..load.progress import SO_FAR_EVERY_S, LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
 from ..load.safe import failed_run, load_reusable
 from ..model import Run, ScalarSeries
@@ -48,7 +48,11 @@ class Reading:
 @dataclass(frozen=True, slots=True)
 class ReadSoFar:
     """The full read of a big file is under way: the series read from it so far (thinned to a few tens of thousands
-    of points per tag), so tags and curves can be shown long before the read ends."""
+    of points per tag), so tags and curves can be shown long before the read ends.
+
+    Only series, by design: attempts, replays and findings are decided on the whole run (``ReadDone``, then the
+    analysed Run), never on part of a file. A prefetching child sends one at most every ``so_far_every_s``, and one
+    not relayed yet is replaced by the next (``child.ForkedChild``'s ``latest_only``)."""
 
     series: tuple[ScalarSeries, ...]
 
@@ -118,7 +122,8 @@ class CachingLoader:
     """Load and analyse runs in stages, keeping one ReadCache per live run so a reload reads only appended bytes."""
 
     def __init__(self, clock: Callable[[], float] | None = None,
-                 make_cache: Callable[[], ReadCache] | None = None) -> None:
+                 make_cache: Callable[[], ReadCache] | None = None, *, so_far_every_s: float = SO_FAR_EVERY_S,
+                 read_block_bytes: int | None = None) -> None:
         self.make_cache: Callable[[], ReadCache] = make_cache or ReadCache
         """A new per-run read cache (the session's: on its disk cache; by default in memory only)."""
         self.caches: dict[str, ReadCache] = {}
@@ -126,6 +131,10 @@ class CachingLoader:
         """Reads that used only appended bytes, over all runs (the live indicator and tests use it)."""
         self.clock = clock
         """The time liveness is judged against (None: the real clock); tests fix it."""
+        self.so_far_every_s = so_far_every_s
+        """How often a big file's series read so far are shown while it is read (``ReadSoFar``)."""
+        self.read_block_bytes = read_block_bytes
+        """Bytes a big file's reader reads between two progress reports (None: the reader's own blocks)."""
         self._lock = threading.Lock()
         self._children: dict[str, _Child] = {}
 
@@ -202,7 +211,8 @@ class CachingLoader:
         if quick is not None:
             emit(Glanced(quick))
         tracker = ReadTracker(quick.files if quick is not None else (), lambda p: emit(Reading(p)), cancelled,
-                              so_far=(lambda series: emit(ReadSoFar(series))) if on_stage is not None else None)
+                              so_far=(lambda series: emit(ReadSoFar(series))) if on_stage is not None else None,
+                              so_far_every_s=self.so_far_every_s, block_bytes=self.read_block_bytes)
         key = Path(path).absolute().as_posix()
         with self._lock:
             cache = self.caches.get(key) or self.caches.setdefault(key, self.make_cache())

@@ -420,7 +420,8 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     "it was probably rewritten by a fresh launch: read it again from the start",
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings, read_from=start_offset)
-            for block, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
+            block_bytes = read_progress.block_bytes(BLOCK_BYTES)  # the loader's, when it wants smaller steps
+            for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES):
                 lines += reader.block(block, offset)
                 end = real_end
                 read_progress.advanced(end, lambda: reader.so_far(rel_path))
