@@ -132,7 +132,7 @@ async def test_tags_and_curves_show_while_a_big_log_is_read_and_the_final_view_i
     assert len(loader.previews) >= 4
 
     # The same run loaded with no preview at all, in the reader's own blocks: the same view, the same curves.
-    plain_loader = CachingLoader(clock=lambda: FIXED_NOW, so_far_every_s=float("inf"))
+    plain_loader = CachingLoader(clock=lambda: FIXED_NOW, so_far_every_s=float("inf"), read_block_bytes=None)
     app = make_app(big_run, loader=plain_loader, follow_interval_s=0)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
