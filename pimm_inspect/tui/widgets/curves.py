@@ -370,7 +370,9 @@ class CurvesPane(Vertical):
         width = self.query_one(CurvePlot).size.width or 100
         self._compute(self.run, self.tag, opts, width, self._generation)
 
-    @work(thread=True, exclusive=True, group="curves")
+    # A description of its own: Textual's default is the repr of every argument, on the UI thread, and the repr of a
+    # big run (every series and log event; lazily cached columns decoded for it) took over a second on a 1 GB log.
+    @work(thread=True, exclusive=True, group="curves", description="curves: the lines of one tag")
     def _compute(self, run: Run, tag: str, options: CurveOptions, width: int, generation: int) -> None:
         try:
             spec = build_spec(run, tag, options, width)
