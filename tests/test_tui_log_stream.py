@@ -112,6 +112,9 @@ async def test_tags_and_curves_show_while_a_big_log_is_read_and_the_final_view_i
         found = re.search(r"scalar tags  (\d+) so far, reading…", identity)
         assert found is not None and int(found.group(1)) >= 8, identity
         assert "findings     reading…" in identity  # no finding from part of the file
+        findings = screen.query_one("#findings-table", DataTable)  # and no empty table that would read as "none"
+        assert findings.row_count == 1 and "checks run once all is read" in str(findings.get_row_at(0)[-1])
+        assert "reading" in str(screen.query_one("#checkpoint-restores", Static).render())
         tags = [o.id for o in pane.query_one("#tag-list", OptionList).options]
         assert "train_batch/loss" in tags and "params/lr" in tags
         # The note says this is a preview; it does not say "No step was written twice" (the whole log replays).

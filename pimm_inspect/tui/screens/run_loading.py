@@ -28,6 +28,7 @@ from ..widgets.config_tree import ConfigPane
 from ..widgets.curves import CurvesPane
 from ..widgets.log_pane import LogPane
 from ..widgets.overview import Overview
+from ..widgets.tables import CheckpointsPane, FindingsTable
 
 ELAPSED_AFTER_S = 3
 """From this many seconds into a load, the progress line says how long it has taken so far."""
@@ -144,6 +145,8 @@ class RunLoading(Screen[None]):
         self.query_one(Overview).set_glance(quick)
         self.query_one(ConfigPane).set_documents(quick.configs, complete=False)
         self.query_one(CurvesPane).show_waiting("reading the run's files…")
+        self.query_one(CheckpointsPane).show_pending("reading the run's files…")
+        self.query_one(FindingsTable).show_pending("reading the run's files; the checks run once all is read…")
         logs = [f.path for f in quick.files if f.kind == "train_log"]
         self.query_one(LogPane).set_early(quick.root, logs[0] if logs else None)
         if self.active_tab == "log":
