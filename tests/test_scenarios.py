@@ -61,6 +61,9 @@ EXPECTED = {
     "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
     "lightning_resumable/lightning_logs/version_0": set(),  # checkpoints read, ckpt_path= printed
     "lightning_resumable/lightning_logs/version_1": set(),
+    "lightning_csv/lightning_logs/version_0": set(),  # CSVLogger alone: metrics.csv read as scalars
+    "lightning_csv/lightning_logs/version_1": set(),
+    "lightning_csv/both_loggers/version_0": set(),  # the event file is read, metrics.csv beside it is not
     "lightning_eval_passes/lightning_logs/version_0": set(),  # evaluation passes: one attempt, no replay
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),

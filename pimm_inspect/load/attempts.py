@@ -12,7 +12,7 @@ import numpy as np
 from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
-from .process_evidence import epoch_axis_tags, fold_evaluator_segments
+from .process_evidence import csv_attempts, epoch_axis_tags, fold_evaluator_segments, lightning_restored
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
 from .wandb_order import process_folders, start_estimates
@@ -60,7 +60,10 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
             origin: Origin
             if index == 1:
-                origin = "fresh"
+                lightning = any(d.kind == "lightning_hparams" for d in c.configs)
+                steps_of = {p for p, _n, _r in group}
+                origin = "resume" if lightning and lightning_restored(
+                    [s for _p, _n, r in group for s in r.series.values()], steps_of) else "fresh"
             elif went_back:  # a new writer in the same process whose steps went back: training started again
                 origin = "restart"
             else:  # a later process that starts where the earlier ones started (or after none logged) begins anew
@@ -89,6 +92,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
                 wandb_attempt[wrun.rel_path] = index
     elif c.hf is not None and c.hf.attempts:
         attempts += _hf_attempts(c)
+    elif c.csv_metrics:
+        attempts += csv_attempts(c.csv_metrics)
     for rel_path, _name, result in tb_parts:
         attempt = part_attempt.get(id(result), tb_attempt.get(rel_path))
         for s in result.series.values():
@@ -102,6 +107,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         step_metrics = set(run.x_axis.values()) - {"_step"}
         series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s
                    for s in run.series if s.tag not in step_metrics]
+    for _rel, csv_result in c.csv_metrics:  # Lightning's CSVLogger: one file, one logger version, one process
+        series += [dataclasses.replace(s, attempt=1 if attempts else None) for s in csv_result.series.values()]
     if c.hf is not None:
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)
