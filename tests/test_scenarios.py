@@ -35,6 +35,7 @@ EXPECTED = {
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "hf_two_trainings": {"hf.new-training"},
+    "hf_same_seed_trainings": {"hf.new-training"},  # three trainings of one seed, three attempts
     "hf_tb_then_none": set(),  # two attempts: the second known from checkpoint-20's state (no TB folder)
     "tb_plain/runs/baseline": set(),
     "tb_plain/runs/lr-0.1": set(),
