@@ -12,7 +12,7 @@ import numpy as np
 from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
-from .process_evidence import csv_attempts, epoch_axis_tags, fold_evaluator_segments, lightning_restored
+from .process_evidence import csv_attempts, epoch_axis_tags, fold_evaluator_segments, lightning_restore_step
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
 from .wandb_order import process_folders, start_estimates
@@ -59,11 +59,12 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             last = max((s.last_step for s in steps), default=None)
             started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
             origin: Origin
+            restored = None
             if index == 1:
-                lightning = any(d.kind == "lightning_hparams" for d in c.configs)
-                steps_of = {p for p, _n, _r in group}
-                origin = "resume" if lightning and lightning_restored(
-                    [s for _p, _n, r in group for s in r.series.values()], steps_of) else "fresh"
+                if any(d.kind == "lightning_hparams" for d in c.configs):  # a Lightning logger's folder
+                    restored = lightning_restore_step([s for _p, _n, r in group for s in r.series.values()],
+                                                      {p for p, _n, _r in group})
+                origin = "fresh" if restored is None else "resume"
             elif went_back:  # a new writer in the same process whose steps went back: training started again
                 origin = "restart"
             else:  # a later process that starts where the earlier ones started (or after none logged) begins anew
@@ -71,7 +72,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             if first is not None:
                 earliest = first if earliest is None else min(earliest, first)
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
-                                    origin=origin, sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
+                                    origin=origin, restore_step=restored,
+                                    sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
     elif c.wandb_runs and c.kind == "wandb":
         # By the best start evidence, folder stamps included; a second wandb.init inside a live process is no start.
         ordered = process_folders(c.wandb_runs)

@@ -117,18 +117,20 @@ def epoch_axis_tags(train_log: Any, series: list[ScalarSeries]) -> set[str]:
     return {tag for tag, on_epochs in tags.items() if on_epochs}
 
 
-def lightning_restored(series: list[ScalarSeries], sources: set[str]) -> bool:
-    """True when a Lightning logger's first ``epoch`` point (at its lowest step, in ``sources``) is above 0.
+def lightning_restore_step(series: list[ScalarSeries], sources: set[str]) -> int | None:
+    """The last step a Lightning logger's Trainer restored from a checkpoint, or None when it started at epoch 0.
 
-    Lightning counts epochs from 0 and logs ``epoch`` beside every metric row; a Trainer starts at a later epoch
-    only when ``fit(ckpt_path=...)`` restored one from a checkpoint. Only for a Lightning logger's files (its
-    version folder holds ``hparams.yaml``): other writers may count epochs from 1.
+    Lightning counts epochs from 0 and logs ``epoch`` beside every metric row; a Trainer starts at a later epoch only
+    when ``fit(ckpt_path=...)`` restored one. Its first ``epoch`` point (lowest step, in ``sources``) is then the
+    first step it trained: the one before it is the restore point (TensorBoardLogger's ``hp_metric`` placeholder at
+    step 0 says nothing). Only for a Lightning logger's files (its folder holds ``hparams.yaml``): other writers may
+    count epochs from 1.
     """
     for s in series:
         if s.tag == "epoch" and s.source in sources and len(s):
             first = int(s.steps.argmin())  # the lowest step; the first such row in file order
-            return bool(s.values[first] > 0)
-    return False
+            return int(s.steps[first]) - 1 if s.values[first] > 0 else None
+    return None
 
 
 def csv_attempts(csv_metrics: list[tuple[str, Any]]) -> list[Attempt]:
@@ -138,5 +140,6 @@ def csv_attempts(csv_metrics: list[tuple[str, Any]]) -> list[Attempt]:
     steps = [s for s in result.series.values() if len(s)]
     firsts = [s.first_step for s in steps if s.first_step is not None]
     lasts = [s.last_step for s in steps if s.last_step is not None]
+    restored = lightning_restore_step(steps, {rel_path})
     return [Attempt(index=1, started_at=None, first_step=min(firsts, default=None), last_step=max(lasts, default=None),
-                    origin="resume" if lightning_restored(steps, {rel_path}) else "fresh", sources=(rel_path,))]
+                    origin="fresh" if restored is None else "resume", restore_step=restored, sources=(rel_path,))]
