@@ -42,6 +42,7 @@ EXPECTED = {
     "wandb_backwards_step": {"wandb.step-dropped"},
     "wandb_clean": set(),
     "wandb_crashed": {"run.crashed"},
+    "wandb_exit_code": {"run.crashed"},  # the exit record is the only evidence, named as such
     "wandb_offline_entity": set(),
     "wandb_online": {"provenance.secret"},  # the fake key W&B recorded in the launch args
     "wandb_online_killed": set(),
