@@ -269,7 +269,8 @@ class Attempt:
     resume_step: int | None = None
     """Global step restored from the checkpoint."""
     ended: str = "unknown"
-    """completed, crashed, killed (a later attempt followed), stopped (last attempt, no end marker), running, unknown."""
+    """completed, crashed, killed (a later attempt followed), stopped (no end marker, and no later attempt ended it:
+    the last attempt, or one still writing after the next began), running, unknown."""
     end_detail: str | None = None
     """What the files say about the end (the exception, the Slurm signal ...), secrets not yet masked."""
     sources: tuple[str, ...] = ()

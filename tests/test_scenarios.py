@@ -74,6 +74,7 @@ EXPECTED = {
     "rw_pointcept_log": {"provenance.no-git", "resume.rollback", "steps.replayed"},
     "rw_renamed_tfevents/copied_run": set(),
     "rw_tb_restart/runs/baseline": {"steps.replayed"},
+    "rw_tb_two_at_once/runs/exp": {"steps.replayed"},  # two launches at once: neither killed the other
     "rw_tbx_add_scalars/runs/exp1": set(),
     "rw_tbx_add_scalars/runs/exp1/loss/train": set(),
     "rw_tbx_add_scalars/runs/exp1/loss/val": set(),

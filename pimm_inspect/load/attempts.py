@@ -12,7 +12,8 @@ import numpy as np
 from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
-from .process_evidence import csv_attempts, epoch_axis_tags, fold_evaluator_segments, lightning_restore_step
+from .process_evidence import (csv_attempts, epoch_axis_tags, fold_evaluator_segments, lightning_restore_step,
+                               ran_alongside)
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
 from .wandb_order import process_folders, start_estimates
@@ -52,12 +53,17 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     elif c.tb_files:
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
+        previous_end: float | None = None
         for index, (group, went_back) in enumerate(writer_sessions(tb_parts), start=1):
             part_attempt.update((id(r), index) for _p, _n, r in group)
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
-            started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
+            first_wall = min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None)
+            started = _utc(first_wall)
+            if attempts and first_wall is not None and first_wall < (previous_end or 0.0):
+                attempts[-1] = ran_alongside(attempts[-1], index)
+            previous_end = max((r.last_wall_time_s or 0.0 for _p, _n, r in group), default=None)
             origin: Origin
             restored = None
             if index == 1:

@@ -143,3 +143,10 @@ def csv_attempts(csv_metrics: list[tuple[str, Any]]) -> list[Attempt]:
     restored = lightning_restore_step(steps, {rel_path})
     return [Attempt(index=1, started_at=None, first_step=min(firsts, default=None), last_step=max(lasts, default=None),
                     origin="fresh" if restored is None else "resume", restore_step=restored, sources=(rel_path,))]
+
+
+def ran_alongside(att: Attempt, later: int) -> Attempt:
+    """``att`` wrote its files after attempt ``later`` began (its writer's clock says so): the two ran at once (two
+    launches into one folder), so the later one did not end it. It stopped without an end marker, not killed."""
+    return dataclasses.replace(att, ended="stopped", end_detail=(
+        f"log stops without an end marker; it was still writing after attempt {later} started (the two ran at once)"))
