@@ -69,11 +69,37 @@ def test_tensorboard_logger_resumed_with_ckpt_path_is_a_resume() -> None:
 
 
 def test_both_loggers_in_one_folder_count_each_point_once() -> None:
+    """Both files are read: what both hold is drawn from the event file, never counted as a second copy."""
+    from pimm_inspect.analysis.replays import drawn_series
+
     run = load_run(BOTH)
-    assert {s.source_kind for s in run.series} == {"tb_events"}
-    assert not run.replayed
-    csv_points = sum(1 for r in _rows(BOTH / "metrics.csv") if r["train_loss"])
-    assert [len(s) for s in run.series if s.tag == "train_loss"] == [csv_points]
+    assert {s.source_kind for s in run.series} == {"tb_events", "lightning_csv"}
+    assert not run.replayed and not [f for f in run.findings if f.code in ("steps.replayed", "metrics.source-mismatch")]
+    drawn = {s.tag: s for s in drawn_series(run)}
+    assert {tag: s.source_kind for tag, s in drawn.items()} == {
+        "epoch": "tb_events", "hp_metric": "tb_events", "train_loss": "tb_events", "val_loss": "tb_events"}
+    written = [(int(r["step"]), float(r["train_loss"])) for r in _rows(BOTH / "metrics.csv") if r["train_loss"]]
+    assert [(int(a), float(b)) for a, b in zip(drawn["train_loss"].steps, drawn["train_loss"].values)] == written
+
+
+def test_metrics_only_the_csv_holds_are_read_beside_an_event_file(tmp_path: Path) -> None:
+    """A public run's version folder held an event file of hp_metric alone and a metrics.csv of every training curve.
+    Here: Lightning's evaluation-only event file (val_loss_*) beside version_0's CSVLogger files (train_loss): the
+    folder is a TensorBoard run whose train_loss comes from metrics.csv (it was read from nothing before)."""
+    import shutil
+
+    folder = tmp_path / "version_0"
+    folder.mkdir()
+    for name in ("metrics.csv", "hparams.yaml"):
+        shutil.copy(V0 / name, folder / name)
+    evaluation = FIXTURES / "lightning_eval_passes" / "lightning_logs" / "version_0"
+    shutil.copy(evaluation / "events.out.tfevents.1760102000.fixture-host.5353.0", folder)
+    run = load_run(folder)
+    assert run.kind == "tensorboard"
+    kinds = {s.tag: s.source_kind for s in run.series}
+    assert kinds["train_loss"] == "lightning_csv" and kinds["val_loss_step"] == "tb_events"
+    (train,) = [s for s in run.series if s.tag == "train_loss"]
+    assert list(train.steps) == [0, 1, 2, 3, 4, 5] and train.attempt == 1
 
 
 def test_show_ls_and_check_agree_on_a_csv_run() -> None:

@@ -116,7 +116,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s
                    for s in run.series if s.tag not in step_metrics]
     for _rel, csv_result in c.csv_metrics:  # Lightning's CSVLogger: one file, one logger version, one process
-        series += [dataclasses.replace(s, attempt=1 if attempts else None) for s in csv_result.series.values()]
+        only = attempts[0].index if len(attempts) == 1 else None  # beside several writers of event files: unknown
+        series += [dataclasses.replace(s, attempt=only) for s in csv_result.series.values()]
     if c.hf is not None:
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)

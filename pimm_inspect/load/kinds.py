@@ -165,9 +165,10 @@ def _store_event_file(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> 
 # -- Lightning's CSVLogger --------------------------------------------------------------------------------
 
 def _find_csv_metrics(c: Collected, names: list[str]) -> list[Found]:
-    """``metrics.csv`` of a CSVLogger folder; beside event files (both loggers in one folder) it holds the very
-    values the event files hold, which are read instead."""
-    return [(c.root / LIGHTNING_CSV, LIGHTNING_CSV)] if c.kind == "lightning" and LIGHTNING_CSV in names else []
+    """``metrics.csv`` of a CSVLogger folder, also beside event files (a TensorBoardLogger given the same folder):
+    what both hold is drawn from the event file (``SOURCE_PRIORITY``), what only the CSV holds from the CSV."""
+    csv_logger = LIGHTNING_CSV in names and (c.kind == "lightning" or "hparams.yaml" in names)
+    return [(c.root / LIGHTNING_CSV, LIGHTNING_CSV)] if csv_logger else []
 
 
 def _store_csv_metrics(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
