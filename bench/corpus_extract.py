@@ -77,7 +77,6 @@ SOURCES: list[tuple[str, str, bool]] = [
     ("Jhko725/Contact-Point-Detection", "88e00c11e259c58957d4076e3e56ac43c6f1568f", True),  # Lightning 0.6 test-tube
     ("0pk0/rl4avs", "08ccbcbb9f24f817e3ed582911062cf92491de8b", True),  # SB3 PPO_N, W&B offline 0.21
     ("MarcT03/Recipe-Generator", "fe953a8681a38b3139cb17d63c5a48bfd50f8c70", True),  # HF results/ of 5 trainings
-    ("AMindToThink/icl-diversity", "132885e5a7a42a519d41eef0c723baac348bf108", True),  # W&B 2026, no .wandb
     ("AKilalours/opendrivefm", "218d4a1dd9fdc58da46df2d73ba5ca84e9f0069c", True),  # W&B offline 2026
 ]
 """(OWNER/NAME, commit, union)."""
