@@ -21,6 +21,13 @@ _SESSION_CACHE: str | None = None
 def pytest_configure(config):
     """Before any fixture (module- and session-scoped ones too) reads a run: a session-wide cache dir."""
     global _SESSION_CACHE
+    # Where prose wraps is the caller's COLUMNS, else 140 when piped: the tests expect the latter. pytest imports
+    # GNU readline at start-up (capture's readline workaround), and readline exports the terminal's size into the
+    # C environment (80x24 without a terminal) that os.environ never shows but every child inherits: xdist workers
+    # then started with COLUMNS=80 and wrapped `show`'s long lines. Neither the caller's nor readline's value counts.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)
     _SESSION_CACHE = tempfile.mkdtemp(prefix="pimm-inspect-test-cache-")
     os.environ["PIMM_INSPECT_CACHE_DIR"] = _SESSION_CACHE
     # The fixtures decode in a few ms, under the cost below which results are not written: write them all, so the
