@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from pimm_inspect.cli.main import cli
-from tests.test_changed_rule import _quiet
+from tests.cache_support import DAY_AGO, age
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
@@ -40,7 +40,7 @@ def _outputs(tree: Path, runs: list[Path]) -> list[tuple[int, str]]:
 def quiet_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree = tmp_path_factory.mktemp("parity") / "runs"
     shutil.copytree(RUNS, tree, symlinks=True)
-    return _quiet(tree)
+    return age(tree, DAY_AGO)
 
 
 def test_every_surface_is_the_same_off_cold_and_warm(quiet_tree, tmp_path, monkeypatch):

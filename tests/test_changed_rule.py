@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,28 +26,17 @@ from pimm_inspect.report.dataset_store import MANIFEST, PART_FILE, encode_partit
 from pimm_inspect.session import Session, Settings, rows
 from pimm_inspect.session.dataset_sync import DatasetReport, run_id_of
 from pimm_inspect.session.store import disk_cache, row_cache
+from tests.cache_support import DAY_AGO, age, quiet_copy
 
 pq = pytest.importorskip("pyarrow.parquet")
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
-DAY_AGO = time.time() - 86_400
-
-
-def _quiet(tree: Path) -> Path:
-    """Every mtime under ``tree`` a day old: no run looks live, no file was written just before a read."""
-    for folder, dirs, files in os.walk(tree):
-        for name in dirs + files:
-            os.utime(os.path.join(folder, name), (DAY_AGO, DAY_AGO), follow_symlinks=False)
-    os.utime(tree, (DAY_AGO, DAY_AGO))
-    return tree
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
     """A quiet copy of a fixture folder under ``tmp_path/root``."""
-    target = tmp_path / "root" / name
-    shutil.copytree(RUNS / name, target, symlinks=True)
-    return _quiet(target)
+    return quiet_copy(RUNS / name, tmp_path / "root" / name, DAY_AGO)
 
 
 def _export(root: Path, out: Path) -> DatasetReport:
@@ -146,7 +134,7 @@ def _repo_with_outside_slurm_log(tmp_path: Path, *, marker: bool, log: bool) -> 
         (run / "code" / ".pimm_snapshot_complete_41877302").write_text("")
     sbatch = run / "launch.sbatch"
     sbatch.write_text(sbatch.read_text().replace("/sdf/group/neutrino/user/pimm/particle-imaging-models", str(repo)))
-    _quiet(repo)
+    age(repo, DAY_AGO)
     os.utime(aside if not log else repo, (DAY_AGO, DAY_AGO))
     return repo, run, aside
 
@@ -225,8 +213,8 @@ def test_new_checkpoint_in_the_model_dir_a_model_link_leads_to(tmp_path, monkeyp
     store.parent.mkdir(parents=True)
     shutil.move(str(run / "model"), store)
     (run / "model").symlink_to(store)
-    _quiet(tmp_path / "model_store")
-    _quiet(run)
+    age(tmp_path / "model_store", DAY_AGO)
+    age(run, DAY_AGO)
     pth = next(p for p in sorted((RUNS / "e2_unsafe_checkpoint" / "model").rglob("*.pth")) if p.is_file())
     _both_read_again(run.parent, run, _copy_in(pth, store / "model_last.pth"), tmp_path, monkeypatch)
 
@@ -333,7 +321,7 @@ def _export_deps(out: Path, run_id: str) -> set[tuple[str, str, str]]:
 def test_both_callers_record_the_same_read_of_every_fixture_run_and_of_a_changed_copy(tmp_path, monkeypatch):
     tree = tmp_path / "runs"
     shutil.copytree(RUNS, tree, symlinks=True)
-    _quiet(tree)
+    age(tree, DAY_AGO)
     runs = pimm_inspect.discover(tree)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     disk = Session().disk

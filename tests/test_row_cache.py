@@ -6,7 +6,6 @@ import json
 import io
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -20,29 +19,11 @@ from pimm_inspect.load.assemble import load_run_and_liveness
 from pimm_inspect.session import Session, Settings, rows
 from pimm_inspect.session.store import disk_cache, row_cache
 from pimm_inspect.session.store.cache import ReadCache
+from tests.cache_support import ls_stdout, quiet_copy, spy_builds
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
 ALL = pimm_inspect.discover(RUNS)
-
-
-def _ls(*args: object) -> str:
-    result = CliRunner().invoke(cli, ["ls", *map(str, args)])
-    assert result.exit_code == 0, result.output
-    return result.stdout
-
-
-def _builds(monkeypatch) -> list[Path]:
-    """The runs ``ls`` loads from their files from now on (every other row came from the cache)."""
-    built: list[Path] = []
-    real = rows.build_row
-
-    def spy(root: Path, cache=None):
-        built.append(root)
-        return real(root, cache)
-
-    monkeypatch.setattr(rows, "build_row", spy)
-    return built
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
@@ -53,32 +34,21 @@ def test_ls_identical_with_and_without_cache(path, tmp_path, monkeypatch):
     outputs = []
     for setting in ("off", str(cache), str(cache)):
         monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", setting)
-        built = _builds(monkeypatch)
-        outputs.append((_ls(path), _ls(path, "--json")))
+        built = spy_builds(monkeypatch, rows, "build_row")
+        outputs.append((ls_stdout(path), ls_stdout(path, "--json")))
     assert outputs[0] == outputs[1] == outputs[2]
     assert built == ([] if storable else [path.absolute()] * 2)
     assert Session().row(path) == fresh
 
 
-def _quiet_tree(tmp_path: Path) -> Path:
-    """The fixture tree with every mtime a day old: a fresh clone's checkout makes a half-written run look live."""
-    tree = tmp_path / "runs"
-    shutil.copytree(RUNS, tree, symlinks=True)
-    old = time.time() - 86_400
-    for folder, dirs, files in os.walk(tree):
-        for name in dirs + files:
-            os.utime(os.path.join(folder, name), (old, old), follow_symlinks=False)
-    return tree
-
-
 def test_ls_of_the_whole_tree_identical_and_warm_from_rows(tmp_path, monkeypatch):
-    tree = _quiet_tree(tmp_path)
+    tree = quiet_copy(RUNS, tmp_path / "runs")
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
-    reference = (_ls(tree), _ls(tree, "--json"))
+    reference = (ls_stdout(tree), ls_stdout(tree, "--json"))
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    assert (_ls(tree), _ls(tree, "--json")) == reference
-    built = _builds(monkeypatch)
-    assert (_ls(tree), _ls(tree, "--json")) == reference
+    assert (ls_stdout(tree), ls_stdout(tree, "--json")) == reference
+    built = spy_builds(monkeypatch, rows, "build_row")
+    assert (ls_stdout(tree), ls_stdout(tree, "--json")) == reference
     assert built == []  # no run of the quiet tree is live: every row came from the cache
     assert len(json.loads(reference[1])["runs"]) == len(ALL)
 
@@ -98,7 +68,7 @@ def _stored_then(run: Path, change, monkeypatch, tmp_path, *, differs: bool | No
     assert row_cache.stored_row(disk, run.absolute()) == before
     change(run)
     assert row_cache.stored_row(disk, run.absolute()) is None  # the change shows in a fingerprint
-    built = _builds(monkeypatch)
+    built = spy_builds(monkeypatch, rows, "build_row")
     after = Session().row(run)
     assert built == [run.absolute()]
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
@@ -223,13 +193,13 @@ def test_live_and_racy_runs_get_no_stored_row(tmp_path, monkeypatch):
 def test_damaged_or_future_row_entries_are_ignored_and_rebuilt(tmp_path, monkeypatch):
     run = _copy("e2_rollback", tmp_path)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    reference = _ls(run, "--json")
+    reference = ls_stdout(run, "--json")
     disk = Session().disk
     entry = disk._entry(row_cache.ROW_KIND, run.absolute(), "", disk_cache.code_version(row_cache.ROW_CODE))[0]
     good = entry.read_bytes()
     entry.write_bytes(good[:-7] + b"garbage")
-    built = _builds(monkeypatch)
-    assert _ls(run, "--json") == reference and built == [run.absolute()]
+    built = spy_builds(monkeypatch, rows, "build_row")
+    assert ls_stdout(run, "--json") == reference and built == [run.absolute()]
     assert entry.read_bytes() != good[:-7] + b"garbage"  # replaced by a valid entry
     made_s, flat, row = row_cache.stored_entry(disk, run.absolute())
     assert row_cache.stored_row(disk, run.absolute()) == row
@@ -398,8 +368,8 @@ def test_a_stored_row_decodes_its_detail_only_when_asked(tmp_path, monkeypatch):
     decoded: list[str] = []
     real = codec.from_text
     monkeypatch.setattr(codec, "from_text", lambda text: decoded.append(text) or real(text))
-    built = _builds(monkeypatch)
-    reference = _ls(run, "--json")
+    built = spy_builds(monkeypatch, rows, "build_row")
+    reference = ls_stdout(run, "--json")
     assert built == [] and decoded == []  # the row came from the cache, its detail never decoded
     stored = Session().stored_rows([run])[run]
     assert isinstance(stored, row_cache.StoredRow) and decoded == []
@@ -409,4 +379,4 @@ def test_a_stored_row_decodes_its_detail_only_when_asked(tmp_path, monkeypatch):
     assert again == fresh
     changed = dataclasses.replace(again, status="crashed")
     assert changed.status == "crashed" and changed.attempt_facts == fresh.attempt_facts
-    assert _ls(run, "--json") == reference
+    assert ls_stdout(run, "--json") == reference

@@ -6,48 +6,16 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import shutil
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from pimm_inspect.cli.main import cli
 from pimm_inspect.report.json_doc import SCHEMA_VERSION, dumps, ls_document, ls_run
 from pimm_inspect.session import Session, row_index, rows
 from pimm_inspect.session.store import row_cache
+from tests.cache_support import ls_stdout, quiet_copy, spy_builds
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
-
-
-def _ls(*args: object) -> str:
-    result = CliRunner().invoke(cli, ["ls", *map(str, args)])
-    assert result.exit_code == 0, result.output
-    return result.stdout
-
-
-def _quiet_tree(tmp_path: Path) -> Path:
-    """The fixture tree with every mtime a day old (no run looks live), more runs than ``INDEX_MIN_RUNS``."""
-    tree = tmp_path / "runs"
-    shutil.copytree(RUNS, tree, symlinks=True)
-    old = time.time() - 86_400
-    for folder, dirs, files in os.walk(tree):
-        for name in dirs + files:
-            os.utime(os.path.join(folder, name), (old, old), follow_symlinks=False)
-    return tree
-
-
-def _builds(monkeypatch) -> list[Path]:
-    built: list[Path] = []
-    real = rows.build_row
-
-    def spy(root: Path, cache=None):
-        built.append(root)
-        return real(root, cache)
-
-    monkeypatch.setattr(rows, "build_row", spy)
-    return built
 
 
 def _no_entry_reads(monkeypatch) -> None:
@@ -64,26 +32,26 @@ OUTPUTS = (("--json",), (), ("--json", "--columns", "path,status,cfg.lr,last:tra
 
 
 def test_warm_ls_of_a_tree_is_served_from_the_index_byte_for_byte(tmp_path, monkeypatch):
-    tree = _quiet_tree(tmp_path)
+    tree = quiet_copy(RUNS, tmp_path / "runs")
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
-    reference = [_ls(tree, *args) for args in OUTPUTS]
+    reference = [ls_stdout(tree, *args) for args in OUTPUTS]
     assert len(json.loads(reference[0])["runs"]) > row_index.INDEX_MIN_RUNS
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    assert _ls(tree, "--json") == reference[0]  # cold: every run read, its row stored, then the index written
+    assert ls_stdout(tree, "--json") == reference[0]  # cold: every run read, its row stored, then the index written
     index = row_index.read_index(Session().disk, tree.absolute())
     assert index is not None and len(index.where) == len(json.loads(reference[0])["runs"])
-    built = _builds(monkeypatch)
+    built = spy_builds(monkeypatch, rows, "build_row")
     _no_entry_reads(monkeypatch)
     written: list[Path] = []
     monkeypatch.setattr(row_index, "write_index", lambda _disk, key, *_a: written.append(key))
-    assert [_ls(tree, *args) for args in OUTPUTS] == reference  # JSON, text table, columns, sort and filter
+    assert [ls_stdout(tree, *args) for args in OUTPUTS] == reference  # JSON, text table, columns, sort and filter
     assert built == [] and written == []  # nothing read again, the index left as it was
 
 
 def test_a_changed_run_is_read_again_and_the_index_follows(tmp_path, monkeypatch):
-    tree = _quiet_tree(tmp_path)
+    tree = quiet_copy(RUNS, tmp_path / "runs")
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    _ls(tree, "--json")
+    ls_stdout(tree, "--json")
     run = tree / "e2_clean"
     log = run / "train.log"
     last = next(line for line in reversed(log.read_text().splitlines()) if "Train: [" in line)
@@ -91,19 +59,19 @@ def test_a_changed_run_is_read_again_and_the_index_follows(tmp_path, monkeypatch
         fh.write(last.replace("09:01:00", "09:01:02").replace("[3/3][25/25]", "[4/4][5/25]") + "\n")
     old = time.time() - 3_600
     os.utime(log, (old, old))  # not racy: the new row may be stored (and indexed)
-    built = _builds(monkeypatch)
-    changed = _ls(tree, "--json")
+    built = spy_builds(monkeypatch, rows, "build_row")
+    changed = ls_stdout(tree, "--json")
     assert built == [run.absolute()]
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
-    assert changed == _ls(tree, "--json")
+    assert changed == ls_stdout(tree, "--json")
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     built.clear()
     _no_entry_reads(monkeypatch)
-    assert _ls(tree, "--json") == changed and built == []  # the rewritten index holds the new row
+    assert ls_stdout(tree, "--json") == changed and built == []  # the rewritten index holds the new row
 
 
 def test_an_indexed_row_is_the_row_a_fresh_load_gives(tmp_path, monkeypatch):
-    tree = _quiet_tree(tmp_path)
+    tree = quiet_copy(RUNS, tmp_path / "runs")
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     session = Session()
     paths = session.discover(tree)
@@ -121,7 +89,7 @@ def test_an_indexed_row_is_the_row_a_fresh_load_gives(tmp_path, monkeypatch):
 
 
 def test_ls_document_is_the_json_document_of_the_rows(tmp_path):
-    tree = _quiet_tree(tmp_path)
+    tree = quiet_copy(RUNS, tmp_path / "runs")
     found = Session(on_problem=lambda _m: None).discover(tree)
     plain = [rows.build_row(path.absolute())[0] for path in found]
     for base in (tree, tree.parent, Path(os.path.relpath(tree)), found[0]):

@@ -18,7 +18,8 @@ from pimm_inspect.load.assemble import load_run_and_liveness
 from pimm_inspect.report.json_doc import SCHEMA_VERSION, dumps, show_run
 from pimm_inspect.session import Session, Settings, show_docs
 from pimm_inspect.session.store import disk_cache, doc_cache, row_cache
-from tests.test_changed_rule import KIND_CHANGES, _copy, _quiet
+from tests.cache_support import DAY_AGO, age, spy_builds
+from tests.test_changed_rule import KIND_CHANGES, _copy
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "fixtures" / "runs"
@@ -38,19 +39,6 @@ def _uncached(path: Path, base: Path) -> str:
     return dumps({"schema_version": SCHEMA_VERSION, "runs": runs}) + "\n"
 
 
-def _builds(monkeypatch) -> list[Path]:
-    """The runs whose document is made from their files from now on (the others came from the cache)."""
-    built: list[Path] = []
-    real = show_docs.build_show
-
-    def spy(root: Path, cache=None):
-        built.append(root)
-        return real(root, cache)
-
-    monkeypatch.setattr(show_docs, "build_show", spy)
-    return built
-
-
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(RUNS).as_posix())
 def test_show_json_identical_off_cold_warm_and_warm_builds_nothing(path, tmp_path, monkeypatch):
     reference = _uncached(path, path)
@@ -59,7 +47,7 @@ def test_show_json_identical_off_cold_warm_and_warm_builds_nothing(path, tmp_pat
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     assert _show(path) == reference  # cold: built and stored
     not_reusable = [run.absolute() for run in pimm_inspect.discover(path) if not safe.load_reusable(run)[1]]
-    built = _builds(monkeypatch)
+    built = spy_builds(monkeypatch, show_docs, "build_show")
     assert _show(path) == reference  # warm
     assert built == not_reusable
 
@@ -68,10 +56,10 @@ def test_the_path_follows_the_path_given_on_a_warm_show(tmp_path, monkeypatch):
     tree = tmp_path / "tree"
     run = tree / "group" / "e2_clean"
     shutil.copytree(RUNS / "e2_clean", run, symlinks=True)
-    _quiet(tree)
+    age(tree, DAY_AGO)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     assert _show(run) == _uncached(run, run)  # stored
-    built = _builds(monkeypatch)
+    built = spy_builds(monkeypatch, show_docs, "build_show")
     assert _show(tree) == _uncached(run, tree)  # "group/e2_clean", from the same entry
     assert '"path": "group/e2_clean"' in _show(tree)
     monkeypatch.chdir(tree / "group")
@@ -92,7 +80,7 @@ def test_every_file_kind_change_makes_the_document_again(case, tmp_path, monkeyp
     assert disk is not None and doc_cache.stored_show(disk, run.absolute()) is not None
     change(run)()
     assert doc_cache.stored_show(disk, run.absolute()) is None, "a stale document would be served"
-    built = _builds(monkeypatch)
+    built = spy_builds(monkeypatch, show_docs, "build_show")
     after = _show(run)
     assert built == [run.absolute()]
     assert after == _uncached(run, run)
@@ -104,7 +92,7 @@ def test_the_document_records_the_same_read_as_the_row_of_every_fixture(tmp_path
     """One rule: the document's dependencies are those the ``ls`` row of the same run records."""
     tree = tmp_path / "runs"
     shutil.copytree(RUNS, tree, symlinks=True)
-    _quiet(tree)
+    age(tree, DAY_AGO)
     runs = pimm_inspect.discover(tree)
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     disk = Session().disk
@@ -149,7 +137,7 @@ def test_damaged_foreign_or_future_documents_are_ignored_and_rebuilt(tmp_path, m
     entry = doc_cache.entry_path(disk, run.absolute())
     good = entry.read_bytes()
     entry.write_bytes(good[:-7] + b"garbage")
-    built = _builds(monkeypatch)
+    built = spy_builds(monkeypatch, show_docs, "build_show")
     assert _show(run) == reference and built == [run.absolute()]
     made_s, deps, text = disk.get_value(doc_cache.SHOW_KIND, run.absolute(), "", doc_cache.SHOW_CODE)
     record = read_record.ReadRecord(made_s, read_record.from_flat(made_s, tuple(deps.split("\0"))).deps, True)

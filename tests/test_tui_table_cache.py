@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from pimm_inspect.session import Session, rows, staged  # noqa: E402
 from pimm_inspect.session.store import codec  # noqa: E402
 from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import make_app  # noqa: E402
+from tests.cache_support import age, spy_builds  # noqa: E402
 from tests.test_tui_pilot import row_keys  # noqa: E402
 from tests.train_log_support import write_big_log  # noqa: E402
 from tests.tui_support import RUNS, drawn, settle, until  # noqa: E402
@@ -35,28 +35,8 @@ def _quiet_tree(tmp_path: Path, copies: int = 10) -> Path:
     tree = tmp_path / "tree"
     for i in range(copies):
         shutil.copytree(RUNS / SOURCES[i % len(SOURCES)], tree / f"run_{i:02d}", symlinks=True)
-    _age(tree)
+    age(tree)
     return tree
-
-
-def _age(tree: Path) -> None:
-    old = time.time() - 86_400
-    for folder, dirs, files in os.walk(tree):
-        for name in dirs + files:
-            os.utime(os.path.join(folder, name), (old, old), follow_symlinks=False)
-
-
-def _builds(monkeypatch) -> list[Path]:
-    """The runs whose rows are made by loading them from now on (anything else came from the row cache)."""
-    built: list[Path] = []
-    real = rows.build_row
-
-    def spy(root: Path, cache=None):
-        built.append(root)
-        return real(root, cache)
-
-    monkeypatch.setattr(rows, "build_row", spy)
-    return built
 
 
 def _decodes(monkeypatch) -> list[str]:
@@ -105,7 +85,7 @@ async def test_a_warm_tree_fills_the_table_from_the_row_cache(tmp_path, monkeypa
     tree = _quiet_tree(tmp_path)
     session = Session()
     cold = {row.root.name: row for row in session.rows(session.discover(tree))}  # what ls stores
-    built, decoded = _builds(monkeypatch), _decodes(monkeypatch)
+    built, decoded = spy_builds(monkeypatch, rows, "build_row"), _decodes(monkeypatch)
     app = make_app(tree, follow_interval_s=0)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -128,7 +108,7 @@ async def test_refreshing_an_unchanged_tree_reads_no_run_file(tmp_path, monkeypa
         await settle(pilot)  # the first pass stores every row
         table = app.screen.query_one("#runs-table", DataTable)
         before = _shown(table)
-        built = _builds(monkeypatch)
+        built = spy_builds(monkeypatch, rows, "build_row")
         opens.on = True
         await pilot.press("r")
         await settle(pilot)
@@ -138,7 +118,7 @@ async def test_refreshing_an_unchanged_tree_reads_no_run_file(tmp_path, monkeypa
         # A run that changed is read again, and only that one.
         with open(tree / "run_00" / "train.log", "a") as log:
             log.write("[2026-07-15 09:05:00,000 INFO train.py line 1] one more line\n")
-        _age(tree / "run_00")
+        age(tree / "run_00")
         opens.seen.clear()
         opens.on = True
         await pilot.press("r")
@@ -153,7 +133,7 @@ def _big_tree(tmp_path: Path) -> tuple[Path, Path]:
     big = tree / "aa_big"
     big.mkdir()
     write_big_log(big / "train.log", 2 << 20)
-    _age(big)
+    age(big)
     return tree, big
 
 
@@ -192,7 +172,7 @@ async def test_a_big_run_read_last_is_stored_and_no_column_jumps_when_it_arrives
         assert {str(c.key.value): c.width for c in table.ordered_columns if c.key.value != "run"} == widths
     stored = Session().stored_rows([big])
     assert big in stored and stored[big] == Session().row(big)  # the next ls or table serves it from the cache
-    built = _builds(monkeypatch)
+    built = spy_builds(monkeypatch, rows, "build_row")
     app = make_app(tree, follow_interval_s=0)
     async with app.run_test(size=SIZE) as pilot:  # the gate is still in place: a second staged read would hang
         await settle(pilot)
