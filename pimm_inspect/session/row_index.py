@@ -31,7 +31,7 @@ from ..report.json_doc import ls_run_fragment
 from ..sources.confine import real_path
 from .store import codec
 from .store.disk_cache import DiskCache
-from .store.row_cache import DETAIL, RowBuild, cached_rows, row_values, stored_entry
+from .store.row_cache import DETAIL, LazyRow, RowBuild, cached_rows, lazy_fields, stored_entry
 
 INDEX_KIND = "run_rows.index.1"
 INDEX_CODE = ("analysis", "report", "session")
@@ -166,10 +166,10 @@ def _has_raw_detail(row: RunRow) -> bool:
     return True
 
 
-class IndexedRow(RunRow):
+class IndexedRow(LazyRow):
     """A ``RunRow`` served from the index: its fields decoded on first use (the head at once, the detail at once).
 
-    Equal to (and hashes as) the plain row of the same values; pickles as one.
+    Equal to (and hashes as) the plain row of the same values; pickles as one (``LazyRow``).
     """
 
     __slots__ = ("_index", "_at")
@@ -192,45 +192,13 @@ class IndexedRow(RunRow):
         index: RowIndex = object.__getattribute__(self, "_index")
         at: int = object.__getattribute__(self, "_at")
         if detail:
-            values = codec.from_text(index.part(at, _DETAIL))
-            if not (isinstance(values, tuple) and len(values) == len(DETAIL)):
-                raise codec.BadEntry("a row's detail does not match its fields")
-            for name, value in zip(DETAIL, values):
-                _SLOTS[name].__set__(self, value)
+            self._set_detail(index.part(at, _DETAIL))
         else:
             for name, value in head_values(index.part(at, _HEAD)).items():
                 _SLOTS[name].__set__(self, value)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunRow):
-            return NotImplemented
-        return row_values(self) == row_values(other)
 
-    def __hash__(self) -> int:
-        return hash(row_values(self))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return RunRow, row_values(self)
-
-
-def _lazy_field(name: str, detail: bool) -> property:
-    slot = _SLOTS[name]
-
-    def get(row: IndexedRow) -> Any:
-        try:
-            return slot.__get__(row, RunRow)
-        except AttributeError:
-            row._expand(detail)
-            return slot.__get__(row, RunRow)
-
-    def put(row: IndexedRow, value: Any) -> None:
-        slot.__set__(row, value)
-
-    return property(get, put, doc=f"``RunRow.{name}``, decoded from the index on first use.")
-
-
-for _name in (*_HEAD_FIELDS, *DETAIL):
-    setattr(IndexedRow, _name, _lazy_field(_name, _name in DETAIL))
+lazy_fields(IndexedRow, (*_HEAD_FIELDS, *DETAIL))
 
 
 def index_key(under: Path) -> Path:

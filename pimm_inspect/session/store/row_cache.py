@@ -47,17 +47,23 @@ _SLOTS = {name: RunRow.__dict__[name] for name in _FIELDS}
 """``RunRow``'s own slots for them (``StoredRow`` fills them when its detail is decoded)."""
 
 
-class StoredRow(RunRow):
-    """A ``RunRow`` read back from the cache: equal to the row stored, its detail decoded on first access.
+class LazyRow(RunRow):
+    """A ``RunRow`` whose fields are filled from stored text on first use (``StoredRow``: its detail;
+    ``row_index.IndexedRow``: every field but its root), by ``_expand(detail)`` of the subclass.
 
-    Compares equal to a plain ``RunRow`` of the same values (and hashes alike); ``dataclasses.replace`` and pickling
-    work as on a plain one.
+    Compares equal to a plain ``RunRow`` of the same values and hashes alike; ``dataclasses.replace`` works as on a
+    plain one; pickles as a plain one unless the subclass says otherwise.
     """
 
-    __slots__ = ("_detail",)
+    __slots__ = ()
 
-    def _expand(self) -> None:
-        values = codec.from_text(object.__getattribute__(self, "_detail").tobytes().decode())
+    def _expand(self, detail: bool) -> None:
+        """Fill the slots of the detail fields (``detail``) or of the others."""
+        raise NotImplementedError
+
+    def _set_detail(self, text: str) -> None:
+        """Fill the detail fields from their stored text; ``codec.BadEntry`` when it is not theirs."""
+        values = codec.from_text(text)
         if not (isinstance(values, tuple) and len(values) == len(DETAIL)):
             raise codec.BadEntry("a row's detail does not match its fields")
         for name, value in zip(DETAIL, values):
@@ -72,29 +78,47 @@ class StoredRow(RunRow):
         return hash(row_values(self))
 
     def __reduce__(self) -> tuple[Any, ...]:
+        return RunRow, row_values(self)
+
+
+def lazy_fields(cls: type[LazyRow], names: tuple[str, ...]) -> None:
+    """Give ``cls`` a property per field of ``names`` that reads ``RunRow``'s slot, expanding the row on first use
+    (a detail field expands every detail field at once)."""
+    for name in names:
+        setattr(cls, name, _lazy_field(name, name in DETAIL))
+
+
+def _lazy_field(name: str, detail: bool) -> property:
+    slot = _SLOTS[name]
+
+    def get(row: LazyRow) -> Any:
+        try:
+            return slot.__get__(row, RunRow)
+        except AttributeError:
+            row._expand(detail)
+            return slot.__get__(row, RunRow)
+
+    def put(row: LazyRow, value: Any) -> None:
+        slot.__set__(row, value)  # RunRow.__init__ (dataclasses.replace of a stored row) sets every field
+
+    return property(get, put, doc=f"``RunRow.{name}``, decoded from the stored text on first use.")
+
+
+class StoredRow(LazyRow):
+    """A ``RunRow`` read back from the cache: equal to the row stored, its detail decoded on first access."""
+
+    __slots__ = ("_detail",)
+
+    def _expand(self, detail: bool) -> None:
+        self._set_detail(object.__getattribute__(self, "_detail").tobytes().decode())
+
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (to or from a worker process) with its detail still encoded."""
         head = RunRow(**{name: getattr(self, name) for name in _HEAD})
         return _unpacked, (head, object.__getattribute__(self, "_detail"))
 
 
-def _detail_field(name: str) -> property:
-    slot = _SLOTS[name]
-
-    def get(row: StoredRow) -> Any:
-        try:
-            return slot.__get__(row, RunRow)
-        except AttributeError:
-            row._expand()  # the first use of any detail field decodes them all
-            return slot.__get__(row, RunRow)
-
-    def put(row: StoredRow, value: Any) -> None:
-        slot.__set__(row, value)  # RunRow.__init__ (dataclasses.replace of a stored row) sets every field
-
-    return property(get, put, doc=f"``RunRow.{name}``, decoded from the stored detail on first use.")
-
-
-for _name in DETAIL:
-    setattr(StoredRow, _name, _detail_field(_name))
+lazy_fields(StoredRow, DETAIL)
 
 
 def row_values(row: RunRow) -> tuple[Any, ...]:
