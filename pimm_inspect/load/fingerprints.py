@@ -24,7 +24,8 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from ..sources.confine import real_path
@@ -46,6 +47,7 @@ STAMP_FILESYSTEMS = frozenset(("ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", 
 object store mounted with FUSE, where folders are made up, or a filesystem this process cannot name) every folder
 is listed again."""
 _ENOENT = f"-{errno.ENOENT}"
+_IFMT, _IFLNK = 0o170000, stat.S_IFLNK
 
 Listed = dict[str, tuple[bool, "os.stat_result | int"]]
 """A folder's entries as one listing saw them: name -> (is a link, ``stat`` following links, or its errno)."""
@@ -198,7 +200,8 @@ def _digest_text(lines: list[str]) -> str:
     return f"{len(lines)}:{digest.hexdigest()}"
 
 
-def _odd_entry(name: str, path: str, is_link: Any, stat_of: Any, listed: Listed) -> str:
+def _odd_entry(name: str, path: str, is_link: Callable[[], bool], stat_of: Callable[[], os.stat_result],
+               listed: Listed) -> str:
     """The listing line of a link or of an entry that cannot be stat'ed (noted in ``listed`` where it has an errno).
 
     ``is_link()``, ``stat_of()``: the entry's type and its ``stat`` following links (a ``DirEntry``'s, or by path)."""
@@ -210,14 +213,19 @@ def _odd_entry(name: str, path: str, is_link: Any, stat_of: Any, listed: Listed)
         target = f"!{exc.errno}"
     st: os.stat_result | int
     try:
-        st = stat_of()
-        facts = f"{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+        got = stat_of()
+        facts = f"{got.st_mode:o}:{got.st_ino}:{got.st_size}:{got.st_mtime_ns}"
+        st = got
     except OSError as exc:
         st = exc.errno if exc.errno is not None else -1
         facts = f"-{exc.errno}"
     if st != -1:  # an error without an errno: ``unchanged`` stats that one itself
         listed[name] = (link or bool(target), st)
     return f"{name}\0{target}\0{facts}"
+
+
+def _yes() -> bool:
+    return True
 
 
 def _by_stamp(path: str, fp: str, seen: tuple[bool, os.stat_result | int] | None) -> tuple[str, Listed] | None:
@@ -238,25 +246,26 @@ def _by_stamp(path: str, fp: str, seen: tuple[bool, os.stat_result | int] | None
             st = os.stat(path)
         except (OSError, ValueError):
             return None
-    if f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}" != f"{stamp[2]}:{stamp[3]}:{stamp[4]}":
+    if str(st.st_mtime_ns) != stamp[4] or str(st.st_ino) != stamp[3] or str(st.st_dev) != stamp[2]:
         return None
     lines = []
     listed: Listed = {}
     prefix = path + os.sep
+    lstat = os.lstat
     for name in names_text.split("/") if names_text else ():
         full = prefix + name
         try:
-            st = os.lstat(full)
+            st = lstat(full)
         except OSError as exc:  # gone since (the stamp would show it) or unreadable: what its listing would say
             if exc.errno is not None:
                 listed[name] = (False, exc.errno)
             lines.append(f"{name}\0\0-{exc.errno}")
             continue
-        if not stat.S_ISLNK(st.st_mode):
+        if st.st_mode & _IFMT != _IFLNK:
             listed[name] = (False, st)
             lines.append(f"{name}\0\0{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
         else:
-            lines.append(_odd_entry(name, full, lambda: True, lambda f=full: os.stat(f), listed))
+            lines.append(_odd_entry(name, full, _yes, partial(os.stat, full), listed))
     return _digest_text(lines), listed
 
 

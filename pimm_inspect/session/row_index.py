@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -64,6 +64,18 @@ class RowIndex:
         self.blob = blob
         self.where = {self.part(i, _ROOT): i for i in range(len(made))}
         """Record number by root."""
+
+    @classmethod
+    def of_record(cls, made_s: float, parts: list[bytes]) -> RowIndex:
+        """An index of one record (a row just built and stored, handed from a worker process)."""
+        offsets = [0]
+        for part in parts:
+            offsets.append(offsets[-1] + len(part))
+        return cls([made_s], offsets, memoryview(b"".join(parts)))
+
+    def record(self, i: int) -> list[bytes]:
+        """Record ``i``'s parts as stored."""
+        return [bytes(self.blob[self.offsets[k]:self.offsets[k + 1]]) for k in range(i * _PARTS, (i + 1) * _PARTS)]
 
     def part(self, i: int, k: int) -> str:
         at = i * _PARTS + k
@@ -147,14 +159,17 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _record(root: str, made_s: float, flat: tuple[str, ...], row: RunRow) -> list[bytes] | None:
-    """The index record (its parts) of a valid stored row; None when its head does not survive the flat form exactly."""
+def _record(root: str, made_s: float, flat: tuple[str, ...], row: RunRow, detail: bytes | None = None
+            ) -> list[bytes] | None:
+    """The index record (its parts) of a valid stored row (``detail``: its detail as stored, when known); None when
+    its head does not survive the flat form exactly."""
     head = head_text(row)
     values = head_values(head)
     if not all(_same(values[name], getattr(row, name)) for name in _HEAD_FIELDS):
         return None
-    detail = object.__getattribute__(row, "_detail").tobytes() if _has_raw_detail(row) \
-        else _bytes(codec.to_text(tuple(getattr(row, name) for name in DETAIL)))
+    if detail is None:
+        detail = object.__getattribute__(row, "_detail").tobytes() if _has_raw_detail(row) \
+            else _bytes(codec.to_text(tuple(getattr(row, name) for name in DETAIL)))
     return [_bytes(root), _bytes(_dep_text(root, flat)), _bytes(head), detail, _bytes(ls_run_fragment(row))]
 
 
@@ -175,7 +190,7 @@ class IndexedRow(LazyRow):
     __slots__ = ("_index", "_at")
 
     @classmethod
-    def of(cls, index: RowIndex, at: int, root: Path) -> IndexedRow:
+    def of(cls, index: RowIndex, at: int, root: Path) -> Self:
         row = object.__new__(cls)
         _SLOTS["root"].__set__(row, root)
         object.__setattr__(row, "_index", index)
@@ -196,6 +211,33 @@ class IndexedRow(LazyRow):
         else:
             for name, value in head_values(index.part(at, _HEAD)).items():
                 _SLOTS[name].__set__(self, value)
+
+
+
+class _Built(IndexedRow):
+    """A row a worker process built and stored, on its way back as its index record: nothing decoded, nothing
+    encoded again (it arrives as an ``IndexedRow``)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        index: RowIndex = object.__getattribute__(self, "_index")
+        at: int = object.__getattribute__(self, "_at")
+        return _from_record, (index.made[at], index.record(at), self.root)
+
+
+def _from_record(made_s: float, parts: list[bytes], root: Path) -> IndexedRow:
+    return IndexedRow.of(RowIndex.of_record(made_s, parts), 0, root)
+
+
+def indexed(root: Path, made_s: float, flat: tuple[str, ...], row: RunRow, detail: bytes) -> RunRow:
+    """A row just built and stored, as its index record (``row_cache.Keep``): what ``write_index`` copies and
+    ``ls --json`` prints as it is; the row itself when its head does not survive the index's form."""
+    try:
+        parts = _record(str(root), made_s, flat, row, detail)
+    except (codec.NotCacheable, codec.BadEntry, ValueError, TypeError, RecursionError):
+        parts = None
+    return row if parts is None else _Built.of(RowIndex.of_record(made_s, parts), 0, root)
 
 
 lazy_fields(IndexedRow, (*_HEAD_FIELDS, *DETAIL))
@@ -246,36 +288,42 @@ def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, job
     index = read_index(disk, key)
     served = served_from(index, disk, roots, fresh)
     rest = [root for i, root in enumerate(roots) if i not in served]
-    others = cached_rows(rest, build, disk, jobs) if rest else iter(())
+    others = cached_rows(rest, build, disk, jobs, indexed) if rest else iter(())
     last = len(roots) - 1
     for i in range(len(roots)):
-        row = served[i] if i in served else next(others)
+        if i in served:
+            row = served[i]
+        else:
+            row = next(others)  # a row just stored comes as its record (``indexed``)
+            if type(row) is _Built:  # built here, not in a worker
+                row = IndexedRow.of(object.__getattribute__(row, "_index"), 0, row.root)
+            served[i] = row
         if i == last and rest:  # before the last row is handed on: a caller stops asking once it has them all
             write_index(disk, key, index, roots, served)
         yield row
 
 
 def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Path], served: dict[int, RunRow]) -> None:
-    """Store the index of ``roots`` unless it would hold what ``old`` holds: the records just served from ``old`` as
-    they were, the stored rows of the others (with their records: a row whose run changed since is refused when
-    asked for, as its own entry would be), and ``old``'s records of runs not asked for whose folder is still there."""
+    """Store the index of ``roots`` unless it would hold what ``old`` holds: the records of the rows ``served`` as
+    index records (from ``old``, or just built and stored) as they were, the stored rows of the others (with their
+    records: a row whose run changed since is refused when asked for, as its own entry would be), and ``old``'s
+    records of runs not asked for whose folder is still there."""
     parts: list[bytes] = []
     made: list[float] = []
     roots_made: list[tuple[str, float]] = []
     asked = set()
 
-    def keep(text: str, at: int) -> None:
-        assert old is not None
-        start = at * _PARTS
-        parts.extend(bytes(old.blob[old.offsets[k]:old.offsets[k + 1]]) for k in range(start, start + _PARTS))
-        made.append(old.made[at])
-        roots_made.append((text, old.made[at]))
+    def keep(text: str, index: RowIndex, at: int) -> None:
+        parts.extend(index.record(at))
+        made.append(index.made[at])
+        roots_made.append((text, index.made[at]))
 
     for i, root in enumerate(roots):
         text = str(root)
         asked.add(text)
-        if i in served and old is not None:
-            keep(text, object.__getattribute__(served[i], "_at"))
+        row = served.get(i)
+        if isinstance(row, IndexedRow):
+            keep(text, object.__getattribute__(row, "_index"), object.__getattribute__(row, "_at"))
             continue
         entry = stored_entry(disk, root)
         if entry is None or entry[2].root != root:
@@ -291,7 +339,7 @@ def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Pa
     if old is not None:
         for text, at in old.where.items():
             if text not in asked and os.path.isdir(text):
-                keep(text, at)
+                keep(text, old, at)
         if sorted(roots_made) == sorted(zip(old.where, old.made)):
             return  # the same records: nothing to write
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
