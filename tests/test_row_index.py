@@ -159,3 +159,34 @@ def test_rows_built_in_workers_come_back_as_their_index_records(tmp_path, monkey
         at = index.where[str(row.root)]
         assert index.made[at] == made_s
         assert index.record(at) == row_index._record(str(row.root), made_s, flat, stored)
+
+
+def test_a_big_check_split_with_a_forked_process_gives_the_serial_answer(tmp_path, monkeypatch):
+    from pimm_inspect.session import Settings
+
+    tree = _quiet_tree(tmp_path)
+    cache = tmp_path / "cache"
+    paths = Session(Settings(cache_dir=cache)).discover(tree)
+    list(Session(Settings(cache_dir=cache)).rows(paths, tree))
+    with open(tree / "e2_clean" / "train.log", "a") as fh:
+        fh.write("one more line\n")  # this run's row is no longer served
+    serial = Session(Settings(cache_dir=cache, jobs=1)).stored_rows(paths, tree)
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    monkeypatch.setattr(row_index, "SPLIT_MIN_RUNS", 4)
+    split = Session(Settings(cache_dir=cache, jobs=2)).stored_rows(paths, tree)
+    assert forks == [1]
+    assert split == serial and len(serial) >= len(paths) - 2 and tree / "e2_clean" not in serial
+
+
+def test_what_the_forked_check_cannot_answer_is_checked_here():
+    parent = os.getpid()
+
+    def valid(item: tuple[int, int]) -> bool:
+        if os.getpid() != parent:
+            raise RuntimeError("the child fails")
+        return item[0] % 3 == 0
+
+    items = [(i, i) for i in range(10)]
+    assert row_index._checked_in_two(items, valid) == [i % 3 == 0 for i in range(10)]

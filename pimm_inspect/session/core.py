@@ -265,7 +265,7 @@ class Session:
             key = Path(under).absolute()
             if self._index is None or self._index[0] != key:
                 self._index = (key, read_index(disk, key))
-            for i, row in served_from(self._index[1], disk, roots, self._fresh).items():
+            for i, row in served_from(self._index[1], disk, roots, self._fresh, self.settings.jobs).items():
                 found[paths[i]] = row
         else:
             self._fresh.take([str(root) for root in roots])  # found for these rows: never for a later check

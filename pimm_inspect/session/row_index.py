@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -31,7 +32,7 @@ from ..report.json_doc import ls_run_fragment
 from ..sources.confine import real_path
 from .store import codec
 from .store.disk_cache import DiskCache
-from .store.row_cache import DETAIL, LazyRow, RowBuild, cached_rows, lazy_fields, stored_entry
+from .store.row_cache import DETAIL, LazyRow, RowBuild, cached_rows, lazy_fields, stored_entry, worker_count
 
 INDEX_KIND = "run_rows.index.1"
 INDEX_CODE = ("analysis", "report", "session")
@@ -248,30 +249,72 @@ def index_key(under: Path) -> Path:
     return Path(under).absolute()
 
 
-def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh: Fresh | None = None
-                ) -> dict[int, RunRow]:
+SPLIT_MIN_RUNS = 2000
+"""From this many stored rows to check, a forked process checks half of them while this one checks the others,
+when another processor is idle (``row_cache.worker_count``) and this process runs one thread (a fork is then safe)."""
+
+
+def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh: Fresh | None = None,
+                jobs: int | None = None) -> dict[int, RunRow]:
     """The rows of ``roots`` (by position) the index holds and that are still valid.
 
     ``fresh``: what the session's discovery found a moment ago (``Fresh``), taken for ``roots`` whether used or not;
-    else the check resolves and lists now."""
-    found: dict[int, RunRow] = {}
+    else the check resolves and lists now. ``jobs``: the session's worker setting (``row_cache.worker_count``)."""
     texts = [str(root) for root in roots]
     known = fresh.take(texts) if fresh is not None else {}
-    for i, root in enumerate(roots):
+    if index is None:
+        return {}
+    asked = [(i, at) for i, at in enumerate(map(index.where.get, texts)) if at is not None]
+
+    def valid(item: tuple[int, int]) -> bool:
+        i, at = item
         text = texts[i]
         real, entries = known.get(text, (None, None))
-        at = index.where.get(text) if index is not None else None
-        if index is None or at is None:
-            continue
         if real is None:
             real = real_path(text)
-        if not disk.usable_for(root, real):
-            continue
+        if not disk.usable_for(roots[i], real):
+            return False
         deps = index.deps(at, text)
-        if deps is not None and read_record.unchanged(read_record.ReadRecord(index.made[at], deps, True),
-                                                      {text: real}, {text: entries} if entries is not None else None):
-            found[i] = IndexedRow.of(index, at, root)
-    return found
+        return deps is not None and read_record.unchanged(read_record.ReadRecord(index.made[at], deps, True),
+                                                          {text: real}, {text: entries} if entries is not None else None)
+
+    split = len(asked) >= SPLIT_MIN_RUNS and threading.active_count() == 1 and hasattr(os, "fork") \
+        and worker_count(jobs) > 1
+    flags = _checked_in_two(asked, valid) if split else [valid(item) for item in asked]
+    return {i: IndexedRow.of(index, at, roots[i]) for (i, at), ok in zip(asked, flags) if ok}
+
+
+def _checked_in_two(items: list[tuple[int, int]], valid: Callable[[tuple[int, int]], bool]) -> list[bool]:
+    """``valid`` of every item, the second half in a forked process (what it cannot answer is checked here)."""
+    half = len(items) // 2
+    rest = items[half:]
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return [valid(item) for item in items]
+    if pid == 0:  # the child: check, answer, leave at once (no exit handler, no buffered output of the parent's)
+        code = 1
+        try:
+            os.close(read_end)
+            answer = bytes(valid(item) for item in rest)
+            with os.fdopen(write_end, "wb") as out:
+                out.write(answer)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        mine = [valid(item) for item in items[:half]]
+        with os.fdopen(read_end, "rb") as answers:
+            theirs = answers.read()
+    finally:
+        _pid, status = os.waitpid(pid, 0)
+    if status != 0 or len(theirs) != len(rest):
+        return mine + [valid(item) for item in rest]  # the child failed: checked here
+    return mine + [flag == 1 for flag in theirs]
 
 
 def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
@@ -286,7 +329,7 @@ def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, job
         return
     key = index_key(under)
     index = read_index(disk, key)
-    served = served_from(index, disk, roots, fresh)
+    served = served_from(index, disk, roots, fresh, jobs)
     rest = [root for i, root in enumerate(roots) if i not in served]
     others = cached_rows(rest, build, disk, jobs, indexed) if rest else iter(())
     last = len(roots) - 1
