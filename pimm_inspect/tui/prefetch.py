@@ -3,7 +3,11 @@
 ``pimm-inspect TREE`` starts this before it imports the UI (Textual, the screens): a forked child process searches
 the tree and reads each run's stored row (what ``ls`` prints: stats and one small cache entry per run), on the other
 core, while this process imports and mounts the UI; batches come back through a pipe as length-prefixed pickles
-(between our own two processes; nothing from a run directory is unpickled this way). The table's first pass then
+(between our own two processes; nothing from a run directory is unpickled this way). A stored row travels as its
+head's values and its detail's text as the cache holds it (``SentRow``): the child never decodes the detail
+(findings, attempts, config, metrics), nor pickles it as objects, and this process decodes it only where a view asks
+for it (the runs table shows the head alone), so the rows cost neither process much and this one holds few objects
+per row. The table's first pass then
 takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
 by that pass as before, and every later pass (a refresh) asks the session directly. Where the process cannot fork
 safely (another thread already runs, no ``fork``), there is no prefetch and the pass does all of it itself.
@@ -13,6 +17,7 @@ No Textual here: this module is imported before the UI's modules are.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import queue
@@ -22,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..evidence import RunRow
 from ..session import Session
@@ -37,12 +42,111 @@ FIRST_BATCH = 32
 MAX_BATCH = 1024
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunRow))
+_SLOTS = {name: RunRow.__dict__[name] for name in _FIELDS}
+
+
+class SentRow(RunRow):
+    """A stored row as the child sent it: its head's fields set, its detail's fields (``Batch.detail``) decoded from
+    the cache's text (``codec.from_text``) when one of them is first asked for, as the cache's own rows are.
+
+    Equal to (and hashes as) the plain row of the same values.
+    """
+
+    __slots__ = ("_detail", "_detail_fields")
+
+    @classmethod
+    def of(cls, head: tuple[str, ...], values: tuple[Any, ...], detail: tuple[str, ...], text: str) -> SentRow:
+        row = object.__new__(cls)
+        for name, value in zip(head, values):
+            _SLOTS[name].__set__(row, value)
+        object.__setattr__(row, "_detail", text)
+        object.__setattr__(row, "_detail_fields", detail)
+        return row
+
+    def _expand(self) -> None:
+        from ..session.store import codec
+
+        fields: tuple[str, ...] = object.__getattribute__(self, "_detail_fields")
+        values = codec.from_text(object.__getattribute__(self, "_detail"))
+        if not (isinstance(values, tuple) and len(values) == len(fields)):
+            raise codec.BadEntry("a row's detail does not match its fields")
+        for name, value in zip(fields, values):
+            _SLOTS[name].__set__(self, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunRow):
+            return NotImplemented
+        return self._values() == tuple(getattr(other, name) for name in _FIELDS)
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return RunRow, self._values()
+
+
+def _field(name: str) -> property:
+    slot = _SLOTS[name]
+
+    def get(row: SentRow) -> Any:
+        try:
+            return slot.__get__(row, RunRow)
+        except AttributeError:  # a detail field: the first asked for decodes them all
+            row._expand()
+            return slot.__get__(row, RunRow)
+
+    def put(row: SentRow, value: Any) -> None:
+        slot.__set__(row, value)
+
+    return property(get, put, doc=f"``RunRow.{name}`` (a detail field: decoded on first use).")
+
+
+for _name in _FIELDS:
+    setattr(SentRow, _name, _field(_name))
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Runs found, in discovery order, and those of their rows the cache still held (looked up: all of them)."""
+    """Runs found, in discovery order, and those of their rows the cache still held (looked up: all of them): each
+    as (its place in ``paths``, its ``head`` fields' values, its detail's text), or whole in ``stored``."""
 
     paths: list[Path]
     stored: dict[Path, RunRow]
+    sent: list[tuple[int, tuple[Any, ...], str]]
+    head: tuple[str, ...]
+    detail: tuple[str, ...]
+
+    def rows(self) -> dict[Path, RunRow]:
+        """Every row of the batch, by path (``SentRow``s, and the rows sent whole)."""
+        found: dict[Path, RunRow] = {self.paths[i]: SentRow.of(self.head, values, self.detail, text)
+                                     for i, values, text in self.sent}
+        found.update(self.stored)
+        return found
+
+
+def _batch(session: Session, root: Path, paths: list[Path]) -> Batch:
+    """``paths`` and their stored rows, each row's detail as the cache's text where it has one."""
+    from ..session.row_index import stored_detail
+    from ..session.store.row_cache import DETAIL
+
+    head = tuple(name for name in _FIELDS if name not in DETAIL)
+    whole: dict[Path, RunRow] = {}
+    sent: list[tuple[int, tuple[Any, ...], str]] = []
+    stored = session.stored_rows(paths, under=root)
+    for i, path in enumerate(paths):
+        row = stored.get(path)
+        if row is None:
+            continue
+        text = stored_detail(row)
+        if text is None:
+            whole[path] = row
+        else:
+            sent.append((i, tuple(getattr(row, name) for name in head), text))
+    return Batch(paths, whole, sent, head, DETAIL)
 
 
 def _produce(session: Session, root: Path, send: Callable[[object], None]) -> None:
@@ -54,10 +158,10 @@ def _produce(session: Session, root: Path, send: Callable[[object], None]) -> No
     for path in session.iter_runs(root, lambda where, reason: errors.append((where, reason))):
         batch.append(path)
         if len(batch) >= size:
-            send(Batch(batch, session.stored_rows(batch, under=root)))
+            send(_batch(session, root, batch))
             batch, size = [], min(size * 2, MAX_BATCH)
     if batch:
-        send(Batch(batch, session.stored_rows(batch, under=root)))
+        send(_batch(session, root, batch))
     send(("done", errors))
 
 
@@ -165,9 +269,10 @@ class PrefetchedRows:
         while True:
             frame = self.prefetch.frames.get()
             if isinstance(frame, Batch):
+                rows = frame.rows()
                 with self._lock:
                     for path in frame.paths:
-                        self._stored[path] = frame.stored.get(path)
+                        self._stored[path] = rows.get(path)
                 yield from frame.paths
             elif isinstance(frame, tuple) and frame[0] == "done":
                 for where, reason in frame[1]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,7 +19,6 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from ...load.quick import RunGlance
 from ...evidence import RunRow
 from ...report.safe_text import data_text
 from ..facts import filter_error
@@ -26,6 +26,9 @@ from ..widgets.run_preview import RunPreview
 from ..widgets.runs_status import RunsStatus, TableState
 from ..widgets.run_names import shorten, shorten_end
 from ..widgets.runs_table import ARROWS, MARK, PREVIEW_AT, RunsTable
+
+if TYPE_CHECKING:
+    from ...load.quick import RunGlance  # a type only: the quick stage's module imports the loaders
 
 __all__ = ["MARK", "RunsScreen", "shorten", "shorten_end"]
 
