@@ -163,10 +163,20 @@ async def test_cells_drawn_without_rich_are_what_datatable_draws(size, monkeypat
 
         real = bulk_table.BulkTable._draw_plain
         drawn: list[object] = []
-        monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain",
-                            lambda *args: drawn.append(real(*args)) or drawn[-1])
+        plain_cells: list[tuple[int, str]] = []  # (row, text) of the cells drawn the plain way
+
+        def draw_plain(self, cell, height, row, *args):
+            drawn.append(real(self, cell, height, row, *args))
+            if drawn[-1] is not None:
+                plain_cells.append((row, str(cell)))
+            return drawn[-1]
+
+        monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain", draw_plain)
         plain = lines()
         assert sum(lines is not None for lines in drawn) > 5 * table.size.height  # most cells took the plain way
+        # The header's labels (sort arrows too) and names cut with an ellipsis are drawn the plain way as well.
+        assert {text for row, text in plain_cells if row == -1} >= {"run▲", "status "}
+        assert any("…" in text for row, text in plain_cells if row >= 0)
         monkeypatch.setattr(bulk_table.BulkTable, "_draw_plain", lambda *args, **kwargs: None)
         assert table.row_count > 10 and plain == lines()
 
