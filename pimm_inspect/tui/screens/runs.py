@@ -17,11 +17,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from ...evidence import RunRow
 from ...report.safe_text import data_text
 from ..facts import filter_error
+from ..widgets.keys_footer import KeysFooter
 from ..widgets.run_preview import RunPreview
 from ..widgets.runs_status import RunsStatus, TableState
 from ..widgets.run_names import shorten, shorten_end
@@ -48,6 +49,8 @@ class RunsScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
     COMPONENT_CLASSES = {"runs--error", "runs--warning", "runs--loading", "runs--mark"}
+    AUTO_FOCUS = "#runs-table"
+    """The table has the keys from the start (not the filter box first, then the table: bindings and styles once)."""
 
     class Open(Message):
         """The user wants to open one run."""
@@ -112,7 +115,7 @@ class RunsScreen(Screen[None]):
             yield RunPreview(id="runs-preview")
         yield Static("", id="runs-problem")
         yield self.status
-        yield Footer()
+        yield KeysFooter()
 
     def on_resize(self) -> None:
         """Names are shortened to the width and columns come and go with it: lay the table out again."""
