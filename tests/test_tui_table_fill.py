@@ -204,3 +204,27 @@ async def test_the_table_reads_the_row_index_ls_wrote(tmp_path, monkeypatch) -> 
         assert len(table.runs) == len(listed) == INDEX_MIN_RUNS + 4
         assert {str(r.status) for r in table.runs.values()} == {str(r.status) for r in listed}
     assert per_run == [], os.linesep.join(map(str, per_run))
+
+
+def test_the_row_prefetch_child_is_killed_and_reaped_on_close(tmp_path, monkeypatch) -> None:
+    """Quitting (or a superseded pass) stops the tree's prefetching child at once: killed, reaped, no frame after."""
+    import os
+    import threading
+    import time
+
+    from pimm_inspect.session import Session
+    from pimm_inspect.tui.prefetch import RowPrefetch
+
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        pytest.skip("no fork here, or another thread runs: no prefetch by design")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=3)
+    session = Session()
+    monkeypatch.setattr(session, "iter_runs", lambda root, on_error=None: iter(time.sleep(60) or ()))  # it hangs
+    prefetch = RowPrefetch.start(session, tree)
+    assert prefetch is not None
+    prefetch.close()
+    assert prefetch.child.reaped
+    with pytest.raises(ProcessLookupError):
+        os.kill(prefetch.child.pid, 0)  # gone, not a zombie left for later
+    assert prefetch.next_frame() is None  # the end: the pass says the search stopped

@@ -2,13 +2,11 @@
 
 ``pimm-inspect TREE`` starts this before it imports the UI (Textual, the screens): a forked child process searches
 the tree and reads each run's stored row (what ``ls`` prints: stats and one small cache entry per run), on the other
-core, while this process imports and mounts the UI; batches come back through a pipe as length-prefixed pickles
-(between our own two processes; nothing from a run directory is unpickled this way). A stored row travels as its
-head's values and its detail's text as the cache holds it (``SentRow``): the child never decodes the detail
-(findings, attempts, config, metrics), nor pickles it as objects, and this process decodes it only where a view asks
-for it (the runs table shows the head alone), so the rows cost neither process much and this one holds few objects
-per row. The table's first pass then
-takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
+core, while this process imports and mounts the UI; batches come back as ``session.child.ForkedChild`` frames. A
+stored row travels as its head's values and its detail's text as the cache holds it (``SentRow``): the child never
+decodes the detail (findings, attempts, config, metrics), nor pickles it as objects, and this process decodes it only
+where a view asks for it (the runs table shows the head alone), so the rows cost neither process much and this one
+holds few objects per row. The table's first pass then takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
 by that pass as before, and every later pass (a refresh) asks the session directly. Where the process cannot fork
 safely (another thread already runs, no ``fork``), there is no prefetch and the pass does all of it itself.
 
@@ -18,11 +16,6 @@ No Textual here: this module is imported before the UI's modules are.
 from __future__ import annotations
 
 import dataclasses
-import os
-import pickle
-import queue
-import signal
-import struct
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..evidence import RunRow
 from ..session import Session
+from ..session.child import ForkedChild, Send
 
 if TYPE_CHECKING:
     from ..session.staged import Stage
     from .table_load import RowSource
 
-_HEADER = struct.Struct("<Q")
 FIRST_BATCH = 32
 """Runs in the child's first batch (about a screenful); later batches double up to ``MAX_BATCH``."""
 MAX_BATCH = 1024
@@ -149,7 +142,7 @@ def _batch(session: Session, root: Path, paths: list[Path]) -> Batch:
     return Batch(paths, whole, sent, head, DETAIL)
 
 
-def _produce(session: Session, root: Path, send: Callable[[object], None]) -> None:
+def _produce(session: Session, root: Path, send: Send) -> None:
     """The child's work: find the runs, send each batch with its stored rows (the tree's row index first, as ``ls``
     reads it), then the folders not searched."""
     errors: list[tuple[Path, str]] = []
@@ -166,82 +159,37 @@ def _produce(session: Session, root: Path, send: Callable[[object], None]) -> No
 
 
 class RowPrefetch:
-    """A child searching ``root`` and reading its stored rows; its batches arrive in ``frames`` as they are sent."""
+    """A child searching ``root`` and reading its stored rows (``session.child.ForkedChild``); its frames, as they
+    are sent: batches, then ``("done", errors)``, or ``("failed", reason)``; ``END`` (None) once the child is gone."""
 
-    def __init__(self, root: Path, pid: int, read_end: int) -> None:
+    def __init__(self, root: Path, child: ForkedChild) -> None:
         self.root = root
-        self.pid = pid
-        self.frames: queue.Queue[object] = queue.Queue()
-        """Batches, then ``("done", errors)``, or ``("failed", reason)``; None: the pipe closed."""
+        self.child = child
         self.taken = False
         """True once a pass took the prefetch (only the first does)."""
-        self._reaped = False
-        self._reap_lock = threading.Lock()
-        threading.Thread(target=self._receive, args=(read_end,), name="pimm-inspect-rows", daemon=True).start()
 
     @classmethod
     def start(cls, session: Session, root: Path) -> RowPrefetch | None:
         """Fork the child for the tree at ``root``; None where that is not safe or ``root`` is no folder."""
-        if not hasattr(os, "fork") or threading.active_count() != 1 or not root.is_dir():
+        if not ForkedChild.possible() or not root.is_dir():
             return None
         root = root.absolute()
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: search, send, and leave without running any exit handler of the parent's
+
+        def work(send: Send) -> None:
             try:
-                os.close(read_end)
-                with os.fdopen(write_end, "wb") as out:
-                    def send(item: object) -> None:
-                        data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-                        out.write(_HEADER.pack(len(data)))
-                        out.write(data)
-                        out.flush()
+                _produce(session, root, send)
+            except Exception as exc:  # noqa: BLE001 - the parent's pass says so, as it would itself
+                send(("failed", f"{type(exc).__name__}: {exc}"))
 
-                    try:
-                        _produce(session, root, send)
-                    except Exception as exc:  # noqa: BLE001 - the parent's pass says so, as it would itself
-                        send(("failed", f"{type(exc).__name__}: {exc}"))
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        return cls(root, pid, read_end)
+        return cls(root, ForkedChild.start(work, name="pimm-inspect-rows"))
 
-    def _receive(self, read_end: int) -> None:
-        """Read frames as they come (the child never waits on a full pipe); None marks the end."""
-        try:
-            with os.fdopen(read_end, "rb") as pipe:
-                while header := pipe.read(_HEADER.size):
-                    if len(header) < _HEADER.size:
-                        break
-                    (size,) = _HEADER.unpack(header)
-                    data = pipe.read(size)
-                    if len(data) < size:
-                        break
-                    self.frames.put(pickle.loads(data))
-        except Exception:  # noqa: BLE001 - a broken pipe or frame ends the relay (the pass says it failed)
-            pass
-        finally:
-            self.frames.put(None)
-            self._reap()
-
-    def _reap(self) -> None:
-        with self._reap_lock:
-            if self._reaped:
-                return
-            self._reaped = True
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
+    def next_frame(self) -> object:
+        """The child's next frame, waiting for it; ``END`` once the child is gone and every frame was taken."""
+        return self.child.get()
 
     def close(self) -> None:
         """Stop the child now (the UI is quitting, or the pass was superseded)."""
-        if not self._reaped:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self._reap()
+        self.child.kill()
 
 
 class PrefetchFailed(Exception):
@@ -267,7 +215,7 @@ class PrefetchedRows:
 
     def _relay(self, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
         while True:
-            frame = self.prefetch.frames.get()
+            frame = self.prefetch.next_frame()
             if isinstance(frame, Batch):
                 rows = frame.rows()
                 with self._lock:
