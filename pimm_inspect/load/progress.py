@@ -21,7 +21,7 @@ from ..sources.read_progress import SoFar
 SO_FAR_EVERY_S = 1.0
 """How often, by default, a big file's series read so far are handed on (the first time after its first block)."""
 STAGES = {"train_log": "train.log", "tb_events": "event files", "wandb": "W&B logs", "checkpoint": "checkpoints",
-          "structured_log": "rank logs", "hf_trainer": "Trainer state"}
+          "structured_log": "rank logs", "hf_trainer": "Trainer state", "lightning_csv": "metrics.csv"}
 """What the progress line calls the files of a source kind; every other kind is a side file."""
 SIDE_FILES = "side files"
 
