@@ -332,3 +332,14 @@ def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Pa
     # As 64-bit words (padded): the codec stores a uint64 column as it is, one CRC-checked copy per chunk to read.
     blob = np.frombuffer(data + bytes(-len(data) % 8), dtype=np.uint64)
     disk.put_value(INDEX_KIND, key, "", (_PARTS, np.array(made, dtype=np.float64), offsets, blob), INDEX_CODE)
+
+
+def stored_detail(row: RunRow) -> str | None:
+    """The detail of a row read from the cache (from the index, or from its own entry) as the text stored, not
+    decoded (``codec.from_text`` reads it: the UI's prefetch hands rows on so); None for a row made now."""
+    if isinstance(row, IndexedRow):
+        index: RowIndex = object.__getattribute__(row, "_index")
+        return index.part(object.__getattribute__(row, "_at"), _DETAIL)
+    if _has_raw_detail(row):
+        return str(object.__getattribute__(row, "_detail").tobytes(), "utf-8")
+    return None
