@@ -56,6 +56,9 @@ def progress_text(progress: ReadProgress) -> str:
         return "putting attempts and curves together…"
     if progress.stage == "analysing":
         return "running the checks…"
+    if progress.bytes_total and progress.bytes_done >= progress.bytes_total and progress.files_total == 1:
+        # Every byte is read; the reader still puts its series together (and the cache keeps them): not stuck.
+        return f"{progress.stage} read ({human_bytes(progress.bytes_total)}); putting its series together…"
     files = f" {progress.files_done}/{progress.files_total}" if progress.files_total > 1 else ""
     size = f"{', ' if files else ': '}{human_bytes(progress.bytes_done)} of {human_bytes(progress.bytes_total)}" \
         if progress.bytes_total else ""
