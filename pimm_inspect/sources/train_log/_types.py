@@ -108,13 +108,15 @@ class TrainLogIndex:
     start_attempts: np.ndarray = field(default_factory=lambda: _empty(np.int32))
     """int32 ``LogSegment.index`` the line starts (0 for submitit markers)."""
     step_steps: np.ndarray = field(default_factory=_empty)
-    """int64 global step of every parsed Train: line, in file order."""
+    """int64 global step of every parsed Train: line, in file order (often the very array of the series' steps:
+    every term of the usual Train: line has a point on each)."""
     step_line_nos: np.ndarray = field(default_factory=_empty)
-    """int64 line number of each of those Train: lines."""
+    """Line number of each of those Train: lines: uint32 while they fit (a log under 4 GiB), else int64."""
     step_offsets: np.ndarray = field(default_factory=_empty)
-    """int64 byte offset of each of those Train: lines."""
+    """Byte offset of each of those Train: lines: uint32 while they fit (a log under 4 GiB), else int64."""
     step_attempts: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    """int32 attempt (``LogSegment.index``) of each of those Train: lines."""
+    """Attempt (``LogSegment.index``) of each of those Train: lines, in the narrowest of uint8, uint16 and int32
+    that holds them."""
 
     def line_of_step(self, step: int, attempt: int | None = None) -> tuple[int, int] | None:
         """(line number, byte offset) of the first Train: line at or after ``step`` (in ``attempt``)."""
