@@ -33,8 +33,9 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
-def median(values: np.ndarray) -> np.floating:
-    """``np.median(values)``, bit for bit.
+def median(values: np.ndarray, overwrite: bool = False) -> np.floating:
+    """``np.median(values)``, bit for bit; with ``overwrite`` the order of ``values`` (a temporary of the caller's) may
+    change: it is partitioned in place instead of in a copy.
 
     For floats ``np.median`` asks ``np.ma.isMaskedArray`` while checking for NaN, which imports numpy.ma (~40 ms of
     start-up); for a non-empty 1-d array without NaN this partitions and averages the middle as numpy does.
@@ -45,7 +46,12 @@ def median(values: np.ndarray) -> np.floating:
         return nan_median
     half = n // 2
     middle = slice(half - 1, half + 1) if n % 2 == 0 else slice(half, half + 1)
-    mid: np.floating = np.mean(np.partition(values, [middle.start, middle.stop - 1])[middle])
+    kth = [middle.start, middle.stop - 1]
+    if overwrite and values.flags.writeable:
+        values.partition(kth)
+        mid: np.floating = np.mean(values[middle])
+    else:
+        mid = np.mean(np.partition(values, kth)[middle])
     return mid
 
 

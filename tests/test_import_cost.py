@@ -93,6 +93,11 @@ def test_helpers_equal_numpy_bit_for_bit(values: np.ndarray) -> None:
         expected_median, got_median = np.median(values), median(values)
     assert type(got_median) is type(expected_median)
     assert np.asarray(got_median).tobytes() == np.asarray(expected_median).tobytes()
+    scratch = values.copy()  # partitioned in place: the same middle values, so the same bits
+    with np.errstate(all="ignore"):
+        in_place = median(scratch, overwrite=True)
+    assert type(in_place) is type(expected_median)
+    assert np.asarray(in_place).tobytes() == np.asarray(expected_median).tobytes()
     expected, got = np.unique(values), unique_sorted(values)
     # Equal values, NaNs as one (which of 0.0 and -0.0 stands for both may differ: they compare equal).
     assert got.dtype == expected.dtype and np.array_equal(got, expected, equal_nan=True)

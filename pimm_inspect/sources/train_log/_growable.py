@@ -45,23 +45,41 @@ def _room(first: np.ndarray, total: int) -> np.ndarray | None:
     return base
 
 
-def joined(parts: list[np.ndarray], dtype: np.dtype | None = None) -> np.ndarray:
+_RELEASE_BYTES = 16 << 20
+"""A consuming join hands back what it freed each time this much was copied (``joined(release=...)``)."""
+
+
+def joined(parts: list[np.ndarray], dtype: np.dtype | None = None,
+           on_ready: Callable[[list[np.ndarray], np.ndarray], None] | None = None,
+           release: Callable[[], None] | None = None) -> np.ndarray:
     """``np.concatenate(parts)`` (at least one part) as a read-only array whose buffer has room after it.
 
     The room is never touched until an extension writes there, so it costs address space, not memory. ``dtype``
-    (default: the first part's) must hold every part's values.
+    (default: the first part's) must hold every part's values. ``on_ready(parts, out)`` is called before the copy (the
+    caller may repoint its own references to the parts into ``out``). With ``release`` the list is consumed: each part
+    is dropped from it once copied and ``release()`` is called every ``_RELEASE_BYTES`` copied, so the parts are freed
+    as the copy goes instead of after it.
     """
     total = sum(int(p.size) for p in parts)
     target = np.empty(total + int(total * SPARE) + 16, dtype=parts[0].dtype if dtype is None else dtype)
-    pos = 0
-    for part in parts:
+    out = target[:total]
+    out.flags.writeable = False
+    if on_ready is not None:
+        on_ready(parts, out)
+    pos = copied = 0
+    for i, part in enumerate(parts):
         target[pos:pos + part.size] = part
         pos += part.size
+        if release is not None:
+            copied += part.nbytes
+            parts[i] = target[:0]
+            del part
+            if copied >= _RELEASE_BYTES:
+                copied = 0
+                release()
     key = id(target)
     with _lock:
         _claimed[key] = (weakref.ref(target, lambda _ref: _forget(key)), total)
-    out = target[:total]
-    out.flags.writeable = False
     return out
 
 
@@ -108,11 +126,13 @@ def join_tags(chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
             parts = columns[members[0]][k]
             for tag in members:
                 columns[tag][k] = []
-            grow = members[0] in seeded
-            joined_column = parts[0] if grow and len(parts) == 1 else extended(parts[0], parts[1:]) if grow \
-                else joined(parts)
-            if k == 0 and on_steps is not None:
-                on_steps(parts, joined_column)
+            told = on_steps if k == 0 else None
+            if members[0] in seeded:
+                joined_column = parts[0] if len(parts) == 1 else extended(parts[0], parts[1:])
+                if told is not None:
+                    told(parts, joined_column)
+            else:  # each chunk freed once copied
+                joined_column = joined(parts, on_ready=told, release=release)
             del parts
             for tag in members:
                 out[tag][k] = joined_column

@@ -197,22 +197,23 @@ class IndexBuilder:
         del chunks
 
         grow = self.prefix_attempts is not None  # the first parts are an earlier index's: write after them
+        release = release_freed_memory if sum(n for n, _ in counts) > 2_000_000 else None
 
-        def cat(i: int) -> np.ndarray:  # one column at a time, its parts dropped as it is joined
+        def cat(i: int) -> np.ndarray:  # one column at a time, its parts dropped as they are copied
             parts, columns[i] = columns[i], []
             dtype = np.dtype(np.int64) if i == 0 else _widest(parts)
             if grow:
                 return extended(parts[0], parts[1:], dtype)
             if parts:
-                return joined(parts, dtype)
+                return joined(parts, dtype, release=release)
             arr = np.zeros(0, np.int64)
             arr.flags.writeable = False
             return arr
 
         steps = shared if shared is not None else cat(0)
         line_nos, offsets = cat(1), cat(2)
-        if line_nos.size > 2_000_000:
-            release_freed_memory()
+        if release is not None:
+            release()
         if self.prefix_attempts is not None:  # the first chunk is an earlier index's rows, each with its attempt
             top = max([a for _, a in counts[1:]], default=0)
             attempts = extended(self.prefix_attempts, [np.repeat(
