@@ -55,6 +55,30 @@ def median(values: np.ndarray, overwrite: bool = False) -> np.floating:
     return mid
 
 
+_GAP_SLICE = 1 << 20
+_GAP_TYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "int64")
+
+
+def median_gap(values: np.ndarray) -> np.floating:
+    """``np.median(np.diff(values))`` of a 1-d integer array (at least two values), bit for bit, with the differences
+    held in the narrowest integer type that holds them, computed a slice at a time: a 5M-step column's int64
+    differences were 40 MB more at the peak of an analysis."""
+    if values.dtype.kind not in "iu" or values.dtype.itemsize > 8 or values.dtype == np.uint64:
+        return median(np.diff(values), overwrite=True)
+    n = values.shape[0] - 1
+    lo = hi = 0
+    for start in range(0, n, _GAP_SLICE):
+        part = np.diff(values[start:start + _GAP_SLICE + 1])
+        lo, hi = (int(part.min()), int(part.max())) if start == 0 else (min(lo, int(part.min())),
+                                                                          max(hi, int(part.max())))
+    dtype = next(np.dtype(t) for t in _GAP_TYPES if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max)
+    gaps = np.empty(n, dtype=dtype)
+    for start in range(0, n, _GAP_SLICE):
+        stop = min(n, start + _GAP_SLICE)
+        np.subtract(values[start + 1:stop + 1], values[start:stop], out=gaps[start:stop], casting="unsafe")
+    return median(gaps, overwrite=True)
+
+
 _RANGES: dict[tuple[int, bool], tuple[weakref.ref[np.ndarray], tuple[float, float] | None]] = {}
 """(id of a read-only array, finite only) -> (the array, its range): the tags of one train.log share one step and one
 time column, and every series asks for their ranges (attempt spans, first/last step, the last logged time)."""

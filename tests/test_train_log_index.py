@@ -52,8 +52,10 @@ def test_index_of_a_requeued_run(tmp_path: Path) -> None:
     assert idx.line_of_step(60)[0] < idx.line_of_step(60, attempt=2)[0]
     assert idx.line_of_step(101) is None
     assert not idx.step_steps.flags.writeable
-    # a small log: positions as uint32, attempts as uint8 (the values above are exact)
-    assert idx.step_offsets.dtype == idx.step_line_nos.dtype == np.uint32 and idx.step_attempts.dtype == np.uint8
+    # a small log: offsets as uint32, attempts as uint8, line numbers as runs (the values above are exact)
+    assert idx.step_offsets.dtype == np.uint32 and idx.step_attempts.dtype == np.uint8
+    assert idx.step_line_runs.shape[0] < 10  # a run per stretch of Train: lines, not a number per line
+    assert [idx.line_no(k) for k in range(idx.step_steps.size)] == idx.step_line_nos.tolist()
 
 
 def test_header_without_training_pid_change_and_submitit_marker(tmp_path: Path) -> None:
@@ -123,7 +125,7 @@ def test_positions_past_4_gib_widen_the_whole_column() -> None:
     builder.add_chunk(1, steps + 3, far - 1000, far)
     builder.add_chunk(300, steps + 6, far + 7, far + 100)  # attempt 300: past uint8
     idx = builder.freeze(())
-    assert idx.step_offsets.dtype == idx.step_line_nos.dtype == np.int64
+    assert idx.step_offsets.dtype == np.int64
     assert idx.step_offsets.tolist() == [10, 200, 300, *far.tolist(), *(far + 100).tolist()]
     assert idx.step_line_nos.tolist() == [5, 6, 7, *(far - 1000).tolist(), *(far + 7).tolist()]
     assert idx.step_attempts.dtype == np.uint16 and idx.step_attempts.tolist() == [1] * 6 + [300] * 3

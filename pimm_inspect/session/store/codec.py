@@ -189,8 +189,7 @@ class _Encoder:
 _PLAIN = (type(None), bool, str, int, float)
 _LAZY_FIELDS = {
     "pimm_inspect.model:ScalarSeries": ("values",),
-    "pimm_inspect.sources.train_log._types:TrainLogIndex": ("step_steps", "step_line_nos", "step_offsets",
-                                                            "step_attempts"),
+    "pimm_inspect.sources.train_log._types:TrainLogIndex": ("step_steps", "step_offsets", "step_attempts"),
 }
 """The dataclasses whose big columns are decoded on first use, and which: a series' values (a warm ``show`` reads only
 steps and times) and a train.log's line index (read only to extend the result or jump in the log). By name, so that

@@ -96,13 +96,16 @@ class BlockContext:
 class IndexBuilder:
     """Train: line positions and attempt markers, gathered block by block.
 
-    Line numbers and offsets are kept as uint32 while they fit (a log under 4 GiB), attempts in the narrowest unsigned
-    type; the steps are not copied when one series of the only attempt has a point on every Train: line (the index
-    then holds that series' steps array).
+    Line numbers are kept as runs (``TrainLogIndex.step_line_runs``), offsets as uint32 while they fit (a log under
+    4 GiB), attempts in the narrowest unsigned type; the steps are not copied when one series of the only attempt has
+    a point on every Train: line (the index then holds that series' steps array). A chunk is (steps, line runs,
+    offsets, attempt).
     """
 
     def __init__(self) -> None:
         self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self.rows = 0
+        """Rows added so far (the first row of the next chunk)."""
         self.markers: list[tuple[int, int, str]] = []
         self.prefix_attempts: np.ndarray | None = None
         """Attempts of the rows an earlier result's index holds (they are the first chunk)."""
@@ -110,8 +113,9 @@ class IndexBuilder:
     def extend_from(self, index: TrainLogIndex) -> None:
         """Start from an earlier result's index: its Train: rows and submitit markers come first."""
         if index.step_steps.size:
-            self.chunks.append((index.step_steps, index.step_line_nos, index.step_offsets, 0))
+            self.chunks.append((index.step_steps, index.step_line_runs, index.step_offsets, 0))
             self.prefix_attempts = index.step_attempts
+            self.rows = int(index.step_steps.size)
         self.markers += [(ln, off, kind) for ln, off, kind in zip(index.start_line_nos.tolist(),
                                                                    index.start_offsets.tolist(), index.start_kinds)
                          if kind == "submitit"]
@@ -119,7 +123,8 @@ class IndexBuilder:
     def add_chunk(self, attempt: int, steps: np.ndarray, line_nos: np.ndarray, offsets: np.ndarray) -> None:
         """Rows of consecutive Train: lines of one attempt."""
         if steps.size:
-            self.chunks.append((steps, narrow_positions(line_nos), narrow_positions(offsets), attempt))
+            self.chunks.append((steps, line_runs(line_nos, self.rows), narrow_positions(offsets), attempt))
+            self.rows += int(steps.size)
 
     def add_rows(self, attempt: int, steps: list[int], starts: list[int], ctx: BlockContext, delta: int) -> None:
         """Rows from the regex paths: ``starts`` are block positions of the lines."""
@@ -134,10 +139,10 @@ class IndexBuilder:
         for part in parts:  # all alive (the caller holds them): ids are unique
             where.setdefault(id(part), (pos, int(part.size)))
             pos += int(part.size)
-        for i, (steps, line_nos, offsets, attempt) in enumerate(self.chunks):
+        for i, (steps, runs, offsets, attempt) in enumerate(self.chunks):
             hit = where.get(id(steps))
             if hit is not None:
-                self.chunks[i] = (column[hit[0]:hit[0] + hit[1]], line_nos, offsets, attempt)
+                self.chunks[i] = (column[hit[0]:hit[0] + hit[1]], runs, offsets, attempt)
 
     def scan_submitit(self, ctx: BlockContext, delta: int) -> None:
         """Lines holding a submitit attempt marker."""
@@ -192,8 +197,9 @@ class IndexBuilder:
         chunks, self.chunks = self.chunks, []
         counts = [(c[0].size, c[3]) for c in chunks]
         shared = self._shared_steps(chunks, series)
-        columns: list[list[np.ndarray]] = [[] if shared is not None else [c[0] for c in chunks],
-                                           [c[1] for c in chunks], [c[2] for c in chunks]]
+        columns: list[list[np.ndarray]] = [[] if shared is not None else [c[0] for c in chunks], [],
+                                           [c[2] for c in chunks]]
+        runs = _joined_runs([c[1] for c in chunks])
         del chunks
 
         grow = self.prefix_attempts is not None  # the first parts are an earlier index's: write after them
@@ -211,7 +217,7 @@ class IndexBuilder:
             return arr
 
         steps = shared if shared is not None else cat(0)
-        line_nos, offsets = cat(1), cat(2)
+        offsets = cat(2)
         if release is not None:
             release()
         if self.prefix_attempts is not None:  # the first chunk is an earlier index's rows, each with its attempt
@@ -235,7 +241,7 @@ class IndexBuilder:
             start_line_nos=_frozen([m[0] for m in marks]), start_offsets=_frozen([m[1] for m in marks]),
             start_kinds=tuple(m[2] for m in marks), start_trains=_frozen([m[3] for m in marks], bool),
             start_attempts=_frozen([m[4] for m in marks], np.int32),
-            step_steps=steps, step_line_nos=line_nos, step_offsets=offsets, step_attempts=attempts)
+            step_steps=steps, step_line_runs=runs, step_offsets=offsets, step_attempts=attempts)
 
 
 _U32 = 1 << 32
@@ -246,6 +252,26 @@ def narrow_positions(values: np.ndarray) -> np.ndarray:
     if values.dtype == np.int64 and values.size and int(values[-1]) < _U32:
         return values.astype(np.uint32)
     return values
+
+
+def line_runs(line_nos: np.ndarray, first_row: int) -> np.ndarray:
+    """The (row, base) runs of rows ``first_row`` on with these increasing line numbers: row r's line is r + base."""
+    base = line_nos.astype(np.int64) - np.arange(first_row, first_row + line_nos.size, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], base[1:] != base[:-1])))
+    return np.stack([starts + first_row, base[starts]], axis=1)
+
+
+def _joined_runs(parts: list[np.ndarray]) -> np.ndarray:
+    """The runs of consecutive chunks as one (k, 2) int64 array, a run that goes on in the next chunk kept once (so
+    an extended index holds the very runs of a whole read)."""
+    if not parts:
+        runs = np.zeros((0, 2), dtype=np.int64)
+    else:
+        runs = np.concatenate(parts).astype(np.int64, copy=False)
+        keep = np.concatenate(([True], runs[1:, 1] != runs[:-1, 1]))
+        runs = runs[keep] if not keep.all() else runs.copy()
+    runs.flags.writeable = False
+    return runs
 
 
 def _widest(parts: list[np.ndarray]) -> np.dtype:
