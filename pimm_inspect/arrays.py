@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 
@@ -110,3 +111,25 @@ def value_range(values: np.ndarray, finite_only: bool = False) -> tuple[float, f
             return got
         _RANGES[key] = (ref, got)
     return got
+
+
+_malloc_trim: Callable[[int], Any] | Literal[False] | None = None  # False: not available
+
+
+def release_freed_memory() -> None:
+    """Give freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere nothing).
+
+    The train.log reader's per-block chunk arrays live in the malloc heap, the joined series (tens of MB) in fresh
+    mappings: without a trim the freed chunk pages stay resident, and a 1 GB log peaked at 1.0 GB RSS instead of about
+    0.6 GB. The disk cache trims after writing a big entry (its encoded tree and temporaries).
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes  # only for malloc_trim; absent or not glibc: skip
+
+            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)

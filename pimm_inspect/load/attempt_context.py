@@ -195,7 +195,7 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     return (spent, best.source) if spent >= 0 else None
 
 
-_SLICE = 1 << 20
+_SLICE = 1 << 18
 
 
 def _first_of_largest(steps: np.ndarray, top: int) -> int | None:

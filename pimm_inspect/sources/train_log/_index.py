@@ -17,7 +17,7 @@ import numpy as np
 from . import _fast as F
 from . import _patterns as P
 from ._growable import extended, joined
-from ._segments import release_freed_memory
+from ...arrays import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
 
 if TYPE_CHECKING:

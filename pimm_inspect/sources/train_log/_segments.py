@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ...model import ScalarSeries, make_series
 from .._limits import TagCap
 from . import _patterns as P
+from ...arrays import release_freed_memory
 from ._growable import join_tags
 from ._types import LogSegment, ValTableRow
 
@@ -300,28 +301,6 @@ def _resume_step(seg: SegmentState, ipe: int | None) -> int | None:
 
 _TRIM_POINTS = 2_000_000
 """Above this many points a segment's chunks are worth returning to the OS as they are joined."""
-_malloc_trim: Callable[[int], Any] | Literal[False] | None = None  # False: not available
-
-
-def release_freed_memory() -> None:
-    """Give freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere nothing).
-
-    The per-block chunk arrays live in the malloc heap, the joined series (tens of MB) in
-    fresh mappings: without a trim the freed chunk pages stay resident, and a 1 GB log
-    peaked at 1.0 GB RSS instead of about 0.6 GB.
-    """
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes  # only for malloc_trim; absent or not glibc: skip
-
-            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
 def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None,
                      on_steps: Callable[[list[np.ndarray], np.ndarray], None] | None = None
                      ) -> tuple[LogSegment, list[ScalarSeries]]:
