@@ -110,9 +110,16 @@ def stop() -> None:
     tmux("kill-session", "-t", SESSION)
 
 
+def read_in_full(text: str) -> bool:
+    """The run screen shows the analysed run: the Overview counts its findings (not "reading…")."""
+    return re.search(r"findings\s+\d+ error", text) is not None
+
+
 def measure(scenario: str, code: Path, inputs: dict[str, Path], size: str, cache: str,
-            timeout: float, all_timeout: float) -> dict[str, float | None]:
-    """One fresh process: the milestones of ``scenario`` in seconds (None: not reached before ``timeout``)."""
+            timeout: float, all_timeout: float, fill: bool = False) -> dict[str, float | None]:
+    """One fresh process: the milestones of ``scenario`` in seconds (None: not reached before ``timeout``). ``fill``:
+    the run for a warm cache, which waits for the whole read (tags and curves show before the read is done, and a
+    cache entry is written only at its end)."""
     path = inputs[scenario]
     started = start(code, path, size, cache)
     out: dict[str, float | None] = {}
@@ -123,6 +130,9 @@ def measure(scenario: str, code: Path, inputs: dict[str, Path], size: str, cache
             pressed = time.perf_counter()
             tmux("send-keys", "-t", SESSION, "2")
             out["curves"] = wait_for(lambda text: "metric_00" in text and "│" in text, pressed, timeout)
+        if fill:
+            tmux("send-keys", "-t", SESSION, "1")  # the Overview, where the findings are counted
+            wait_for(read_in_full, started, all_timeout)
     else:
         out["first rows"] = wait_for(row_with_facts, started, timeout)
         out["all"] = wait_for(all_loaded, started, all_timeout)
@@ -191,7 +201,8 @@ def main() -> int:
                     elif args.cache == "warm":
                         cache = str(warm / code.name)
                         if repeat == 0:  # fill it, untimed
-                            measure(scenario, code, inputs, args.size, cache, args.timeout, args.all_timeout)
+                            measure(scenario, code, inputs, args.size, cache, args.timeout, args.all_timeout,
+                                    fill=True)
                     else:
                         cache = tempfile.mkdtemp(dir=scratch)
                     got = measure(scenario, code, inputs, args.size, cache, args.timeout, args.all_timeout)
@@ -227,8 +238,10 @@ def main() -> int:
     return 0
 
 
-TARGETS = {("tb", "header"): 1.0, ("tb", "tags"): 2.5, ("log", "header"): 1.0, ("tree", "first rows"): 2.0}
-"""Issue 10's targets, seconds after launch (the header: for any run size, so the 1 GB log's too)."""
+TARGETS = {("tb", "header"): 1.0, ("tb", "tags"): 2.5, ("log", "header"): 1.0, ("log", "tags"): 2.5,
+           ("tree", "first rows"): 2.0}
+"""Issue 10's targets, seconds after launch (the header: for any run size, so the 1 GB log's too); issue 23's for the
+1 GB log's tags (those read so far: the run screen shows them while the read goes on)."""
 MILESTONES = {"header": "header (status, attempts)", "tags": "scalar tags shown", "curves": "first curve after `2`",
               "first rows": "first rows with facts", "all": "every run read"}
 

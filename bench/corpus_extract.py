@@ -69,11 +69,20 @@ SOURCES: list[tuple[str, str, bool]] = [
      "02cc300ab7622cd0710a5fa4bbf4bbdd937ecaa9", True),  # Lightning version_0/1 with checkpoints
     ("shayFarj/HerbKeeper", "0a0ca17c794442389b84ef3a2fc387407f1ac638", False),  # W&B ids "Herb_Keeper 400"
     ("GarrentDSTRC/GLEAM_DeepSea", "75a30d0a252161e85923fc34a191a98427091208", False),  # TB runs/ + W&B 2025
+    # claims round six: Lightning CSVLogger folders, SB3, W&B offline 2025-2026, HF dirs reused
+    ("0Xero7/slm_training", "cb220b2f9bc7abbec75899387fb674ce8b015696", True),  # CSVLogger only, 40 versions
+    ("AIRI-Institute/genrisk", "c910cf7779a8f546d6fc724c47f967792df4fd23", True),  # CSVLogger + checkpoints
+    ("CooperBigFoot/CAMELS-CH", "f8ddfb8f21f5fb145e60dd3c7b6450094581e4f3",
+     True),  # CSVLogger and TensorBoardLogger into one version folder
+    ("Jhko725/Contact-Point-Detection", "88e00c11e259c58957d4076e3e56ac43c6f1568f", True),  # Lightning 0.6 test-tube
+    ("0pk0/rl4avs", "08ccbcbb9f24f817e3ed582911062cf92491de8b", True),  # SB3 PPO_N, W&B offline 0.21
+    ("MarcT03/Recipe-Generator", "fe953a8681a38b3139cb17d63c5a48bfd50f8c70", True),  # HF results/ of 5 trainings
+    ("AKilalours/opendrivefm", "218d4a1dd9fdc58da46df2d73ba5ca84e9f0069c", True),  # W&B offline 2026
 ]
 """(OWNER/NAME, commit, union)."""
 
 ARTIFACT = re.compile(r"(tfevents|\.wandb$|(^|/)trainer_state\.json$|(^|/)hparams\.yaml$|(^|/)train\.log$|"
-                      r"(^|/)metrics\.json$|(^|/)results\.csv$|(^|/)wandb-summary\.json$)")
+                      r"(^|/)metrics\.json$|(^|/)results\.csv$|(^|/)wandb-summary\.json$|(^|/)metrics\.csv$)")
 
 
 def _git(git_dir: Path, *args: str) -> bytes:

@@ -14,14 +14,14 @@ with the files it is about and a command that reproduces it:
 * judgments (``--judgments``, default ``CORPUS_DIR/judgments.json``, else ``bench/realworld_judgments.json``): a
   list of ``{"id", "select", "truth", "evidence"}``. ``select`` is ``{"path": "repo/run/dir"}`` (the run at that
   folder) or ``{"under": "repo", "wandb_id": "id"}`` (the runs under ``repo`` that name the id). ``truth`` may hold
-  ``runs`` (how many runs the selection must be), ``attempts``, ``origins`` (per attempt), ``replayed`` (step
-  ranges held more than once: each end must lie in a ``steps.replayed`` finding's range, and each finding must
-  meet one),
+  ``runs`` (how many runs the selection must be), ``attempts``, ``origins`` and ``ended`` (per attempt), ``tags``
+  (tags the run must have points of), ``replayed`` (step ranges held more than once: each end must lie in a
+  ``steps.replayed`` finding's range, and each finding must meet one),
   ``copies`` (``[first, last, n]``: a ``Run.replayed`` range holds those steps in n copies), ``no_replay`` (no
   ``steps.replayed`` finding), ``wandb_ids``, ``project`` (``entity/project`` the link must go to), ``status``,
   ``findings_present`` / ``findings_absent`` (codes), ``rejected`` (the server refused the run), ``url``,
   ``sources_in_order`` (a mark each attempt's sources must hold, in attempt order), ``messages_absent`` (words no
-  finding may say), ``lost`` (``{"attempt":
+  finding may say, in its message or explanation), ``lost`` (``{"attempt":
   [first, last] or null}``).
 
 Exit status 1 when anything failed.
@@ -82,6 +82,11 @@ def _judge(entry: dict[str, Any], chosen: list[Any]) -> list[str]:
         wrong.append(f"attempts: tool {len(run.attempts)}, truth {truth['attempts']}")
     if "origins" in truth and [a.origin for a in run.attempts] != truth["origins"]:
         wrong.append(f"origins: tool {[a.origin for a in run.attempts]}, truth {truth['origins']}")
+    missing_tags = set(truth.get("tags", [])) - {s.tag for s in run.series}
+    if missing_tags:
+        wrong.append(f"tags the files hold but the run has no points of: {sorted(missing_tags)}")
+    if "ended" in truth and [a.ended for a in run.attempts] != truth["ended"]:
+        wrong.append(f"attempt ends: tool {[a.ended for a in run.attempts]}, truth {truth['ended']}")
     replays = [tuple(f["steps"]) for f in findings if f["code"] == "steps.replayed" and f["steps"]]
     for first, last in truth.get("replayed", []):
         # The tool cuts a range where the set of writers changes: each end must lie in one of its ranges, and no
@@ -117,7 +122,7 @@ def _judge(entry: dict[str, Any], chosen: list[Any]) -> list[str]:
     placed = [[str(s.root / src) if not os.path.isabs(src) else src for src in a.sources] for a in run.attempts]
     if order and [any(mark in src for src in srcs) for srcs, mark in zip(placed, order)] != [True] * len(order):
         wrong.append(f"attempt order: tool {[list(a.sources)[:2] for a in run.attempts]}, truth {order}")
-    said = [f["message"] for f in findings]
+    said = [f"{f['message']} {f.get('explanation') or ''}" for f in findings]  # what a finding says, in full
     for claim in truth.get("messages_absent", []):
         if any(claim in message for message in said):
             wrong.append(f"a finding says {claim!r}: {next(m for m in said if claim in m)!r}")

@@ -37,7 +37,7 @@ class Severity(enum.IntEnum):
         return cls[text.strip().upper()]
 
 
-RunKind = Literal["pimm", "tensorboard", "wandb", "hf-trainer", "unknown"]
+RunKind = Literal["pimm", "tensorboard", "wandb", "hf-trainer", "lightning", "unknown"]
 """What wrote a run directory (``load.discover.classify_dir``); ``unknown`` for a run that could not be loaded."""
 RunStatus = Literal["finished", "running", "crashed", "stopped", "unknown"]
 Era = Literal["E0", "E1", "E1b", "E2", "E3a", "E3b"]
@@ -76,7 +76,8 @@ class SourceFile:
 
     path: str
     kind: str
-    """Reader kind: train_log, tb_events, checkpoint, json, config_py, sbatch, structured_log, eval, slurm, wandb, hf_trainer."""
+    """Reader kind: train_log, tb_events, checkpoint, json, config_py, sbatch, structured_log, eval, slurm, wandb, hf_trainer,
+    lightning_csv."""
     size_bytes: int
     mtime_s: float
     bytes_read: int = 0
@@ -268,7 +269,8 @@ class Attempt:
     resume_step: int | None = None
     """Global step restored from the checkpoint."""
     ended: str = "unknown"
-    """completed, crashed, killed (a later attempt followed), stopped (last attempt, no end marker), running, unknown."""
+    """completed, crashed, killed (a later attempt followed), stopped (no end marker, and no later attempt ended it:
+    the last attempt, or one still writing after the next began), running, unknown."""
     end_detail: str | None = None
     """What the files say about the end (the exception, the Slurm signal ...), secrets not yet masked."""
     sources: tuple[str, ...] = ()
@@ -388,7 +390,7 @@ class Run:
     root: Path
     """Absolute path of the run directory; every other path is relative to it."""
     kind: RunKind
-    """pimm, tensorboard, wandb, hf-trainer."""
+    """pimm, tensorboard, wandb, hf-trainer, lightning (a CSVLogger folder)."""
     era: Era | None
     """E0, E1, E1b, E2, E3a, E3b for pimm runs, else None."""
     status: RunStatus

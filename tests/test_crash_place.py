@@ -42,3 +42,20 @@ def test_a_secret_in_a_wandb_config_names_the_log_that_holds_it_and_no_pimm_temp
     # Before: "in wandb/offline-run-...-clean001" (the folder) and "pimm sends the resolved config to W&B".
     assert finding.paths == (log,) and f"Found at {log}: logger.api_key." in finding.explanation
     assert "pimm sends" not in finding.explanation
+
+
+def test_an_exit_code_without_a_traceback_names_the_log_that_recorded_it(tmp_path):
+    """``wandb_exit_code``: console capture off, ``finish(exit_code=255)`` (public W&B 0.21 offline folders, where
+    the finding said "The error is in ." naming the run folder itself). The only evidence is the exit record in the
+    transaction log, and the finding says so."""
+    run = pimm_inspect.load_run(RUN.parent / "wandb_exit_code")
+    (crashed,) = [f for f in run.findings if f.code == "run.crashed"]
+    (log,) = crashed.paths
+    assert log.startswith("wandb/offline-run-") and log.endswith("/run-exit0255.wandb")
+    assert (RUN.parent / "wandb_exit_code" / log).is_file()
+    assert crashed.message == "attempt 1 crashed at step 3: exit code 255"
+    assert crashed.explanation == f"W&B recorded the exit code in {log}; no traceback was captured. The run did not recover."
+    # The run folder itself, opened as the run: the log is named relative to it.
+    (folder,) = (RUN.parent / "wandb_exit_code" / "wandb").iterdir()
+    (inside,) = [f for f in pimm_inspect.load_run(folder).findings if f.code == "run.crashed"]
+    assert inside.paths == ("run-exit0255.wandb",)

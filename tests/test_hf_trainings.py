@@ -153,3 +153,37 @@ def test_trainings_of_a_checkout_go_by_their_steps_and_of_a_disk_by_their_times(
             os.utime(path, (stamp, stamp))
     assert [a.origin for a in pimm_inspect.load_run(run).attempts] == ["fresh", "restart"]
     assert pimm_inspect.load_run(run).attempts[0].first_step == 5
+
+
+def test_trainings_of_one_seed_are_told_apart_by_their_whole_history(tmp_path: Path) -> None:
+    """``hf_same_seed_trainings``: one script run with max_steps 20, then 14, then 3 (real Trainers, same seed and
+    warmup). Their first rows are identical, so agreeing there is no resume: each is its own training, the max_steps 20
+    one keeps its steps 2-20 and checkpoints 10 and 20, and the smoke test that saved before any log row is an attempt
+    too. Checked out, the files carry one time: the trainings go by their checkpoints' steps."""
+    import os
+    import shutil
+
+    run_dir = tmp_path / "hf_same_seed_trainings"
+    shutil.copytree(RUNS / "hf_same_seed_trainings", run_dir)
+    for path in run_dir.rglob("*"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    run = pimm_inspect.load_run(run_dir)
+    got = [(a.origin, a.ended, a.first_step, a.last_step, a.saved_steps) for a in run.attempts]
+    assert got == [("fresh", "completed", None, None, (3,)), ("restart", "completed", 2, 20, (10, 20)),
+                   ("restart", "completed", 2, 14, (14,))]
+    (finding,) = [f for f in run.findings if f.code == "hf.new-training"]
+    assert finding.message == ("3 trainings wrote into this output dir: checkpoint-3 (max_steps 3, train_batch_size 4); "
+                               "then checkpoint-10, checkpoint-20 (max_steps 20, train_batch_size 4); then checkpoint-14 "
+                               "(max_steps 14, train_batch_size 4)")
+    assert {c.path: c.saved_by_attempt for c in run.checkpoints} == {
+        "checkpoint-3": 1, "checkpoint-10": 2, "checkpoint-14": 3, "checkpoint-20": 2}
+
+
+def test_a_history_that_holds_only_the_first_rows_does_not_continue() -> None:
+    from pimm_inspect.sources.hf.trainings import continues
+
+    earlier = StateDoc("a", {}, [{"step": 2, "loss": 3.0}, {"step": 4, "loss": 2.5}, {"step": 6, "loss": 2.0}])
+    same_start = StateDoc("b", {}, [{"step": 2, "loss": 3.0}, {"step": 4, "loss": 2.5}, {"step": 6, "loss": 2.1}])
+    resumed = StateDoc("c", {}, earlier.history + [{"step": 8, "loss": 1.9}])
+    assert not continues(same_start, earlier)
+    assert continues(resumed, earlier)

@@ -35,12 +35,14 @@ EXPECTED = {
     "hf_resumed": {"resume.rollback", "steps.replayed"},
     "hf_resumed_wandb": {"resume.rollback", "steps.replayed", "wandb.run-split"},
     "hf_two_trainings": {"hf.new-training"},
+    "hf_same_seed_trainings": {"hf.new-training"},  # three trainings of one seed, three attempts
     "hf_tb_then_none": set(),  # two attempts: the second known from checkpoint-20's state (no TB folder)
     "tb_plain/runs/baseline": set(),
     "tb_plain/runs/lr-0.1": set(),
     "wandb_backwards_step": {"wandb.step-dropped"},
     "wandb_clean": set(),
     "wandb_crashed": {"run.crashed"},
+    "wandb_exit_code": {"run.crashed"},  # the exit record is the only evidence, named as such
     "wandb_offline_entity": set(),
     "wandb_online": {"provenance.secret"},  # the fake key W&B recorded in the launch args
     "wandb_online_killed": set(),
@@ -61,6 +63,9 @@ EXPECTED = {
     "lightning_tensor_hparams/lightning_logs/version_0": set(),  # fixtures/gen_lightning.py: no false secret
     "lightning_resumable/lightning_logs/version_0": set(),  # checkpoints read, ckpt_path= printed
     "lightning_resumable/lightning_logs/version_1": set(),
+    "lightning_csv/lightning_logs/version_0": set(),  # CSVLogger alone: metrics.csv read as scalars
+    "lightning_csv/lightning_logs/version_1": set(),
+    "lightning_csv/both_loggers/version_0": set(),  # the event file is read, metrics.csv beside it is not
     "lightning_eval_passes/lightning_logs/version_0": set(),  # evaluation passes: one attempt, no replay
     "rw_lightning/lightning_logs/version_0": set(),
     "rw_lightning/lightning_logs/version_1": set(),
@@ -69,6 +74,7 @@ EXPECTED = {
     "rw_pointcept_log": {"provenance.no-git", "resume.rollback", "steps.replayed"},
     "rw_renamed_tfevents/copied_run": set(),
     "rw_tb_restart/runs/baseline": {"steps.replayed"},
+    "rw_tb_two_at_once/runs/exp": {"steps.replayed"},  # two launches at once: neither killed the other
     "rw_tbx_add_scalars/runs/exp1": set(),
     "rw_tbx_add_scalars/runs/exp1/loss/train": set(),
     "rw_tbx_add_scalars/runs/exp1/loss/val": set(),

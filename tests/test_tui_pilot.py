@@ -100,7 +100,8 @@ async def test_filter_substring_negation_regex_and_sort():
         assert not any(Path(k).name.startswith("e2_") for k in row_keys(table))
         box.value = "/^hf_/"
         await pilot.pause()
-        assert sorted(Path(k).name for k in row_keys(table)) == ["hf_clean", "hf_killed", "hf_resumed", "hf_resumed_wandb", "hf_tb_then_none",
+        assert sorted(Path(k).name for k in row_keys(table)) == ["hf_clean", "hf_killed", "hf_resumed", "hf_resumed_wandb",
+                                                                 "hf_same_seed_trainings", "hf_tb_then_none",
                                                                  "hf_two_trainings"]
         box.value = "steps.replayed"  # finding codes are searchable too
         await pilot.pause()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from pimm_inspect.session.staged import CachingLoader
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
 
-@pytest.mark.skipif(not hasattr(loader_module.os, "fork"), reason="no fork on this platform")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_the_prefetched_run_keeps_every_field_analysis_set(monkeypatch):
     if threading.active_count() != 1:
         pytest.skip("another thread is running: the loader falls back to a thread, by design")

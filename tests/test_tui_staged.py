@@ -303,12 +303,10 @@ async def test_the_progress_line_counts_the_bytes_of_a_big_log_as_they_are_read(
     import re
 
     from pimm_inspect.sources import read_progress
-    from pimm_inspect.sources.train_log import reader as train_log_reader
 
     run = tmp_path / "big"
     run.mkdir()
     write_big_log(run / "train.log", 6 << 20, mixed=True)
-    monkeypatch.setattr(train_log_reader, "BLOCK_BYTES", 1 << 20)  # six blocks
     offsets: list[int] = []
     halfway, release = threading.Event(), threading.Event()
     real = read_progress.advanced
@@ -321,10 +319,11 @@ async def test_the_progress_line_counts_the_bytes_of_a_big_log_as_they_are_read(
             assert release.wait(60), "the test never released the reader"
 
     monkeypatch.setattr(read_progress, "advanced", advanced)
-    app = make_app(run, loader=CachingLoader(clock=lambda: FIXED_NOW), follow_interval_s=0)
+    loader = CachingLoader(clock=lambda: FIXED_NOW, read_block_bytes=1 << 20)  # six blocks
+    app = make_app(run, loader=loader, follow_interval_s=0)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, halfway.is_set, what="the reader halfway")
-        pattern = re.compile(r"reading train\.log 0/1, ([\d.]+) MB of ([\d.]+) MB")
+        pattern = re.compile(r"reading train\.log: ([\d.]+) MB of ([\d.]+) MB")
         await until(pilot, lambda: pattern.search(progress(app)) is not None,
                     what=f"bytes read on the progress line: {progress(app)!r}")
         done = pattern.search(progress(app))
@@ -334,53 +333,3 @@ async def test_the_progress_line_counts_the_bytes_of_a_big_log_as_they_are_read(
         await until(pilot, lambda: app.screen.run is not None, what="the read run")
         await settle(pilot)
     assert len(offsets) >= 6  # the full read told every block
-
-
-async def test_tags_and_curves_of_a_big_log_show_while_it_is_read(tmp_path, monkeypatch):
-    """Issue 23: on a 1 GB log the tags came only when the whole read ended; now what was read so far shows."""
-    import re
-
-    from textual.widgets import OptionList
-
-    from pimm_inspect.load import progress as progress_module
-    from pimm_inspect.sources import read_progress
-    from pimm_inspect.sources.train_log import reader as train_log_reader
-    from pimm_inspect.tui.widgets.curves import CurvesPane
-
-    run = tmp_path / "big"
-    run.mkdir()
-    write_big_log(run / "train.log", 6 << 20, mixed=True)
-    monkeypatch.setattr(train_log_reader, "BLOCK_BYTES", 1 << 20)
-    monkeypatch.setattr(progress_module, "SO_FAR_EVERY_S", 0.0)  # every block may send what it read so far
-    blocks: list[int] = []
-    halfway, release = threading.Event(), threading.Event()
-    real = read_progress.advanced
-
-    def advanced(offset: int, so_far=None) -> None:
-        real(offset, so_far)
-        if so_far is not None:
-            blocks.append(offset)
-        if len(blocks) == 3:
-            halfway.set()
-            assert release.wait(60), "the test never released the reader"
-
-    monkeypatch.setattr(read_progress, "advanced", advanced)
-    app = make_app(run, loader=CachingLoader(clock=lambda: FIXED_NOW), follow_interval_s=0)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, halfway.is_set, what="the reader halfway")
-        screen = app.screen
-        await until(pilot, lambda: "so far" in plain(screen.query_one("#ov-identity", Static)),
-                    what="the tags read so far on the overview")
-        assert screen.run is None  # the full read is still held halfway
-        identity = plain(screen.query_one("#ov-identity", Static))
-        found = re.search(r"scalar tags  (\d+) so far, reading…", identity)
-        assert found is not None and int(found.group(1)) >= 8, identity
-        pane = screen.query_one(CurvesPane)
-        tags = [o.id for o in pane.query_one("#tag-list", OptionList).options]
-        assert "train_batch/loss" in tags and "params/lr" in tags
-        shown = max(len(s) for s in pane.run.series)
-        assert 0 < shown < 30_000  # the Train: lines of three of six blocks, not the whole log
-        release.set()
-        await until(pilot, lambda: screen.run is not None, what="the read run")
-        await settle(pilot)
-        assert max(len(s) for s in screen.run.series) > shown

@@ -26,18 +26,33 @@ def check_crashed(run: Run) -> list[Finding]:
         slurm = next((s for s in att.sources if s in slurm_paths), None)
         # Name the file the evidence is in: a W&B-only run has no train.log.
         fallback = slurm or next((s for s in att.sources if s == "train.log"), None) or next(iter(att.sources), "train.log")
+        # A W&B folder's end is its transaction log's exit record: name that file, not the folder.
+        exit_log = None if tb or slurm else _wandb_log(run, fallback)
+        fallback = exit_log or fallback
         # A W&B transaction log is binary: the line is the one of its captured console output, not of the file.
         where = (f"console line {tb.line_no} of the output captured in {tb.source}" if tb and tb.source.endswith(".wandb")
                  else f"{tb.source}:{tb.line_no}" if tb else fallback)
+        said = (f"The traceback starts at {where}. " if tb else
+                f"W&B recorded the exit code in {where}; no traceback was captured. " if exit_log else
+                f"The error is in {where}. ")
         findings.append(Finding(
             "run.crashed", Severity.ERROR if last else Severity.WARNING,
             f"attempt {att.index} crashed at step {att.last_step}: {detail}" if att.last_step is not None
             else f"attempt {att.index} crashed: {detail}",
             (tb.source,) if tb else (fallback,),
             (att.last_step, att.last_step) if att.last_step is not None else None,
-            (f"The traceback starts at {where}. " if tb else f"The error is in {where}. ") + ("The run did not recover." if last else
-                                                   f"Attempt {att.index + 1} resumed afterwards.")))
+            said + ("The run did not recover." if last else f"Attempt {att.index + 1} resumed afterwards.")))
     return findings
+
+
+def _wandb_log(run: Run, folder: str) -> str | None:
+    """The transaction log (``run-<id>.wandb``, run-relative) of the W&B folder ``folder`` names, or None."""
+    for wrun in run.wandb_runs:
+        if wrun.path == folder:
+            inside = "" if folder == "." else folder.rstrip("/") + "/"
+            return next((p for p in wrun.file_roles if p.endswith(".wandb") and p.startswith(inside)
+                         and "/" not in p[len(inside):]), None)
+    return None
 
 
 def check_stalled(run: Run, now: float | None = None) -> list[Finding]:

@@ -12,7 +12,8 @@ from .curves import merge
 
 _LOG_DECIMALS = {"params/lr": 5}
 """pimm prints Train: terms with %.4f and Lr with %.5f; the metric writers keep float32."""
-_LABEL = {"train_log": "train.log", "tb_events": "TensorBoard", "wandb": "W&B history", "hf_trainer": "trainer_state.json"}
+_LABEL = {"train_log": "train.log", "tb_events": "TensorBoard", "wandb": "W&B history", "hf_trainer": "trainer_state.json",
+          "lightning_csv": "metrics.csv"}
 
 
 def _tolerance(tag: str, kinds: tuple[str, str], values: np.ndarray) -> np.ndarray:

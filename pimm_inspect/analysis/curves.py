@@ -10,7 +10,7 @@ from ..arrays import unique_sorted
 from ..model import Run, ScalarSeries, make_series
 from .distinct import strictly_increasing
 
-SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "train_log")
+SOURCE_PRIORITY = ("tb_events", "wandb", "hf_trainer", "lightning_csv", "train_log")
 """Preferred origin of a tag's points: the metric writer first, the text log last."""
 
 

@@ -95,7 +95,7 @@ STALL_INTERVALS = 20
 """A writer silent for this many of its own step intervals (and longer than LIVE_WINDOW_S) is gone."""
 
 
-LIVE_KINDS = ("train_log", "tb_events", "structured_log", "wandb")
+LIVE_KINDS = ("train_log", "tb_events", "structured_log", "wandb", "lightning_csv")
 """Source kinds a live run keeps writing: the newest of their mtimes says when it last wrote."""
 
 

@@ -12,7 +12,8 @@ import numpy as np
 from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
-from .process_evidence import epoch_axis_tags, fold_evaluator_segments
+from .process_evidence import (csv_attempts, epoch_axis_tags, fold_evaluator_segments, lightning_restore_step,
+                               ran_alongside)
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
 from .wandb_order import process_folders, start_estimates
@@ -52,15 +53,24 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     elif c.tb_files:
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
+        previous_end: float | None = None
         for index, (group, went_back) in enumerate(writer_sessions(tb_parts), start=1):
             part_attempt.update((id(r), index) for _p, _n, r in group)
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
             last = max((s.last_step for s in steps), default=None)
-            started = _utc(min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None))
+            first_wall = min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None)
+            started = _utc(first_wall)
+            if attempts and first_wall is not None and first_wall < (previous_end or 0.0):
+                attempts[-1] = ran_alongside(attempts[-1], index)
+            previous_end = max((r.last_wall_time_s or 0.0 for _p, _n, r in group), default=None)
             origin: Origin
+            restored = None
             if index == 1:
-                origin = "fresh"
+                if any(d.kind == "lightning_hparams" for d in c.configs):  # a Lightning logger's folder
+                    restored = lightning_restore_step([s for _p, _n, r in group for s in r.series.values()],
+                                                      {p for p, _n, _r in group})
+                origin = "fresh" if restored is None else "resume"
             elif went_back:  # a new writer in the same process whose steps went back: training started again
                 origin = "restart"
             else:  # a later process that starts where the earlier ones started (or after none logged) begins anew
@@ -68,7 +78,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             if first is not None:
                 earliest = first if earliest is None else min(earliest, first)
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None, first_step=first, last_step=last,
-                                    origin=origin, sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
+                                    origin=origin, restore_step=restored,
+                                    sources=tuple(dict.fromkeys(p for p, _n, _r in group))))
     elif c.wandb_runs and c.kind == "wandb":
         # By the best start evidence, folder stamps included; a second wandb.init inside a live process is no start.
         ordered = process_folders(c.wandb_runs)
@@ -89,6 +100,8 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
                 wandb_attempt[wrun.rel_path] = index
     elif c.hf is not None and c.hf.attempts:
         attempts += _hf_attempts(c)
+    elif c.csv_metrics:
+        attempts += csv_attempts(c.csv_metrics)
     for rel_path, _name, result in tb_parts:
         attempt = part_attempt.get(id(result), tb_attempt.get(rel_path))
         for s in result.series.values():
@@ -102,6 +115,9 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         step_metrics = set(run.x_axis.values()) - {"_step"}
         series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s
                    for s in run.series if s.tag not in step_metrics]
+    for _rel, csv_result in c.csv_metrics:  # Lightning's CSVLogger: one file, one logger version, one process
+        only = attempts[0].index if len(attempts) == 1 else None  # beside several writers of event files: unknown
+        series += [dataclasses.replace(s, attempt=only) for s in csv_result.series.values()]
     if c.hf is not None:
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
         series += list(c.hf.series) + list(c.hf.tb_series)

@@ -67,7 +67,8 @@ def _tracked(c: Collected, kind: str, path: Path, rel_path: str) -> Iterator[Non
         return
     tracker = c.progress
     tracker.reading(kind)
-    with read_progress.reporting(lambda offset, so_far: tracker.within(rel_path, offset, so_far)):
+    with read_progress.reporting(lambda offset, so_far: tracker.within(rel_path, offset, so_far),
+                                 tracker.block_bytes):
         yield
     tracker.read(kind, path, rel_path)
 

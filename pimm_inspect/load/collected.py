@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..sources.checkpoint.reader import ModelDirResult
     from ..sources.config.json_docs import EvalMetrics
     from ..sources.hf.reader import HfTrainerResult
+    from ..sources.lightning.csv_metrics import CsvMetricsResult
     from ..sources.slurm.rank_logs import RankLog
     from ..sources.slurm.sbatch import SbatchInfo
     from ..sources.slurm.slurm_log import SlurmLog
@@ -59,6 +60,8 @@ class Collected:
     model_dir: ModelDirResult | None = None
     lightning: ModelDirResult | None = None
     """A Lightning logger version folder's ``checkpoints/*.ckpt`` (``sources.checkpoint.lightning``)."""
+    csv_metrics: list[tuple[str, CsvMetricsResult]] = field(default_factory=list)
+    """(rel path, result) of a Lightning CSVLogger folder's ``metrics.csv`` (``sources.lightning.csv_metrics``)."""
     sbatch: SbatchInfo | None = None
     eval_metrics: list[EvalMetrics] = field(default_factory=list)
     rank_logs: list[RankLog] = field(default_factory=list)

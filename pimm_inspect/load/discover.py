@@ -19,6 +19,8 @@ WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)
 """W&B run folders: the id is whatever follows the time stamp (W&B accepts ids like ``Mancala 8``). A second start
 in the same second adds ``-<n>`` after the id, so the folder's ``run-<id>.wandb`` log names the id exactly."""
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
+LIGHTNING_CSV = "metrics.csv"
+"""Lightning's CSVLogger history; its version folder always holds ``hparams.yaml`` beside it (written on each save)."""
 
 PIMM_MARKERS = ("train.log", "run_metadata.json", "resolved_config.json", "config.py")
 NEVER_DESCEND = {"code", ".git", "__pycache__", "node_modules", ".exex", "site-packages"}
@@ -30,7 +32,7 @@ MAX_DEPTH = 12
 
 
 def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
-    """The kind of run ``path`` is (pimm, hf-trainer, wandb, tensorboard) or None."""
+    """The kind of run ``path`` is (pimm, hf-trainer, wandb, tensorboard, lightning) or None."""
     if names is None:
         try:
             names = set(os.listdir(path))
@@ -46,6 +48,8 @@ def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
         return "wandb"
     if any(EVENT_FILE.match(n) for n in names) and _has_event_file(path, names):
         return "tensorboard"
+    if LIGHTNING_CSV in names and "hparams.yaml" in names:
+        return "lightning"  # CSVLogger's version folder (with event files beside it, the TensorBoard run holds it)
     return None
 
 

@@ -20,7 +20,7 @@ from ..model import Finding, Severity
 from ..sources import rel
 from ..sources.protocol import Read, Reader
 from .collected import Collected, FileCache
-from .discover import EVENT_FILE, WANDB_RUN_DIR, same_id_siblings
+from .discover import EVENT_FILE, LIGHTNING_CSV, WANDB_RUN_DIR, same_id_siblings
 from .file_deps import note_probe
 
 if TYPE_CHECKING:
@@ -160,6 +160,21 @@ def _store_event_file(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> 
         c.tb_files.append(item)  # files come in name order, which is mostly process-start order: no sort at all
     else:  # keyed binary search: a re-sort per file made 200,000 files 20 billion key computations
         bisect.insort(c.tb_files, item, key=_event_file_order)
+
+
+# -- Lightning's CSVLogger --------------------------------------------------------------------------------
+
+def _find_csv_metrics(c: Collected, names: list[str]) -> list[Found]:
+    """``metrics.csv`` of a CSVLogger folder, also beside event files (a TensorBoardLogger given the same folder):
+    what both hold is drawn from the event file (``SOURCE_PRIORITY``), what only the CSV holds from the CSV."""
+    csv_logger = LIGHTNING_CSV in names and (c.kind == "lightning" or "hparams.yaml" in names)
+    return [(c.root / LIGHTNING_CSV, LIGHTNING_CSV)] if csv_logger else []
+
+
+def _store_csv_metrics(c: Collected, path: Path, rel_path: str, r: Read[Any]) -> None:
+    c.note(path, "lightning_csv", r.bytes_read)
+    if r.value is not None:
+        c.csv_metrics.append((rel_path, r.value))
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------------
@@ -337,6 +352,7 @@ KINDS: tuple[FileKind, ...] = DOCUMENTS + (
     FileKind("tb_events", _find_event_files, _lazy("tensorboard"), _store_event_file, _CACHED_EVENT_FILE),
     FileKind("tb_events", _find_nested_event_files, _lazy("tensorboard"), _store_event_file,
              _CACHED_EVENT_FILE),
+    FileKind("lightning_csv", _find_csv_metrics, _lazy("lightning.csv_metrics"), _store_csv_metrics),
     FileKind("checkpoint", _find_model_dir, _lazy("checkpoint"), _store_model_dir, _CACHED_MODEL_DIR),
     FileKind("checkpoint", _find_lightning_dir, _lazy("checkpoint", "read_lightning"), _store_lightning_dir,
              label="checkpoints"),

@@ -1,4 +1,5 @@
-"""What says a process started: train.log segments that really trained, event files grouped by writer process.
+"""What says a process started: train.log segments that really trained, event files grouped by writer process,
+Lightning logger folders (a CSVLogger file is one process; a first epoch above 0 is a restored checkpoint).
 
 An attempt is a training process start. A ``=> Loading config ...`` line starts one only when training
 follows it (pimm's final tester logs its own config line inside a finishing attempt), and two event
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..model import ScalarSeries
+from ..model import Attempt, ScalarSeries
 
 
 def _trained(seg: Any) -> bool:
@@ -114,3 +115,38 @@ def epoch_axis_tags(train_log: Any, series: list[ScalarSeries]) -> set[str]:
         assert last is not None  # the series is not empty
         tags[s.tag] = tags.get(s.tag, True) and last <= epochs
     return {tag for tag, on_epochs in tags.items() if on_epochs}
+
+
+def lightning_restore_step(series: list[ScalarSeries], sources: set[str]) -> int | None:
+    """The last step a Lightning logger's Trainer restored from a checkpoint, or None when it started at epoch 0.
+
+    Lightning counts epochs from 0 and logs ``epoch`` beside every metric row; a Trainer starts at a later epoch only
+    when ``fit(ckpt_path=...)`` restored one. Its first ``epoch`` point (lowest step, in ``sources``) is then the
+    first step it trained: the one before it is the restore point (TensorBoardLogger's ``hp_metric`` placeholder at
+    step 0 says nothing). Only for a Lightning logger's files (its folder holds ``hparams.yaml``): other writers may
+    count epochs from 1.
+    """
+    for s in series:
+        if s.tag == "epoch" and s.source in sources and len(s):
+            first = int(s.steps.argmin())  # the lowest step; the first such row in file order
+            return int(s.steps[first]) - 1 if s.values[first] > 0 else None
+    return None
+
+
+def csv_attempts(csv_metrics: list[tuple[str, Any]]) -> list[Attempt]:
+    """A CSVLogger folder is one logger version: one ``Trainer`` (one process start) wrote its ``metrics.csv``,
+    resumed when its first ``epoch`` is above 0. The file has no clock, so the attempt has no start time."""
+    rel_path, result = csv_metrics[0]
+    steps = [s for s in result.series.values() if len(s)]
+    firsts = [s.first_step for s in steps if s.first_step is not None]
+    lasts = [s.last_step for s in steps if s.last_step is not None]
+    restored = lightning_restore_step(steps, {rel_path})
+    return [Attempt(index=1, started_at=None, first_step=min(firsts, default=None), last_step=max(lasts, default=None),
+                    origin="fresh" if restored is None else "resume", restore_step=restored, sources=(rel_path,))]
+
+
+def ran_alongside(att: Attempt, later: int) -> Attempt:
+    """``att`` wrote its files after attempt ``later`` began (its writer's clock says so): the two ran at once (two
+    launches into one folder), so the later one did not end it. It stopped without an end marker, not killed."""
+    return dataclasses.replace(att, ended="stopped", end_detail=(
+        f"log stops without an end marker; it was still writing after attempt {later} started (the two ran at once)"))

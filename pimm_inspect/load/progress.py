@@ -18,10 +18,10 @@ from pathlib import Path
 from ..model import ScalarSeries
 from ..sources.read_progress import SoFar
 
-SO_FAR_EVERY_S = 2.0
-"""How often a big file's series read so far are handed on (the first time after its first block)."""
+SO_FAR_EVERY_S = 1.0
+"""How often, by default, a big file's series read so far are handed on (the first time after its first block)."""
 STAGES = {"train_log": "train.log", "tb_events": "event files", "wandb": "W&B logs", "checkpoint": "checkpoints",
-          "structured_log": "rank logs", "hf_trainer": "Trainer state"}
+          "structured_log": "rank logs", "hf_trainer": "Trainer state", "lightning_csv": "metrics.csv"}
 """What the progress line calls the files of a source kind; every other kind is a side file."""
 SIDE_FILES = "side files"
 
@@ -74,7 +74,8 @@ class ReadTracker:
 
     def __init__(self, listing: Iterable[ListedFile], report: Callable[[ReadProgress], None] | None = None,
                  cancelled: Callable[[], bool] | None = None,
-                 so_far: Callable[[tuple[ScalarSeries, ...]], None] | None = None) -> None:
+                 so_far: Callable[[tuple[ScalarSeries, ...]], None] | None = None,
+                 so_far_every_s: float = SO_FAR_EVERY_S, block_bytes: int | None = None) -> None:
         listed = tuple(listing)
         self.sizes = {f.path: f.size_bytes for f in listed}
         self.stage_totals: dict[str, int] = {}
@@ -92,8 +93,11 @@ class ReadTracker:
         """Bytes of the file being read that its reader has got through (``within``)."""
         self._within_sent = 0
         self._so_far = so_far
-        """Told the series a big file's reader has read so far (at most every ``SO_FAR_EVERY_S``)."""
+        """Told the series a big file's reader has read so far (at most every ``so_far_every_s``)."""
         self._so_far_at = -math.inf
+        self._so_far_every_s = so_far_every_s
+        self.block_bytes = block_bytes
+        """Bytes a streaming reader reads per block (None: its own default); smaller blocks report more often."""
 
     def check(self) -> None:
         """Raise LoadCancelled when the caller no longer wants the run."""
@@ -114,7 +118,7 @@ class ReadTracker:
         if size is None:
             return  # not in the listing: its bytes are not in the total either
         if so_far is not None and self._so_far is not None and offset < size \
-                and time.monotonic() - self._so_far_at >= SO_FAR_EVERY_S:  # only while the file has more to read
+                and time.monotonic() - self._so_far_at >= self._so_far_every_s:  # only while the file has more to read
             self._so_far(so_far())
             self._so_far_at = time.monotonic()
         self._within = min(offset, size)

@@ -23,7 +23,7 @@ def is_stale(first_wall_time_s: float | None, created_s: float | None) -> bool:
     return created_s is not None and first_wall_time_s is not None and first_wall_time_s < created_s - STALE_MARGIN_S
 
 
-WRITTEN_WHILE_TRAINING = ("train_log", "tb_events", "structured_log", "wandb", "slurm", "hf_trainer")
+WRITTEN_WHILE_TRAINING = ("train_log", "tb_events", "structured_log", "wandb", "slurm", "hf_trainer", "lightning_csv")
 """Source kinds a training process keeps appending to: their newest mtime is when the run last logged anything."""
 QUIET_STATUSES = ("finished", "crashed")
 """A run that ended (with an end marker or a crash) is quiet, not stalled."""

@@ -94,7 +94,7 @@ class Session:
         """The staged loader: keeps a read cache per live run, so a refresh reads only what was appended."""
         from .staged import CachingLoader
 
-        return CachingLoader(clock=self._clock, make_cache=self.read_cache)
+        return CachingLoader(clock=self._clock, make_cache=self.read_cache, disk=self.disk)
 
     @cached_property
     def _transient(self) -> ReadCache:

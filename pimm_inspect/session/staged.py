@@ -12,23 +12,25 @@ prefetching child process is killed, so superseded work stops instead of finishi
 from __future__ import annotations
 
 import dataclasses
-import os
-import pickle
 import queue
-import signal
-import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Protocol, Union, runtime_checkable
 
 from ..analysis import analyze
-from ..load.progress import LoadCancelled, ReadProgress, ReadTracker
+from ..load.progress import SO_FAR_EVERY_S, LoadCancelled, ReadProgress, ReadTracker
 from ..load.quick import RunGlance, glance
 from ..load.safe import failed_run, load_reusable
 from ..model import Run, ScalarSeries
+from .child import END, ForkedChild, Send
 from .store.cache import ReadCache
+from .store.disk_cache import DiskCache
+
+READ_BLOCK_BYTES = 2 << 20
+"""The UI reads a big train.log in steps of this many bytes: its first preview after some 30 ms of parsing instead of
+a 16 MiB block's half second (on a 200 MB log, 1-4 MiB steps took no more CPU than 16 MiB ones, and less memory)."""
 
 Loader = Callable[[Path], Run]
 """A plain loader (tests, custom loaders): the analysed Run of a path, in one go."""
@@ -51,7 +53,11 @@ class Reading:
 @dataclass(frozen=True, slots=True)
 class ReadSoFar:
     """The full read of a big file is under way: the series read from it so far (thinned to a few tens of thousands
-    of points per tag), so tags and curves can be shown long before the read ends."""
+    of points per tag), so tags and curves can be shown long before the read ends.
+
+    Only series, by design: attempts, replays and findings are decided on the whole run (``ReadDone``, then the
+    analysed Run), never on part of a file. A prefetching child sends one at most every ``so_far_every_s``, and one
+    not relayed yet is replaced by the next (``child.ForkedChild``'s ``latest_only``)."""
 
     series: tuple[ScalarSeries, ...]
 
@@ -121,7 +127,8 @@ class CachingLoader:
     """Load and analyse runs in stages, keeping one ReadCache per live run so a reload reads only appended bytes."""
 
     def __init__(self, clock: Callable[[], float] | None = None,
-                 make_cache: Callable[[], ReadCache] | None = None) -> None:
+                 make_cache: Callable[[], ReadCache] | None = None, *, so_far_every_s: float = SO_FAR_EVERY_S,
+                 read_block_bytes: int | None = READ_BLOCK_BYTES, disk: DiskCache | None = None) -> None:
         self.make_cache: Callable[[], ReadCache] = make_cache or ReadCache
         """A new per-run read cache (the session's: on its disk cache; by default in memory only)."""
         self.caches: dict[str, ReadCache] = {}
@@ -129,6 +136,12 @@ class CachingLoader:
         """Reads that used only appended bytes, over all runs (the live indicator and tests use it)."""
         self.clock = clock
         """The time liveness is judged against (None: the real clock); tests fix it."""
+        self.so_far_every_s = so_far_every_s
+        """How often a big file's series read so far are shown while it is read (``ReadSoFar``)."""
+        self.read_block_bytes = read_block_bytes
+        """Bytes a big file's reader reads between two progress reports (None: the reader's own blocks)."""
+        self.disk = disk
+        """The session's disk cache, asked only whether a run's train.log is in it already (``prefetch``)."""
         self._lock = threading.Lock()
         self._children: dict[str, _Child] = {}
 
@@ -142,9 +155,12 @@ class CachingLoader:
         other thread yet, a child process loads and analyses the run on the other core while this one
         imports and starts the UI, sending each stage back through a pipe (pickle between our own two
         processes; nothing from the run directory is ever unpickled this way). Otherwise (None) the
-        first ``load`` reads the run itself.
+        first ``load`` reads the run itself. So it does when the run's train.log is in the disk cache already
+        (``log_cached``): reading that entry lazily here is quicker than a child decoding every column of it and
+        sending them all through the pipe (a warm 1 GB log: tags after 5 s instead of 10 s, busy machine), and the
+        child would compete with the UI's start for the processors.
         """
-        if not hasattr(os, "fork") or threading.active_count() != 1:
+        if not ForkedChild.possible() or (self.disk is not None and log_cached(self.disk, Path(path))):
             return None
         key = Path(path).absolute().as_posix()
         child = _Child.start(Path(path), self)
@@ -205,7 +221,8 @@ class CachingLoader:
         if quick is not None:
             emit(Glanced(quick))
         tracker = ReadTracker(quick.files if quick is not None else (), lambda p: emit(Reading(p)), cancelled,
-                              so_far=(lambda series: emit(ReadSoFar(series))) if on_stage is not None else None)
+                              so_far=(lambda series: emit(ReadSoFar(series))) if on_stage is not None else None,
+                              so_far_every_s=self.so_far_every_s, block_bytes=self.read_block_bytes)
         key = Path(path).absolute().as_posix()
         with self._lock:
             cache = self.caches.get(key) or self.caches.setdefault(key, self.make_cache())
@@ -228,6 +245,17 @@ class CachingLoader:
             return run, False
 
 
+def log_cached(disk: DiskCache, run: Path) -> bool:
+    """True when ``run``'s train.log has an entry in ``disk`` written (or used) since the log last changed: a hint
+    (a wrong guess costs time, never a wrong result: the entry is checked as usual when it is read)."""
+    log = Path(run).absolute() / "train.log"
+    try:
+        changed = log.stat().st_mtime_ns
+        return disk.entry_file("train_log", log, "train.log").stat().st_mtime_ns >= changed
+    except OSError:
+        return False
+
+
 def guarded(loader: Loader, path: Path) -> Run:
     """Call a loader; an exception becomes an ``internal.load-failed`` finding on a minimal Run."""
     try:
@@ -236,82 +264,28 @@ def guarded(loader: Loader, path: Path) -> Run:
         return failed_run(path, exc)
 
 
-_HEADER = struct.Struct("<Q")
-
-
 class _Child:
-    """A forked process loading one run; its stages arrive as length-prefixed pickles through a pipe."""
+    """A forked process loading one run (``child.ForkedChild``); its stages arrive as frames, a newer ReadSoFar
+    replacing one not relayed yet."""
 
-    def __init__(self, pid: int, read_end: int) -> None:
-        self.pid = pid
-        self.frames: queue.Queue[tuple[str, Any] | None] = queue.Queue()
-        self._reaped = False
-        self._reap_lock = threading.Lock()
-        threading.Thread(target=self._receive, args=(read_end,), name="pimm-inspect-prefetch", daemon=True).start()
+    def __init__(self, forked: ForkedChild) -> None:
+        self.forked = forked
+        self.pid = forked.pid
 
     @classmethod
     def start(cls, path: Path, loader: CachingLoader) -> _Child:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: load, send, and leave without running any exit handler of the parent's
-            try:
-                os.close(read_end)
-                with os.fdopen(write_end, "wb") as out:
-                    def send(kind: str, payload: object) -> None:
-                        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-                        out.write(_HEADER.pack(len(data)))
-                        out.write(data)  # not header + data: that would copy a big Run's pickle once more
-                        out.flush()
+        def work(send: Send) -> None:
+            run = loader._load(path, lambda item: send(("stage", item)))
+            cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
+            # Everything analysis set (findings, summary, Run.replayed ...), without the series the parent already
+            # has from the ReadDone stage.
+            send(("analysed", (dataclasses.replace(run, series=(), events=()), cache)))
 
-                    def stage(item: Stage) -> None:
-                        send("stage", item)
-
-                    run = loader._load(path, stage)
-                    cache = loader.caches.get(path.absolute().as_posix())  # kept only for a live run
-                    # Everything analysis set (findings, summary, Run.replayed ...), without the series the
-                    # parent already has from the ReadDone stage.
-                    send("analysed", (dataclasses.replace(run, series=(), events=()), cache))
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        return cls(pid, read_end)
-
-    def _receive(self, read_end: int) -> None:
-        """Read frames as they come (so the child never waits on a full pipe); None marks the end."""
-        try:
-            with os.fdopen(read_end, "rb") as pipe:
-                while header := pipe.read(_HEADER.size):
-                    if len(header) < _HEADER.size:
-                        break
-                    (size,) = _HEADER.unpack(header)
-                    data = pipe.read(size)
-                    if len(data) < size:
-                        break
-                    self.frames.put(pickle.loads(data))
-        except Exception:  # noqa: BLE001 - a broken pipe or frame ends the relay; the parent loads instead
-            pass
-        finally:
-            self.frames.put(None)
-            self._reap()
-
-    def _reap(self) -> None:
-        with self._reap_lock:
-            if self._reaped:
-                return
-            self._reaped = True
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
+        return cls(ForkedChild.start(work, "pimm-inspect-prefetch", latest_only=_is_preview))
 
     def kill(self) -> None:
         """Stop the child now (its screen is gone, or a newer load supersedes it)."""
-        if not self._reaped:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self._reap()
+        self.forked.kill()
 
     def relay(self, on_stage: StageCallback | None,
               cancelled: Callable[[], bool] | None) -> tuple[Run, ReadCache | None] | None:
@@ -320,14 +294,15 @@ class _Child:
         read: Run | None = None
         while True:
             try:
-                frame = self.frames.get(timeout=0.05)
+                frame = self.forked.get(timeout=0.05)
             except queue.Empty:
                 if cancelled is not None and cancelled():
                     self.kill()
                     raise LoadCancelled() from None
                 continue
-            if frame is None:
+            if frame is END:
                 return None  # the child died or could not send: the caller loads here instead
+            assert isinstance(frame, tuple)  # our own child's (kind, payload)
             kind, payload = frame
             if kind == "stage":
                 if isinstance(payload, ReadDone):
@@ -342,3 +317,7 @@ class _Child:
                 analysed, cache = payload
                 return dataclasses.replace(analysed, series=read.series, events=read.events), cache
 
+
+def _is_preview(frame: object) -> bool:
+    """A frame only the newest of which matters: what a big file gave so far."""
+    return isinstance(frame, tuple) and len(frame) == 2 and isinstance(frame[1], ReadSoFar)

@@ -14,6 +14,10 @@ from .facts import fmt_step, human_bytes, kind_label, relative_name
 
 WAITING = "…"
 """Shown where the quick stage cannot tell yet."""
+SO_FAR_NOTE = "Read so far, thinned; more as the read goes on. Replayed steps and findings once all is read."
+"""The Curves note while only part of a big file is read: nothing about replays is claimed from part of a file."""
+CHECKING_NOTE = "Every file is read; the checks (replayed steps, findings) are still running."
+"""The Curves note while the read run's checks run (which steps were written twice is one of them)."""
 
 
 def run_title(run: Run, base: Path) -> str:
@@ -43,12 +47,13 @@ def glance_title(quick: RunGlance, base: Path) -> str:
 
 
 def progress_text(progress: ReadProgress) -> str:
-    """``reading event files 3/5, 412.0 MB of 1.0 GB`` and the like."""
+    """``reading event files 3/5, 412.0 MB of 1.0 GB``, ``reading train.log: 230.0 MB of 1.0 GB`` (one file: no count)
+    and the like."""
     if progress.stage == "assembling":
         return "putting attempts and curves together…"
     if progress.stage == "analysing":
         return "running the checks…"
-    files = f" {progress.files_done}/{progress.files_total}" if progress.files_total else ""
-    size = f", {human_bytes(progress.bytes_done)} of {human_bytes(progress.bytes_total)}" \
+    files = f" {progress.files_done}/{progress.files_total}" if progress.files_total > 1 else ""
+    size = f"{', ' if files else ': '}{human_bytes(progress.bytes_done)} of {human_bytes(progress.bytes_total)}" \
         if progress.bytes_total else ""
     return f"reading {progress.stage}{files}{size}…"

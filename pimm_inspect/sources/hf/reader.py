@@ -239,7 +239,10 @@ def _spans(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Trainin
         return [(primary.rel_path if primary else None, lo, hi, None) for lo, hi in history_segments(primary)]
     key = training_key(primary)
     states = [primary if training.key == key and primary is not None else training.newest for training in found]
-    return [(state.rel_path, lo, hi, t) for t, state in enumerate(states) for lo, hi in history_segments(state)]
+    # A training that saved before its first log row (a smoke test) is an attempt that logged nothing.
+    nothing: list[tuple[int | None, int | None]] = [(None, None)]
+    return [(state.rel_path, lo, hi, t) for t, state in enumerate(states)
+            for lo, hi in (list(history_segments(state)) or nothing)]
 
 
 def _attempts(tb_dirs: list[HfTbDir], primary: StateDoc | None, found: list[Training], log_every: int | None,

@@ -68,10 +68,16 @@ def continues(later: StateDoc, earlier: StateDoc) -> bool:
     """True when ``later``'s log_history holds ``earlier``'s rows (a resume restores them), so one training went on.
 
     A resume that changed max_steps or the batch size writes the new values into its checkpoints, but its history
-    starts with the restored one; a new training's history starts afresh (other losses, or none, at those steps).
+    starts with the restored one, row for row up to the restored step; a new training's history starts afresh. Every
+    row of ``earlier`` must be there with its loss: a new training of the same script (same seed, data and warmup)
+    logs the very same first rows and parts only where its schedule does, so agreeing on the first rows says nothing.
     """
-    common, same = _agree(_losses(earlier), _losses(later))
-    return common and same
+    before, after = _losses(earlier), _losses(later)
+    return bool(before) and all(step in after and _same(loss, after[step]) for step, loss in before.items())
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (a != a and b != b)  # NaN equals NaN
 
 
 MTIME_ORDER_S = 2.0

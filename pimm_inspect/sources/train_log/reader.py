@@ -32,6 +32,7 @@ from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
 from ._fast import FastRows
 from ._findings import long_lines_finding, non_finite_findings
 from ._index import BlockContext, IndexBuilder
+from ._preview import ThinnedPoints
 from ._records import MAX_MESSAGE_BYTES, continue_record, finish_record, record, record_text
 from ._resume import TAIL_CHECK_BYTES, TrainLogResume, can_extend, completed, restore, snapshot
 from ._segments import SegmentState, finalize_segment
@@ -70,6 +71,8 @@ class _Reader:
         self.prefix_tables: tuple[ValTable, ...] = ()
         self.cap = TagCap()
         """Distinct tags of the file (``MAX_TAGS_PER_FILE``), shared by its attempts."""
+        self.previews: dict[tuple[int, str], ThinnedPoints] = {}
+        """Per (attempt, tag): its points read so far, thinned (``so_far``; only made when a preview is asked for)."""
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -267,12 +270,14 @@ class _Reader:
         return newline_count
 
     def so_far(self, rel_path: str) -> tuple[ScalarSeries, ...]:
-        """The series read so far, each thinned to about ``SO_FAR_POINTS`` points (every k-th of its chunks): what the
-        UI shows while a big log is still being read. Rows not flushed into chunks yet are left out."""
+        """The series read so far, each thinned to ``SO_FAR_POINTS`` to twice that (every k-th point; ``_preview``,
+        kept between calls so each looks only at what was read since): what the UI shows while a big log is still
+        being read. Rows not flushed into chunks yet are left out."""
         out = [_thinned(s.tag, [(s.steps, s.values, s.wall_times_s)], rel_path, s.attempt) for s in self.prefix_series]
         for seg in self.segments:
             for tag, parts in list(seg.chunks.items()):
-                out.append(_thinned(tag, parts, rel_path, seg.index))
+                thinned = self.previews.setdefault((seg.index, tag), ThinnedPoints(SO_FAR_POINTS))
+                out.append(make_series(tag, *thinned.update(parts), rel_path, seg.index))
             for tag, (steps, values, walls) in list(seg.points.items()):
                 out.append(make_series(tag, steps, values, walls, rel_path, seg.index))
         return tuple(s for s in out if len(s))
@@ -420,7 +425,8 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     "it was probably rewritten by a fresh launch: read it again from the start",
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings, read_from=start_offset)
-            for block, offset, real_end in blocks(fh, start_offset, size, stats, BLOCK_BYTES, MAX_LINE_BYTES):
+            block_bytes = read_progress.block_bytes(BLOCK_BYTES)  # the loader's, when it wants smaller steps
+            for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES):
                 lines += reader.block(block, offset)
                 end = real_end
                 read_progress.advanced(end, lambda: reader.so_far(rel_path))

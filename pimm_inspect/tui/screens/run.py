@@ -17,7 +17,7 @@ from ...report.safe_text import data_text
 from ..facts import relative_name
 from ..wandb_keys import copy_wandb, open_wandb
 from ...session.staged import Loader, StagedLoader
-from ..stages import run_title
+from ..stages import CHECKING_NOTE, run_title
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curve_spec import replayed_ranges, stale_sources
 from ..widgets.curves import CurvesPane
@@ -153,7 +153,7 @@ class RunScreen(RunLoading):
         self.analysed = analysed
         self.query_one("#run-title", Static).update(data_text(run_title(run, self.base), newlines=False))
         self.query_one(Overview).set_run(run, analysed)
-        self.query_one(CurvesPane).set_run(run)
+        self.query_one(CurvesPane).set_run(run, pending=None if analysed else CHECKING_NOTE)
         self.query_one(ConfigPane).set_run(run)
         self.query_one(CheckpointsPane).set_run(run)
         if analysed:

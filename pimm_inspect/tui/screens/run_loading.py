@@ -7,6 +7,7 @@ process is killed: superseded work never finishes in the background.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -22,11 +23,12 @@ from ...load.quick import RunGlance
 from ...model import Run, ScalarSeries
 from ...report.safe_text import data_text
 from ...session.staged import Glanced, Loader, ReadDone, Reading, ReadSoFar, Stage, StagedLoader, load_in_stages
-from ..stages import glance_title, progress_text
+from ..stages import SO_FAR_NOTE, glance_title, progress_text
 from ..widgets.config_tree import ConfigPane
 from ..widgets.curves import CurvesPane
 from ..widgets.log_pane import LogPane
 from ..widgets.overview import Overview
+from ..widgets.tables import CheckpointsPane, FindingsTable
 
 ELAPSED_AFTER_S = 3
 """From this many seconds into a load, the progress line says how long it has taken so far."""
@@ -63,6 +65,11 @@ class RunLoading(Screen[None]):
     _load_started: float = 0.0
     _progress_text: str | None = None
     _ticker: Timer | None = None
+    _so_far_lock = threading.Lock()
+    """Guards ``_so_far_next`` (shared by every such screen: held for an assignment only)."""
+    _so_far_next: tuple[ReadSoFar, int] | None = None
+    """The newest preview of the read so far not shown yet, and its load's generation: the load worker replaces it
+    rather than queueing more messages (one is on its way whenever this is set)."""
 
     def start_load(self) -> None:
         """Read the run (again) in a worker; a load already under way is cancelled."""
@@ -83,6 +90,12 @@ class RunLoading(Screen[None]):
         worker = get_current_worker()
 
         def report(stage: Stage) -> None:
+            if isinstance(stage, ReadSoFar):
+                with self._so_far_lock:
+                    posted = self._so_far_next is not None
+                    self._so_far_next = (stage, generation)
+                if posted:
+                    return  # the message already on its way shows this newer preview instead: one at a time
             self.post_message(self.Staged(stage, generation))
 
         try:
@@ -94,6 +107,13 @@ class RunLoading(Screen[None]):
 
     def on_run_loading_staged(self, message: Staged) -> None:
         """Show what a stage brought, unless a newer load started since."""
+        if isinstance(message.stage, ReadSoFar):
+            with self._so_far_lock:
+                newest, self._so_far_next = self._so_far_next, None
+            # A first load only: a reload keeps the run on screen until the new one is read.
+            if newest is not None and newest[1] == self._load_generation and self.run is None:
+                self.show_so_far(newest[0].series)
+            return
         if message.generation != self._load_generation:
             return
         stage = message.stage
@@ -104,9 +124,6 @@ class RunLoading(Screen[None]):
             again = self.analysed  # a reload of a run already shown in full
             if not again or time.monotonic() - self._load_started > QUIET_RELOAD_S:
                 self.show_progress(("reloading: " if again else "") + progress_text(stage.progress))
-        elif isinstance(stage, ReadSoFar):
-            if self.run is None:  # a first load only: a reload keeps the run on screen until the new one is read
-                self.show_so_far(stage.series)
         elif isinstance(stage, ReadDone):
             self.show_read(stage.run)
 
@@ -128,6 +145,8 @@ class RunLoading(Screen[None]):
         self.query_one(Overview).set_glance(quick)
         self.query_one(ConfigPane).set_documents(quick.configs, complete=False)
         self.query_one(CurvesPane).show_waiting("reading the run's files…")
+        self.query_one(CheckpointsPane).show_pending("reading the run's files…")
+        self.query_one(FindingsTable).show_pending("reading the run's files; the checks run once all is read…")
         logs = [f.path for f in quick.files if f.kind == "train_log"]
         self.query_one(LogPane).set_early(quick.root, logs[0] if logs else None)
         if self.active_tab == "log":
@@ -142,7 +161,7 @@ class RunLoading(Screen[None]):
         preview = Run(root=quick.root if quick is not None else self.path.absolute(), kind="unknown", era=None,
                       status="unknown", name=self.path.name, series=series)
         self.query_one(Overview).show_tags_so_far(len(preview.tags()))
-        self.query_one(CurvesPane).set_run(preview)
+        self.query_one(CurvesPane).set_run(preview, pending=SO_FAR_NOTE)
 
     def show_progress(self, text: str | None) -> None:
         """The progress line under the title (None hides it); after a few seconds it counts them."""

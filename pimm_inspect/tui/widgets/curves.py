@@ -61,6 +61,8 @@ class CurvesPane(Vertical):
         """Which of ``zoom_targets`` the zoom shows (-1: a zoom not chosen by ``z``, or none)."""
         self.no_tag_text = ""
         """What the plot says when the tag filter hides every tag."""
+        self.pending: str | None = None
+        """Set while the run shown is not read or checked in full (``set_run``): what the note says instead."""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -82,9 +84,12 @@ class CurvesPane(Vertical):
             if self.cursor_x is not None:
                 self._show_cursor()
 
-    def set_run(self, run: Run) -> None:
-        """Show a run's tags and draw its default tag."""
+    def set_run(self, run: Run, pending: str | None = None) -> None:
+        """Show a run's tags and draw its default tag. ``pending``: the run is not read or checked in full yet (a
+        preview of what was read so far, or the checks still running); it is said in place of the policy note, and
+        nothing about replayed ranges is claimed until a run without it comes."""
         self.run = run
+        self.pending = pending
         tags = run.tags()
         if self.tag not in tags:
             self.tag = default_tag(tags)
@@ -98,6 +103,10 @@ class CurvesPane(Vertical):
 
     def toggle_zoom(self) -> None:
         """Zoom to every replayed range at once, then (repeated ``z``) to each other range a finding names, then out."""
+        if self.pending is not None:
+            self.app.notify("the run is still being read: the ranges to zoom to come once it is read and checked",
+                            severity="information")
+            return
         targets = zoom_targets(self.run) if self.run is not None else []
         if not targets:
             self.app.notify("nothing to zoom to: no replayed, rolled-back or unlogged step range", severity="warning")
@@ -230,6 +239,8 @@ class CurvesPane(Vertical):
     def _update_note(self) -> None:
         if self.run is not None and not self.run.tags():
             self.query_one("#policy-note", Static).update("")  # no curves: nothing was written twice, or once
+        elif self.run is not None and self.pending is not None:
+            self.query_one("#policy-note", Static).update(clean(self.pending))  # no claim about replays yet
         elif self.run is not None:
             note = policy_note(self.run, self.options.policy)
             if self.app.size.height < SHORT_SCREEN and self.run.replayed:
@@ -359,7 +370,9 @@ class CurvesPane(Vertical):
         width = self.query_one(CurvePlot).size.width or 100
         self._compute(self.run, self.tag, opts, width, self._generation)
 
-    @work(thread=True, exclusive=True, group="curves")
+    # A description of its own: Textual's default is the repr of every argument, on the UI thread, and the repr of a
+    # big run (every series and log event; lazily cached columns decoded for it) took over a second on a 1 GB log.
+    @work(thread=True, exclusive=True, group="curves", description="curves: the lines of one tag")
     def _compute(self, run: Run, tag: str, options: CurveOptions, width: int, generation: int) -> None:
         try:
             spec = build_spec(run, tag, options, width)

@@ -84,6 +84,15 @@ class CheckpointsPane(Vertical):
         line.display = bool(text)
         self.query_one(CheckpointTable).set_run(run)
 
+    def show_pending(self, text: str) -> None:
+        """No checkpoints yet: say why (the run is still being read), never an empty table."""
+        line = self.query_one("#checkpoint-restores", Static)
+        line.update(text)
+        line.display = True
+        table = self.query_one(CheckpointTable)
+        table.run = None
+        table.clear()
+
 
 class CheckpointTable(DataTable[str | Text]):
     """One row per checkpoint by step: what it holds, which attempts restarted from it, whether resume picks it."""
