@@ -115,8 +115,8 @@ def join_tags(chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
     """
     order = list(chunks)
     columns = {tag: [[p[k] for p in chunks[tag]] for k in range(3)] for tag in order}
-    for parts in chunks.values():  # emptied in place: a holder of one of these lists (a preview) frees nothing else
-        parts.clear()
+    for taken in chunks.values():  # emptied in place: a holder of one of these lists (a preview) frees nothing else
+        taken.clear()
     chunks.clear()
     empty = np.zeros(0)
     out: dict[str, list[np.ndarray]] = {tag: [empty, empty, empty] for tag in order}
