@@ -6,11 +6,14 @@ Only presentation: every fact comes from ``load.quick.RunGlance`` and ``load.pro
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..load.progress import ReadProgress
-from ..load.quick import RunGlance
 from ..model import Run
 from .facts import fmt_step, human_bytes, kind_label, relative_name
+
+if TYPE_CHECKING:
+    from ..load.progress import ReadProgress
+    from ..load.quick import RunGlance  # types only: the quick stage's module imports the loaders
 
 WAITING = "…"
 """Shown where the quick stage cannot tell yet."""
