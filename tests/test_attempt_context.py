@@ -14,6 +14,9 @@ from click.testing import CliRunner
 from tensorboard.compat.proto import event_pb2
 
 from pimm_inspect.cli.main import cli
+import numpy as np
+
+from pimm_inspect.load import attempt_context
 from pimm_inspect.load.attempt_context import sbatch_gpus
 from pimm_inspect.sources.slurm.sbatch import SbatchInfo
 
@@ -176,3 +179,15 @@ def test_elapsed_of_an_hf_attempt_from_its_own_points():
         assert source.startswith(folder)
         span = _walls(RUNS / "hf_resumed" / source, "train/loss")
         assert 0 < attempt["elapsed_s"] and attempt["elapsed_s"] >= max(span.values()) - min(span.values()) - 1e-3
+
+
+@pytest.mark.parametrize("top", [-10, 0, 5, 999, 1500, 2047, 10**6])
+def test_first_point_of_the_largest_step_found_slice_by_slice(monkeypatch, top):
+    # steps that go back (a replayed range) across slices: the first point of the largest step <= top, as the
+    # whole-column argmax gave it
+    steps = np.concatenate([np.arange(0, 1500), np.arange(1000, 2048), np.arange(700, 1200), [1499, 1499]])
+    monkeypatch.setattr(attempt_context, "_SLICE", 256)
+    got = attempt_context._first_of_largest(steps, top)
+    inside = steps <= top
+    expected = int(np.argmax(np.where(inside, steps, np.iinfo(steps.dtype).min))) if inside.any() else None
+    assert got == expected

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pimm_inspect.load import file_deps
+from pimm_inspect.load import file_deps, fingerprints
 
 
 def _run(tmp_path: Path) -> Path:
@@ -43,7 +43,7 @@ def _record(run: Path) -> tuple[file_deps.Dep, ...]:
 
 
 def _one_by_one(deps: tuple[file_deps.Dep, ...]) -> bool:
-    return all(file_deps.fingerprint(kind, path) == fp for kind, path, fp in deps)
+    return all(file_deps.same(kind, file_deps.fingerprint(kind, path), fp) for kind, path, fp in deps)
 
 
 def test_unchanged_run_is_unchanged_and_the_listing_is_used(tmp_path, monkeypatch):
@@ -53,13 +53,13 @@ def test_unchanged_run_is_unchanged_and_the_listing_is_used(tmp_path, monkeypatc
     assert kinds == {"f", "d", "r"}
     assert file_deps.unchanged(deps) and _one_by_one(deps)
     stats: list[str] = []
-    real = file_deps.real_fingerprint
+    real = fingerprints.real_fingerprint
 
     def spy_real(path: str) -> str:
         stats.append(path)
         return real(path)
 
-    monkeypatch.setattr(file_deps, "real_fingerprint", spy_real)
+    monkeypatch.setattr(fingerprints, "real_fingerprint", spy_real)
     assert file_deps.unchanged(deps)
     # the plain files in the run were resolved from the run's real path; the links and the run itself by the kernel
     assert str(run / "train.log") not in stats and str(run / "ckpt") not in stats

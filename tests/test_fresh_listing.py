@@ -80,3 +80,30 @@ def test_what_discovery_found_is_used_once_and_only_while_fresh(monkeypatch):
     now[0] += found_fresh.FRESH_S + 1
     fresh.take([])
     assert fresh.reals == {} and fresh.entries == {}  # old findings are dropped, not kept for later
+
+
+def test_discovery_says_where_each_run_really_leads_without_resolving_it(tmp_path, monkeypatch):
+    """Each run's real path, as the kernel would resolve it: the searched folder's, then the names below it, or a
+    followed link's target (and what is below it); the session then resolves none of the runs itself."""
+    from pimm_inspect.load.discover import iter_runs
+    from pimm_inspect.session import Session, Settings, core
+
+    tree = tmp_path / "tree"
+    for run in (tree / "a" / "run1", tree / "deep" / "inner" / "run2", tree / "deep" / "inner" / "run3"):
+        run.mkdir(parents=True)
+        (run / "train.log").write_text("")
+    os.symlink(tree / "deep" / "inner", tree / "link")  # inside the root: followed, reached before deep/inner
+    os.symlink(tree, tmp_path / "alias")
+    seen: dict[str, str] = {}
+    found = list(iter_runs(tmp_path / "alias", on_listing=lambda run, _entries, real: seen.__setitem__(str(run), real)))
+    assert sorted(seen) == sorted(str(run) for run in found) and len(found) == 3
+    assert {run: os.path.realpath(run) for run in seen} == seen
+    assert str(tmp_path / "alias" / "link" / "run2") in seen
+    resolved: list[str] = []
+    real = core.real_path
+    monkeypatch.setattr(core, "real_path", lambda path: resolved.append(str(path)) or real(path))
+    session = Session(Settings(cache_dir=tmp_path / "cache"))
+    runs = session.discover(tmp_path / "alias")
+    assert resolved == [str(tmp_path / "cache")]  # the cache's own place, once
+    assert {path: real for path, (_at, real) in session._fresh.reals.items()} == {
+        str(run): os.path.realpath(run) for run in runs}

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pimm_inspect.arrays import median, unique_sorted
+from pimm_inspect import arrays
+from pimm_inspect.arrays import median, median_gap, unique_sorted
 from tests.import_probe import all_modules_after, cli_code
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
@@ -93,6 +94,11 @@ def test_helpers_equal_numpy_bit_for_bit(values: np.ndarray) -> None:
         expected_median, got_median = np.median(values), median(values)
     assert type(got_median) is type(expected_median)
     assert np.asarray(got_median).tobytes() == np.asarray(expected_median).tobytes()
+    scratch = values.copy()  # partitioned in place: the same middle values, so the same bits
+    with np.errstate(all="ignore"):
+        in_place = median(scratch, overwrite=True)
+    assert type(in_place) is type(expected_median)
+    assert np.asarray(in_place).tobytes() == np.asarray(expected_median).tobytes()
     expected, got = np.unique(values), unique_sorted(values)
     # Equal values, NaNs as one (which of 0.0 and -0.0 stands for both may differ: they compare equal).
     assert got.dtype == expected.dtype and np.array_equal(got, expected, equal_nan=True)
@@ -103,3 +109,19 @@ def test_helpers_on_empty_arrays_match_numpy() -> None:
     assert unique_sorted(np.zeros(0)).shape == (0,)
     with pytest.warns(RuntimeWarning):
         assert np.isnan(median(np.zeros(0)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(hnp.arrays(np.int64, st.integers(2, 60), elements=st.integers(-2**62, 2**62)),
+                 hnp.arrays(np.int64, st.integers(2, 60), elements=st.integers(-300, 300)).map(np.sort),
+                 hnp.arrays(np.uint32, st.integers(2, 60), elements=st.integers(0, 2**32 - 1)),
+                 hnp.arrays(np.int16, st.integers(2, 60))))
+def test_median_gap_equals_numpy_bit_for_bit(values: np.ndarray) -> None:
+    expected = np.median(np.diff(values))
+    for slice_size in (arrays._GAP_SLICE, 7):  # the differences found slice by slice, across slice edges too
+        arrays._GAP_SLICE = slice_size
+        try:
+            got = median_gap(values)
+        finally:
+            arrays._GAP_SLICE = 1 << 20
+        assert type(got) is type(expected) and np.asarray(got).tobytes() == np.asarray(expected).tobytes()

@@ -14,6 +14,7 @@ invariants found and reported, is in ``KNOWN``: its test is a strict xfail, so i
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,19 @@ UI_PICKED = [*UI_RUNS, *sorted(_rel(d) for d in RUN_DIRS if _rel(d) not in UI_RU
 
 
 @pytest.fixture(scope="module")
-def surfaces() -> dict[str, Surfaces]:
-    return {s.rel: s for s in gather(FIXTURES, RUN_DIRS)}
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of fixtures/ whose files were all written just now. Whether a run may still be running depends on how
+    long ago its newest file changed (``load.assemble.LIVE_WINDOW_S``): on the checkout itself a run such as
+    e3a_running turns from running to stopped 15 minutes after the clone, and a test whose surfaces were read on
+    either side of that moment saw them disagree. On the copy every surface reads the same side."""
+    copy = tmp_path_factory.mktemp("invariants") / "fixtures"
+    shutil.copytree(FIXTURES, copy, symlinks=True, copy_function=shutil.copyfile)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def surfaces(tree: Path) -> dict[str, Surfaces]:
+    return {s.rel: s for s in gather(tree, [tree / _rel(d) for d in RUN_DIRS])}
 
 
 @pytest.fixture(scope="module")
@@ -144,14 +156,14 @@ def test_known_cases_are_real_runs_and_invariants() -> None:
 
 
 @pytest.mark.asyncio
-async def test_ui_runs_table_rows_agree_with_ls(surfaces: dict[str, Surfaces]) -> None:
+async def test_ui_runs_table_rows_agree_with_ls(surfaces: dict[str, Surfaces], tree: Path) -> None:
     """The runs table on fixtures/runs (the real app and loader, the clock ls uses) shows each run's status, attempts
     and last step as ls --json gives them."""
     from tests.tui_support import settle
     from pimm_inspect.tui.app import make_app
     from pimm_inspect.tui.widgets.runs_table import RunsTable
 
-    root = FIXTURES / "runs"
+    root = tree / "runs"
     app = make_app(root, follow_interval_s=0)
     async with app.run_test(size=(200, 60)) as pilot:
         await settle(pilot)

@@ -97,3 +97,64 @@ def test_ls_document_is_the_json_document_of_the_rows(tmp_path):
         expected = dumps({"schema_version": SCHEMA_VERSION, "runs": [ls_run(r, base) for r in chosen]})
         assert ls_document(chosen, base) == expected
     assert ls_document([], tree) == dumps({"schema_version": SCHEMA_VERSION, "runs": []})
+
+
+def test_rows_built_in_workers_come_back_as_their_index_records(tmp_path, monkeypatch):
+    """A cold pass hands each stored row back from its worker process as its index record: the index is written
+    without reading one stored entry back, and holds what it would hold when made from the stored entries."""
+    from pimm_inspect.session import Settings
+
+    tree = _quiet_tree(tmp_path)
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
+    reference = _ls(tree, "--json")
+    cache = tmp_path / "cache"
+    session = Session(Settings(cache_dir=cache, jobs=2))
+    paths = session.discover(tree)
+    assert len(paths) - 1 >= row_cache.POOL_MIN_RUNS  # (one run is live: neither stored nor indexed)
+    read_back: list[Path] = []
+    real = row_index.stored_entry
+    monkeypatch.setattr(row_index, "stored_entry", lambda disk, root: read_back.append(root) or real(disk, root))
+    got = list(session.rows(paths, tree))
+    assert ls_document(got, tree) + "\n" == reference
+    indexed = [row for row in got if type(row) is row_index.IndexedRow]
+    assert len(indexed) >= len(paths) - 1
+    assert sorted(read_back) == sorted(path.absolute() for path in paths if path.absolute() not in
+                                       {row.root for row in indexed})  # only rows that came back plain
+    index = row_index.read_index(session.disk, tree.absolute())
+    assert index is not None
+    for row in indexed:
+        made_s, flat, stored = real(session.disk, row.root)
+        at = index.where[str(row.root)]
+        assert index.made[at] == made_s
+        assert index.record(at) == row_index._record(str(row.root), made_s, flat, stored)
+
+
+def test_a_big_check_split_with_a_forked_process_gives_the_serial_answer(tmp_path, monkeypatch):
+    from pimm_inspect.session import Settings
+
+    tree = _quiet_tree(tmp_path)
+    cache = tmp_path / "cache"
+    paths = Session(Settings(cache_dir=cache)).discover(tree)
+    list(Session(Settings(cache_dir=cache)).rows(paths, tree))
+    with open(tree / "e2_clean" / "train.log", "a") as fh:
+        fh.write("one more line\n")  # this run's row is no longer served
+    serial = Session(Settings(cache_dir=cache, jobs=1)).stored_rows(paths, tree)
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    monkeypatch.setattr(row_index, "SPLIT_MIN_RUNS", 4)
+    split = Session(Settings(cache_dir=cache, jobs=2)).stored_rows(paths, tree)
+    assert forks == [1]
+    assert split == serial and len(serial) >= len(paths) - 2 and tree / "e2_clean" not in serial
+
+
+def test_what_the_forked_check_cannot_answer_is_checked_here():
+    parent = os.getpid()
+
+    def valid(item: tuple[int, int]) -> bool:
+        if os.getpid() != parent:
+            raise RuntimeError("the child fails")
+        return item[0] % 3 == 0
+
+    items = [(i, i) for i in range(10)]
+    assert row_index._checked_in_two(items, valid) == [i % 3 == 0 for i in range(10)]

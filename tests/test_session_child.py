@@ -42,18 +42,20 @@ def test_frames_arrive_in_order_then_the_end():
 
 
 def test_a_newer_preview_replaces_one_not_taken_yet():
-    """Nobody takes frames while the child sends many previews: one (the newest) is kept, every other frame too."""
+    """Nobody takes frames while the child sends many previews and progress reports: the newest of each kind is kept,
+    every other frame too."""
     def work(send: Send) -> None:
         send(("preview", 1))
         send(("stage", "a"))
         for i in range(2, 200):
             send(("preview", i))
+            send(("progress", i))
         send(("stage", "b"))
 
-    child = ForkedChild.start(work, latest_only=lambda frame: isinstance(frame, tuple) and frame[0] == "preview")
+    child = ForkedChild.start(work, replaces=lambda frame: frame[0] if frame[0] in ("preview", "progress") else None)
     _wait_reaped(child)  # everything was received before anything is taken
-    assert child.pending() == 3
-    assert _drain(child) == [("stage", "a"), ("preview", 199), ("stage", "b")]
+    assert child.pending() == 4
+    assert _drain(child) == [("stage", "a"), ("preview", 199), ("progress", 199), ("stage", "b")]
 
 
 def test_kill_ends_a_busy_child_at_once():

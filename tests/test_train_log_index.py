@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pimm_inspect.session.store.cache import ReadCache
+from pimm_inspect.sources.train_log._index import IndexBuilder
 from pimm_inspect.sources.train_log.reader import read_train_log
 from tests.test_train_log import PimmLog, train_line, write_requeued_run
 from tests.train_log_support import write_big_log
@@ -50,7 +51,11 @@ def test_index_of_a_requeued_run(tmp_path: Path) -> None:
     assert idx.line_of_step(60, attempt=2) == (int(idx.step_line_nos[75 + 9]), int(idx.step_offsets[75 + 9]))
     assert idx.line_of_step(60)[0] < idx.line_of_step(60, attempt=2)[0]
     assert idx.line_of_step(101) is None
-    assert not idx.step_steps.flags.writeable and idx.step_offsets.dtype == np.int64
+    assert not idx.step_steps.flags.writeable
+    # a small log: offsets as uint32, attempts as uint8, line numbers as runs (the values above are exact)
+    assert idx.step_offsets.dtype == np.uint32 and idx.step_attempts.dtype == np.uint8
+    assert idx.step_line_runs.shape[0] < 10  # a run per stretch of Train: lines, not a number per line
+    assert [idx.line_no(k) for k in range(idx.step_steps.size)] == idx.step_line_nos.tolist()
 
 
 def test_header_without_training_pid_change_and_submitit_marker(tmp_path: Path) -> None:
@@ -94,3 +99,34 @@ def test_refresh_through_the_cache_keeps_the_index_whole(tmp_path: Path) -> None
         assert np.array_equal(getattr(again.index, field), getattr(full.index, field)), field
     assert again.index.start_kinds == full.index.start_kinds
     assert first.index.step_steps.size < full.index.step_steps.size
+
+
+def test_one_attempt_index_holds_the_series_steps_not_a_copy(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    write_big_log(path, 2_000_000, iters_per_epoch=700, attempts=1, mixed=True)
+    r = read_train_log(path, "train.log")
+    idx = r.index
+    loss = next(s for s in r.series if s.tag == "train_batch/loss")
+    assert idx.step_steps.size == loss.steps.size > 5000
+    assert idx.step_steps is loss.steps  # one array, not a second 8 bytes per line
+    # and every row still points at its own Train: line
+    data = path.read_bytes()
+    for k in (0, 1, idx.step_steps.size // 2, idx.step_steps.size - 1):
+        offset, line_no = int(idx.step_offsets[k]), int(idx.step_line_nos[k])
+        assert data.count(b"\n", 0, offset) == line_no - 1
+        assert b"Train: [" in data[offset:data.index(b"\n", offset)]
+
+
+def test_positions_past_4_gib_widen_the_whole_column() -> None:
+    builder = IndexBuilder()
+    steps = np.arange(1, 4, dtype=np.int64)
+    builder.add_chunk(1, steps, np.array([5, 6, 7], dtype=np.int64), np.array([10, 200, 300], dtype=np.int64))
+    far = np.array([(1 << 32) - 1, 1 << 32, (1 << 40) + 3], dtype=np.int64)
+    builder.add_chunk(1, steps + 3, far - 1000, far)
+    builder.add_chunk(300, steps + 6, far + 7, far + 100)  # attempt 300: past uint8
+    idx = builder.freeze(())
+    assert idx.step_offsets.dtype == np.int64
+    assert idx.step_offsets.tolist() == [10, 200, 300, *far.tolist(), *(far + 100).tolist()]
+    assert idx.step_line_nos.tolist() == [5, 6, 7, *(far - 1000).tolist(), *(far + 7).tolist()]
+    assert idx.step_attempts.dtype == np.uint16 and idx.step_attempts.tolist() == [1] * 6 + [300] * 3
+    assert idx.step_steps.tolist() == list(range(1, 10))

@@ -233,3 +233,17 @@ async def test_previews_from_a_prefetching_child_show_and_quitting_kills_it(big_
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _alive(pid)
+
+
+def test_the_progress_line_of_one_big_file():
+    """One file: no ``0/1`` count; once every byte is read (the reader still joins its series, the cache writes its
+    entry: seconds on a 1 GB log) the line says so instead of standing at ``1.0 GB of 1.0 GB``."""
+    from pimm_inspect.load.progress import ReadProgress
+    from pimm_inspect.tui.stages import progress_text
+
+    gb = 1 << 30
+    assert progress_text(ReadProgress("train.log", 0, 1, 230 << 20, gb)) == "reading train.log: 230.0 MB of 1.0 GB…"
+    assert progress_text(ReadProgress("train.log", 0, 1, gb, gb)) == \
+        "train.log read (1.0 GB); putting its series together…"
+    assert progress_text(ReadProgress("event files", 3, 5, 412 << 20, gb)) == \
+        "reading event files 3/5, 412.0 MB of 1.0 GB…"

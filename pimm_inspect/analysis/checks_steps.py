@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
-
+from ..arrays import median_gap
 from ..load.attempts import restore_point
 from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
@@ -69,8 +68,7 @@ def check_gaps(run: Run) -> list[Finding]:
     by_index = {a.index: a for a in run.attempts}
     for by_attempt in _densest_by_kind(run).values():
         steps = distinct_sorted([s.steps for s in by_attempt.values()])
-        diffs = np.diff(steps)
-        interval = int(np.median(diffs)) if diffs.size else 1
+        interval = int(median_gap(steps)) if steps.shape[0] > 1 else 1
         far = max(2 * interval, interval + 1)
         ordered = sorted(by_attempt)
         # _densest_by_kind keeps non-empty series only: every first_step/last_step here is an int.

@@ -188,12 +188,30 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     ok = np.isfinite(best.wall_times_s)
     # No copies of a column that is all finite (5M points: each copy was 40 MB more at the peak of a load).
     steps, walls = (best.steps, best.wall_times_s) if ok.all() else (best.steps[ok], best.wall_times_s[ok])
-    before, upto = steps < first, steps <= last
-    if not before.any() or not upto.any():
+    kept, lost = _first_of_largest(steps, first - 1), _first_of_largest(steps, last)
+    if kept is None or lost is None:
         return None
-    lowest = np.iinfo(steps.dtype).min  # the first point of the largest step in each range, as argmax of the range
-    spent = float(walls[np.argmax(np.where(upto, steps, lowest))] - walls[np.argmax(np.where(before, steps, lowest))])
+    spent = float(walls[lost] - walls[kept])
     return (spent, best.source) if spent >= 0 else None
+
+
+_SLICE = 1 << 18
+
+
+def _first_of_largest(steps: np.ndarray, top: int) -> int | None:
+    """Position of the first point of the largest step ``<= top``, or None: a slice at a time (a 5M-point column's
+    masked copy was 40 MB more at the peak of a load)."""
+    found: tuple[int, int] | None = None  # (step, position)
+    lowest = np.iinfo(steps.dtype).min
+    for start in range(0, steps.shape[0], _SLICE):
+        part = steps[start:start + _SLICE]
+        inside = part <= top
+        if not inside.any():
+            continue
+        at = int(np.argmax(np.where(inside, part, lowest)))
+        if found is None or int(part[at]) > found[0]:
+            found = (int(part[at]), start + at)
+    return None if found is None else found[1]
 
 
 def _jobs(attempts: list[Attempt], c: Collected) -> tuple[dict[int, list[RankLog]], dict[int, str],

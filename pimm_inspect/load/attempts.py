@@ -12,8 +12,8 @@ import numpy as np
 from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
-from .process_evidence import (csv_attempts, epoch_axis_tags, fold_evaluator_segments, lightning_restore_step,
-                               ran_alongside)
+from .process_evidence import (RAN_AT_ONCE_S, csv_attempts, epoch_axis_tags, fold_evaluator_segments,
+                               lightning_restore_step, ran_alongside)
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
 from .wandb_order import process_folders, start_estimates
@@ -61,7 +61,7 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             last = max((s.last_step for s in steps), default=None)
             first_wall = min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None)
             started = _utc(first_wall)
-            if attempts and first_wall is not None and first_wall < (previous_end or 0.0):
+            if attempts and first_wall is not None and first_wall < (previous_end or 0.0) - RAN_AT_ONCE_S:
                 attempts[-1] = ran_alongside(attempts[-1], index)
             previous_end = max((r.last_wall_time_s or 0.0 for _p, _n, r in group), default=None)
             origin: Origin

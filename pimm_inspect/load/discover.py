@@ -31,20 +31,21 @@ MAX_DEPTH = 12
 """Default number of folder levels searched below the root."""
 
 
-def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
+def classify_dir(path: Path | str, names: set[str] | None = None) -> RunKind | None:
     """The kind of run ``path`` is (pimm, hf-trainer, wandb, tensorboard, lightning) or None."""
     if names is None:
         try:
             names = set(os.listdir(path))
         except OSError:
             return None
-    if any(m in names for m in PIMM_MARKERS) or "model" in names and _is_model_dir(path / "model", names):
+    if any(m in names for m in PIMM_MARKERS) or "model" in names and _is_model_dir(os.path.join(path, "model"), names):
         return "pimm"
     if "trainer_state.json" in names or any(HF_CHECKPOINT_DIR.match(n) for n in names):
         return "hf-trainer"
-    if WANDB_RUN_DIR.match(path.name) and any(n.endswith(".wandb") for n in names):
+    name = path.name if isinstance(path, Path) else os.path.basename(path.rstrip(os.sep))
+    if WANDB_RUN_DIR.match(name) and any(n.endswith(".wandb") for n in names):
         return "wandb"
-    if "wandb" in names and len(_wandb_run_ids(path / "wandb")) == 1:
+    if "wandb" in names and len(_wandb_run_ids(Path(path, "wandb"))) == 1:
         return "wandb"
     if any(EVENT_FILE.match(n) for n in names) and _has_event_file(path, names):
         return "tensorboard"
@@ -53,19 +54,19 @@ def classify_dir(path: Path, names: set[str] | None = None) -> RunKind | None:
     return None
 
 
-def _has_event_file(path: Path, names: set[str]) -> bool:
+def _has_event_file(path: Path | str, names: set[str]) -> bool:
     """True when a ``tfevents`` name in ``names`` is a file (a folder called so is not an event file)."""
     for name in names:
         if EVENT_FILE.match(name):
             try:
-                if not stat.S_ISDIR(os.stat(path / name).st_mode):
+                if not stat.S_ISDIR(os.stat(os.path.join(path, name)).st_mode):
                     return True
             except OSError:
                 continue
     return False
 
 
-def _is_model_dir(model: Path, names: set[str]) -> bool:
+def _is_model_dir(model: Path | str, names: set[str]) -> bool:
     """A pimm ``model/`` folder (or a symlink to one, even dangling) marks a run."""
     if "model" not in names:
         return False
@@ -167,7 +168,7 @@ def _system_dir(real: str) -> bool:
 
 def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
               max_depth: int = MAX_DEPTH, follow_links: bool = False,
-              on_listing: Callable[[Path, Iterable[os.DirEntry[str]]], None] | None = None) -> Iterator[Path]:
+              on_listing: Callable[[Path, Iterable[os.DirEntry[str]], str], None] | None = None) -> Iterator[Path]:
     """Yield run directories under ``root`` breadth-first, as they are found.
 
     TensorBoard's rule: a folder holding a ``*tfevents*`` file is a run, and its subfolders are
@@ -176,8 +177,9 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
     subfolders are their own. A link is followed only while it stays inside the root, unless
     ``follow_links``; /proc, /sys and /dev are never entered; loops are cut by device/inode.
     What is not searched (unreadable, a link out of the root, below ``max_depth``) is reported
-    through ``on_error(path, reason)``; ``on_listing(run, entries)`` is handed each run folder's entries as listed
-    (a check of the run's cached row made right after need not list it again).
+    through ``on_error(path, reason)``; ``on_listing(run, entries, real)`` is handed each run folder's entries as
+    listed and where it really leads (``os.path.realpath``'s string: the root's, then each folder's name, or a
+    link's target), so a check of the run's cached row made right after need neither list nor resolve it again.
     """
     root = Path(root)
     try:
@@ -188,15 +190,17 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
     if _system_dir(real_root):
         report(root, f"{real_root} is a system folder: never searched")
         return
+    sep = os.sep
     seen: set[tuple[int, int]] = set()
-    queue: deque[tuple[Path, int]] = deque([(root, 0)])
-    deep: list[Path] = []
+    queue: deque[tuple[str, int, str]] = deque([(str(root), 0, real_root)])
+    """(folder, depth, where it really leads): plain strings, a ``Path`` made only for what is yielded."""
+    deep: list[str] = []
     while queue:
-        current, depth = queue.popleft()
+        current, depth, real = queue.popleft()
         try:
             st = os.stat(current)
         except OSError as exc:
-            report(current, exc.strerror or "cannot stat")
+            report(Path(current), exc.strerror or "cannot stat")
             continue
         if not stat.S_ISDIR(st.st_mode):
             continue
@@ -208,51 +212,55 @@ def iter_runs(root: Path, on_error: Callable[[Path, str], None] | None = None,
             with os.scandir(current) as listing:
                 entries = {entry.name: entry for entry in listing}
         except OSError as exc:
-            report(current, exc.strerror or "cannot list")
+            report(Path(current), exc.strerror or "cannot list")
             continue
         names = sorted(entries)
-        kind = classify_dir(current, set(names))
+        kind = classify_dir(current, set(entries))
         # A folder whose only run is its wandb/ child (a launch directory) may hold other runs beside it.
-        launch_dir = kind == "wandb" and not WANDB_RUN_DIR.match(current.name)
+        launch_dir = kind == "wandb" and not WANDB_RUN_DIR.match(os.path.basename(current))
         if kind is not None:
+            found = Path(current)
             if on_listing is not None:
-                on_listing(current, entries.values())
-            yield current
+                on_listing(found, entries.values(), real)
+            yield found
             if kind != "tensorboard" and not launch_dir:
                 continue
-        followers = _group_followers(current, names) if kind is None else set()
+        followers = _group_followers(Path(current), names) if kind is None else set()
+        prefix = current if current.endswith(sep) else current + sep
+        real_prefix = real if real.endswith(sep) else real + sep
         for name in names:
             if name in followers:
                 continue  # read with the first folder of its W&B id
             if name in NEVER_DESCEND or name.startswith(".") or name == "latest-run" or (launch_dir and name == "wandb"):
                 continue  # latest-run: W&B's link to a run folder listed beside it
             entry = entries[name]
+            child = prefix + name
             try:  # the listing's entry type: a stat only for a link (or where the filesystem gives no type)
                 link = entry.is_symlink()
                 folder = entry.is_dir()
             except OSError:
-                if not os.path.islink(current / name):  # a dangling link has nothing to search
-                    report(current / name, "cannot stat")
+                if not os.path.islink(child):  # a dangling link has nothing to search
+                    report(Path(child), "cannot stat")
                 continue
             if not folder:
                 continue
-            child = current / name
+            child_real = real_prefix + name
             if link:
-                target = os.path.realpath(child)
+                child_real = target = os.path.realpath(child)
                 if _system_dir(target):
-                    report(child, f"a link to {target}: system folders are never searched")
+                    report(Path(child), f"a link to {target}: system folders are never searched")
                     continue
                 if not follow_links and not _inside(target, real_root):
-                    report(child, f"a link to {target}, outside the searched folder (not followed; "
-                                  "--follow-links follows it)")
+                    report(Path(child), f"a link to {target}, outside the searched folder (not followed; "
+                                        "--follow-links follows it)")
                     continue
             if depth >= max_depth:
                 deep.append(child)
                 continue
-            queue.append((child, depth + 1))
+            queue.append((child, depth + 1, child_real))
     if deep:
-        shown = ", ".join(p.as_posix() for p in deep[:5]) + (f" and {len(deep) - 5} more" if len(deep) > 5 else "")
-        report(deep[0].parent if len(deep) == 1 else root,
+        shown = ", ".join(Path(p).as_posix() for p in deep[:5]) + (f" and {len(deep) - 5} more" if len(deep) > 5 else "")
+        report(Path(deep[0]).parent if len(deep) == 1 else root,
                f"{len(deep)} folder(s) deeper than --max-depth {max_depth} not searched: {shown}")
 
 

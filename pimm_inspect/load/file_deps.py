@@ -8,43 +8,33 @@ on every fixture). Each path
 is fingerprinted when it is first used, *before* it is read, so a change made while the load runs shows
 as a mismatch on the next check and never hides behind a fingerprint taken afterwards:
 
-* a file: ``(mode, device, inode, size, mtime_ns)`` (following links), or the errno when it cannot be stat'ed;
-* a folder: a digest of its entries' names, types, link targets and stat fields (a new, deleted or renamed
-  file changes it, and so does a file whose size or mtime changed without being opened: a stat-only fact).
+a file's stat, a folder's digest of its entries (``fingerprints``, which also holds their check).
 
 A cached result is reused only while ``unchanged(deps)``: every fingerprint is still the same. Paths under
-the Python installation, this package and the cache directory are not dependencies (imports, the cache's
-own entries), unless they are inside the run being read, and neither is what the import system lists or opens.
+the Python installation, this package and the cache directory (those folders themselves too) are not
+dependencies (imports, the cache's own entries, the code version's listing of this package), unless they are
+inside the run being read, and neither is what the import system lists or opens.
 """
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from ..sources.confine import real_path
-
-Dep = tuple[str, str, str]
-"""(kind, absolute path, fingerprint): kind ``f`` for a file or probe, ``d`` for a listed folder, ``r`` for where a
-path really leads (a link retargeted to the same moved folder changes no stat, but changes what may be read)."""
-
-
-
-def valid_deps(deps: Any) -> bool:
-    """True for a stored dependency list: a tuple of (kind, path, fingerprint) string triples."""
-    return type(deps) is tuple and all(
-        type(d) is tuple and len(d) == 3 and type(d[0]) is str and d[0] in _KINDS and type(d[1]) is str
-        and type(d[2]) is str for d in deps)
-
-
-_KINDS = frozenset(("f", "d", "r"))
-
+from .fingerprints import (  # noqa: F401 (the fingerprints and their check, used through this module)
+    Dep as Dep,
+    dir_fingerprint as dir_fingerprint,
+    file_fingerprint as file_fingerprint,
+    fingerprint as fingerprint,
+    newest_mtime_ns as newest_mtime_ns,
+    real_fingerprint as real_fingerprint,
+    same as same,
+    unchanged as unchanged,
+    valid_deps as valid_deps,
+)
 
 _ACTIVE: list["Recorder"] = []
 """Recorders of the loads running now (any thread: a reader's helper thread is recorded too)."""
@@ -54,197 +44,6 @@ _PATH_ONLY = getattr(os, "O_PATH", 0)
 """An ``O_PATH`` open reads nothing (``confine.real_path`` asks the kernel where a path leads with one):
 not a use; where a path leads is a dependency only through ``note_realpath``."""
 _hooked = False
-
-
-def file_fingerprint(path: str) -> str:
-    """``mode:dev:ino:size:mtime_ns`` of what ``path`` leads to, or ``-errno`` when it cannot be stat'ed."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        return f"-{exc.errno}"
-    except ValueError:
-        return "-bad"
-    return _stat_text(st)
-
-
-def _stat_text(st: os.stat_result) -> str:
-    return f"{st.st_mode:o}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def dir_fingerprint(path: str) -> str:
-    """A digest of the folder's entries (name, link target, stat fields), or ``-errno`` when it cannot be listed."""
-    return _listing(path)[0]
-
-
-_Listed = dict[str, tuple[bool, "os.stat_result | int"]]
-"""A folder's entries as one listing saw them: name -> (is a link, ``stat`` following links, or its errno)."""
-
-
-def _listing(path: str, entries: Iterable[os.DirEntry[str]] | None = None) -> tuple[str, _Listed]:
-    """``dir_fingerprint(path)`` and the entries it stat'ed (what ``unchanged`` reuses instead of stat'ing again).
-
-    ``entries``: the folder's entries as a listing made a moment ago gave them (discovery's): only stat'ed here."""
-    if entries is not None:
-        return _digest(entries)
-    try:
-        scan = os.scandir(path)
-    except OSError as exc:
-        return f"-{exc.errno}", {}
-    except ValueError:
-        return "-bad", {}
-    with scan:
-        return _digest(scan)
-
-
-def _digest(entries: Iterable[os.DirEntry[str]]) -> tuple[str, _Listed]:
-    lines = []
-    listed: _Listed = {}
-    for entry in entries:
-        name = entry.name
-        try:
-            link = entry.is_symlink()  # the directory entry's type: no system call on most filesystems
-        except OSError:
-            link = True  # judged below, where its error is kept
-        if not link:
-            try:
-                st = entry.stat()
-            except OSError:
-                pass  # judged below
-            else:  # the common case: a plain file or folder, one stat
-                listed[name] = (False, st)
-                lines.append(f"{name}\0\0{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
-                continue
-        lines.append(_odd_entry(entry, listed))
-    lines.sort()
-    digest = hashlib.sha1("\n".join(lines).encode("utf-8", "surrogateescape"), usedforsecurity=False)
-    return f"{len(lines)}:{digest.hexdigest()}", listed
-
-
-def _odd_entry(entry: os.DirEntry[str], listed: _Listed) -> str:
-    """The listing line of a link or of an entry that cannot be stat'ed (noted in ``listed`` where it has an errno)."""
-    link = False
-    try:
-        link = entry.is_symlink()
-        target = os.readlink(entry.path) if link else ""
-    except OSError as exc:
-        target = f"!{exc.errno}"
-    st: os.stat_result | int
-    try:
-        st = entry.stat()
-        facts = f"{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-    except OSError as exc:
-        st = exc.errno if exc.errno is not None else -1
-        facts = f"-{exc.errno}"
-    if st != -1:  # an error without an errno: ``unchanged`` stats that one itself
-        listed[entry.name] = (link or bool(target), st)
-    return f"{entry.name}\0{target}\0{facts}"
-
-
-def fingerprint(kind: str, path: str) -> str:
-    if kind == "d":
-        return dir_fingerprint(path)
-    if kind == "r":
-        return real_fingerprint(path)
-    return file_fingerprint(path)
-
-
-def real_fingerprint(path: str) -> str:
-    """Where ``path`` really is (links resolved): what decides whether a file is inside the run."""
-    try:
-        return real_path(path)  # os.path.realpath's string, from the kernel where it can say it
-    except (OSError, ValueError):
-        return "-bad"
-
-
-def unchanged(deps: Iterable[Dep], known_real: dict[str, str] | None = None,
-              known_entries: dict[str, Iterable[os.DirEntry[str]]] | None = None) -> bool:
-    """True when every dependency still has the fingerprint it was stored with.
-
-    The same answer as fingerprinting each dependency on its own, in fewer system calls: the folders are listed
-    first, and a file or link directly in a listed folder is judged from what that listing saw (its ``stat``, the
-    same call ``file_fingerprint`` makes; where it leads: its folder's real path and its name, when it is no link);
-    a folder missing from the listing of its folder is missing (``-ENOENT``, what listing it would say).
-    ``known_real``: real paths the caller resolved just now (a run's root, resolved once for the cache's guard);
-    ``known_entries``: folders' entries as a listing made just now gave them (discovery lists every run's folder).
-    """
-    folders: list[Dep] = []
-    links: list[Dep] = []
-    files: list[Dep] = []
-    for dep in deps:
-        kind = dep[0]
-        (folders if kind == "d" else links if kind == "r" else files).append(dep)
-    listed: dict[str, _Listed] = {}
-    whole: set[str] = set()
-    """Listed folders whose every entry is in ``listed`` (an entry that could not be stat'ed nor named an errno is
-    not): only there does a missing name mean a missing folder."""
-    for _kind, path, fp in folders:
-        cut = path.rfind(os.sep)
-        parent = path[:cut]
-        if cut > 0 and parent in whole and path[cut + 1:] not in listed[parent] and path[cut + 1:] not in (
-                "", ".", ".."):
-            got = f"-{errno.ENOENT}"
-            listed[path] = {}
-        else:
-            entries = known_entries.get(path) if known_entries is not None else None
-            got, listed[path] = _listing(path, entries)
-            if not got.startswith("-") and int(got.split(":", 1)[0]) == len(listed[path]):
-                whole.add(path)
-        if got != fp:
-            return False
-    real: dict[str, str] = {}
-    for _kind, path, fp in links:
-        known = known_real.get(path) if known_real is not None else None
-        if known is not None:
-            got = known
-        else:  # a plain file in a listed folder leads where its folder does, by its name; others: the kernel says
-            cut = path.rfind(os.sep)
-            seen = listed.get(path[:cut]) if cut > 0 else None
-            found = seen.get(path[cut + 1:]) if seen is not None else None
-            top = real.get(path[:cut]) if found is not None and not found[0] and not isinstance(found[1], int) \
-                else None
-            got = top + ("" if top.endswith(os.sep) else os.sep) + path[cut + 1:] \
-                if top is not None and top.startswith(os.sep) else real_fingerprint(path)
-        real[path] = got
-        if got != fp:
-            return False
-    for _kind, path, fp in files:
-        cut = path.rfind(os.sep)
-        seen = listed.get(path[:cut]) if cut > 0 else None
-        found = seen.get(path[cut + 1:]) if seen is not None else None
-        if found is None:
-            if _file_seen(path, listed) != fp:
-                return False
-        elif (f"-{found[1]}" if isinstance(found[1], int) else _stat_text(found[1])) != fp:
-            return False
-    return True
-
-
-def _entry(path: str, listed: dict[str, _Listed]) -> tuple[str, tuple[bool, os.stat_result | int]] | None:
-    """(folder, what its listing saw) for ``path`` directly in a folder listed just now, else None."""
-    cut = path.rfind(os.sep)
-    folder, name = path[:cut], path[cut + 1:]
-    if cut <= 0 or not name or name in (".", ".."):
-        return None  # a top-level path, or not a plain name in a folder: stat'ed on its own
-    seen = listed.get(folder)
-    found = seen.get(name) if seen is not None else None
-    return (folder, found) if found is not None else None
-
-
-def _file_seen(path: str, listed: dict[str, _Listed]) -> str:
-    found = _entry(path, listed)
-    if found is None:
-        return file_fingerprint(path)
-    st = found[1][1]
-    return f"-{st}" if isinstance(st, int) else _stat_text(st)
-
-
-def newest_mtime_ns(deps: Iterable[Dep]) -> int:
-    """The newest mtime among the file fingerprints (0 when none): for the racy-write margin."""
-    newest = 0
-    for kind, _path, fp in deps:
-        if kind == "f" and not fp.startswith("-"):
-            newest = max(newest, int(fp.rsplit(":", 1)[1]))
-    return newest
 
 
 def _python_prefixes() -> tuple[str, ...]:
@@ -268,7 +67,8 @@ class Recorder:
         """True when ``path`` is a new dependency of this load."""
         if (kind, path) in self.deps:
             return False
-        return (path + os.sep).startswith(self.inside) or not any(path.startswith(p) for p in self.ignore)
+        below = path + os.sep  # the ignored folders themselves too (the package listed for the code version)
+        return below.startswith(self.inside) or not any(below.startswith(p) for p in self.ignore)
 
     def add(self, deps: Iterable[Dep]) -> None:
         """Dependencies with their fingerprints (taken now, or known from a cached result just checked)."""

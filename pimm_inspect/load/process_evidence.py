@@ -145,6 +145,11 @@ def csv_attempts(csv_metrics: list[tuple[str, Any]]) -> list[Attempt]:
                     origin="fresh" if restored is None else "resume", restore_step=restored, sources=(rel_path,))]
 
 
+RAN_AT_ONCE_S = 60.0
+"""How much longer than the next attempt's first record an attempt must have written for the two to have run at once
+(a margin over clock skew between the hosts of a requeue)."""
+
+
 def ran_alongside(att: Attempt, later: int) -> Attempt:
     """``att`` wrote its files after attempt ``later`` began (its writer's clock says so): the two ran at once (two
     launches into one folder), so the later one did not end it. It stopped without an end marker, not killed."""

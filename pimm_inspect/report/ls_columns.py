@@ -25,18 +25,13 @@ from ..analysis.run_filter import cfg_key, compile_run_filter, filter_error, row
 from ..evidence import MetricSummary, RunRow
 from ..model import Run
 from .json_doc import best_metric_json, run_path
+from .row_cells import last_logged_text
 from .safe_text import clean, clean_name
 
 Value = Callable[[RunRow, Path], Any]
 Cell = Callable[[RunRow, Path], str]
 METRIC_KINDS = ("last", "best", "min", "max")
 """The prefixes of a metric column: ``last:TAG`` and so on."""
-
-
-def last_logged_text(row: RunRow) -> str:
-    """``YYYY-MM-DD HH:MM UTC`` of ``RunRow.last_logged_at`` (the ``ls`` cell and the UI's), or '-'."""
-    at = row.last_logged_at
-    return f"{at[:10]} {at[11:16]} UTC" if at else "-"
 
 
 def run_label(run: Run | RunRow, base: Path) -> str:

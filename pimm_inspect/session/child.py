@@ -4,8 +4,9 @@ killed by its parent (the one place the UI's prefetching children are forked, re
 ``ForkedChild.start(work)`` forks; the child runs ``work(send)`` and leaves with ``os._exit`` (no exit handler of the
 parent's runs in it). Each ``send(item)`` is a length-prefixed pickle: between our own two processes only, nothing
 from a run directory is ever unpickled this way. A thread of the parent reads the frames as they come (so the child
-never waits on a full pipe) into a buffer that ``get`` takes from; frames that ``latest_only`` marks replace an older
-such frame still waiting there, so a slow consumer holds at most one of them (previews, not a growing queue).
+never waits on a full pipe) into a buffer that ``get`` takes from; a frame for which ``replaces`` gives a key replaces
+an older frame of that key still waiting there, so a slow consumer holds at most one of each (the newest preview, the
+newest progress), not a growing queue.
 
 No Textual here: the CLI forks before the UI's modules are imported.
 """
@@ -19,20 +20,22 @@ import signal
 import struct
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 _HEADER = struct.Struct("<Q")
 END = None
 """What ``get`` returns once the child is gone and every frame it sent was taken (and on every call after)."""
 Send = Callable[[object], None]
+Replaces = Callable[[object], "Hashable | None"]
+"""The key of a frame that only matters until a newer frame of the same key comes (None: every such frame matters)."""
 
 
 class ForkedChild:
     """A forked process running ``work(send)``; its frames arrive through ``get``, in order."""
 
-    def __init__(self, pid: int, read_end: int, name: str, latest_only: Callable[[object], bool] | None) -> None:
+    def __init__(self, pid: int, read_end: int, name: str, replaces: Replaces | None) -> None:
         self.pid = pid
-        self._latest_only = latest_only
+        self._replaces = replaces
         self._frames: deque[object] = deque()
         self._ended = False
         self._ready = threading.Condition()
@@ -47,7 +50,7 @@ class ForkedChild:
 
     @classmethod
     def start(cls, work: Callable[[Send], None], name: str = "pimm-inspect-child",
-              latest_only: Callable[[object], bool] | None = None) -> ForkedChild:
+              replaces: Replaces | None = None) -> ForkedChild:
         """Fork a child running ``work(send)`` (the caller checked ``possible()``). An exception in ``work`` ends the
         child quietly: the parent sees the frames sent until then, then ``END``."""
         read_end, write_end = os.pipe()
@@ -66,7 +69,7 @@ class ForkedChild:
             finally:
                 os._exit(0)
         os.close(write_end)
-        return cls(pid, read_end, name, latest_only)
+        return cls(pid, read_end, name, replaces)
 
     def _receive(self, read_end: int) -> None:
         """Read frames as they come; the end of the pipe (or a broken frame) ends them."""
@@ -90,8 +93,10 @@ class ForkedChild:
 
     def _put(self, frame: object) -> None:
         with self._ready:
-            if self._latest_only is not None and self._latest_only(frame):
-                stale = [f for f in self._frames if self._latest_only(f)]
+            replaces = self._replaces
+            key = replaces(frame) if replaces is not None else None
+            if replaces is not None and key is not None:
+                stale = [f for f in self._frames if replaces(f) == key]
                 for old in stale:  # at most one: each put removed the one before
                     self._frames.remove(old)
             self._frames.append(frame)

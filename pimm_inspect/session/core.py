@@ -78,7 +78,7 @@ class Session:
         """The row index ``stored_rows`` read last (for which folder), kept for the next batch of the same tree."""
         self._cache_real = ""
         """Where the cache directory really is, once resolved."""
-        self._guarded: set[Path] = set()
+        self._guarded: set[str] = set()
         """Run folders ``guard_cache`` found clear of the cache directory."""
 
     @cached_property
@@ -127,19 +127,23 @@ class Session:
         if self.disk is None:
             return
         for run_dir in run_dirs:
-            if run_dir in self._guarded:
+            if str(run_dir) in self._guarded:
                 continue  # found clear by this session already (each use of the cache checks its run again)
-            if not self._cache_real:  # resolved once, as ``DiskCache.usable_for`` does
-                self._cache_real = real_path(self.disk.directory)
-            cache = self._cache_real
-            real = real_path(run_dir)
-            if _inside(cache, real):
-                self.on_problem(f"the cache directory {self.disk.directory} is inside the run {run_dir}: the cache is "
-                                "not used (nothing is ever written into a run)")
-                self._drop_disk()
+            if not self._guard(run_dir, real_path(run_dir)):
                 return
-            self._guarded.add(run_dir)
-            self._fresh.note_real(self._absolute(run_dir), real)
+
+    def _guard(self, run_dir: Path, real: str) -> bool:
+        """``guard_cache`` of one run folder that really leads to ``real``: False when the cache was dropped."""
+        if not self._cache_real:  # resolved once, as ``DiskCache.usable_for`` does
+            self._cache_real = real_path(self.disk.directory) if self.disk is not None else ""
+        if _inside(self._cache_real, real):
+            self.on_problem(f"the cache directory {self.disk.directory if self.disk else ''} is inside the run "
+                            f"{run_dir}: the cache is not used (nothing is ever written into a run)")
+            self._drop_disk()
+            return False
+        self._guarded.add(str(run_dir))
+        self._fresh.note_real(self._absolute(run_dir), real)
+        return True
 
     def _drop_disk(self) -> None:
         self.disk = None
@@ -159,8 +163,15 @@ class Session:
             self.guard_cache([path])
             yield path
 
-    def _keep_listing(self, run_dir: Path, entries: Iterable[os.DirEntry[str]]) -> None:
-        """Keep a run folder's entries as discovery listed them, for the check of its stored row right after."""
+    def _keep_listing(self, run_dir: Path, entries: Iterable[os.DirEntry[str]], real: str) -> None:
+        """Keep a run folder's entries as discovery listed them and where it really leads, for the check of its
+        stored row right after (and the cache's guard, which needs no resolving of its own then)."""
+        if self.disk is None:
+            return
+        if str(run_dir) in self._guarded:
+            self._fresh.note_real(self._absolute(run_dir), real)
+        elif not self._guard(run_dir, real):
+            return
         self._fresh.note_entries(self._absolute(run_dir), list(entries))
 
     def _absolute(self, path: Path) -> str:
@@ -254,7 +265,7 @@ class Session:
             key = Path(under).absolute()
             if self._index is None or self._index[0] != key:
                 self._index = (key, read_index(disk, key))
-            for i, row in served_from(self._index[1], disk, roots, self._fresh).items():
+            for i, row in served_from(self._index[1], disk, roots, self._fresh, self.settings.jobs).items():
                 found[paths[i]] = row
         else:
             self._fresh.take([str(root) for root in roots])  # found for these rows: never for a later check

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from ..report.json_doc import ls_run_fragment
 from ..sources.confine import real_path
 from .store import codec
 from .store.disk_cache import DiskCache
-from .store.row_cache import DETAIL, RowBuild, cached_rows, row_values, stored_entry
+from .store.row_cache import DETAIL, LazyRow, RowBuild, cached_rows, lazy_fields, stored_entry, worker_count
 
 INDEX_KIND = "run_rows.index.1"
 INDEX_CODE = ("analysis", "report", "session")
@@ -64,6 +65,18 @@ class RowIndex:
         self.blob = blob
         self.where = {self.part(i, _ROOT): i for i in range(len(made))}
         """Record number by root."""
+
+    @classmethod
+    def of_record(cls, made_s: float, parts: list[bytes]) -> RowIndex:
+        """An index of one record (a row just built and stored, handed from a worker process)."""
+        offsets = [0]
+        for part in parts:
+            offsets.append(offsets[-1] + len(part))
+        return cls([made_s], offsets, memoryview(b"".join(parts)))
+
+    def record(self, i: int) -> list[bytes]:
+        """Record ``i``'s parts as stored."""
+        return [bytes(self.blob[self.offsets[k]:self.offsets[k + 1]]) for k in range(i * _PARTS, (i + 1) * _PARTS)]
 
     def part(self, i: int, k: int) -> str:
         at = i * _PARTS + k
@@ -147,14 +160,17 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _record(root: str, made_s: float, flat: tuple[str, ...], row: RunRow) -> list[bytes] | None:
-    """The index record (its parts) of a valid stored row; None when its head does not survive the flat form exactly."""
+def _record(root: str, made_s: float, flat: tuple[str, ...], row: RunRow, detail: bytes | None = None
+            ) -> list[bytes] | None:
+    """The index record (its parts) of a valid stored row (``detail``: its detail as stored, when known); None when
+    its head does not survive the flat form exactly."""
     head = head_text(row)
     values = head_values(head)
     if not all(_same(values[name], getattr(row, name)) for name in _HEAD_FIELDS):
         return None
-    detail = object.__getattribute__(row, "_detail").tobytes() if _has_raw_detail(row) \
-        else _bytes(codec.to_text(tuple(getattr(row, name) for name in DETAIL)))
+    if detail is None:
+        detail = object.__getattribute__(row, "_detail").tobytes() if _has_raw_detail(row) \
+            else _bytes(codec.to_text(tuple(getattr(row, name) for name in DETAIL)))
     return [_bytes(root), _bytes(_dep_text(root, flat)), _bytes(head), detail, _bytes(ls_run_fragment(row))]
 
 
@@ -166,16 +182,16 @@ def _has_raw_detail(row: RunRow) -> bool:
     return True
 
 
-class IndexedRow(RunRow):
+class IndexedRow(LazyRow):
     """A ``RunRow`` served from the index: its fields decoded on first use (the head at once, the detail at once).
 
-    Equal to (and hashes as) the plain row of the same values; pickles as one.
+    Equal to (and hashes as) the plain row of the same values; pickles as one (``LazyRow``).
     """
 
     __slots__ = ("_index", "_at")
 
     @classmethod
-    def of(cls, index: RowIndex, at: int, root: Path) -> IndexedRow:
+    def of(cls, index: RowIndex, at: int, root: Path) -> Self:
         row = object.__new__(cls)
         _SLOTS["root"].__set__(row, root)
         object.__setattr__(row, "_index", index)
@@ -192,45 +208,40 @@ class IndexedRow(RunRow):
         index: RowIndex = object.__getattribute__(self, "_index")
         at: int = object.__getattribute__(self, "_at")
         if detail:
-            values = codec.from_text(index.part(at, _DETAIL))
-            if not (isinstance(values, tuple) and len(values) == len(DETAIL)):
-                raise codec.BadEntry("a row's detail does not match its fields")
-            for name, value in zip(DETAIL, values):
-                _SLOTS[name].__set__(self, value)
+            self._set_detail(index.part(at, _DETAIL))
         else:
             for name, value in head_values(index.part(at, _HEAD)).items():
                 _SLOTS[name].__set__(self, value)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunRow):
-            return NotImplemented
-        return row_values(self) == row_values(other)
 
-    def __hash__(self) -> int:
-        return hash(row_values(self))
+
+class _Built(IndexedRow):
+    """A row a worker process built and stored, on its way back as its index record: nothing decoded, nothing
+    encoded again (it arrives as an ``IndexedRow``)."""
+
+    __slots__ = ()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return RunRow, row_values(self)
+        index: RowIndex = object.__getattribute__(self, "_index")
+        at: int = object.__getattribute__(self, "_at")
+        return _from_record, (index.made[at], index.record(at), self.root)
 
 
-def _lazy_field(name: str, detail: bool) -> property:
-    slot = _SLOTS[name]
-
-    def get(row: IndexedRow) -> Any:
-        try:
-            return slot.__get__(row, RunRow)
-        except AttributeError:
-            row._expand(detail)
-            return slot.__get__(row, RunRow)
-
-    def put(row: IndexedRow, value: Any) -> None:
-        slot.__set__(row, value)
-
-    return property(get, put, doc=f"``RunRow.{name}``, decoded from the index on first use.")
+def _from_record(made_s: float, parts: list[bytes], root: Path) -> IndexedRow:
+    return IndexedRow.of(RowIndex.of_record(made_s, parts), 0, root)
 
 
-for _name in (*_HEAD_FIELDS, *DETAIL):
-    setattr(IndexedRow, _name, _lazy_field(_name, _name in DETAIL))
+def indexed(root: Path, made_s: float, flat: tuple[str, ...], row: RunRow, detail: bytes) -> RunRow:
+    """A row just built and stored, as its index record (``row_cache.Keep``): what ``write_index`` copies and
+    ``ls --json`` prints as it is; the row itself when its head does not survive the index's form."""
+    try:
+        parts = _record(str(root), made_s, flat, row, detail)
+    except (codec.NotCacheable, codec.BadEntry, ValueError, TypeError, RecursionError):
+        parts = None
+    return row if parts is None else _Built.of(RowIndex.of_record(made_s, parts), 0, root)
+
+
+lazy_fields(IndexedRow, (*_HEAD_FIELDS, *DETAIL))
 
 
 def index_key(under: Path) -> Path:
@@ -238,30 +249,72 @@ def index_key(under: Path) -> Path:
     return Path(under).absolute()
 
 
-def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh: Fresh | None = None
-                ) -> dict[int, RunRow]:
+SPLIT_MIN_RUNS = 2000
+"""From this many stored rows to check, a forked process checks half of them while this one checks the others,
+when another processor is idle (``row_cache.worker_count``) and this process runs one thread (a fork is then safe)."""
+
+
+def served_from(index: RowIndex | None, disk: DiskCache, roots: list[Path], fresh: Fresh | None = None,
+                jobs: int | None = None) -> dict[int, RunRow]:
     """The rows of ``roots`` (by position) the index holds and that are still valid.
 
     ``fresh``: what the session's discovery found a moment ago (``Fresh``), taken for ``roots`` whether used or not;
-    else the check resolves and lists now."""
-    found: dict[int, RunRow] = {}
+    else the check resolves and lists now. ``jobs``: the session's worker setting (``row_cache.worker_count``)."""
     texts = [str(root) for root in roots]
     known = fresh.take(texts) if fresh is not None else {}
-    for i, root in enumerate(roots):
+    if index is None:
+        return {}
+    asked = [(i, at) for i, at in enumerate(map(index.where.get, texts)) if at is not None]
+
+    def valid(item: tuple[int, int]) -> bool:
+        i, at = item
         text = texts[i]
         real, entries = known.get(text, (None, None))
-        at = index.where.get(text) if index is not None else None
-        if index is None or at is None:
-            continue
         if real is None:
             real = real_path(text)
-        if not disk.usable_for(root, real):
-            continue
+        if not disk.usable_for(roots[i], real):
+            return False
         deps = index.deps(at, text)
-        if deps is not None and read_record.unchanged(read_record.ReadRecord(index.made[at], deps, True),
-                                                      {text: real}, {text: entries} if entries is not None else None):
-            found[i] = IndexedRow.of(index, at, root)
-    return found
+        return deps is not None and read_record.unchanged(read_record.ReadRecord(index.made[at], deps, True),
+                                                          {text: real}, {text: entries} if entries is not None else None)
+
+    split = len(asked) >= SPLIT_MIN_RUNS and threading.active_count() == 1 and hasattr(os, "fork") \
+        and worker_count(jobs) > 1
+    flags = _checked_in_two(asked, valid) if split else [valid(item) for item in asked]
+    return {i: IndexedRow.of(index, at, roots[i]) for (i, at), ok in zip(asked, flags) if ok}
+
+
+def _checked_in_two(items: list[tuple[int, int]], valid: Callable[[tuple[int, int]], bool]) -> list[bool]:
+    """``valid`` of every item, the second half in a forked process (what it cannot answer is checked here)."""
+    half = len(items) // 2
+    rest = items[half:]
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return [valid(item) for item in items]
+    if pid == 0:  # the child: check, answer, leave at once (no exit handler, no buffered output of the parent's)
+        code = 1
+        try:
+            os.close(read_end)
+            answer = bytes(valid(item) for item in rest)
+            with os.fdopen(write_end, "wb") as out:
+                out.write(answer)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        mine = [valid(item) for item in items[:half]]
+        with os.fdopen(read_end, "rb") as answers:
+            theirs = answers.read()
+    finally:
+        _pid, status = os.waitpid(pid, 0)
+    if status != 0 or len(theirs) != len(rest):
+        return mine + [valid(item) for item in rest]  # the child failed: checked here
+    return mine + [flag == 1 for flag in theirs]
 
 
 def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
@@ -276,38 +329,44 @@ def indexed_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, job
         return
     key = index_key(under)
     index = read_index(disk, key)
-    served = served_from(index, disk, roots, fresh)
+    served = served_from(index, disk, roots, fresh, jobs)
     rest = [root for i, root in enumerate(roots) if i not in served]
-    others = cached_rows(rest, build, disk, jobs) if rest else iter(())
+    others = cached_rows(rest, build, disk, jobs, indexed) if rest else iter(())
     last = len(roots) - 1
     for i in range(len(roots)):
-        row = served[i] if i in served else next(others)
+        if i in served:
+            row = served[i]
+        else:
+            row = next(others)  # a row just stored comes as its record (``indexed``)
+            if type(row) is _Built:  # built here, not in a worker
+                row = IndexedRow.of(object.__getattribute__(row, "_index"), 0, row.root)
+            served[i] = row
         if i == last and rest:  # before the last row is handed on: a caller stops asking once it has them all
             write_index(disk, key, index, roots, served)
         yield row
 
 
 def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Path], served: dict[int, RunRow]) -> None:
-    """Store the index of ``roots`` unless it would hold what ``old`` holds: the records just served from ``old`` as
-    they were, the stored rows of the others (with their records: a row whose run changed since is refused when
-    asked for, as its own entry would be), and ``old``'s records of runs not asked for whose folder is still there."""
+    """Store the index of ``roots`` unless it would hold what ``old`` holds: the records of the rows ``served`` as
+    index records (from ``old``, or just built and stored) as they were, the stored rows of the others (with their
+    records: a row whose run changed since is refused when asked for, as its own entry would be), and ``old``'s
+    records of runs not asked for whose folder is still there."""
     parts: list[bytes] = []
     made: list[float] = []
     roots_made: list[tuple[str, float]] = []
     asked = set()
 
-    def keep(text: str, at: int) -> None:
-        assert old is not None
-        start = at * _PARTS
-        parts.extend(bytes(old.blob[old.offsets[k]:old.offsets[k + 1]]) for k in range(start, start + _PARTS))
-        made.append(old.made[at])
-        roots_made.append((text, old.made[at]))
+    def keep(text: str, index: RowIndex, at: int) -> None:
+        parts.extend(index.record(at))
+        made.append(index.made[at])
+        roots_made.append((text, index.made[at]))
 
     for i, root in enumerate(roots):
         text = str(root)
         asked.add(text)
-        if i in served and old is not None:
-            keep(text, object.__getattribute__(served[i], "_at"))
+        row = served.get(i)
+        if isinstance(row, IndexedRow):
+            keep(text, object.__getattribute__(row, "_index"), object.__getattribute__(row, "_at"))
             continue
         entry = stored_entry(disk, root)
         if entry is None or entry[2].root != root:
@@ -323,7 +382,7 @@ def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Pa
     if old is not None:
         for text, at in old.where.items():
             if text not in asked and os.path.isdir(text):
-                keep(text, at)
+                keep(text, old, at)
         if sorted(roots_made) == sorted(zip(old.where, old.made)):
             return  # the same records: nothing to write
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
@@ -332,3 +391,14 @@ def write_index(disk: DiskCache, key: Path, old: RowIndex | None, roots: list[Pa
     # As 64-bit words (padded): the codec stores a uint64 column as it is, one CRC-checked copy per chunk to read.
     blob = np.frombuffer(data + bytes(-len(data) % 8), dtype=np.uint64)
     disk.put_value(INDEX_KIND, key, "", (_PARTS, np.array(made, dtype=np.float64), offsets, blob), INDEX_CODE)
+
+
+def stored_detail(row: RunRow) -> str | None:
+    """The detail of a row read from the cache (from the index, or from its own entry) as the text stored, not
+    decoded (``codec.from_text`` reads it: the UI's prefetch hands rows on so); None for a row made now."""
+    if isinstance(row, IndexedRow):
+        index: RowIndex = object.__getattribute__(row, "_index")
+        return index.part(object.__getattribute__(row, "_at"), _DETAIL)
+    if _has_raw_detail(row):
+        return str(object.__getattribute__(row, "_detail").tobytes(), "utf-8")
+    return None

@@ -57,7 +57,7 @@ class ReadSoFar:
 
     Only series, by design: attempts, replays and findings are decided on the whole run (``ReadDone``, then the
     analysed Run), never on part of a file. A prefetching child sends one at most every ``so_far_every_s``, and one
-    not relayed yet is replaced by the next (``child.ForkedChild``'s ``latest_only``)."""
+    not relayed yet is replaced by the next (``child.ForkedChild``'s ``replaces``)."""
 
     series: tuple[ScalarSeries, ...]
 
@@ -266,7 +266,7 @@ def guarded(loader: Loader, path: Path) -> Run:
 
 class _Child:
     """A forked process loading one run (``child.ForkedChild``); its stages arrive as frames, a newer ReadSoFar
-    replacing one not relayed yet."""
+    replacing one not relayed yet (so does a newer progress report)."""
 
     def __init__(self, forked: ForkedChild) -> None:
         self.forked = forked
@@ -281,7 +281,7 @@ class _Child:
             # has from the ReadDone stage.
             send(("analysed", (dataclasses.replace(run, series=(), events=()), cache)))
 
-        return cls(ForkedChild.start(work, "pimm-inspect-prefetch", latest_only=_is_preview))
+        return cls(ForkedChild.start(work, "pimm-inspect-prefetch", replaces=_superseded))
 
     def kill(self) -> None:
         """Stop the child now (its screen is gone, or a newer load supersedes it)."""
@@ -318,6 +318,9 @@ class _Child:
                 return dataclasses.replace(analysed, series=read.series, events=read.events), cache
 
 
-def _is_preview(frame: object) -> bool:
-    """A frame only the newest of which matters: what a big file gave so far."""
-    return isinstance(frame, tuple) and len(frame) == 2 and isinstance(frame[1], ReadSoFar)
+def _superseded(frame: object) -> type | None:
+    """Frames only the newest of which matters, each kind on its own: what a big file gave so far, how far the read
+    got (never the quick stage, the read run or the analysed one)."""
+    if isinstance(frame, tuple) and len(frame) == 2 and isinstance(frame[1], (ReadSoFar, Reading)):
+        return type(frame[1])
+    return None

@@ -16,26 +16,24 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from ..analysis.summary import run_row
 from ..evidence import RunRow
 from ..load.discover import classify_dir
 from ..load.progress import LoadCancelled
 from ..report.safe_text import clean
 from ..session import Session
-from ..session.staged import Loader, StagedLoader, load_in_stages
 from .crash import CRASH_EXIT_CODE, write_crash
 from .facts import relative_name
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
                        RunGlanced, RunsFound)
 from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.runs import RunsScreen
-from .wandb_keys import copy_wandb, open_wandb
 from .prefetch import PrefetchedRows, RowPrefetch
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
 
 if TYPE_CHECKING:
-    # The run and compare screens (curves, plotext) are imported when first opened: the runs table, what the UI
-    # shows first, needs neither.
+    # The run and compare screens (curves, plotext) are imported when first opened, and the staged loader (analysis,
+    # the readers, numpy) when a run is read: the runs table of stored rows, what the UI shows first, needs none.
+    from ..session.staged import Loader, StagedLoader
     from .screens.compare import CompareScreen
     from .screens.run import RunScreen
     from .screens.run_loading import RunLoading
@@ -69,7 +67,7 @@ class InspectApp(App[None]):
         self.path = Path(path)
         self.session = session if session is not None else Session()
         """The front door: discovery, the cached rows of the runs table, staged loading of a run."""
-        self.loader: Loader | StagedLoader = loader or self.session.staged
+        self._loader = loader
         self.table_rows: RowSource = LoaderRows(loader) if loader is not None else SessionRows(self.session)
         """Where the runs table's rows come from: the session's cached rows (those of ``ls``), or a test's loader."""
         self.prefetch = prefetch if loader is None else None
@@ -87,12 +85,18 @@ class InspectApp(App[None]):
         """The file a crash wrote its traceback to (None: no crash, or it could not be written)."""
         self._crash_line: str | None = None
 
+    @property
+    def loader(self) -> Loader | StagedLoader:
+        """Reads a run in stages: a test's loader, else the session's staged loader (made when first needed)."""
+        return self._loader if self._loader is not None else self.session.staged
+
     def on_unmount(self) -> None:
         if self.prefetch is not None:
             self.prefetch.close()
-        close = getattr(self.loader, "close", None)
+        # A prefetching child must not outlive the UI (the session's staged loader, only if it was ever made).
+        close = getattr(self._loader, "close", None) if self._loader is not None else self.session.close
         if callable(close):
-            close()  # a prefetching child must not outlive the UI
+            close()
 
     def on_mount(self) -> None:
         self.push_screen(self.runs_screen)
@@ -110,7 +114,7 @@ class InspectApp(App[None]):
     def _load_all(self) -> None:
         """Discover runs and read them for the table (``TablePass``); a newer pass cancels this one."""
         worker = get_current_worker()
-        TablePass(self.path.absolute(), self.path, self.loader, self.post_message, lambda: worker.is_cancelled,
+        TablePass(self.path.absolute(), self.path, lambda: self.loader, self.post_message, lambda: worker.is_cancelled,
                   lambda key: key in self._owned, self.table_rows).run()
 
     @work(thread=True, group="reload")
@@ -169,6 +173,8 @@ class InspectApp(App[None]):
 
     def on_run_loading_loaded(self, message: RunLoading.Loaded) -> None:
         """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""
+        from ..analysis.summary import run_row
+
         self._keep(message.path, run_row(message.run))
 
     def _keep(self, path: Path, row: RunRow) -> None:
@@ -205,6 +211,9 @@ class InspectApp(App[None]):
     @work(thread=True, group="wandb", exclusive=True)
     def _load_for_wandb(self, path: Path, what: str) -> None:
         """The run under the runs table's cursor, for ``o``/``y`` (a row holds no link)."""
+        from ..session.staged import load_in_stages
+        from .wandb_keys import copy_wandb, open_wandb
+
         worker = get_current_worker()
         try:
             run = load_in_stages(self.loader, path, cancelled=lambda: worker.is_cancelled)
@@ -218,6 +227,8 @@ class InspectApp(App[None]):
     @work(thread=True, group="compare", exclusive=True)
     def _load_for_compare(self, paths: list[Path]) -> None:
         """Full runs (with curves) for the compare view; the table only holds light copies."""
+        from ..session.staged import load_in_stages
+
         worker = get_current_worker()
         try:
             runs = [load_in_stages(self.loader, p, cancelled=lambda: worker.is_cancelled) for p in paths]

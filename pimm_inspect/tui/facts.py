@@ -13,9 +13,9 @@ from ..analysis.names import name_text
 from ..analysis.run_filter import compile_filter, compile_run_filter, filter_error
 
 __all__ = ["compile_filter", "compile_run_filter", "filter_error"]  # the filter grammar lives below the front ends
-from ..analysis.summary import summary_of
 from ..evidence import RunRow, RunSummary
 from ..model import Run, Severity
+from ..report.row_cells import last_logged_text
 
 
 
@@ -41,7 +41,11 @@ def main_config(run: Run) -> dict[str, object]:
 
 
 def _summary(run: Run | RunRow) -> RunSummary:
-    return run.summary if isinstance(run, RunRow) else summary_of(run)
+    if isinstance(run, RunRow):
+        return run.summary
+    from ..analysis.summary import summary_of  # a whole Run's (numpy): never for the runs table's rows
+
+    return summary_of(run)
 
 
 def best_metric(row: RunRow) -> str:
@@ -59,8 +63,6 @@ def last_logged(row: RunRow) -> float | None:
 def last_logged_cell(row: RunRow) -> str:
     """``YYYY-MM-DD HH:MM UTC`` of ``RunRow.last_logged_at`` (the field ``ls --json`` gives), or '-': the cell
     ``ls --columns last_logged_at`` prints."""
-    from ..report.ls_columns import last_logged_text
-
     return last_logged_text(row)
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from ..evidence import RunRow
-from ..load.quick import RunGlance
 from ..model import Run
+
+if TYPE_CHECKING:
+    from ..load.quick import RunGlance  # a type only: the quick stage's module imports the loaders
 
 
 class DiscoveryDone(Message):

@@ -2,9 +2,11 @@
 
 ``pimm-inspect TREE`` starts this before it imports the UI (Textual, the screens): a forked child process searches
 the tree and reads each run's stored row (what ``ls`` prints: stats and one small cache entry per run), on the other
-core, while this process imports and mounts the UI; batches come back through a pipe as length-prefixed pickles
-(between our own two processes; nothing from a run directory is unpickled this way). The table's first pass then
-takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
+core, while this process imports and mounts the UI; batches come back as ``session.child.ForkedChild`` frames. A
+stored row travels as its head's values and its detail's text as the cache holds it (``SentRow``): the child never
+decodes the detail (findings, attempts, config, metrics), nor pickles it as objects, and this process decodes it only
+where a view asks for it (the runs table shows the head alone), so the rows cost neither process much and this one
+holds few objects per row. The table's first pass then takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
 by that pass as before, and every later pass (a refresh) asks the session directly. Where the process cannot fork
 safely (another thread already runs, no ``fork``), there is no prefetch and the pass does all of it itself.
 
@@ -13,39 +15,134 @@ No Textual here: this module is imported before the UI's modules are.
 
 from __future__ import annotations
 
-import os
-import pickle
-import queue
-import signal
-import struct
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..evidence import RunRow
 from ..session import Session
+from ..session.child import ForkedChild, Send
 
 if TYPE_CHECKING:
     from ..session.staged import Stage
     from .table_load import RowSource
 
-_HEADER = struct.Struct("<Q")
 FIRST_BATCH = 32
 """Runs in the child's first batch (about a screenful); later batches double up to ``MAX_BATCH``."""
 MAX_BATCH = 1024
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunRow))
+_SLOTS = {name: RunRow.__dict__[name] for name in _FIELDS}
+
+
+class SentRow(RunRow):
+    """A stored row as the child sent it: its head's fields set, its detail's fields (``Batch.detail``) decoded from
+    the cache's text (``codec.from_text``) when one of them is first asked for, as the cache's own rows are.
+
+    Equal to (and hashes as) the plain row of the same values.
+    """
+
+    __slots__ = ("_detail", "_detail_fields")
+
+    @classmethod
+    def of(cls, head: tuple[str, ...], values: tuple[Any, ...], detail: tuple[str, ...], text: str) -> SentRow:
+        row = object.__new__(cls)
+        for name, value in zip(head, values):
+            _SLOTS[name].__set__(row, value)
+        object.__setattr__(row, "_detail", text)
+        object.__setattr__(row, "_detail_fields", detail)
+        return row
+
+    def _expand(self) -> None:
+        from ..session.store import codec
+
+        fields: tuple[str, ...] = object.__getattribute__(self, "_detail_fields")
+        values = codec.from_text(object.__getattribute__(self, "_detail"))
+        if not (isinstance(values, tuple) and len(values) == len(fields)):
+            raise codec.BadEntry("a row's detail does not match its fields")
+        for name, value in zip(fields, values):
+            _SLOTS[name].__set__(self, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunRow):
+            return NotImplemented
+        return self._values() == tuple(getattr(other, name) for name in _FIELDS)
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return RunRow, self._values()
+
+
+def _field(name: str) -> property:
+    slot = _SLOTS[name]
+
+    def get(row: SentRow) -> Any:
+        try:
+            return slot.__get__(row, RunRow)
+        except AttributeError:  # a detail field: the first asked for decodes them all
+            row._expand()
+            return slot.__get__(row, RunRow)
+
+    def put(row: SentRow, value: Any) -> None:
+        slot.__set__(row, value)
+
+    return property(get, put, doc=f"``RunRow.{name}`` (a detail field: decoded on first use).")
+
+
+for _name in _FIELDS:
+    setattr(SentRow, _name, _field(_name))
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Runs found, in discovery order, and those of their rows the cache still held (looked up: all of them)."""
+    """Runs found, in discovery order, and those of their rows the cache still held (looked up: all of them): each
+    as (its place in ``paths``, its ``head`` fields' values, its detail's text), or whole in ``stored``."""
 
     paths: list[Path]
     stored: dict[Path, RunRow]
+    sent: list[tuple[int, tuple[Any, ...], str]]
+    head: tuple[str, ...]
+    detail: tuple[str, ...]
+
+    def rows(self) -> dict[Path, RunRow]:
+        """Every row of the batch, by path (``SentRow``s, and the rows sent whole)."""
+        found: dict[Path, RunRow] = {self.paths[i]: SentRow.of(self.head, values, self.detail, text)
+                                     for i, values, text in self.sent}
+        found.update(self.stored)
+        return found
 
 
-def _produce(session: Session, root: Path, send: Callable[[object], None]) -> None:
+def _batch(session: Session, root: Path, paths: list[Path]) -> Batch:
+    """``paths`` and their stored rows, each row's detail as the cache's text where it has one."""
+    from ..session.row_index import stored_detail
+    from ..session.store.row_cache import DETAIL
+
+    head = tuple(name for name in _FIELDS if name not in DETAIL)
+    whole: dict[Path, RunRow] = {}
+    sent: list[tuple[int, tuple[Any, ...], str]] = []
+    stored = session.stored_rows(paths, under=root)
+    for i, path in enumerate(paths):
+        row = stored.get(path)
+        if row is None:
+            continue
+        text = stored_detail(row)
+        if text is None:
+            whole[path] = row
+        else:
+            sent.append((i, tuple(getattr(row, name) for name in head), text))
+    return Batch(paths, whole, sent, head, DETAIL)
+
+
+def _produce(session: Session, root: Path, send: Send) -> None:
     """The child's work: find the runs, send each batch with its stored rows (the tree's row index first, as ``ls``
     reads it), then the folders not searched."""
     errors: list[tuple[Path, str]] = []
@@ -54,90 +151,45 @@ def _produce(session: Session, root: Path, send: Callable[[object], None]) -> No
     for path in session.iter_runs(root, lambda where, reason: errors.append((where, reason))):
         batch.append(path)
         if len(batch) >= size:
-            send(Batch(batch, session.stored_rows(batch, under=root)))
+            send(_batch(session, root, batch))
             batch, size = [], min(size * 2, MAX_BATCH)
     if batch:
-        send(Batch(batch, session.stored_rows(batch, under=root)))
+        send(_batch(session, root, batch))
     send(("done", errors))
 
 
 class RowPrefetch:
-    """A child searching ``root`` and reading its stored rows; its batches arrive in ``frames`` as they are sent."""
+    """A child searching ``root`` and reading its stored rows (``session.child.ForkedChild``); its frames, as they
+    are sent: batches, then ``("done", errors)``, or ``("failed", reason)``; ``END`` (None) once the child is gone."""
 
-    def __init__(self, root: Path, pid: int, read_end: int) -> None:
+    def __init__(self, root: Path, child: ForkedChild) -> None:
         self.root = root
-        self.pid = pid
-        self.frames: queue.Queue[object] = queue.Queue()
-        """Batches, then ``("done", errors)``, or ``("failed", reason)``; None: the pipe closed."""
+        self.child = child
         self.taken = False
         """True once a pass took the prefetch (only the first does)."""
-        self._reaped = False
-        self._reap_lock = threading.Lock()
-        threading.Thread(target=self._receive, args=(read_end,), name="pimm-inspect-rows", daemon=True).start()
 
     @classmethod
     def start(cls, session: Session, root: Path) -> RowPrefetch | None:
         """Fork the child for the tree at ``root``; None where that is not safe or ``root`` is no folder."""
-        if not hasattr(os, "fork") or threading.active_count() != 1 or not root.is_dir():
+        if not ForkedChild.possible() or not root.is_dir():
             return None
         root = root.absolute()
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: search, send, and leave without running any exit handler of the parent's
+
+        def work(send: Send) -> None:
             try:
-                os.close(read_end)
-                with os.fdopen(write_end, "wb") as out:
-                    def send(item: object) -> None:
-                        data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-                        out.write(_HEADER.pack(len(data)))
-                        out.write(data)
-                        out.flush()
+                _produce(session, root, send)
+            except Exception as exc:  # noqa: BLE001 - the parent's pass says so, as it would itself
+                send(("failed", f"{type(exc).__name__}: {exc}"))
 
-                    try:
-                        _produce(session, root, send)
-                    except Exception as exc:  # noqa: BLE001 - the parent's pass says so, as it would itself
-                        send(("failed", f"{type(exc).__name__}: {exc}"))
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        return cls(root, pid, read_end)
+        return cls(root, ForkedChild.start(work, name="pimm-inspect-rows"))
 
-    def _receive(self, read_end: int) -> None:
-        """Read frames as they come (the child never waits on a full pipe); None marks the end."""
-        try:
-            with os.fdopen(read_end, "rb") as pipe:
-                while header := pipe.read(_HEADER.size):
-                    if len(header) < _HEADER.size:
-                        break
-                    (size,) = _HEADER.unpack(header)
-                    data = pipe.read(size)
-                    if len(data) < size:
-                        break
-                    self.frames.put(pickle.loads(data))
-        except Exception:  # noqa: BLE001 - a broken pipe or frame ends the relay (the pass says it failed)
-            pass
-        finally:
-            self.frames.put(None)
-            self._reap()
-
-    def _reap(self) -> None:
-        with self._reap_lock:
-            if self._reaped:
-                return
-            self._reaped = True
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
+    def next_frame(self) -> object:
+        """The child's next frame, waiting for it; ``END`` once the child is gone and every frame was taken."""
+        return self.child.get()
 
     def close(self) -> None:
         """Stop the child now (the UI is quitting, or the pass was superseded)."""
-        if not self._reaped:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self._reap()
+        self.child.kill()
 
 
 class PrefetchFailed(Exception):
@@ -163,11 +215,12 @@ class PrefetchedRows:
 
     def _relay(self, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
         while True:
-            frame = self.prefetch.frames.get()
+            frame = self.prefetch.next_frame()
             if isinstance(frame, Batch):
+                rows = frame.rows()
                 with self._lock:
                     for path in frame.paths:
-                        self._stored[path] = frame.stored.get(path)
+                        self._stored[path] = rows.get(path)
                 yield from frame.paths
             elif isinstance(frame, tuple) and frame[0] == "done":
                 for where, reason in frame[1]:

@@ -6,11 +6,14 @@ Only presentation: every fact comes from ``load.quick.RunGlance`` and ``load.pro
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..load.progress import ReadProgress
-from ..load.quick import RunGlance
 from ..model import Run
 from .facts import fmt_step, human_bytes, kind_label, relative_name
+
+if TYPE_CHECKING:
+    from ..load.progress import ReadProgress
+    from ..load.quick import RunGlance  # types only: the quick stage's module imports the loaders
 
 WAITING = "…"
 """Shown where the quick stage cannot tell yet."""
@@ -53,6 +56,9 @@ def progress_text(progress: ReadProgress) -> str:
         return "putting attempts and curves together…"
     if progress.stage == "analysing":
         return "running the checks…"
+    if progress.bytes_total and progress.bytes_done >= progress.bytes_total and progress.files_total == 1:
+        # Every byte is read; the reader still puts its series together (and the cache keeps them): not stuck.
+        return f"{progress.stage} read ({human_bytes(progress.bytes_total)}); putting its series together…"
     files = f" {progress.files_done}/{progress.files_total}" if progress.files_total > 1 else ""
     size = f"{', ' if files else ': '}{human_bytes(progress.bytes_done)} of {human_bytes(progress.bytes_total)}" \
         if progress.bytes_total else ""

@@ -14,21 +14,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
-from ..analysis.summary import run_row
 from ..evidence import RunRow
 from ..load.discover import classify_dir, iter_runs
 from ..load.progress import LoadCancelled
-from ..load.quick import listing
 from ..session import Session
 from .facts import relative_name
-from ..session.staged import Loader, Reading, Stage, StagedLoader, glance_with, load_in_stages
 from .messages import (DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded, RunGlanced,
                        RunsFound)
 from .stages import progress_text
+
+if TYPE_CHECKING:
+    from ..session.staged import Loader, Stage, StagedLoader
+
+# The staged loader, analysis and the quick listing (the readers, numpy) are imported where a run is read: a pass
+# served by stored rows never needs them.
 
 BIG_RUN_BYTES = 64 << 20
 """A run whose files add up to more than this is read after every other run (its row shows its tail at once)."""
@@ -94,24 +97,31 @@ class LoaderRows:
         return {}
 
     def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+        from ..analysis.summary import run_row
+        from ..session.staged import load_in_stages
+
         for path in paths:
             yield run_row(load_in_stages(self.loader, path, cancelled=cancelled))
 
     def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
+        from ..analysis.summary import run_row
+        from ..session.staged import load_in_stages
+
         return run_row(load_in_stages(self.loader, path, on_stage, cancelled))
 
 
 class TablePass:
     """Discover every run under ``root`` and give each its row for the runs table, posting what it finds."""
 
-    def __init__(self, root: Path, shown_as: Path, loader: Loader | StagedLoader, post: Callable[[Message], object],
-                 cancelled: Callable[[], bool], owned: Callable[[str], bool], rows: RowSource | None = None) -> None:
+    def __init__(self, root: Path, shown_as: Path, loader: Callable[[], Loader | StagedLoader],
+                 post: Callable[[Message], object], cancelled: Callable[[], bool], owned: Callable[[str], bool],
+                 rows: RowSource | None = None) -> None:
         self.root = root
         self.shown_as = shown_as
         """The path as the user gave it (names on the status line are relative to it)."""
         self.loader = loader
-        """Reads a big run with progress (the run screen's staged loader)."""
-        self.rows: RowSource = rows if rows is not None else LoaderRows(loader)
+        """Gives the loader that takes a big run's quick stage (the run screen's staged loader), asked only then."""
+        self.rows: RowSource = rows if rows is not None else LoaderRows(loader())
         self.post = post
         self.cancelled = cancelled
         self.owned = owned
@@ -200,9 +210,12 @@ class TablePass:
 
     def _defer_big(self, path: Path) -> bool:
         """True (after posting its quick stage) when ``path`` is too big to read in passing: it is read last."""
+        from ..load.quick import listing
+        from ..session.staged import glance_with
+
         if sum(f.size_bytes for f in listing(path)) <= BIG_RUN_BYTES:
             return False
-        quick = glance_with(self.loader, path)
+        quick = glance_with(self.loader(), path)
         if quick is not None:
             self.post(RunGlanced(path, quick))
         self.big.append(path)
@@ -250,6 +263,8 @@ class TablePass:
 
     def _reporter(self, name: str) -> Callable[[Stage], None]:
         """Progress of one big run's read, on the status line."""
+        from ..session.staged import Reading
+
         def report(stage: Stage) -> None:
             if isinstance(stage, Reading):
                 self.post(LoadProgress(self.done, len(self.paths), f"{name}: {progress_text(stage.progress)}"))

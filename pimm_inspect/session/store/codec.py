@@ -147,7 +147,7 @@ class _Encoder:
             for index in same:
                 other = self.arrays[index]
                 if other[:8].tobytes() == value[:8].tobytes() and other[-8:].tobytes() == value[-8:].tobytes() \
-                        and sys.modules["numpy"].array_equal(other.view("uint8"), value.view("uint8")):
+                        and _same_bits(other, value):
                     self._by_id[id(value)] = index
                     return index
         self.arrays.append(value)
@@ -189,8 +189,7 @@ class _Encoder:
 _PLAIN = (type(None), bool, str, int, float)
 _LAZY_FIELDS = {
     "pimm_inspect.model:ScalarSeries": ("values",),
-    "pimm_inspect.sources.train_log._types:TrainLogIndex": ("step_steps", "step_line_nos", "step_offsets",
-                                                            "step_attempts"),
+    "pimm_inspect.sources.train_log._types:TrainLogIndex": ("step_steps", "step_offsets", "step_attempts"),
 }
 """The dataclasses whose big columns are decoded on first use, and which: a series' values (a warm ``show`` reads only
 steps and times) and a train.log's line index (read only to extend the result or jump in the log). By name, so that
@@ -349,6 +348,14 @@ class _Decoder:
                 raise BadEntry("bad path")
             return Path(body)
         raise BadEntry(f"unknown tag {tag!r}")
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """``a`` and ``b`` (one dtype and shape) hold the same bytes, compared a slice at a time (no temporary the size of
+    the arrays)."""
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+    step = 1 << 17
+    return all(flat_a[i:i + step].tobytes() == flat_b[i:i + step].tobytes() for i in range(0, flat_a.size, step))
 
 
 def _no_arrays(index: Any) -> np.ndarray:

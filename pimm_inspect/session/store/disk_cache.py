@@ -31,6 +31,8 @@ DEFAULT_MAX_BYTES = 2 * 1024**3
 DEFAULT_MIN_DECODE_MS = 5.0
 """A full read that took less CPU than this is not written to disk: reading the entry back would cost about as much
 as decoding the file again (``Settings.cache_min_decode_s``, from ``$PIMM_INSPECT_CACHE_MIN_DECODE_MS``)."""
+_TRIM_AFTER_BYTES = 16 << 20
+"""After writing an entry this big the freed heap is given back to the OS (``arrays.release_freed_memory``)."""
 TOUCH_AFTER_S = 600.0
 """An entry read is marked used (its mtime set to now) only when it was last marked longer ago than this: eviction
 needs no finer order, and a warm ``ls`` of a big tree then writes no inode per entry read."""
@@ -198,6 +200,10 @@ class DiskCache:
                 return  # not storable, or the disk refused: the value is simply not cached
             raise
         self.written_bytes += size
+        if size >= _TRIM_AFTER_BYTES:  # its encoded tree and packing temporaries: freed, given back before going on
+            from ...arrays import release_freed_memory
+
+            release_freed_memory()
         if self.written_bytes > self.max_bytes // 20:
             self.written_bytes = 0
             evict(self.directory, self.max_bytes)

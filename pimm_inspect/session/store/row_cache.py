@@ -47,17 +47,23 @@ _SLOTS = {name: RunRow.__dict__[name] for name in _FIELDS}
 """``RunRow``'s own slots for them (``StoredRow`` fills them when its detail is decoded)."""
 
 
-class StoredRow(RunRow):
-    """A ``RunRow`` read back from the cache: equal to the row stored, its detail decoded on first access.
+class LazyRow(RunRow):
+    """A ``RunRow`` whose fields are filled from stored text on first use (``StoredRow``: its detail;
+    ``row_index.IndexedRow``: every field but its root), by ``_expand(detail)`` of the subclass.
 
-    Compares equal to a plain ``RunRow`` of the same values (and hashes alike); ``dataclasses.replace`` and pickling
-    work as on a plain one.
+    Compares equal to a plain ``RunRow`` of the same values and hashes alike; ``dataclasses.replace`` works as on a
+    plain one; pickles as a plain one unless the subclass says otherwise.
     """
 
-    __slots__ = ("_detail",)
+    __slots__ = ()
 
-    def _expand(self) -> None:
-        values = codec.from_text(object.__getattribute__(self, "_detail").tobytes().decode())
+    def _expand(self, detail: bool) -> None:
+        """Fill the slots of the detail fields (``detail``) or of the others."""
+        raise NotImplementedError
+
+    def _set_detail(self, text: str) -> None:
+        """Fill the detail fields from their stored text; ``codec.BadEntry`` when it is not theirs."""
+        values = codec.from_text(text)
         if not (isinstance(values, tuple) and len(values) == len(DETAIL)):
             raise codec.BadEntry("a row's detail does not match its fields")
         for name, value in zip(DETAIL, values):
@@ -72,29 +78,47 @@ class StoredRow(RunRow):
         return hash(row_values(self))
 
     def __reduce__(self) -> tuple[Any, ...]:
+        return RunRow, row_values(self)
+
+
+def lazy_fields(cls: type[LazyRow], names: tuple[str, ...]) -> None:
+    """Give ``cls`` a property per field of ``names`` that reads ``RunRow``'s slot, expanding the row on first use
+    (a detail field expands every detail field at once)."""
+    for name in names:
+        setattr(cls, name, _lazy_field(name, name in DETAIL))
+
+
+def _lazy_field(name: str, detail: bool) -> property:
+    slot = _SLOTS[name]
+
+    def get(row: LazyRow) -> Any:
+        try:
+            return slot.__get__(row, RunRow)
+        except AttributeError:
+            row._expand(detail)
+            return slot.__get__(row, RunRow)
+
+    def put(row: LazyRow, value: Any) -> None:
+        slot.__set__(row, value)  # RunRow.__init__ (dataclasses.replace of a stored row) sets every field
+
+    return property(get, put, doc=f"``RunRow.{name}``, decoded from the stored text on first use.")
+
+
+class StoredRow(LazyRow):
+    """A ``RunRow`` read back from the cache: equal to the row stored, its detail decoded on first access."""
+
+    __slots__ = ("_detail",)
+
+    def _expand(self, detail: bool) -> None:
+        self._set_detail(object.__getattribute__(self, "_detail").tobytes().decode())
+
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (to or from a worker process) with its detail still encoded."""
         head = RunRow(**{name: getattr(self, name) for name in _HEAD})
         return _unpacked, (head, object.__getattribute__(self, "_detail"))
 
 
-def _detail_field(name: str) -> property:
-    slot = _SLOTS[name]
-
-    def get(row: StoredRow) -> Any:
-        try:
-            return slot.__get__(row, RunRow)
-        except AttributeError:
-            row._expand()  # the first use of any detail field decodes them all
-            return slot.__get__(row, RunRow)
-
-    def put(row: StoredRow, value: Any) -> None:
-        slot.__set__(row, value)  # RunRow.__init__ (dataclasses.replace of a stored row) sets every field
-
-    return property(get, put, doc=f"``RunRow.{name}``, decoded from the stored detail on first use.")
-
-
-for _name in DETAIL:
-    setattr(StoredRow, _name, _detail_field(_name))
+lazy_fields(StoredRow, DETAIL)
 
 
 def row_values(row: RunRow) -> tuple[Any, ...]:
@@ -117,13 +141,15 @@ def _unpacked(head: RunRow, detail: np.ndarray) -> StoredRow:
     return row
 
 
-def store_entry(disk: DiskCache, root: Path, made_s: float, deps: tuple[str, ...], row: RunRow) -> None:
-    """Store ``row`` of the run at ``root`` with its read record (``made_s`` and ``read_record.flat`` parts)."""
+def store_entry(disk: DiskCache, root: Path, made_s: float, deps: tuple[str, ...], row: RunRow) -> bytes | None:
+    """Store ``row`` of the run at ``root`` with its read record (``made_s`` and ``read_record.flat`` parts): its
+    detail's encoded text, or None when the row cannot be stored."""
     try:
         head, detail = _packed(row)
     except (codec.NotCacheable, ValueError, TypeError, RecursionError):
-        return  # not storable: simply not cached
+        return None  # not storable: simply not cached
     disk.put_value(ROW_KIND, root, "", (made_s, "\0".join(deps), head, detail), ROW_CODE)
+    return detail.tobytes()
 
 
 def stored_entry(disk: DiskCache, root: Path) -> tuple[float, tuple[str, ...], RunRow] | None:
@@ -166,14 +192,24 @@ def cached_row(root: Path, build: RowBuild, disk: DiskCache | None) -> RunRow:
     return row if row is not None else build_and_store(root, build, disk)
 
 
-def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None) -> RunRow:
-    """``build(root)``, recording what it read, and the row stored with those dependencies when it may be."""
+Keep = Callable[[Path, float, tuple[str, ...], RunRow, bytes], RunRow]
+"""What ``build_and_store`` hands back for a row it stored: given the run's root, its record (``made_s`` and
+``read_record.flat`` parts), the row and its encoded detail (``row_index`` hands back the row's index record, so the
+index is written without reading the stored entries back). A module-level function: workers receive it by pickle."""
+
+
+def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None, keep: Keep | None = None) -> RunRow:
+    """``build(root)``, recording what it read, and the row stored with those dependencies when it may be
+    (``keep(...)`` of the stored row handed back instead of the row, when given)."""
     root = Path(root).absolute()
     if disk is None or not disk.usable_for(root):
         return build(root)[0]
     row, record = read_record.record_read(root, partial(build, root), str(disk.directory))
     if record.reusable:
-        store_entry(disk, root, record.started_s, read_record.flat(record), row)
+        flat = read_record.flat(record)
+        detail = store_entry(disk, root, record.started_s, flat, row)
+        if keep is not None and detail is not None:
+            return keep(root, record.started_s, flat, row, detail)
     return row
 
 
@@ -213,10 +249,11 @@ POOL_MIN_RUNS = 16
 """Fewer runs to load than this are loaded in this process (starting workers would cost more)."""
 
 
-def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None
-                ) -> Iterator[RunRow]:
+def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
+                keep: Keep | None = None) -> Iterator[RunRow]:
     """The row of every run, in order: stored rows where still valid, the others built by ``jobs`` worker
-    processes (forked; ``build`` must pickle: a module-level function or plain object), or here when few or when forking is not possible."""
+    processes (forked; ``build`` and ``keep`` must pickle: module-level functions or plain objects), or here when few
+    or when forking is not possible (``build_and_store``: ``keep`` of the rows stored)."""
     roots = [Path(r).absolute() for r in roots]
     hits: dict[int, RunRow] = {}
     if disk is not None:
@@ -226,8 +263,9 @@ def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs
                 hits[i] = row
     misses = [root for i, root in enumerate(roots) if i not in hits]
     jobs = worker_count(jobs)
-    built = _built_in_workers(misses, build, disk, jobs) if jobs > 1 and len(misses) >= POOL_MIN_RUNS else None
-    serial = (build_and_store(root, build, disk) for root in misses)
+    make = partial(build_and_store, build=build, disk=disk, keep=keep)
+    built = _built_in_workers(misses, make, jobs) if jobs > 1 and len(misses) >= POOL_MIN_RUNS else None
+    serial = (make(root) for root in misses)
     fresh = built if built is not None else serial
     for i in range(len(roots)):
         yield hits[i] if i in hits else next(fresh)
@@ -243,8 +281,7 @@ def _worker_signals() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int
-                      ) -> Iterator[RunRow] | None:
+def _built_in_workers(misses: list[Path], make: Callable[[Path], RunRow], jobs: int) -> Iterator[RunRow] | None:
     """Rows of ``misses`` built by a pool of forked processes, in order (the rest here if a worker dies)."""
     import multiprocessing
 
@@ -267,7 +304,7 @@ def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | Non
                 # "Process ForkProcess-1:" after the one line the interrupt prints. The parent gets it right after.
                 held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if can_hold else None
                 try:
-                    results = pool.map(partial(build_and_store, build=build, disk=disk), misses, chunksize=4)
+                    results = pool.map(make, misses, chunksize=4)
                 finally:
                     if held is not None:
                         signal.pthread_sigmask(signal.SIG_SETMASK, held)
@@ -276,6 +313,6 @@ def _built_in_workers(misses: list[Path], build: RowBuild, disk: DiskCache | Non
                     yield row
         except BrokenProcessPool:  # a worker died (killed, out of memory): finish here, one run at a time
             for root in misses[done:]:
-                yield build_and_store(root, build, disk)
+                yield make(root)
 
     return rows()

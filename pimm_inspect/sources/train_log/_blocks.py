@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
-BLOCK_BYTES = 16 * 1024 * 1024
-"""Bytes read per block (a block is extended to the next newline)."""
+BLOCK_BYTES = 4 * 1024 * 1024
+"""Bytes read per block (a block is extended to the next newline). The per-block numpy temporaries are a few times
+this: 16 MB blocks peaked ~40 MB higher on a 1 GB log and took ~10% more CPU (less of each block stayed in cache)."""
 MAX_LINE_BYTES = 1024 * 1024
 """Longest line kept whole; pimm writes lines of a few hundred bytes."""
 MAX_LONG_LINES_KEPT = 1000

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -44,27 +45,49 @@ def _room(first: np.ndarray, total: int) -> np.ndarray | None:
     return base
 
 
-def joined(parts: list[np.ndarray]) -> np.ndarray:
+_RELEASE_BYTES = 16 << 20
+"""A consuming join hands back what it freed each time this much was copied (``joined(release=...)``)."""
+
+
+def joined(parts: list[np.ndarray], dtype: np.dtype | None = None,
+           on_ready: Callable[[list[np.ndarray], np.ndarray], None] | None = None,
+           release: Callable[[], None] | None = None) -> np.ndarray:
     """``np.concatenate(parts)`` (at least one part) as a read-only array whose buffer has room after it.
 
-    The room is never touched until an extension writes there, so it costs address space, not memory.
+    The room is never touched until an extension writes there, so it costs address space, not memory. ``dtype``
+    (default: the first part's) must hold every part's values. ``on_ready(parts, out)`` is called before the copy (the
+    caller may repoint its own references to the parts into ``out``). With ``release`` the list is consumed: each part
+    is dropped from it once copied and ``release()`` is called every ``_RELEASE_BYTES`` copied, so the parts are freed
+    as the copy goes instead of after it.
     """
     total = sum(int(p.size) for p in parts)
-    target = np.empty(total + int(total * SPARE) + 16, dtype=parts[0].dtype)
-    pos = 0
-    for part in parts:
+    target = np.empty(total + int(total * SPARE) + 16, dtype=parts[0].dtype if dtype is None else dtype)
+    out = target[:total]
+    out.flags.writeable = False
+    if on_ready is not None:
+        on_ready(parts, out)
+    pos = copied = 0
+    for i, part in enumerate(parts):
         target[pos:pos + part.size] = part
         pos += part.size
+        if release is not None:
+            copied += part.nbytes
+            parts[i] = target[:0]
+            del part
+            if copied >= _RELEASE_BYTES:
+                copied = 0
+                release()
     key = id(target)
     with _lock:
         _claimed[key] = (weakref.ref(target, lambda _ref: _forget(key)), total)
-    out = target[:total]
-    out.flags.writeable = False
     return out
 
 
-def extended(first: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
-    """``joined([first, *rest])``, written after ``first`` in its buffer when it has room and is its head."""
+def extended(first: np.ndarray, rest: list[np.ndarray], dtype: np.dtype | None = None) -> np.ndarray:
+    """``joined([first, *rest], dtype)``, written after ``first`` in its buffer when it has room, is its head and
+    is of ``dtype`` (default: its own)."""
+    if dtype is not None and dtype != first.dtype:
+        return joined([first, *rest], dtype)
     total = first.size + sum(int(r.size) for r in rest)
     with _lock:
         target = _room(first, total)
@@ -77,3 +100,44 @@ def extended(first: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
     out = target[:total]
     out.flags.writeable = False
     return out
+
+
+def join_tags(chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]], seeded: set[str],
+              on_steps: Callable[[list[np.ndarray], np.ndarray], None] | None = None,
+              release: Callable[[], None] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each tag's (steps, values, walls) chunks joined, column by column, emptying ``chunks``.
+
+    The tags of one Train: line share their steps and times chunks: each distinct list of them is joined once, and its
+    chunks are dropped from every tag at once, so memory holds the chunks not joined yet, the joined columns and one
+    column being joined (then ``release()``, which gives the freed chunks back). A tag in ``seeded`` starts with an
+    earlier result's arrays: the new points are written after them (``extended``). ``on_steps(parts, joined)`` is told
+    each joined steps column (the line index then points into it instead of holding the chunks).
+    """
+    order = list(chunks)
+    columns = {tag: [[p[k] for p in chunks[tag]] for k in range(3)] for tag in order}
+    for taken in chunks.values():  # emptied in place: a holder of one of these lists (a preview) frees nothing else
+        taken.clear()
+    chunks.clear()
+    empty = np.zeros(0)
+    out: dict[str, list[np.ndarray]] = {tag: [empty, empty, empty] for tag in order}
+    for k in (0, 2, 1):  # the shared columns first: their chunks are held by every tag
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for tag in order:  # every chunk is alive here, so no id is reused while grouping
+            groups.setdefault(tuple(id(a) for a in columns[tag][k]), []).append(tag)
+        for members in groups.values():
+            parts = columns[members[0]][k]
+            for tag in members:
+                columns[tag][k] = []
+            told = on_steps if k == 0 else None
+            if members[0] in seeded:
+                joined_column = parts[0] if len(parts) == 1 else extended(parts[0], parts[1:])
+                if told is not None:
+                    told(parts, joined_column)
+            else:  # each chunk freed once copied
+                joined_column = joined(parts, on_ready=told, release=release)
+            del parts
+            for tag in members:
+                out[tag][k] = joined_column
+            if release is not None:
+                release()
+    return {tag: (cols[0], cols[1], cols[2]) for tag, cols in out.items()}

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ...model import ScalarSeries, make_series
 from .._limits import TagCap
 from . import _patterns as P
-from ._growable import extended, joined
+from ...arrays import release_freed_memory
+from ._growable import join_tags
 from ._types import LogSegment, ValTableRow
 
 if TYPE_CHECKING:
@@ -300,45 +301,11 @@ def _resume_step(seg: SegmentState, ipe: int | None) -> int | None:
 
 _TRIM_POINTS = 2_000_000
 """Above this many points a segment's chunks are worth returning to the OS as they are joined."""
-_malloc_trim: Callable[[int], Any] | Literal[False] | None = None  # False: not available
-
-
-def release_freed_memory() -> None:
-    """Give freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere nothing).
-
-    The per-block chunk arrays live in the malloc heap, the joined series (tens of MB) in
-    fresh mappings: without a trim the freed chunk pages stay resident, and a 1 GB log
-    peaked at 1.0 GB RSS instead of about 0.6 GB.
-    """
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes  # only for malloc_trim; absent or not glibc: skip
-
-            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-def _joined(shared: dict[tuple[int, ...], tuple[list[np.ndarray], np.ndarray]], arrays: list[np.ndarray], grow: bool = False) -> np.ndarray:
-    """One concatenation per distinct list of chunk arrays: tags of one Train: line share steps and times.
-
-    The shared arrays are read-only, so no consumer can change one tag's steps through another.
-    With ``grow`` the first array is an earlier result's: the rest is written after it (``_growable``).
-    """
-    key = tuple(id(a) for a in arrays)
-    hit = shared.get(key)
-    if hit is not None:
-        return hit[1]
-    out = extended(arrays[0], arrays[1:]) if grow else joined(arrays)
-    shared[key] = (arrays, out)  # holding the parts keeps their ids from being reused while we look
-    return out
-
-
-def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None) -> tuple[LogSegment, list[ScalarSeries]]:
-    """Freeze a segment and build its series (one per tag, in order of first appearance)."""
+def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None,
+                     on_steps: Callable[[list[np.ndarray], np.ndarray], None] | None = None
+                     ) -> tuple[LogSegment, list[ScalarSeries]]:
+    """Freeze a segment and build its series (one per tag, in order of first appearance); ``on_steps`` is told each
+    joined steps column and the chunks it was joined from (``join_tags``)."""
     ipe = seg.ipe or seg.iterable_ipe
     resume_step = _resume_step(seg, ipe or prev_ipe)
     if seg.is_resume:
@@ -348,23 +315,11 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None) -> 
     else:
         origin = "warm-start" if seg.weight_path else "fresh"
     series: list[ScalarSeries] = []
-    shared: dict[tuple[int, ...], tuple[list[np.ndarray], np.ndarray]] = {}
     chunks, seg.chunks = seg.chunks, {}
     big = sum(p[1].size for parts in chunks.values() for p in parts) > _TRIM_POINTS
-    for tag in list(chunks):
-        parts = chunks.pop(tag)  # drop each tag's chunks once joined: peak memory stays near the result
-        if len(parts) == 1 and tag in seg.seeded:  # extended, but nothing new for this tag: the old arrays
-            series.append(make_series(tag, *parts[0], rel_path, seg.index))
-        elif tag in seg.seeded:  # extended: the new points go after the old ones, which are not copied again
-            series.append(make_series(tag, _joined(shared, [p[0] for p in parts], grow=True),
-                                      extended(parts[0][1], [p[1] for p in parts[1:]]),
-                                      _joined(shared, [p[2] for p in parts], grow=True), rel_path, seg.index))
-        else:
-            series.append(make_series(tag, _joined(shared, [p[0] for p in parts]), joined([p[1] for p in parts]),
-                                      _joined(shared, [p[2] for p in parts]), rel_path, seg.index))
-        del parts
-        if big:
-            release_freed_memory()
+    # one column at a time, its chunks dropped once joined: peak memory stays near the result
+    for tag, columns in join_tags(chunks, seg.seeded, on_steps, release_freed_memory if big else None).items():
+        series.append(make_series(tag, *columns, rel_path, seg.index))
     for tag, (steps, values, walls) in seg.points.items():
         series.append(make_series(tag, steps, values, walls, rel_path, seg.index))
     frozen = LogSegment(

@@ -108,13 +108,33 @@ class TrainLogIndex:
     start_attempts: np.ndarray = field(default_factory=lambda: _empty(np.int32))
     """int32 ``LogSegment.index`` the line starts (0 for submitit markers)."""
     step_steps: np.ndarray = field(default_factory=_empty)
-    """int64 global step of every parsed Train: line, in file order."""
-    step_line_nos: np.ndarray = field(default_factory=_empty)
-    """int64 line number of each of those Train: lines."""
+    """int64 global step of every parsed Train: line, in file order (often the very array of the series' steps:
+    every term of the usual Train: line has a point on each)."""
+    step_line_runs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    """The line number of each of those Train: lines, as runs: int64 (row, base) pairs, rows increasing; row r's line
+    is r + the base of the last run starting at or before it (a run is a stretch of Train: lines with no other line
+    between them). ``step_line_nos`` gives every line number; ``line_no`` one."""
     step_offsets: np.ndarray = field(default_factory=_empty)
-    """int64 byte offset of each of those Train: lines."""
+    """Byte offset of each of those Train: lines: uint32 while they fit (a log under 4 GiB), else int64."""
     step_attempts: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    """int32 attempt (``LogSegment.index``) of each of those Train: lines."""
+    """Attempt (``LogSegment.index``) of each of those Train: lines, in the narrowest of uint8, uint16 and int32
+    that holds them."""
+
+    @property
+    def step_line_nos(self) -> np.ndarray:
+        """int64 line number of each Train: line of ``step_steps`` (made from ``step_line_runs`` on each call)."""
+        runs, n = self.step_line_runs, int(self.step_offsets.shape[0])
+        if not runs.shape[0]:
+            return _empty()
+        lengths = np.diff(np.append(runs[:, 0], n))
+        out = np.repeat(runs[:, 1], lengths) + np.arange(n, dtype=np.int64)
+        out.flags.writeable = False
+        return out
+
+    def line_no(self, row: int) -> int:
+        """Line number of the Train: line at ``row`` of ``step_steps``."""
+        runs = self.step_line_runs
+        return row + int(runs[int(np.searchsorted(runs[:, 0], row, side="right")) - 1, 1])
 
     def line_of_step(self, step: int, attempt: int | None = None) -> tuple[int, int] | None:
         """(line number, byte offset) of the first Train: line at or after ``step`` (in ``attempt``)."""
@@ -122,7 +142,7 @@ class TrainLogIndex:
             np.flatnonzero((self.step_steps >= step) & (self.step_attempts == attempt))
         if not rows.size:
             return None
-        return int(self.step_line_nos[rows[0]]), int(self.step_offsets[rows[0]])
+        return self.line_no(int(rows[0])), int(self.step_offsets[rows[0]])
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -320,7 +320,7 @@ class _Reader:
         live: tuple[int, int] = (0, 0)
         for seg in self.segments:
             chunk_tags = len(seg.chunks)
-            frozen, seg_series = finalize_segment(seg, rel_path, prev_ipe)
+            frozen, seg_series = finalize_segment(seg, rel_path, prev_ipe, self.index.rebase_steps)
             prev_ipe = frozen.iters_per_epoch or prev_ipe
             segments.append(frozen)
             series.extend(seg_series)
@@ -341,7 +341,7 @@ class _Reader:
         segments_t = tuple(segments)
         return TrainLogResult(tuple(series), segments_t, events, tables, tuple(self.best), self.era,
                               tuple(self.pids), end_offset, line_count, tuple(findings),
-                              index=self.index.freeze(segments_t), long_lines=self.long_lines,
+                              index=self.index.freeze(segments_t, series), long_lines=self.long_lines,
                               read_from_offset=read_from,
                               resume=None if state is None else completed(
                                   state, *live, self.long_line_count, self.skipped_bytes))

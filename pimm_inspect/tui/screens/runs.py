@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -16,16 +17,19 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
-from ...load.quick import RunGlance
 from ...evidence import RunRow
 from ...report.safe_text import data_text
 from ..facts import filter_error
+from ..widgets.keys_footer import KeysFooter
 from ..widgets.run_preview import RunPreview
 from ..widgets.runs_status import RunsStatus, TableState
 from ..widgets.run_names import shorten, shorten_end
 from ..widgets.runs_table import ARROWS, MARK, PREVIEW_AT, RunsTable
+
+if TYPE_CHECKING:
+    from ...load.quick import RunGlance  # a type only: the quick stage's module imports the loaders
 
 __all__ = ["MARK", "RunsScreen", "shorten", "shorten_end"]
 
@@ -45,6 +49,8 @@ class RunsScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
     COMPONENT_CLASSES = {"runs--error", "runs--warning", "runs--loading", "runs--mark"}
+    AUTO_FOCUS = "#runs-table"
+    """The table has the keys from the start (not the filter box first, then the table: bindings and styles once)."""
 
     class Open(Message):
         """The user wants to open one run."""
@@ -109,7 +115,7 @@ class RunsScreen(Screen[None]):
             yield RunPreview(id="runs-preview")
         yield Static("", id="runs-problem")
         yield self.status
-        yield Footer()
+        yield KeysFooter()
 
     def on_resize(self) -> None:
         """Names are shortened to the width and columns come and go with it: lay the table out again."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -55,13 +56,20 @@ class BulkTable(DataTable[Cell]):
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool = False,
                      hover: bool = False) -> SegmentLines:
-        if row_index < 0 or column_index < 0:
+        if row_index < -1 or column_index < 0:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
-        if row_key is None or column_key is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        cell = self._data[row_key][column_key]
+        if row_index == -1:  # the header: the column's label
+            if column_key is None:
+                return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            cell: Cell = self.columns[column_key].label
+            height = self.header_height
+        else:
+            row_key = self._row_locations.get_key(row_index)
+            if row_key is None or column_key is None:
+                return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            cell = self._data[row_key][column_key]
+            height = self.rows[row_key].height
         # The cell itself (a DataCell by its text, a shared Text by identity: the entry holds it, so that identity
         # is never another's) and everything DataTable draws it by, the row and column too (they are in the meta
         # a click reads).
@@ -70,7 +78,7 @@ class BulkTable(DataTable[Cell]):
         found = self._drawn.get(key)
         if found is not None:
             return found[1]
-        lines = self._draw_plain(cell, self.rows[row_key], row_index, column_index, base_style, width, cursor, hover)
+        lines = self._draw_plain(cell, height, row_index, column_index, base_style, width, cursor, hover)
         if lines is None:
             lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         if len(self._drawn) >= RENDERS_KEPT:
@@ -117,28 +125,31 @@ class BulkTable(DataTable[Cell]):
         width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
         self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
 
-    def _draw_plain(self, cell: Cell, row: Row, row_index: int, column_index: int, base_style: Style, width: int,
+    def _draw_plain(self, cell: Cell, height: int, row_index: int, column_index: int, base_style: Style, width: int,
                     cursor: bool, hover: bool) -> SegmentLines | None:
-        """A one-line cell of printable ASCII that fits, drawn as DataTable draws it (``Styled(Padding(cell))`` through
-        Rich: padding and text in the row's style with the cell's own style on the text, the cursor's after) without
-        Rich's renderer; None for anything else (DataTable draws that)."""
+        """A one-line cell (or header label) of printable text, one cell per character, that fits, drawn as
+        DataTable draws it (``Styled(Padding(cell))`` through Rich: padding and text in the row's style with the
+        cell's own style on the text, the cursor's after) without Rich's renderer; None for anything else (DataTable
+        draws that)."""
         if isinstance(cell, DataCell):
             text, own = cell.text, None
-        elif isinstance(cell, Text) and not cell.spans and isinstance(cell.style, Style):
+        elif isinstance(cell, Text) and not cell.spans and cell.justify in (None, "default", "left") and (
+                isinstance(cell.style, Style) or cell.style == ""):
             text, own = cell.plain, cell.style or None
         else:
             return None
         pad = self.cell_padding
-        if len(text) > width - 2 * pad or not (text.isascii() and text.isprintable()) or self.fixed_columns \
-                or self.fixed_rows or row.height != 1:
+        if len(text) > width - 2 * pad or not text.isprintable() or self.fixed_columns or self.fixed_rows \
+                or height != 1 or not (text.isascii() or cell_len(text) == len(text)):
             return None
         component, post = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            row_index == -1, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
             self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
         pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
         around = pre + post if pre else post
         if own is None:
             return [[Segment(" " * pad + text + " " * (width - pad - len(text)), around)]]
+        assert isinstance(own, Style)
         return [[Segment(" " * pad, around), Segment(text, pre + own + post), Segment(" " * (width - pad - len(text)),
                                                                                     around)]]
 

@@ -9,19 +9,22 @@ every row showing the same text in the same style.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
 from ...evidence import RunRow
-from ...load.quick import RunGlance
 from ...model import Severity
 from ...report.safe_text import clean
 from ..facts import best_metric, findings_cell, fmt_step, kind_label, last_logged_cell, last_step
 from ..stages import WAITING, attempts_seen, last_step_seen
 from .run_names import shorten, shorten_end
 from .run_preview import top_finding
+
+if TYPE_CHECKING:
+    from ...load.quick import RunGlance  # a type only: the quick stage's module imports the loaders
 
 
 def _clean(text: str) -> str:

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -23,7 +23,6 @@ from textual.timer import Timer
 from ...analysis.names import name_text
 from ...analysis.run_filter import row_text
 from ...evidence import RunRow
-from ...load.quick import RunGlance
 from ...report.safe_text import clean
 from ..facts import compile_run_filter, filter_error, relative_name
 from .bulk_table import BulkTable
@@ -32,6 +31,9 @@ from .runs_cells import Cell, CellMaker, CellStyles, RowCells
 from .runs_columns import (ARROWS, MARK, MIN_NAME, NARROW_COLUMNS, PREVIEW_AT, PREVIEW_WIDTH, RELAYOUT_S,
                            RENDER_ROW_S, SCROLLBAR, STREAMING_WIDTHS, TOP_FINDING, TOP_FINDING_AT, TOP_FINDING_MAX,
                            TOP_FINDING_MIN, WIDE_AT, WIDE_COLUMNS, Column, sort_value)
+
+if TYPE_CHECKING:
+    from ...load.quick import RunGlance  # a type only: the quick stage's module imports the loaders
 
 __all__ = ["ARROWS", "MARK", "PREVIEW_AT", "RunsTable"]
 
