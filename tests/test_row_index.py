@@ -104,9 +104,9 @@ def test_rows_built_in_workers_come_back_as_their_index_records(tmp_path, monkey
     without reading one stored entry back, and holds what it would hold when made from the stored entries."""
     from pimm_inspect.session import Settings
 
-    tree = _quiet_tree(tmp_path)
+    tree = quiet_copy(RUNS, tmp_path / "runs")
     monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", "off")
-    reference = _ls(tree, "--json")
+    reference = ls_stdout(tree, "--json")
     cache = tmp_path / "cache"
     session = Session(Settings(cache_dir=cache, jobs=2))
     paths = session.discover(tree)
@@ -132,7 +132,7 @@ def test_rows_built_in_workers_come_back_as_their_index_records(tmp_path, monkey
 def test_a_big_check_split_with_a_forked_process_gives_the_serial_answer(tmp_path, monkeypatch):
     from pimm_inspect.session import Settings
 
-    tree = _quiet_tree(tmp_path)
+    tree = quiet_copy(RUNS, tmp_path / "runs")
     cache = tmp_path / "cache"
     paths = Session(Settings(cache_dir=cache)).discover(tree)
     list(Session(Settings(cache_dir=cache)).rows(paths, tree))
