@@ -58,3 +58,16 @@ def spy_builds(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -
 
     monkeypatch.setattr(module, name, spy)
     return built
+
+
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every folder ``os.scandir`` lists from now on (the test's end undoes the spy), in order."""
+    listed: list[str] = []
+    real = os.scandir
+
+    def spy(path: str | os.PathLike[str] = ".") -> object:
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", spy)
+    return listed

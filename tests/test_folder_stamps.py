@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_file_deps_listing import CHANGES, _one_by_one, _record, _run
 
 from pimm_inspect.load import file_deps, fingerprints
-
-from test_file_deps_listing import CHANGES, _one_by_one, _record, _run
+from tests.cache_support import scans
 
 OLD = time.time() - 86_400
 
@@ -32,17 +32,6 @@ def _aged_run(tmp_path: Path) -> Path:
     return run
 
 
-def _scans(monkeypatch) -> list[str]:
-    listed: list[str] = []
-    real = os.scandir
-
-    def spy(path="."):
-        listed.append(os.fspath(path))
-        return real(path)
-
-    monkeypatch.setattr(fingerprints.os, "scandir", spy)
-    return listed
-
 
 def _keep_mtime(folder: Path):
     """Put ``folder``'s mtime back after a change (as rsync -a or tar would): the stamp then matches."""
@@ -59,7 +48,7 @@ def test_old_folders_are_stamped_and_checked_without_listing(tmp_path, monkeypat
     assert folders[str(run / "ckpt")].endswith("/last.pth")
     assert folders[str(run)].split("/", 1)[1].split("/") == sorted(os.listdir(run))
     assert _one_by_one(deps)
-    listed = _scans(monkeypatch)
+    listed = scans(monkeypatch)
     assert file_deps.unchanged(deps)
     assert listed == []  # every folder from its stamp
 

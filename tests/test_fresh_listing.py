@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from test_file_deps_listing import CHANGES, _one_by_one, _record, _run
 
 from pimm_inspect.load import file_deps
 from pimm_inspect.session import fresh as found_fresh
-
-from test_file_deps_listing import CHANGES, _one_by_one, _record, _run
+from tests.cache_support import scans
 
 
 def _with_missing_folder(run: Path) -> tuple[file_deps.Dep, ...]:
@@ -25,17 +25,6 @@ def _with_missing_folder(run: Path) -> tuple[file_deps.Dep, ...]:
     return deps + recorder.result()
 
 
-def _scans(monkeypatch) -> list[str]:
-    listed: list[str] = []
-    real = os.scandir
-
-    def spy(path="."):
-        listed.append(os.fspath(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", spy)
-    return listed
-
 
 def test_entries_listed_just_before_stand_for_the_listing(tmp_path, monkeypatch):
     run = _run(tmp_path)
@@ -43,7 +32,7 @@ def test_entries_listed_just_before_stand_for_the_listing(tmp_path, monkeypatch)
     assert ("d", str(run / "code"), "-2") in deps and _one_by_one(deps)
     with os.scandir(run) as listing:
         entries = list(listing)
-    listed = _scans(monkeypatch)
+    listed = scans(monkeypatch)
     assert file_deps.unchanged(deps, known_entries={str(run): entries})
     assert str(run) not in listed  # the run folder: from the entries given
     assert str(run / "code") not in listed  # missing from the run folder's listing: missing
