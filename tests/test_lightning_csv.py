@@ -119,6 +119,7 @@ def test_show_ls_and_check_agree_on_a_csv_run() -> None:
     ("epoch,loss\n0,1.0\n", 0, ["file.unsupported"]),  # no step column: named, nothing read
     ("step,loss,created_at\n0,1.0,2020-02-05 14:48\n1,nan,2020-02-05 14:49\n2,0.5", 2, ["file.corrupt"]),
     ("step,loss\n0,1.0\nx,2.0\n1,inf\n", 2, ["file.corrupt"]),
+    ("step,loss\n1e30,0.5\n99999999999999999999999,0.4\n3,0.3\n", 1, ["file.corrupt"]),  # steps past int64
 ])
 def test_damaged_metrics_csv_gives_what_could_be_read(tmp_path: Path, text: str, points: int, codes: list[str]) -> None:
     path = tmp_path / "metrics.csv"

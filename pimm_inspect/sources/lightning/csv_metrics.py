@@ -24,6 +24,8 @@ from ..protocol import Read
 MAX_CSV_BYTES = 256 * 1024 * 1024
 """Bytes of ``metrics.csv`` read (a million steps of ten metrics is about 100 MiB); beyond, ``file.truncated``."""
 STEP_COLUMN = "step"
+MAX_STEP = 2**63 - 1
+"""Steps are stored as int64: a cell beyond it (``1e30``) is a row with no step number, not a failed read."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ def read(path: Path, rel_path: str) -> Read[CsvMetricsResult]:
         try:
             step = int(float(row[step_at]))
         except (ValueError, OverflowError):
+            no_step += 1
+            continue
+        if not -MAX_STEP <= step <= MAX_STEP:
             no_step += 1
             continue
         rows += 1
