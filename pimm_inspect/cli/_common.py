@@ -28,9 +28,16 @@ EXIT_USAGE = 2
 
 def stderr(message: str) -> None:
     """Diagnostics for people go to stderr; stdout carries the product. A stderr that cannot be written (closed,
-    full) loses the diagnostic, never the command: its output and exit code stay what they would be."""
+    full) loses the diagnostic, never the command: its output and exit code stay what they would be.
+
+    Every diagnostic is cleaned here (control and invisible characters as escapes, newlines kept): a message names
+    paths, folders and values that a run's author chose, and one that forgot ``clean`` must still not reach the
+    terminal as ESC, CR or a bidi override. Names inside a message still go through ``_name`` (a newline in a
+    name is escaped there, so it cannot forge a line)."""
+    from ..report.safe_text import clean
+
     try:
-        click.echo(message, err=True)
+        click.echo(clean(message), err=True)
     except OSError:
         pass
 
@@ -86,10 +93,11 @@ def discovery_options(func: _Decorated) -> _Decorated:
 
 
 def _name(path: object) -> str:
-    """A path for a message: file and folder names are data (control characters escaped)."""
-    from ..report.safe_text import clean
+    """A path for a message: file and folder names are data, written by the one name escape (``clean_name``:
+    backslashes doubled, undecodable bytes ``\\xNN``, control characters escaped), as ``ls`` writes them."""
+    from ..report.safe_text import clean_name
 
-    return clean(path, newlines=False)
+    return clean_name(str(path))
 
 
 class UsageProblem(Exception):
