@@ -144,7 +144,7 @@ def _wandb(parent: Path) -> Path:
     from tests.hostile_support import wandb_folder
 
     run = parent / "wandb_hostile"
-    config = {f"k_{probe}_{text}": "v_" + text for probe, text in PROBES.items()}
+    config: dict[str, object] = {f"k_{probe}_{text}": "v_" + text for probe, text in PROBES.items()}
     config["api_key"] = WANDB_KEY
     config["_wandb"] = {"value": {"cli_version": "0.17.9"}}
     folder = wandb_folder(run / "wandb", "hostile1", config,
