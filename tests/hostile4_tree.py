@@ -41,7 +41,12 @@ GH_TOKEN = "ghp_" + "R4nd0mT0k3n" * 3 + "abc"
 HF_TOKEN = "hf_" + "Zq" * 17
 WANDB_KEY = "a1b2c3d4e5" * 4
 URL_PASSWORD = "Hunter2Secret"
-SECRETS = {"github": GH_TOKEN, "hf": HF_TOKEN, "wandb": WANDB_KEY, "url_password": URL_PASSWORD}
+URL_USER_TOKEN = "Zk9Qw3Rt7Yp2Lm5Nx8Vb" + "40chars" * 3
+"""A token as a URL's user part (``https://<token>@github.com/...``), in no known token shape."""
+HEADER_TOKEN = "Qm7Xv2Lp9Rk4Tn6Wz3Hy"
+"""The credential of an ``Authorization: token ...`` header (GitHub's scheme word, not Bearer)."""
+SECRETS = {"github": GH_TOKEN, "hf": HF_TOKEN, "wandb": WANDB_KEY, "url_password": URL_PASSWORD,
+           "url_user_token": URL_USER_TOKEN, "header_token": HEADER_TOKEN}
 """Secret values planted in the tree; none may appear in any output."""
 
 TAGS = ["loss", OSC8, BIDI, NEWLINE_FORGE, CR_FORGE, HTML, MARKDOWN, MARKUP, FORMULA, ZERO_WIDTH, "-cmd", "@SUM(1)"]
@@ -78,7 +83,8 @@ def _pimm(parent: Path) -> Path:
     meta["host"] = "host " + OSC8
     meta["git"]["branch"] = "main " + BIDI + " " + MARKUP
     meta["git"]["remote"] = f"https://alice:{URL_PASSWORD}@github.example/{HTML}.git"
-    meta["launch_command"] = f"pimm submit x --token {GH_TOKEN} --note " + NEWLINE_FORGE
+    meta["launch_command"] = (f"pimm submit x --token {GH_TOKEN} --note {NEWLINE_FORGE} --header "
+                              f"'Authorization: token {HEADER_TOKEN}'")
     meta["command"] = meta["command"] + ["--hf-token", HF_TOKEN, "--options", "name=" + MARKDOWN]
     meta["cwd"] = "/sdf/" + CR_FORGE
     meta_path.write_text(json.dumps(meta))
@@ -88,6 +94,7 @@ def _pimm(parent: Path) -> Path:
         cfg[f"k_{probe}_" + text] = "v_" + text
     cfg["wandb_api_key"] = WANDB_KEY
     cfg["hub_url"] = f"https://bob:{URL_PASSWORD}@hub.example/x"
+    cfg["code_repo"] = f"https://{URL_USER_TOKEN}@github.example/x.git"
     cfg["wandb_run_name"] = "name " + HTML
     cfg_path.write_text(json.dumps(cfg))
     sbatch = run / "launch.sbatch"
@@ -149,7 +156,7 @@ def _wandb(parent: Path) -> Path:
     config["_wandb"] = {"value": {"cli_version": "0.17.9"}}
     folder = wandb_folder(run / "wandb", "hostile1", config,
                           {"host": "h" + OSC8, "program": "train.py " + HTML,
-                           "args": ["--wandb-key", WANDB_KEY, MARKDOWN], "git": {"remote": f"https://x:{URL_PASSWORD}@"
+                           "args": ["--wandb-key", WANDB_KEY, MARKDOWN], "git": {"remote": f"https://{URL_USER_TOKEN}@"
                                                                                     "github.example/r.git"}})
     del folder
     return run

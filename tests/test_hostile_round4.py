@@ -79,3 +79,57 @@ def test_stderr_cleans_every_diagnostic(capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x9b" not in err and "\u202e" not in err
     assert err == "pimm-inspect: \\x1b]8;;https://evil.example/\\x1b\\x\\x1b]8;;\\x1b\\ \\x9b2J \\u202eexe\nsecond line\n"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("tensorboardX")
+    pytest.importorskip("wandb")
+    from tests import hostile4_tree
+
+    root = tmp_path_factory.mktemp("round4") / "tree"
+    runs = hostile4_tree.build(root)
+    runs["lightning"] = runs["lightning"] / "lightning_logs" / "version_0"
+    return {"root": root, **runs}
+
+
+def test_secret_shapes_found_in_round_four() -> None:
+    """Was: a token as a URL's user part, and the credential after ``Authorization: token``, stayed in clear
+    (the assignment rule masked the scheme word ``token`` and left the credential)."""
+    from pimm_inspect.analysis.secrets import find_in_text, mask_text
+
+    token = "Zk9Qw3Rt7Yp2Lm5Nx8Vb"
+    assert mask_text(f"git clone https://{token}@github.com/org/x.git") == "git clone https://****@github.com/org/x.git"
+    assert mask_text(f"curl -H 'Authorization: token {token}' x") == "curl -H 'Authorization: ****' x"
+    assert mask_text(f'{{"Authorization": "Digest username=u, response={token}"}}') == '{"Authorization": "****"}'
+    assert find_in_text(f"remote https://{token}@github.com/x")[0].kind == "URL password"
+    for harmless in ("https://alice@github.com/x", "ssh://git@github.com/x", "authorization: none",
+                     "Authorization header missing", "Authorization: Bearer ****"):
+        assert mask_text(harmless) == harmless
+
+
+def test_no_planted_secret_on_any_surface(tree: dict[str, Path], tmp_path: Path) -> None:
+    from tests import hostile4_tree
+
+    root = str(tree["root"])
+    commands = [["show", root], ["show", "--json", root], ["check", "--json", root], ["ls", "--json", root],
+                ["report", root, "-o", "-", "--format", "md"], ["report", root, "-o", "-", "--format", "html"]]
+    for kind in ("pimm", "hf", "lightning", "wandb"):
+        run = str(tree[kind])
+        commands += [["config", run], ["config", "--json", run], ["config", "--flat", run], ["url", "--json", run],
+                     ["compare", "--json", run, str(tree["pimm"])], ["config", "--diff", str(tree["pimm"]), run]]
+    for args in commands:
+        result = CliRunner().invoke(cli, ["--no-cache", *args])
+        assert result.exit_code in (0, 1), (args, result.output[-2000:])
+        for name, secret in hostile4_tree.SECRETS.items():
+            for text in (result.stdout, result.stderr):
+                assert secret not in text, (args, name, text[max(0, text.find(secret) - 200):text.find(secret) + 40])
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "dataset"
+    assert CliRunner().invoke(cli, ["--no-cache", "export", root, "--format", "parquet", "-o", str(out)]).exit_code == 0
+    for part in out.rglob("*.parquet"):
+        text = repr(pq.read_table(part).to_pylist())
+        for name, secret in hostile4_tree.SECRETS.items():
+            assert secret not in text, (part.name, name)
