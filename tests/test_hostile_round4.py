@@ -133,3 +133,49 @@ def test_no_planted_secret_on_any_surface(tree: dict[str, Path], tmp_path: Path)
         text = repr(pq.read_table(part).to_pylist())
         for name, secret in hostile4_tree.SECRETS.items():
             assert secret not in text, (part.name, name)
+
+
+UI_KEYS = (["1"], ["1", "pagedown"], ["2"], ["2", "down"], ["2", "down", "down", "down"], ["3"], ["3", "pagedown"],
+           ["3", "d"], ["4"], ["5"], ["5", "enter"], ["6"], ["6", "G"], ["6", "w"], ["y"], ["o"], ["question_mark"])
+
+
+async def _inert_screen(pilot, where: str) -> str:
+    from tests import hostile4_tree
+    from tests.tui_support import DANGEROUS_OUTPUT, drawn, rendered
+
+    await drawn(pilot)
+    text, raw, segments = rendered(pilot.app)
+    for segment in segments:
+        bad = [c for c in segment.text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
+        assert not bad, f"{where}: control characters {bad!r} drawn in {segment.text!r}"
+        assert segment.style is None or not segment.style.link, f"{where}: a link from data: {segment.text!r}"
+    for sequence in DANGEROUS_OUTPUT:
+        assert sequence not in raw, f"{where}: {sequence!r} reached the terminal"
+    assert "link=javascript:alert(7)]m" in text or "alert(7)" not in text, f"{where}: P7's markup was parsed"
+    assert not RAW_INVISIBLE.search(text), f"{where}: raw bidi/zero-width {RAW_INVISIBLE.findall(text)}"
+    assert "\x1b]8;" not in raw, f"{where}: an OSC 8 hyperlink reached the terminal"
+    for name, secret in hostile4_tree.SECRETS.items():
+        assert secret not in text, f"{where}: the {name} secret is on screen"
+    return text
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["pimm", "hf", "lightning", "wandb"])
+async def test_ui_shows_every_hostile_string_inert_at_80x24(tree: dict[str, Path], kind: str) -> None:
+    pytest.importorskip("textual")
+    from pimm_inspect.tui.app import make_app
+    from tests.tui_support import fixed_loader, settle
+
+    app = make_app(tree[kind], loader=fixed_loader, follow_interval_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        run_screen = app.screen
+        for keys in UI_KEYS:
+            for key in keys:
+                await pilot.press(key)
+                await settle(pilot)
+            await _inert_screen(pilot, f"{kind}: {'+'.join(keys)}")
+            if app.screen is not run_screen:
+                await pilot.press("escape")
+                await settle(pilot)
+        assert app.is_running
