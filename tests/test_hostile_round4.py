@@ -179,3 +179,27 @@ async def test_ui_shows_every_hostile_string_inert_at_80x24(tree: dict[str, Path
                 await pilot.press("escape")
                 await settle(pilot)
         assert app.is_running
+
+
+def test_single_run_export_never_writes_inside_the_run(tmp_path: Path) -> None:
+    """Was: ``export RUN -o RUN/points.csv`` (or through a link into the run) wrote the file inside the run; the
+    report and the dataset already refused. One rule now (``session.output_place``) for all three."""
+    import shutil
+
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_clean", run, symlinks=True)
+    (tmp_path / "into_model").symlink_to(run / "model")
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    cases = [["export", str(run), "-o", str(run / "points.csv")],
+             ["export", str(run), "--format", "json", "-o", str(run / "model" / "points.json")],
+             ["export", str(run), "--format", "parquet", "-o", str(tmp_path / "into_model" / "points.parquet")],
+             ["report", str(run), "-o", str(tmp_path / "into_model" / "r.html")],
+             ["export", str(tmp_path), "--format", "parquet", "-o", str(run / "dataset")]]
+    for args in cases:
+        result = CliRunner().invoke(cli, ["--no-cache", *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert "inside the run" in result.stderr, (args, result.stderr)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+    ok = CliRunner().invoke(cli, ["--no-cache", "export", str(run), "-o", str(tmp_path / "points.csv")])
+    assert ok.exit_code == 0 and (tmp_path / "points.csv").stat().st_size > 0

@@ -100,6 +100,18 @@ def _name(path: object) -> str:
     return clean_name(str(path))
 
 
+def refuse_output_in_a_run(output: str, run_dirs: list[Path]) -> None:
+    """Exit 2 (saying why) when the file ``output`` would be written inside one of ``run_dirs``: runs are read,
+    never written (``session.output_place``, the rule the dataset and the report follow too)."""
+    from ..session.output_place import run_holding
+
+    inside = run_holding(output, run_dirs) if output != "-" else None
+    if inside is not None:
+        stderr(f"pimm-inspect: will not write {_name(output)} inside the run {_name(inside)} (runs are read, never "
+               "written); choose another -o")
+        sys.exit(EXIT_USAGE)
+
+
 class UsageProblem(Exception):
     """A PATH that names no run (missing, or nothing recognisable under it); already reported on stderr."""
 
