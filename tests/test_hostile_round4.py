@@ -203,3 +203,43 @@ def test_single_run_export_never_writes_inside_the_run(tmp_path: Path) -> None:
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
     ok = CliRunner().invoke(cli, ["--no-cache", "export", str(run), "-o", str(tmp_path / "points.csv")])
     assert ok.exit_code == 0 and (tmp_path / "points.csv").stat().st_size > 0
+
+
+def _twin_checkpoints(tmp_path: Path) -> Path:
+    """A run with two checkpoint files: one whose name holds the byte ff, one literally named ``ck_\\xff.pth``."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_crashed", run, symlinks=True)
+    model = os.fsencode(run / "model")
+    shutil.copyfile(model + b"/model_last.pth", model + b"/ck_\xff.pth")
+    shutil.copyfile(model + b"/model_last.pth", model + b"/ck_\\xff.pth")
+    return run
+
+
+TWINS = ("model/ck_\\xff.pth", "model/ck_\\\\xff.pth")
+"""How the two checkpoint names read on every surface (the one name escape, as ``show`` and ``ls`` write names)."""
+
+
+def test_report_names_two_checkpoint_files_apart(tmp_path: Path) -> None:
+    """Was: the report's checkpoint table and files list wrote both files as ``model/ck_\\xff.pth``."""
+    run = _twin_checkpoints(tmp_path)
+    markdown = CliRunner().invoke(cli, ["--no-cache", "report", str(run), "-o", "-", "--format", "md"]).stdout
+    html = CliRunner().invoke(cli, ["--no-cache", "report", str(run), "-o", "-"]).stdout
+    for twin in TWINS:
+        assert markdown.count(f"`{twin}`") == 2, twin  # the checkpoints table and the files read
+        assert html.count(f"<code>{twin}</code>") == 2, twin
+
+
+@pytest.mark.asyncio
+async def test_ui_checkpoints_tab_names_two_files_apart(tmp_path: Path) -> None:
+    """Was: the Checkpoints tab showed both files as ``model/ck_\\xff.pth``."""
+    pytest.importorskip("textual")
+    from tests.tui_support import drawn, opened, rendered
+
+    run = _twin_checkpoints(tmp_path)
+    async with opened(run, (120, 30), tab="4") as (_app, pilot):
+        await drawn(pilot)
+        text = rendered(pilot.app)[0]
+        lines = [line.strip().split()[0] for line in text.splitlines() if "model/ck_" in line]
+        assert sorted(lines) == sorted(TWINS), lines

@@ -13,7 +13,7 @@ from textual.widgets.tree import TreeNode
 
 from ...analysis.secrets import mask_text, mask_value
 from ...model import ConfigDoc, Run
-from ...report.safe_text import data_text
+from ...report.safe_text import clean_name, data_text
 from ..facts import compile_filter
 
 MAX_NODES = 20000
@@ -90,7 +90,7 @@ class ConfigPane(Vertical):
             return
         budget = [MAX_NODES]
         for doc, data in self.docs:
-            node = tree.root.add(data_text(f"{doc.kind}  ({doc.path})", newlines=False), expand=True)
+            node = tree.root.add(data_text(f"{doc.kind}  ({clean_name(doc.path)})", newlines=False), expand=True)
             if data is not None:
                 leaves = [(p, v) for p, v in flatten(data) if not query or keep(_leaf_text(p, v))]
                 self._add_nested(node, leaves, budget)
