@@ -243,3 +243,35 @@ async def test_ui_checkpoints_tab_names_two_files_apart(tmp_path: Path) -> None:
         text = rendered(pilot.app)[0]
         lines = [line.strip().split()[0] for line in text.splitlines() if "model/ck_" in line]
         assert sorted(lines) == sorted(TWINS), lines
+
+
+def test_show_of_a_very_long_tag_is_linear_not_quadratic(tmp_path: Path) -> None:
+    """Was: ``show`` piped stripped Rich's padding with a regular expression retried at every space, quadratic in a
+    run of spaces inside a line: a 20,000-character tag took 26 s, a 2 MB one never finished. The guard is a hang
+    guard (a 200,000-character tag took hours before)."""
+    pytest.importorskip("tensorboardX")
+    from tests import hostile4_tree
+    from tests.hostile_support import run_cli
+
+    run = tmp_path / "run"
+    hostile4_tree.tbx_events(run, ["a" * 200_000, "loss"])
+    outcome = run_cli("--no-cache", "show", str(run), timeout=120)
+    assert outcome.returncode == 0, outcome.stderr[-2000:]
+    lines = outcome.stdout.splitlines()
+    assert any(line.strip().startswith("a" * 200_000) for line in lines)
+    assert all(line == line.rstrip(" \t") for line in lines)  # padding still stripped
+
+
+def test_strip_trailing_spaces_is_the_old_rule() -> None:
+    """Line by line from the end, the same text as the regular expression it replaced."""
+    import random
+
+    from pimm_inspect.cli._common import strip_trailing_spaces
+
+    trailing = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
+    sgr = re.compile(r"\x1b\[[0-9;]*m")
+    pieces = [" ", "\t", "\x1b[1m", "\x1b[0m", "\x1b[38;5;2m", "a", "\n", "m", "\x1b[", "\x1b[x m", ";m", "\r"]
+    chooser = random.Random(4)
+    for _ in range(5000):
+        text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 16)))
+        assert strip_trailing_spaces(text) == trailing.sub(lambda m: "".join(sgr.findall(m.group(0))), text), text
