@@ -275,3 +275,29 @@ def test_strip_trailing_spaces_is_the_old_rule() -> None:
     for _ in range(5000):
         text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 16)))
         assert strip_trailing_spaces(text) == trailing.sub(lambda m: "".join(sgr.findall(m.group(0))), text), text
+
+
+@pytest.mark.asyncio
+async def test_ui_status_line_of_a_two_megabyte_tag_is_elided(tmp_path: Path) -> None:
+    """Was: the Curves tab's status line held the whole tag and wrapped it (2 MB: 35,000 lines laid out, 5-7 s per
+    redraw); one line of the UI now names a tag by ``safe_text.elide`` (its ends around an ellipsis)."""
+    pytest.importorskip("textual")
+    pytest.importorskip("tensorboardX")
+    from textual.widgets import OptionList, Static
+
+    from pimm_inspect.report.safe_text import SHOWN_NAME_CHARS, elide
+    from tests import hostile4_tree
+    from tests.tui_support import drawn, opened, settle
+
+    tag = "a" * 1_000_000 + "\x1b" * 100_000 + "z"
+    run = tmp_path / "run"
+    hostile4_tree.tbx_events(run, [tag, "loss"])
+    async with opened(run, (80, 24), tab="2") as (app, pilot):
+        tags = app.screen.query_one("#tag-list", OptionList)
+        tags.highlighted = next(i for i in range(tags.option_count) if tags.get_option_at_index(i).id == tag)
+        await settle(pilot)
+        await drawn(pilot)
+        status = str(app.screen.query_one("#curve-status", Static).render())
+        assert status.startswith("a" * (SHOWN_NAME_CHARS // 2) + "…"), status[:80]
+        assert len(status) < 3 * SHOWN_NAME_CHARS and "\\x1b" * 10 in status
+    assert elide("short") == "short" and elide("x" * 10 + "y" * 10, 10) == "xxxxx…yyyyy"
