@@ -301,3 +301,40 @@ async def test_ui_status_line_of_a_two_megabyte_tag_is_elided(tmp_path: Path) ->
         assert status.startswith("a" * (SHOWN_NAME_CHARS // 2) + "…"), status[:80]
         assert len(status) < 3 * SHOWN_NAME_CHARS and "\\x1b" * 10 in status
     assert elide("short") == "short" and elide("x" * 10 + "y" * 10, 10) == "xxxxx…yyyyy"
+
+
+@pytest.mark.asyncio
+async def test_ui_config_tab_and_diff_elide_a_two_megabyte_value(tmp_path: Path) -> None:
+    """Was: the Config tab laid out a 1 MB key and a 2 MB value whole (3.9 s to open the tab) and the config diff
+    wrapped them in its cells (6.7 s); the full text stays what ``config`` prints and what a search matches."""
+    import json
+    import shutil
+
+    pytest.importorskip("textual")
+    from textual.widgets import DataTable, Tree
+
+    from pimm_inspect.report.safe_text import SHOWN_LINE_CHARS
+    from tests.tui_support import opened, settle
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_clean", run, symlinks=True)
+    config = json.loads((run / "resolved_config.json").read_text())
+    config["k" * 1_000_000] = "v" * 2_000_000
+    (run / "resolved_config.json").write_text(json.dumps(config))
+    async with opened(run, (80, 24), tab="3") as (app, pilot):
+        labels = []
+        pending = [app.screen.query_one(Tree).root]
+        while pending:
+            node = pending.pop()
+            labels.append(str(node.label))
+            pending.extend(node.children)
+        assert any(label.startswith("kkkk") and "…" in label for label in labels)
+        assert max(len(label) for label in labels) <= SHOWN_LINE_CHARS + 1
+        await pilot.press("d")
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        cells = [str(cell) for row in range(table.row_count) for cell in table.get_row_at(row)]
+        assert any(cell.startswith("kkkk") for cell in cells)
+        assert max(len(cell) for cell in cells) <= SHOWN_LINE_CHARS + 1
+    printed = CliRunner().invoke(cli, ["--no-cache", "config", "--flat", str(run)]).stdout
+    assert "v" * 2_000_000 in printed  # the CLI prints it whole

@@ -80,6 +80,11 @@ line or a plot title wraps the whole text, and a 2 MB tag took seconds per redra
 own cap, ``MAX_LINE_CHARS``)."""
 
 
+SHOWN_LINE_CHARS = 2000
+"""A config line or value longer than this is shown elided in the UI (the log view's ``MAX_LINE_CHARS``): the full
+text is what ``pimm-inspect config`` prints, and a search still matches all of it."""
+
+
 def elide(text: str, limit: int = SHOWN_NAME_CHARS) -> str:
     """``text``, or its first and last ``limit // 2`` characters around ``…`` when it is longer than ``limit``."""
     if len(text) <= limit:
