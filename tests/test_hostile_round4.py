@@ -338,3 +338,23 @@ async def test_ui_config_tab_and_diff_elide_a_two_megabyte_value(tmp_path: Path)
         assert max(len(cell) for cell in cells) <= SHOWN_LINE_CHARS + 1
     printed = CliRunner().invoke(cli, ["--no-cache", "config", "--flat", str(run)]).stdout
     assert "v" * 2_000_000 in printed  # the CLI prints it whole
+
+
+def test_a_nul_led_csv_cell_is_neutralised(tmp_path: Path) -> None:
+    """Was: a tag starting with NUL (ASVS 5.0, 1.2.10: a spreadsheet may drop it and read ``=...`` as a formula)
+    was written as it is; JSON keeps the exact tag."""
+    import csv
+    import json
+
+    from pimm_inspect.report.export import csv_cell
+
+    assert csv_cell("\x00=1+1") == "'\x00=1+1"
+    run = tb_run(tmp_path / "run", ["\x00=HYPERLINK(\"https://evil.example\")", "loss"])
+    out = tmp_path / "out.csv"
+    assert CliRunner().invoke(cli, ["--no-cache", "export", str(run), "-o", str(out)]).exit_code == 0
+    with open(out, newline="", encoding="utf-8") as fh:
+        tags = {row["tag"] for row in csv.DictReader(fh)}
+    assert tags == {"'\x00=HYPERLINK(\"https://evil.example\")", "loss"}
+    out_json = tmp_path / "out.json"
+    assert CliRunner().invoke(cli, ["--no-cache", "export", str(run), "--format", "json", "-o", str(out_json)]).exit_code == 0
+    assert "\x00=HYPERLINK(\"https://evil.example\")" in {r["tag"] for r in json.loads(out_json.read_text())}
