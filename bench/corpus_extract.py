@@ -91,6 +91,9 @@ SOURCES: list[tuple[str, str, bool]] = [
      True),  # Lightning version_3: last.ckpt + metrics.csv, no hparams
     ("DyeDye-diyung/Framework_for_Financial_Time-Series_Forecasting", "6aaa233869090baefbbf10430d4209d2127c05b1",
      True),  # Lightning, many versions, profiler logs
+    ("dhruvmetha/adaptive_roa", "9c6cb9ba50a2c49a3c9f2808cbf982d2757b53ed",
+     True),  # Lightning TensorBoardLogger, two event files of one pid, last.ckpt + best-checkpoint per version
+    ("kmchiti/MolGen", "84b8422a75354d3d7d901af9a9d0647ddbe50ef0", True),  # W&B 2023 beside wandb-resume.json
 ]
 """(OWNER/NAME, commit, union)."""
 

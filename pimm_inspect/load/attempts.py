@@ -54,7 +54,10 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
         previous_end: float | None = None
-        for index, (group, went_back) in enumerate(writer_sessions(tb_parts), start=1):
+        sessions = list(writer_sessions(tb_parts))
+        # metrics.csv beside the event files (a CSVLogger given the same folder) is that one process's, too.
+        csv_series = [s for _p, r in c.csv_metrics for s in r.series.values()] if len(sessions) == 1 else []
+        for index, (group, went_back) in enumerate(sessions, start=1):
             part_attempt.update((id(r), index) for _p, _n, r in group)
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
@@ -68,8 +71,10 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             restored = None
             if index == 1:
                 if any(d.kind == "lightning_hparams" for d in c.configs):  # a Lightning logger's folder
-                    restored = lightning_restore_step([s for _p, _n, r in group for s in r.series.values()],
-                                                      {p for p, _n, _r in group})
+                    # The event files' own epoch first; metrics.csv's when they hold none (hp_metric alone).
+                    restored = lightning_restore_step(
+                        [s for _p, _n, r in group for s in r.series.values()] + csv_series,
+                        {p for p, _n, _r in group} | {p for p, _r in c.csv_metrics})
                 origin = "fresh" if restored is None else "resume"
             elif went_back:  # a new writer in the same process whose steps went back: training started again
                 origin = "restart"
