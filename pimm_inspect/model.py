@@ -208,6 +208,10 @@ class CheckpointInfo:
     """The folder the writer recorded saving its checkpoints into, as written (Lightning's ModelCheckpoint
     ``dirpath`` in the checkpoint's callback state: relative to the training's working directory, or absolute);
     None when no file says."""
+    logged_step: int | None = None
+    """Lightning: the fit loop's ``_batches_that_stepped`` when it was saved, the step its loggers write next
+    (``global_step`` counts optimizer steps: several per batch when a module steps several optimizers by hand);
+    None when the checkpoint does not record it."""
 
 
 @dataclass(frozen=True, slots=True)
