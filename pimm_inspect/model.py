@@ -196,6 +196,9 @@ class CheckpointInfo:
     """Modification time, unix seconds."""
     unsafe_globals: tuple[str, ...] = ()
     """Globals referenced by the pickle that are not on the allow-list (never called)."""
+    unsafe_uncalled: tuple[str, ...] = ()
+    """Those of ``unsafe_globals`` the whole pickle was read without calling (it keeps them as values, such as a
+    class in the hyperparameters); the others it calls while loading, or the read did not get to its end."""
     top_level_keys: tuple[str, ...] = ()
     """Keys of the saved dict (``state_dict``, ``optimizer``, ``epoch`` ...)."""
     resume_candidate: bool = False
