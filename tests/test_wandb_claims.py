@@ -188,3 +188,13 @@ def test_one_id_in_two_projects_is_two_histories_not_a_resume():
             f"(folder {second})") in replay.explanation
     (shared,) = [f for f in run.findings if f.message.startswith("2 local W&B folders share run id xproj001")]
     assert "no two of them share a history" in shared.explanation and "conflicts" not in shared.explanation
+
+
+def test_no_gap_lies_between_two_projects_of_one_id():
+    """cross_project_gap (wandb 0.31 offline): steps 0-9 in proj-a, then 100-109 in proj-b, one id. The public
+    crobbins327 id 2sqkvnjk (0-930 in KID_512, then 27940-28058 in KID_256) drew "no steps logged between 930 and
+    27940": two W&B runs' histories, not one training's gap."""
+    run = pimm_inspect.load_run(CLAIMS / "cross_project_gap")
+    assert [(a.first_step, a.last_step) for a in run.attempts] == [(0, 9), (100, 109)]
+    assert "steps.gap" not in {f.code for f in run.findings}
+    assert any(f.message.startswith("W&B id xgap0001 was used in 2 projects") for f in run.findings)
