@@ -25,17 +25,22 @@ VALUES = (0.0, -0.0, 1.0, 2.5, -3.0, float("nan"), float("inf"), float("-inf"))
 
 @st.composite
 def replayed_series(draw: st.DrawFn) -> list[ScalarSeries]:
-    """Series of a few writers and tags over steps 0-30: steps in order or not, repeated, skipped, a writer's tag
-    sometimes in two series (two files of one attempt)."""
+    """Series of a few writers and tags over steps 0-30: steps in order or not, repeated, skipped, tags taking turns
+    on a writer's rows, a writer's tag sometimes in two series (two files of one attempt)."""
     out = []
     writers = draw(st.lists(st.sampled_from(WRITERS), min_size=1, max_size=4, unique=True))
     for writer in writers:
         attempt = writer if isinstance(writer, int) else None
         source = f"events.{writer}" if attempt is not None else str(writer)
-        for tag in draw(st.lists(st.sampled_from(("loss", "lr", "val/acc")), min_size=1, max_size=3, unique=True)):
-            if draw(st.booleans()):
-                first, last = sorted(draw(st.lists(st.integers(0, 30), min_size=2, max_size=2)))
+        first, last = sorted(draw(st.lists(st.integers(0, 30), min_size=2, max_size=2)))
+        shift = draw(st.integers(0, 2))
+        for i, tag in enumerate(draw(st.lists(st.sampled_from(("loss", "lr", "val/acc")), min_size=1, max_size=3,
+                                              unique=True))):
+            shape = draw(st.integers(0, 2))
+            if shape == 0:
                 steps = [s for s in range(first, last + 1) if draw(st.integers(0, 4))]  # most steps, in order
+            elif shape == 1:  # the tags take turns, each writer its own way round (W&B rows of keras-rl)
+                steps = [s for s in range(first, last + 1) if (s + shift) % 3 != i]
             else:
                 steps = draw(st.lists(st.integers(0, 30), min_size=1, max_size=25))  # any order, repeats
             values = [draw(st.sampled_from(VALUES)) for _ in steps]
