@@ -265,7 +265,7 @@ def test_pair_keys_are_the_sorted_distinct_pairs_whatever_the_step_span():
     from collections import defaultdict
 
     from pimm_inspect.analysis.distinct import distinct_sorted
-    from pimm_inspect.analysis.replays import pair_keys
+    from pimm_inspect.analysis.replay_pairs import pair_keys
 
     rng = np.random.default_rng(3)
     shared = [np.unique(rng.integers(0, 50, 40)) for _ in range(4)]  # several tags holding the same steps
