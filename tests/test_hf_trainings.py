@@ -210,3 +210,16 @@ def test_a_shorter_later_training_that_wrote_over_a_lower_checkpoint_comes_secon
     assert "checkpoint-10 holds the state of the training with max_steps 12, train_batch_size 4, though the one with " \
            "max_steps 20, train_batch_size 4, saving every 10 steps, went on to step 20" in finding.explanation
     assert [(a.origin, a.last_step) for a in run.attempts] == [("fresh", 20), ("restart", 10)]
+
+
+def test_the_curves_say_which_trainings_history_they_are() -> None:
+    """The curves of an output dir of several trainings are the newest one's log_history alone: show's notes say so
+    and name the other's state file (the public UniTSyn results/ listed 50 points of its 555-step training and said
+    nothing of the 350 rows of the 176,652-step one in checkpoint-3500)."""
+    run = pimm_inspect.load_run(RUNS / "hf_two_trainings")
+    assert {s.source for s in run.series if s.source_kind == "hf_trainer"} == {"checkpoint-20/trainer_state.json"}
+    assert run.hf is not None and ("2 trainings wrote into this output dir: the curves are the newest one's history "
+            "(checkpoint-20/trainer_state.json); the log_history of the other one (checkpoint-8/trainer_state.json, "
+            "steps 2-8) is not drawn.") in run.hf.schedule_notes
+    clean = pimm_inspect.load_run(RUNS / "hf_clean").hf
+    assert clean is not None and not [n for n in clean.schedule_notes if "trainings wrote" in n]

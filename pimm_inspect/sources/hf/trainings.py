@@ -256,3 +256,20 @@ def trainings_by_end(count: int, ended: Sequence[int | None], newest_key: tuple[
         else:
             out.append(len(found) + i)
     return out
+
+
+def other_histories_note(found: Sequence[Training], drawn: StateDoc) -> str | None:
+    """What of the output dir's trainings is not drawn: the curves are the newest training's history alone."""
+    others = [t.newest for t in found if t.newest is not drawn and t.newest.rel_path != drawn.rel_path]
+    if not others:
+        return None
+
+    def span(state: StateDoc) -> str:
+        steps = sorted(s for row in state.history if (s := as_int(row.get("step"))) is not None)
+        return f", steps {steps[0]}-{steps[-1]}" if steps else ""
+
+    named = "; ".join(f"{st.rel_path}{span(st)}" for st in others[:4]) + (" ..." if len(others) > 4 else "")
+    return (f"{len(found)} trainings wrote into this output dir: the curves are the newest one's history "
+            f"({drawn.rel_path}); the log_history of the other {'one' if len(others) == 1 else len(others)} "
+            f"({named}) is not drawn.")
+
