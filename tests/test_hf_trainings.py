@@ -218,8 +218,8 @@ def test_the_curves_say_which_trainings_history_they_are() -> None:
     nothing of the 350 rows of the 176,652-step one in checkpoint-3500)."""
     run = pimm_inspect.load_run(RUNS / "hf_two_trainings")
     assert {s.source for s in run.series if s.source_kind == "hf_trainer"} == {"checkpoint-20/trainer_state.json"}
-    assert run.hf is not None and ("2 trainings wrote into this output dir: the curves are the newest one's history "
-            "(checkpoint-20/trainer_state.json); the log_history of the other one (checkpoint-8/trainer_state.json, "
-            "steps 2-8) is not drawn.") in run.hf.schedule_notes
+    assert run.hf is not None and ("2 trainings wrote into this output dir: the curves are the log_history of one, "
+            "checkpoint-20/trainer_state.json (the last in hf.new-training's order); the other one's "
+            "(checkpoint-8/trainer_state.json, steps 2-8) is not drawn.") in run.hf.schedule_notes
     clean = pimm_inspect.load_run(RUNS / "hf_clean").hf
     assert clean is not None and not [n for n in clean.schedule_notes if "trainings wrote" in n]

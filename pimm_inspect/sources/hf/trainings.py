@@ -259,7 +259,8 @@ def trainings_by_end(count: int, ended: Sequence[int | None], newest_key: tuple[
 
 
 def other_histories_note(found: Sequence[Training], drawn: StateDoc) -> str | None:
-    """What of the output dir's trainings is not drawn: the curves are the newest training's history alone."""
+    """What of the output dir's trainings is not drawn: the curves are one training's history (the reader's primary
+    state: the last training in ``trainings``' order)."""
     others = [t.newest for t in found if t.newest is not drawn and t.newest.rel_path != drawn.rel_path]
     if not others:
         return None
@@ -269,7 +270,7 @@ def other_histories_note(found: Sequence[Training], drawn: StateDoc) -> str | No
         return f", steps {steps[0]}-{steps[-1]}" if steps else ""
 
     named = "; ".join(f"{st.rel_path}{span(st)}" for st in others[:4]) + (" ..." if len(others) > 4 else "")
-    return (f"{len(found)} trainings wrote into this output dir: the curves are the newest one's history "
-            f"({drawn.rel_path}); the log_history of the other {'one' if len(others) == 1 else len(others)} "
-            f"({named}) is not drawn.")
+    return (f"{len(found)} trainings wrote into this output dir: the curves are the log_history of one, "
+            f"{drawn.rel_path} (the last in hf.new-training's order); the other "
+            f"{'one' if len(others) == 1 else len(others)}'s ({named}) {'is' if len(others) == 1 else 'are'} not drawn.")
 
