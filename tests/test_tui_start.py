@@ -70,8 +70,48 @@ def test_the_collector_waits_for_the_first_pass_then_runs_again(tmp_path) -> Non
     assert seen["rows"] == 4
 
 
+QUITS = """
+import gc, json, sys
+from pathlib import Path
+from pimm_inspect.session import Session
+from pimm_inspect.tui.start import begin
+
+session = Session()
+prefetch = begin(session, Path(sys.argv[1]))
+import pimm_inspect.tui.app as app_module
+
+
+class Quits(app_module.InspectApp):
+    CSS_PATH = str(Path(app_module.__file__).with_name("pimm_inspect.tcss"))
+
+    def on_load_finished(self, message):
+        super().on_load_finished(message)
+        self.call_after_refresh(self.exit)  # before the collector is back: nothing frozen yet
+
+
+app = Quits(sys.argv[1], follow_interval_s=0, session=session, prefetch=prefetch)
+app.run(headless=True, size=(100, 30))
+print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}))
+"""
+
+
+def test_quitting_freezes_what_the_ui_made(tmp_path) -> None:
+    """The UI quits, and the process with it: everything is frozen, so the interpreter's collection at exit walks
+    none of it (the collector may still be paused: the table was filled a moment ago)."""
+    pytest.importorskip("textual")
+    from tests.test_tui_table_cache import _quiet_tree
+
+    tree = _quiet_tree(tmp_path, copies=3)
+    env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", QUITS, str(tree)], env=env, capture_output=True, text=True,
+                         timeout=300, check=True, cwd=tmp_path)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not seen["enabled"] and seen["frozen"] > 1000
+
+
 def test_resume_leaves_a_collector_it_did_not_pause_alone() -> None:
-    """An app a test starts (no ``begin``) never touches the collector: resuming does nothing, freezes nothing."""
+    """An app a test starts (no ``begin``) never touches the collector: resuming or quitting does nothing, freezes
+    nothing."""
     from pimm_inspect.tui import start
 
     assert gc.isenabled() and not start.collections_paused()
@@ -79,6 +119,7 @@ def test_resume_leaves_a_collector_it_did_not_pause_alone() -> None:
     gc.disable()
     try:
         start.resume_collections()
+        start.quitting()
         assert not gc.isenabled() and gc.get_freeze_count() == frozen
     finally:
         gc.enable()

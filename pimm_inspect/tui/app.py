@@ -28,7 +28,7 @@ from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, Lo
 from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.runs import RunsScreen
 from .prefetch import PrefetchedRows, RowPrefetch
-from .start import PAUSE_MAX_S, SETTLE_S, collections_paused, resume_collections
+from .start import PAUSE_MAX_S, SETTLE_S, collections_paused, quitting, resume_collections
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
 
 if TYPE_CHECKING:
@@ -98,6 +98,7 @@ class InspectApp(App[None]):
         close = getattr(self._loader, "close", None) if self._loader is not None else self.session.close
         if callable(close):
             close()
+        quitting()  # the process ends with the UI: no collection of what it made on the way out
 
     def on_mount(self) -> None:
         self.push_screen(self.runs_screen)

@@ -2,7 +2,9 @@
 
 ``begin`` turns the cyclic garbage collector off and starts the work that needs no UI: a tree's search and stored rows
 in a child (``prefetch.RowPrefetch``), or one run's read (``StagedLoader.prefetch``). The app turns collections back on
-(``resume_collections``) once its first pass over the tree is over, or ``PAUSE_MAX_S`` after it started.
+(``resume_collections``) once its first pass over the tree is over, or ``PAUSE_MAX_S`` after it started, and freezes
+everything as it quits (``quitting``): the interpreter's last collection at exit then walks nothing (it walked every
+object the UI made, about 0.07 s on a 1,000-run tree, only to free memory the process hands back as it ends anyway).
 
 Why the collector waits: starting the UI allocates a few hundred thousand objects that live as long as the app (the
 classes, styles and widgets of Textual and of the screens, a warm tree's rows); the collector, run every 700
@@ -31,6 +33,8 @@ SETTLE_S = 1.0
 
 _paused = False
 """True while collections are off because ``pause_collections`` turned them off (process-wide, as the collector is)."""
+_began = False
+"""True once ``begin`` started this process's UI (the process ends when that UI quits)."""
 
 
 def pause_collections() -> None:
@@ -58,11 +62,20 @@ def collections_paused() -> bool:
     return _paused
 
 
+def quitting() -> None:
+    """The UI ``begin`` started is quitting, and the process with it: everything alive frozen, so the interpreter's
+    collection at exit has nothing to walk (an app a test started, in a process that goes on, changes nothing)."""
+    if _began:
+        gc.freeze()
+
+
 def begin(session: Session, path: Path) -> RowPrefetch | None:
     """What ``pimm-inspect PATH`` starts before it imports the UI: collections paused, then a single run's read
     (``session.staged`` takes it over) or a tree's search and stored rows (the ``RowPrefetch`` returned, for the app)."""
     from ..load.discover import classify_dir
 
+    global _began
+    _began = True
     pause_collections()
     if path.is_dir() and classify_dir(path.absolute()) is not None:
         session.staged.prefetch(path.absolute())  # one run: read it while the UI's modules import
