@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
 from .. import read_progress
 from .._limits import TagCap
-from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
+from ._ahead import AheadFailed, Prescan, scanned_blocks
+from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats
 from ._fast import FastRows
 from ._findings import long_lines_finding, non_finite_findings
 from ._index import BlockContext, IndexBuilder
@@ -217,8 +219,9 @@ class _Reader:
         self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
 
     # -- blocks -----------------------------------------------------------
-    def block(self, block: bytes, offset: int) -> int:
-        """Process ``\\n`` + complete lines starting at file offset ``offset``; returns the line count."""
+    def block(self, block: bytes, offset: int, prescan: Prescan | None = None) -> int:
+        """Process ``\\n`` + complete lines starting at file offset ``offset``; returns the line count. ``prescan``:
+        the block's arrays and template scan made by a scanning child (``_ahead``)."""
         if self.corrupt_at is None and not block.isascii():
             try:
                 block.decode("utf-8")
@@ -226,6 +229,8 @@ class _Reader:
                 self.corrupt_at = offset + exc.start - 1
         delta = offset - 1  # absolute offset of block[i] is delta + i
         self.ctx = BlockContext(block, self.line_no)
+        if prescan is not None:
+            prescan.fill(self.ctx)
         self.index.scan_submitit(self.ctx, delta)
         counter = _LineCounter(self.ctx, self.line_no)
         continue_record(self, block)
@@ -391,6 +396,15 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
     a full read). When the file cannot be such a continuation (another inode, shorter, its bytes
     before ``end_offset`` changed, or ``previous`` kept no state), it is read whole from the start.
     """
+    try:
+        return _read(path, rel_path, start_offset, first_attempt, first_line_no, previous, ahead=True)
+    except AheadFailed:  # the scanning child failed midway: read again, alone
+        return _read(path, rel_path, start_offset, first_attempt, first_line_no, previous, ahead=False)
+
+
+def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, first_line_no: int,
+          previous: TrainLogResult | None, ahead: bool) -> TrainLogResult:
+    """``read_train_log``; ``ahead``: with a scanning child when the file is big enough (``_ahead``)."""
     reader = _Reader(rel_path, first_attempt, first_line_no)
     findings: list[Finding] = []
     try:
@@ -426,10 +440,12 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings, read_from=start_offset)
             block_bytes = read_progress.block_bytes(BLOCK_BYTES)  # the loader's, when it wants smaller steps
-            for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES):
-                lines += reader.block(block, offset)
-                end = real_end
-                read_progress.advanced(end, lambda: reader.so_far(rel_path))
+            with closing(scanned_blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES,
+                                        ahead)) as scanned:
+                for block, offset, real_end, prescan in scanned:
+                    lines += reader.block(block, offset, prescan)
+                    end = real_end
+                    read_progress.advanced(end, lambda: reader.so_far(rel_path))
             fh.seek(max(0, end - TAIL_CHECK_BYTES))
             identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
         except OSError as exc:
