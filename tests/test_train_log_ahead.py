@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pimm_inspect.sources.train_log._ahead as A
+import pimm_inspect.sources.train_log._arena as AR
 import pimm_inspect.sources.train_log._index as I
 import pimm_inspect.sources.train_log.reader as R
 from pimm_inspect.sources.train_log.reader import read_train_log
@@ -37,8 +38,10 @@ def _read(path: Path, monkeypatch, ahead: bool, **kw):
 
 
 def _same(path: Path, monkeypatch, **kw) -> tuple[object, int]:
-    """The result with the child (checked against the one without) and how many blocks the parent scanned itself."""
+    """The result with the child (checked against the one without) and how many blocks the parent scanned itself.
+    Both write the template lines' columns into buffers (``_arena``), as a read of a big log does."""
     monkeypatch.setattr(R, "BLOCK_BYTES", BLOCK)
+    monkeypatch.setattr(AR, "MIN_ROWS", 1)
     alone = _read(path, monkeypatch, False, **kw)
     scans = []
     scan = I.BlockContext._scan

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _fast as F
 from . import _patterns as P
+from ._arena import Arenas, view
 from ._growable import extended, joined
 from ...arrays import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
@@ -140,6 +141,8 @@ class IndexBuilder:
         self.markers: list[tuple[int, int, str]] = []
         self.prefix_attempts: np.ndarray | None = None
         """Attempts of the rows an earlier result's index holds (they are the first chunk)."""
+        self.arenas: Arenas | None = None
+        """The reader's column buffers (``_arena``): the offsets column is written there as it grows."""
 
     def extend_from(self, index: TrainLogIndex) -> None:
         """Start from an earlier result's index: its Train: rows and submitit markers come first."""
@@ -154,7 +157,9 @@ class IndexBuilder:
     def add_chunk(self, attempt: int, steps: np.ndarray, line_nos: np.ndarray, offsets: np.ndarray) -> None:
         """Rows of consecutive Train: lines of one attempt."""
         if steps.size:
-            self.chunks.append((steps, line_runs(line_nos, self.rows), narrow_positions(offsets), attempt))
+            offsets = narrow_positions(offsets)
+            at = self.arenas.put(("o", ""), offsets, create=True) if self.arenas is not None else None
+            self.chunks.append((steps, line_runs(line_nos, self.rows), offsets if at is None else view(at), attempt))
             self.rows += int(steps.size)
 
     def add_rows(self, attempt: int, steps: list[int], starts: list[int], ctx: BlockContext, delta: int) -> None:
@@ -241,6 +246,9 @@ class IndexBuilder:
             dtype = np.dtype(np.int64) if i == 0 else _widest(parts)
             if grow:
                 return extended(parts[0], parts[1:], dtype)
+            whole = self.arenas.slice_of(parts) if self.arenas is not None and parts else None
+            if whole is not None and whole.dtype == dtype:  # written one after another into one buffer
+                return whole
             if parts:
                 return joined(parts, dtype, release=release)
             arr = np.zeros(0, np.int64)

@@ -29,6 +29,7 @@ from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
 from .. import read_progress
 from .._limits import TagCap
+from ._arena import Arenas, no_rows
 from ._ahead import AheadFailed, Prescan, scanned_blocks
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats
 from ._fast import FastRows
@@ -75,6 +76,18 @@ class _Reader:
         """Distinct tags of the file (``MAX_TAGS_PER_FILE``), shared by its attempts."""
         self.previews: dict[tuple[int, str], ThinnedPoints] = {}
         """Per (attempt, tag): its points read so far, thinned (``so_far``; only made when a preview is asked for)."""
+        self.arenas = Arenas()
+        """The template lines' columns and the line index's offsets, written in file order (``_arena``)."""
+        self.index.arenas = self.arenas
+        self.size = self.bytes_left = 0
+        """The file's size, and its bytes from the current block on (what the column buffers are sized from)."""
+
+    def rows_left(self) -> int:
+        """Train: lines expected from the current block to the end of the file, at this block's density."""
+        ctx = self.ctx
+        if ctx is None or len(ctx.block) <= 1:
+            return 0
+        return -(-int(ctx.hits.size) * self.bytes_left // len(ctx.block))
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -90,6 +103,7 @@ class _Reader:
         self.table = None
         self.cur = SegmentState(self.next_index, start_line, start_offset, header, ts)
         self.cur.cap = self.cap
+        self.cur.arenas = self.arenas
         self.next_index += 1
         self.segments.append(self.cur)
         return self.cur
@@ -170,12 +184,15 @@ class _Reader:
         """Rows ``i:j`` of the block's template lines, as numpy chunks of the segment's series."""
         assert seg.template is not None and self.ctx is not None  # only called from train_range, which checked
         steps, walls = fast.steps[i:j], fast.walls[i:j]
+        kept = steps
         for key, col in zip(seg.template[1], fast.values):
-            seg.add_chunk(_tag(key), steps, col[i:j], walls)
+            added = seg.add_chunk(_tag(key), steps, col[i:j], walls, create=True)
+            if added is not None:
+                kept = added
         last = j - 1
         seg.note_train(int(steps[0]), int(steps[-1]), j - i, int(fast.max_epochs[last]), int(fast.ipes[last]))
         seg.set_last(int(fast.epochs[last]), int(fast.iters[last]), int(fast.ipes[last]))
-        self.index.add_chunk(seg.index, steps, self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
+        self.index.add_chunk(seg.index, kept, self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
 
     def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState, delta: int) -> None:
         """Slow path for Train: lines of other shapes (fragments, varying keys)."""
@@ -231,6 +248,8 @@ class _Reader:
         self.ctx = BlockContext(block, self.line_no)
         if prescan is not None:
             prescan.fill(self.ctx)
+        self.bytes_left = max(0, self.size - offset)
+        self.arenas.rows_left = self.rows_left  # only while the block is read (no cycle through the reader after)
         self.index.scan_submitit(self.ctx, delta)
         counter = _LineCounter(self.ctx, self.line_no)
         continue_record(self, block)
@@ -272,6 +291,7 @@ class _Reader:
         self.line_no = counter.line_of(len(block))
         newline_count = self.ctx.newlines.size - 1  # not the leading one added above
         self.ctx = None
+        self.arenas.rows_left = no_rows
         return newline_count
 
     def so_far(self, rel_path: str) -> tuple[ScalarSeries, ...]:
@@ -418,7 +438,7 @@ def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, firs
     with fh:
         try:
             st = os.fstat(fh.fileno())
-            size = st.st_size
+            size = reader.size = st.st_size
             if previous is not None:
                 # A file that brought too many names is read whole again: what it dropped was not kept.
                 capped = any(f.code == "file.too-many-tags" for f in previous.findings)
