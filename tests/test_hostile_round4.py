@@ -358,3 +358,39 @@ def test_a_nul_led_csv_cell_is_neutralised(tmp_path: Path) -> None:
     out_json = tmp_path / "out.json"
     assert CliRunner().invoke(cli, ["--no-cache", "export", str(run), "--format", "json", "-o", str(out_json)]).exit_code == 0
     assert "\x00=HYPERLINK(\"https://evil.example\")" in {r["tag"] for r in json.loads(out_json.read_text())}
+
+
+CRASHING_SHOW = """
+import sys
+import pimm_inspect.report.text as text
+
+def boom(run, base):
+    raise ValueError("bad tag \\x1b]8;;https://evil.example/\\x1b\\\\click\\x1b]8;;\\x1b\\\\ --token " + sys.argv[-1])
+
+text.run_summary = boom
+sys.argv = ["pimm-inspect", "--no-cache", "show", sys.argv[1]]
+from pimm_inspect.cli.main import main
+main()
+"""
+
+
+def test_an_internal_error_in_a_command_prints_one_inert_line_not_a_raw_traceback(tmp_path: Path) -> None:
+    """Was: a bug in a command printed Python's traceback, whose message (quoting run data) reached the terminal
+    raw: an OSC 8 link and a token in clear. Now the CLI does what the UI does (``tui.crash``): the traceback,
+    masked and escaped, in a private file; one line on stderr; exit 70."""
+    import subprocess
+    import sys
+
+    token = "ghp_" + "Crash0Token" * 3 + "abc"
+    run = tb_run(tmp_path / "run", ["loss"])
+    state = tmp_path / "state"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]), XDG_STATE_HOME=str(state))
+    result = subprocess.run([sys.executable, "-P", "-c", CRASHING_SHOW, str(run), token], capture_output=True,
+                            text=True, env=env, timeout=120)
+    assert result.returncode == 70, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and token not in result.stderr and "\x1b" not in result.stderr
+    assert result.stderr.startswith("pimm-inspect crashed; the traceback (no values) is in ")
+    (report,) = (state / "pimm-inspect").glob("crash-*.txt")
+    saved = report.read_text(encoding="utf-8")
+    assert "ValueError: bad tag \\x1b]8;;" in saved and token not in saved and "--token ****" in saved
+    assert oct(report.stat().st_mode & 0o777) == "0o600"
