@@ -60,6 +60,7 @@ def test_config_of_a_run_without_one_names_the_folder_inert(named_runs: dict[str
         assert not _inert(result.stderr), (args, _inert(result.stderr))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", HOSTILE_FOLDER_NAMES)
 def test_every_command_on_a_hostile_folder_name_prints_it_inert(named_runs: dict[str, Path], label: str) -> None:
     run = str(named_runs[label])
@@ -108,6 +109,7 @@ def test_secret_shapes_found_in_round_four() -> None:
         assert mask_text(harmless) == harmless
 
 
+@pytest.mark.slow
 def test_no_planted_secret_on_any_surface(tree: dict[str, Path], tmp_path: Path) -> None:
     from tests import hostile4_tree
 
@@ -159,6 +161,7 @@ async def _inert_screen(pilot, where: str) -> str:
     return text
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 @pytest.mark.parametrize("kind", ["pimm", "hf", "lightning", "wandb"])
 async def test_ui_shows_every_hostile_string_inert_at_80x24(tree: dict[str, Path], kind: str) -> None:
@@ -231,6 +234,7 @@ def test_report_names_two_checkpoint_files_apart(tmp_path: Path) -> None:
         assert html.count(f"<code>{twin}</code>") == 2, twin
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_ui_checkpoints_tab_names_two_files_apart(tmp_path: Path) -> None:
     """Was: the Checkpoints tab showed both files as ``model/ck_\\xff.pth``."""
@@ -245,6 +249,7 @@ async def test_ui_checkpoints_tab_names_two_files_apart(tmp_path: Path) -> None:
         assert sorted(lines) == sorted(TWINS), lines
 
 
+@pytest.mark.slow
 def test_show_of_a_very_long_tag_is_linear_not_quadratic(tmp_path: Path) -> None:
     """Was: ``show`` piped stripped Rich's padding with a regular expression retried at every space, quadratic in a
     run of spaces inside a line: a 20,000-character tag took 26 s, a 2 MB one never finished. The guard is a hang
@@ -277,6 +282,7 @@ def test_strip_trailing_spaces_is_the_old_rule() -> None:
         assert strip_trailing_spaces(text) == trailing.sub(lambda m: "".join(sgr.findall(m.group(0))), text), text
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_ui_status_line_of_a_two_megabyte_tag_is_elided(tmp_path: Path) -> None:
     """Was: the Curves tab's status line held the whole tag and wrapped it (2 MB: 35,000 lines laid out, 5-7 s per
@@ -303,6 +309,7 @@ async def test_ui_status_line_of_a_two_megabyte_tag_is_elided(tmp_path: Path) ->
     assert elide("short") == "short" and elide("x" * 10 + "y" * 10, 10) == "xxxxx…yyyyy"
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_ui_config_tab_and_diff_elide_a_two_megabyte_value(tmp_path: Path) -> None:
     """Was: the Config tab laid out a 1 MB key and a 2 MB value whole (3.9 s to open the tab) and the config diff
@@ -374,6 +381,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_an_internal_error_in_a_command_prints_one_inert_line_not_a_raw_traceback(tmp_path: Path) -> None:
     """Was: a bug in a command printed Python's traceback, whose message (quoting run data) reached the terminal
     raw: an OSC 8 link and a token in clear. Now the CLI does what the UI does (``tui.crash``): the traceback,
