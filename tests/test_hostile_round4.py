@@ -402,3 +402,33 @@ def test_an_internal_error_in_a_command_prints_one_inert_line_not_a_raw_tracebac
     saved = report.read_text(encoding="utf-8")
     assert "ValueError: bad tag \\x1b]8;;" in saved and token not in saved and "--token ****" in saved
     assert oct(report.stat().st_mode & 0o777) == "0o600"
+
+
+DEFAULT_IGNORABLE = [(0xAD, 0xAD), (0x34F, 0x34F), (0x61C, 0x61C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+                     (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+                     (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+                     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): code points a renderer draws as nothing."""
+
+
+def test_every_default_ignorable_character_is_shown_as_an_escape() -> None:
+    """Was: variation selectors (U+FE00-FE0F, U+E0100-E01EF), the musical and shorthand format controls and
+    U+FFF0-FFF8 were drawn as nothing, so ``loss`` + U+FE0E read as ``loss``."""
+    from pimm_inspect.report.json_doc import dumps
+    from pimm_inspect.report.safe_text import clean
+
+    for first, last in DEFAULT_IGNORABLE:
+        for code in range(first, last + 1):
+            char = chr(code)
+            assert char not in clean("a" + char + "b"), hex(code)
+            assert char not in dumps({"tag": "a" + char}), hex(code)
+
+
+def test_two_tags_apart_by_a_variation_selector_read_apart(tmp_path: Path) -> None:
+    import json
+
+    run = tb_run(tmp_path / "run", ["train/loss", "train/loss\ufe0e", "train/loss\U000e0100"])
+    shown = CliRunner().invoke(cli, ["--no-cache", "show", str(run)]).stdout
+    assert "train/loss\\ufe0e" in shown and "train/loss\\U000e0100" in shown
+    document = json.loads(CliRunner().invoke(cli, ["--no-cache", "show", "--json", str(run)]).stdout)
+    assert {"train/loss", "train/loss\ufe0e", "train/loss\U000e0100"} <= set(document["runs"][0]["scalars"])
