@@ -432,3 +432,53 @@ def test_two_tags_apart_by_a_variation_selector_read_apart(tmp_path: Path) -> No
     assert "train/loss\\ufe0e" in shown and "train/loss\\U000e0100" in shown
     document = json.loads(CliRunner().invoke(cli, ["--no-cache", "show", "--json", str(run)]).stdout)
     assert {"train/loss", "train/loss\ufe0e", "train/loss\U000e0100"} <= set(document["runs"][0]["scalars"])
+
+
+def _replayed_run_with_a_newline_in_a_file_name(tmp_path: Path) -> tuple[Path, str]:
+    """e2_rollback (two event files overlapping at 51-75) with its second event file's host part holding a newline
+    that tries to forge a ``check`` line; returns the run and that file's name as surfaces must show it."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_rollback", run, symlinks=True)
+    second = sorted(run.glob("events.out.tfevents.*"))[1]
+    forged = second.name.replace("sdfampere012", "h\nrun0 info all.clear nothing found\n")
+    second.rename(run / forged)
+    return run, forged.replace("\n", "\\n")
+
+
+def test_a_file_name_quoted_in_a_finding_cannot_forge_a_line(tmp_path: Path) -> None:
+    """Was: ``steps.replayed``'s explanation quotes the event files by name, and ``check`` printed a newline of a
+    name as a line break (``run0 info all.clear ...`` on a line of its own). Every surface now writes the names a
+    finding quotes (its ``paths``) by the one name escape: ``safe_text.finding_text``."""
+    run, shown = _replayed_run_with_a_newline_in_a_file_name(tmp_path)
+    check = CliRunner().invoke(cli, ["--no-cache", "check", str(run)]).stdout
+    assert not re.search(r"(?m)^\s*run0 info", check), check
+    assert shown in check.replace("\n      ", "")  # wrapped by the terminal width: joined back
+    markdown = CliRunner().invoke(cli, ["--no-cache", "report", str(run), "-o", "-", "--format", "md"]).stdout
+    assert not re.search(r"(?m)^run0 info", markdown) and shown in markdown
+    from pimm_inspect.report.safe_text import finding_text
+
+    assert finding_text("a\\b and x\ny", ["x\ny", "a\\b"]) == "a\\\\b and x\\ny"
+    assert finding_text("nothing special", ["train.log"]) == "nothing special"
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_ui_finding_detail_quotes_the_file_name_escaped(tmp_path: Path) -> None:
+    pytest.importorskip("textual")
+    from textual.widgets import Static
+
+    from tests.tui_support import opened, settle
+
+    run, shown = _replayed_run_with_a_newline_in_a_file_name(tmp_path)
+    async with opened(run, (120, 36), tab="5") as (app, pilot):
+        for _ in range(6):  # the steps.replayed row: open each finding until its detail names the files
+            await pilot.press("enter")
+            await settle(pilot)
+            explanation = str(app.screen.query_one("#finding-explanation", Static).render())
+            if "holds steps" in explanation:
+                break
+            await pilot.press("escape", "down")
+            await settle(pilot)
+        assert shown in explanation.replace("\n", "") and "\nrun0 info" not in explanation

@@ -11,6 +11,7 @@ escapes C1 and the other characters below, which the encoder would otherwise pas
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 # The one escape of names (and of undecodable bytes in any text) lives at the package root, below every surface that
@@ -32,6 +33,20 @@ Ogham, braille blank): every Default_Ignorable_Code_Point of Unicode (drawn as n
 def clean_name(name: str) -> str:
     """A name for a text surface: ``name_text``, then every control or invisible character as an escape."""
     return clean(name_text(name), newlines=False)
+
+
+def finding_text(text: str, paths: Sequence[str]) -> str:
+    """A finding's message or explanation with each file it names (its ``paths``) written by the one name escape.
+
+    Checks quote file names in free text; a name holding a newline would start a new line of ``check``'s output
+    (a forged finding), and one holding a backslash or an undecodable byte would read like another file. Each
+    quoted path that ``clean_name`` changes is replaced in one pass (longest first); the rest of the text is cleaned
+    by the surface as any text."""
+    special = sorted({p for p in paths if p and clean_name(p) != p}, key=len, reverse=True)
+    if not special or not any(p in text for p in special):
+        return text
+    pattern = re.compile("|".join(re.escape(p) for p in special))
+    return pattern.sub(lambda m: clean_name(m.group(0)), text)
 
 
 def _escape(match: re.Match[str]) -> str:
