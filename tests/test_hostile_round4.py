@@ -482,3 +482,41 @@ async def test_ui_finding_detail_quotes_the_file_name_escaped(tmp_path: Path) ->
             await pilot.press("escape", "down")
             await settle(pilot)
         assert shown in explanation.replace("\n", "") and "\nrun0 info" not in explanation
+
+
+@pytest.mark.slow
+def test_report_of_the_hostile_tree_in_chromium_runs_nothing_and_links_nothing(tree: dict[str, Path],
+                                                                              tmp_path: Path) -> None:
+    """The round-four tree's HTML report opened from disk in Debian's Chromium, scripts on and off: no dialog, no
+    console error, no request but the page, no image, frame or form, and no link but the page's own anchors."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    chromium = Path(os.environ.get("PIMM_INSPECT_CHROMIUM", "/usr/bin/chromium"))
+    if not chromium.exists():
+        pytest.skip(f"no Chromium at {chromium}")
+    page_file = tmp_path / "tree.html"
+    result = CliRunner().invoke(cli, ["--no-cache", "report", str(tree["root"]), "-o", str(page_file)])
+    assert result.exit_code == 0, result.output
+    with playwright_api.sync_playwright() as play:
+        browser = play.chromium.launch(executable_path=str(chromium), args=["--no-sandbox", "--headless",
+                                                                            "--disable-gpu"])
+        try:
+            for scripts in (True, False):
+                context = browser.new_context(java_script_enabled=scripts)
+                page = context.new_page()
+                seen: list[str] = []
+                page.on("console", lambda m: seen.append(f"console {m.type}: {m.text}"))
+                page.on("pageerror", lambda e: seen.append(f"pageerror: {e}"))
+                page.on("dialog", lambda d: (seen.append(f"dialog: {d.message}"), d.dismiss()))
+                page.on("request", lambda r: seen.append(f"request {r.url}") if r.url != page_file.as_uri() else None)
+                page.goto(page_file.as_uri())
+                page.wait_for_load_state("load")
+                targets = page.evaluate("Array.from(document.querySelectorAll('[href],[src],[action],[formaction]'))"
+                                        ".map(e => e.getAttribute('href') || e.getAttribute('src') || 'form')")
+                counts = page.evaluate("['img','iframe','object','embed','form','script'].map("
+                                       "t => document.getElementsByTagName(t).length)")
+                context.close()
+                assert seen == [], seen
+                assert all(t.startswith("#") for t in targets), targets
+                assert counts == [0, 0, 0, 0, 0, 1], counts
+        finally:
+            browser.close()
