@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import pimm_inspect.sources.train_log._ahead as A
 import pimm_inspect.sources.train_log.reader as R
 from pimm_inspect.session.store.cache import ReadCache
 from tests.test_disk_cache import _same
@@ -29,13 +30,13 @@ FIXTURE_LOGS = sorted(RUNS.glob("*/train.log"))
 def reads(monkeypatch) -> list[tuple[int, int]]:
     """(start offset, file size) of every pass over the file's bytes."""
     seen: list[tuple[int, int]] = []
-    real = R.blocks
+    real = A.blocks  # every read's blocks come from there (a big file's from a scanning child)
 
     def spy(fh, start_offset, size, *args):
         seen.append((start_offset, size))
         return real(fh, start_offset, size, *args)
 
-    monkeypatch.setattr(R, "blocks", spy)
+    monkeypatch.setattr(A, "blocks", spy)
     return seen
 
 

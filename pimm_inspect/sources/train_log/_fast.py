@@ -30,6 +30,9 @@ _TRAIN = np.frombuffer(b"Train: [", dtype=np.uint8)
 _MAX_MISSES = 256
 """Template-rejected lines tried as reference per block (beyond that, the token check takes the rest)."""
 _POW10F = 10.0 ** np.arange(23, dtype=np.float64)
+_BATCH = 4096
+"""Lines compared with a reference line at once: each batch's byte matrices (~1 MB) stay in the CPU's cache, and a
+4 MB block's ~15 MB of temporaries (whole-group matrices) no longer set the heap's high water."""
 
 
 def template_tokens(spec: tuple[P.SpecItem, ...]) -> tuple[tuple[str, bytes], ...] | None:
@@ -251,8 +254,10 @@ def scan(block: bytes, buf: np.ndarray, hits: np.ndarray, newlines: np.ndarray, 
         if not layout.ok:
             break
         group = pending[lengths[pending] == layout.length]
-        done = layout.apply(buf, starts[group], group, out)
-        if ref not in set(done.tolist()):
+        for first in range(0, group.size, _BATCH):  # bounded temporaries (a few times the batch's bytes)
+            rows = group[first:first + _BATCH]
+            layout.apply(buf, starts[rows], rows, out)
+        if not out.ok[ref]:
             break
         pending = pending[~out.ok[pending]]
     if pending.size and ref_prefix is not None:

@@ -77,10 +77,16 @@ def joined(parts: list[np.ndarray], dtype: np.dtype | None = None,
             if copied >= _RELEASE_BYTES:
                 copied = 0
                 release()
-    key = id(target)
-    with _lock:
-        _claimed[key] = (weakref.ref(target, lambda _ref: _forget(key)), total)
+    claim(target, total)
     return out
+
+
+def claim(buffer: np.ndarray, total: int) -> None:
+    """``buffer``'s first ``total`` elements are a result's column and the rest is untouched room: an extension of
+    that column may write there (``extended``)."""
+    key = id(buffer)
+    with _lock:
+        _claimed[key] = (weakref.ref(buffer, lambda _ref: _forget(key)), total)
 
 
 def extended(first: np.ndarray, rest: list[np.ndarray], dtype: np.dtype | None = None) -> np.ndarray:
@@ -104,14 +110,17 @@ def extended(first: np.ndarray, rest: list[np.ndarray], dtype: np.dtype | None =
 
 def join_tags(chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]], seeded: set[str],
               on_steps: Callable[[list[np.ndarray], np.ndarray], None] | None = None,
-              release: Callable[[], None] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+              release: Callable[[], None] | None = None,
+              slice_of: Callable[[list[np.ndarray]], np.ndarray | None] | None = None
+              ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Each tag's (steps, values, walls) chunks joined, column by column, emptying ``chunks``.
 
     The tags of one Train: line share their steps and times chunks: each distinct list of them is joined once, and its
     chunks are dropped from every tag at once, so memory holds the chunks not joined yet, the joined columns and one
     column being joined (then ``release()``, which gives the freed chunks back). A tag in ``seeded`` starts with an
     earlier result's arrays: the new points are written after them (``extended``). ``on_steps(parts, joined)`` is told
-    each joined steps column (the line index then points into it instead of holding the chunks).
+    each joined steps column (the line index then points into it instead of holding the chunks). ``slice_of(parts)``
+    gives the column without a copy when the chunks are consecutive views of one buffer (``_arena``), else None.
     """
     order = list(chunks)
     columns = {tag: [[p[k] for p in chunks[tag]] for k in range(3)] for tag in order}
@@ -129,15 +138,22 @@ def join_tags(chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
             for tag in members:
                 columns[tag][k] = []
             told = on_steps if k == 0 else None
+            whole = None
             if members[0] in seeded:
                 joined_column = parts[0] if len(parts) == 1 else extended(parts[0], parts[1:])
                 if told is not None:
                     told(parts, joined_column)
-            else:  # each chunk freed once copied
-                joined_column = joined(parts, on_ready=told, release=release)
+            else:
+                whole = slice_of(parts) if slice_of is not None else None
+                if whole is not None:  # the chunks were written one after another into one buffer
+                    joined_column = whole
+                    if told is not None:
+                        told(parts, joined_column)
+                else:  # each chunk freed once copied
+                    joined_column = joined(parts, on_ready=told, release=release)
             del parts
             for tag in members:
                 out[tag][k] = joined_column
-            if release is not None:
+            if release is not None and whole is None:  # nothing was freed when the column is a buffer's slice
                 release()
     return {tag: (cols[0], cols[1], cols[2]) for tag, cols in out.items()}

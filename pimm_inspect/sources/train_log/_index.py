@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _fast as F
 from . import _patterns as P
+from ._arena import Arenas, view
 from ._growable import extended, joined
 from ...arrays import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
@@ -44,6 +45,16 @@ class BlockContext:
         self._spaces: np.ndarray | None = None
         self._hits: np.ndarray | None = None
         self._fast: dict[int, F.FastRows | None] = {}
+        self._scanned: tuple[P.Template, F.FastRows | None] | None = None
+        """A scan made elsewhere (``_ahead``): the template it used and its result."""
+
+    def preset(self, newlines: np.ndarray, hits: np.ndarray, tail: bytes | None, rows: F.FastRows | None) -> None:
+        """The block's newlines and hits, and the scan with the template built from ``tail``, computed elsewhere
+        (``_ahead``: the same functions of the same bytes)."""
+        self._newlines, self._hits = newlines, hits
+        template = _template_of(tail) if tail is not None else None
+        if template is not None:
+            self._scanned = (template, rows)
 
     @property
     def buf(self) -> np.ndarray:
@@ -77,7 +88,11 @@ class BlockContext:
         """The block's lines matching ``template``, scanned once per template; None if it has no token layout."""
         key = id(template)
         if key not in self._fast:
-            self._fast[key] = self._scan(template)
+            scanned = self._scanned
+            if scanned is not None and _same_template(scanned[0], template):
+                self._fast[key] = scanned[1]
+            else:
+                self._fast[key] = self._scan(template)
         return self._fast[key]
 
     def _scan(self, template: P.Template) -> F.FastRows | None:
@@ -91,6 +106,23 @@ class BlockContext:
         if self._spaces is None:
             self._spaces = np.flatnonzero(self.buf == 32)
         return self._spaces
+
+
+_TEMPLATES: dict[bytes, P.Template | None] = {}
+"""Templates built from the tails a scanning child used (a handful per file)."""
+
+
+def _template_of(tail: bytes) -> P.Template | None:
+    if tail not in _TEMPLATES:
+        if len(_TEMPLATES) > 64:
+            _TEMPLATES.clear()
+        _TEMPLATES[tail] = P.build_template(tail)
+    return _TEMPLATES[tail]
+
+
+def _same_template(a: P.Template, b: P.Template) -> bool:
+    """Templates that scan alike: the same pattern, keys and spec (``_fast.scan`` reads nothing else of them)."""
+    return a is b or (a[0].pattern == b[0].pattern and a[0].flags == b[0].flags and a[1] == b[1] and a[2] == b[2])
 
 
 class IndexBuilder:
@@ -109,6 +141,8 @@ class IndexBuilder:
         self.markers: list[tuple[int, int, str]] = []
         self.prefix_attempts: np.ndarray | None = None
         """Attempts of the rows an earlier result's index holds (they are the first chunk)."""
+        self.arenas: Arenas | None = None
+        """The reader's column buffers (``_arena``): the offsets column is written there as it grows."""
 
     def extend_from(self, index: TrainLogIndex) -> None:
         """Start from an earlier result's index: its Train: rows and submitit markers come first."""
@@ -123,7 +157,9 @@ class IndexBuilder:
     def add_chunk(self, attempt: int, steps: np.ndarray, line_nos: np.ndarray, offsets: np.ndarray) -> None:
         """Rows of consecutive Train: lines of one attempt."""
         if steps.size:
-            self.chunks.append((steps, line_runs(line_nos, self.rows), narrow_positions(offsets), attempt))
+            offsets = narrow_positions(offsets)
+            at = self.arenas.put(("o", ""), offsets, create=True) if self.arenas is not None else None
+            self.chunks.append((steps, line_runs(line_nos, self.rows), offsets if at is None else view(at), attempt))
             self.rows += int(steps.size)
 
     def add_rows(self, attempt: int, steps: list[int], starts: list[int], ctx: BlockContext, delta: int) -> None:
@@ -210,6 +246,9 @@ class IndexBuilder:
             dtype = np.dtype(np.int64) if i == 0 else _widest(parts)
             if grow:
                 return extended(parts[0], parts[1:], dtype)
+            whole = self.arenas.slice_of(parts) if self.arenas is not None and parts else None
+            if whole is not None and whole.dtype == dtype:  # written one after another into one buffer
+                return whole
             if parts:
                 return joined(parts, dtype, release=release)
             arr = np.zeros(0, np.int64)

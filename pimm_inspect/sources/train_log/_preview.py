@@ -27,13 +27,21 @@ class ThinnedPoints:
         """Points in those chunks (the index of the next point)."""
         self._k = 1
         self._kept: Chunk | None = None
+        self._last = 0
+        """Points of the last chunk of that list taken in so far."""
 
     def update(self, parts: list[Chunk]) -> Chunk:
         """The thinned points of ``parts`` (the same list as last time, grown, or a new one)."""
         if parts is not self._parts or len(parts) < self._seen:
             self._parts, self._seen, self._count, self._k, self._kept = parts, 0, 0, 1, None
+            self._last = 0
         new = parts[self._seen:]
+        if self._seen:  # the reader widens its last chunk when the next one goes on in the same buffers (_arena)
+            last = parts[self._seen - 1]
+            if int(last[0].shape[0]) > self._last:
+                new.insert(0, (last[0][self._last:], last[1][self._last:], last[2][self._last:]))
         self._seen = len(parts)
+        self._last = int(parts[-1][0].shape[0]) if parts else 0
         total = self._count + sum(int(p[0].shape[0]) for p in new)
         k = self._k
         while total > k * self.budget:

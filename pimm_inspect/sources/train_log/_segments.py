@@ -11,6 +11,7 @@ from ...model import ScalarSeries, make_series
 from .._limits import TagCap
 from . import _patterns as P
 from ...arrays import release_freed_memory
+from ._arena import Arenas, Span, view
 from ._growable import join_tags
 from ._types import LogSegment, ValTableRow
 
@@ -63,17 +64,83 @@ class SegmentState:
         """Tags whose first chunk is an earlier result's whole series (an extended attempt)."""
         self.cap: TagCap | None = None
         """The file's cap on distinct tags (shared by its attempts); None: no cap (a segment read on its own)."""
+        self.arenas: Arenas | None = None
+        """The reader's column buffers (``_arena``); None: chunks are kept as they come."""
+        self._copied: dict[str, tuple[np.ndarray, Span]] = {}
+        """The last steps / times chunk copied into a buffer, and its place (the next tags of its lines share it)."""
+        self._spans: dict[str, tuple[Span, Span, Span]] = {}
+        self._views: dict[tuple[int, int, int], np.ndarray] = {}
+        """Per tag, where its last chunk lies in the buffers (when all three columns are in one)."""
 
     # -- series -----------------------------------------------------------
-    def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
-        """Append numpy points of one tag (none of a tag past the file's cap: those are counted)."""
+    def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray,
+                  create: bool = False) -> np.ndarray | None:
+        """Append numpy points of one tag (none of a tag past the file's cap: those are counted); returns the steps
+        array kept (a view of its column buffer, ``_arena``), None when dropped.
+
+        With the reader's buffers the chunk is copied into its columns' buffers where they exist (``create``: made
+        when missing, for the template path's tags); the steps and times the tags of a line share are copied once,
+        under the first tag added with them. A chunk that goes on where the tag's last one ends in all three buffers
+        widens that one: a tag holds a handful of chunks, not one per block piece (~9,000 on a 1 GB log, whose Python
+        objects were ~25 MB).
+        """
         if self.cap is not None:
             stored = self.cap.admit(tag)
             if stored is None:
                 self.cap.dropped_points += int(steps.shape[0])
-                return
+                return None
             tag = stored
-        self.chunks.setdefault(tag, []).append((steps, values, walls))
+        parts = self.chunks.setdefault(tag, [])
+        arenas = self.arenas
+        if arenas is not None:
+            at = arenas.put(("v", tag), values, create)
+            if at is not None:
+                spans = (self._shared(arenas, "s", tag, steps, create), at, self._shared(arenas, "w", tag, walls, create))
+                if all(isinstance(x, tuple) for x in spans):
+                    return self._add_spans(tag, parts, spans)  # type: ignore[arg-type]  # checked just above
+                steps = spans[0] if isinstance(spans[0], np.ndarray) else self._view(spans[0])
+                walls = spans[2] if isinstance(spans[2], np.ndarray) else self._view(spans[2])
+                values = self._view(at)
+        parts.append((steps, values, walls))
+        self._spans.pop(tag, None)
+        return steps
+
+    def _add_spans(self, tag: str, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                   spans: tuple[Span, Span, Span]) -> np.ndarray:
+        """A chunk whose three columns are in buffers: the tag's last chunk widened when it ends where this starts."""
+        last = self._spans.get(tag)
+        if last is not None and parts and all(a[0] is b[0] and a[2] == b[1] for a, b in zip(last, spans)):
+            merged = ((last[0][0], last[0][1], spans[0][2]), (last[1][0], last[1][1], spans[1][2]),
+                      (last[2][0], last[2][1], spans[2][2]))
+            parts[-1] = (self._view(merged[0]), self._view(merged[1]), self._view(merged[2]))
+        else:
+            merged = spans
+            parts.append((self._view(spans[0]), self._view(spans[1]), self._view(spans[2])))
+        self._spans[tag] = merged
+        return self._view(spans[0])
+
+    def _view(self, span: Span) -> np.ndarray:
+        """The view of ``span``, one object for tags that ask for the same span (the join groups tags by the chunk
+        arrays they hold: tags sharing steps share them after the join, as they did without buffers)."""
+        key = (id(span[0]), span[1], span[2])
+        out = self._views.get(key)
+        if out is None:
+            if len(self._views) >= 256:  # the tags of one line ask one after another: older spans are not asked again
+                self._views.clear()
+            out = self._views[key] = view(span)
+        return out
+
+    def _shared(self, arenas: Arenas, kind: str, tag: str, chunk: np.ndarray, create: bool) -> Span | np.ndarray:
+        """The place of ``chunk`` (steps or times, shared by the tags of the lines it came with) in a buffer, copied
+        once; the chunk itself when it has none."""
+        last = self._copied.get(kind)
+        if last is not None and last[0] is chunk:
+            return last[1]
+        at = arenas.put((kind, tag), chunk, create)
+        if at is None:
+            return chunk
+        self._copied[kind] = (chunk, at)
+        return at
 
     def seed_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
         """Start a tag with the points an earlier result already holds (extending this attempt)."""
@@ -318,7 +385,9 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None,
     chunks, seg.chunks = seg.chunks, {}
     big = sum(p[1].size for parts in chunks.values() for p in parts) > _TRIM_POINTS
     # one column at a time, its chunks dropped once joined: peak memory stays near the result
-    for tag, columns in join_tags(chunks, seg.seeded, on_steps, release_freed_memory if big else None).items():
+    slice_of = seg.arenas.slice_of if seg.arenas is not None else None
+    for tag, columns in join_tags(chunks, seg.seeded, on_steps, release_freed_memory if big else None,
+                                  slice_of).items():
         series.append(make_series(tag, *columns, rel_path, seg.index))
     for tag, (steps, values, walls) in seg.points.items():
         series.append(make_series(tag, steps, values, walls, rel_path, seg.index))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,9 @@ from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
 from .. import read_progress
 from .._limits import TagCap
-from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats, blocks
+from ._arena import Arenas, no_rows
+from ._ahead import AheadFailed, Prescan, scanned_blocks
+from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats
 from ._fast import FastRows
 from ._findings import long_lines_finding, non_finite_findings
 from ._index import BlockContext, IndexBuilder
@@ -73,6 +76,18 @@ class _Reader:
         """Distinct tags of the file (``MAX_TAGS_PER_FILE``), shared by its attempts."""
         self.previews: dict[tuple[int, str], ThinnedPoints] = {}
         """Per (attempt, tag): its points read so far, thinned (``so_far``; only made when a preview is asked for)."""
+        self.arenas = Arenas()
+        """The template lines' columns and the line index's offsets, written in file order (``_arena``)."""
+        self.index.arenas = self.arenas
+        self.size = self.bytes_left = 0
+        """The file's size, and its bytes from the current block on (what the column buffers are sized from)."""
+
+    def rows_left(self) -> int:
+        """Train: lines expected from the current block to the end of the file, at this block's density."""
+        ctx = self.ctx
+        if ctx is None or len(ctx.block) <= 1:
+            return 0
+        return -(-int(ctx.hits.size) * self.bytes_left // len(ctx.block))
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -88,6 +103,7 @@ class _Reader:
         self.table = None
         self.cur = SegmentState(self.next_index, start_line, start_offset, header, ts)
         self.cur.cap = self.cap
+        self.cur.arenas = self.arenas
         self.next_index += 1
         self.segments.append(self.cur)
         return self.cur
@@ -168,12 +184,15 @@ class _Reader:
         """Rows ``i:j`` of the block's template lines, as numpy chunks of the segment's series."""
         assert seg.template is not None and self.ctx is not None  # only called from train_range, which checked
         steps, walls = fast.steps[i:j], fast.walls[i:j]
+        kept = steps
         for key, col in zip(seg.template[1], fast.values):
-            seg.add_chunk(_tag(key), steps, col[i:j], walls)
+            added = seg.add_chunk(_tag(key), steps, col[i:j], walls, create=True)
+            if added is not None:
+                kept = added
         last = j - 1
         seg.note_train(int(steps[0]), int(steps[-1]), j - i, int(fast.max_epochs[last]), int(fast.ipes[last]))
         seg.set_last(int(fast.epochs[last]), int(fast.iters[last]), int(fast.ipes[last]))
-        self.index.add_chunk(seg.index, steps, self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
+        self.index.add_chunk(seg.index, kept, self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
 
     def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState, delta: int) -> None:
         """Slow path for Train: lines of other shapes (fragments, varying keys)."""
@@ -217,8 +236,9 @@ class _Reader:
         self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
 
     # -- blocks -----------------------------------------------------------
-    def block(self, block: bytes, offset: int) -> int:
-        """Process ``\\n`` + complete lines starting at file offset ``offset``; returns the line count."""
+    def block(self, block: bytes, offset: int, prescan: Prescan | None = None) -> int:
+        """Process ``\\n`` + complete lines starting at file offset ``offset``; returns the line count. ``prescan``:
+        the block's arrays and template scan made by a scanning child (``_ahead``)."""
         if self.corrupt_at is None and not block.isascii():
             try:
                 block.decode("utf-8")
@@ -226,6 +246,10 @@ class _Reader:
                 self.corrupt_at = offset + exc.start - 1
         delta = offset - 1  # absolute offset of block[i] is delta + i
         self.ctx = BlockContext(block, self.line_no)
+        if prescan is not None:
+            prescan.fill(self.ctx)
+        self.bytes_left = max(0, self.size - offset)
+        self.arenas.rows_left = self.rows_left  # only while the block is read (no cycle through the reader after)
         self.index.scan_submitit(self.ctx, delta)
         counter = _LineCounter(self.ctx, self.line_no)
         continue_record(self, block)
@@ -267,6 +291,7 @@ class _Reader:
         self.line_no = counter.line_of(len(block))
         newline_count = self.ctx.newlines.size - 1  # not the leading one added above
         self.ctx = None
+        self.arenas.rows_left = no_rows
         return newline_count
 
     def so_far(self, rel_path: str) -> tuple[ScalarSeries, ...]:
@@ -391,6 +416,15 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
     a full read). When the file cannot be such a continuation (another inode, shorter, its bytes
     before ``end_offset`` changed, or ``previous`` kept no state), it is read whole from the start.
     """
+    try:
+        return _read(path, rel_path, start_offset, first_attempt, first_line_no, previous, ahead=True)
+    except AheadFailed:  # the scanning child failed midway: read again, alone
+        return _read(path, rel_path, start_offset, first_attempt, first_line_no, previous, ahead=False)
+
+
+def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, first_line_no: int,
+          previous: TrainLogResult | None, ahead: bool) -> TrainLogResult:
+    """``read_train_log``; ``ahead``: with a scanning child when the file is big enough (``_ahead``)."""
     reader = _Reader(rel_path, first_attempt, first_line_no)
     findings: list[Finding] = []
     try:
@@ -404,7 +438,7 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
     with fh:
         try:
             st = os.fstat(fh.fileno())
-            size = st.st_size
+            size = reader.size = st.st_size
             if previous is not None:
                 # A file that brought too many names is read whole again: what it dropped was not kept.
                 capped = any(f.code == "file.too-many-tags" for f in previous.findings)
@@ -426,10 +460,12 @@ def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attem
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings, read_from=start_offset)
             block_bytes = read_progress.block_bytes(BLOCK_BYTES)  # the loader's, when it wants smaller steps
-            for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES):
-                lines += reader.block(block, offset)
-                end = real_end
-                read_progress.advanced(end, lambda: reader.so_far(rel_path))
+            with closing(scanned_blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES,
+                                        ahead)) as scanned:
+                for block, offset, real_end, prescan in scanned:
+                    lines += reader.block(block, offset, prescan)
+                    end = real_end
+                    read_progress.advanced(end, lambda: reader.so_far(rel_path))
             fh.seek(max(0, end - TAIL_CHECK_BYTES))
             identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
         except OSError as exc:

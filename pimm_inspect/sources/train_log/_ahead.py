@@ -1,0 +1,197 @@
+"""A big train.log read by two processes: a forked child scans the next block while the reader works on this one.
+
+Issue 23: a cold read of a 1 GB log spent about half its time in the per-block numpy work that needs nothing from
+the reader's state: the block's newlines and ``Train: [`` hits, and the vectorised template scan (``_fast.scan``).
+Here a child process reads the blocks (``_blocks.blocks``, the same cuts), does that work with the template of its
+latest Train: lines, and sends each block's bytes and arrays through a pipe; the reader does everything else on
+exactly those bytes. A scan is used only for a template equal to the one the reader's attempt uses (the scan is a
+function of the block and the template alone), else the reader scans itself: the result is the one-process read's,
+bit for bit. The pipe holds about a block, so the child stays a block or two ahead and holds one block's memory.
+
+Only for a big file (``MIN_BYTES``), on Linux, from a process with no other thread (a fork copies only the calling
+thread; a lock another thread held would stay held in the child). A child that fails makes the read start again in
+one process (``AheadFailed``); an OSError while it reads is raised where the one-process read would raise it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pickle
+import signal
+import struct
+import sys
+import threading
+from collections.abc import Generator
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from . import _patterns as P
+from ._blocks import LineStats, blocks
+from ._fast import FastRows
+from ._index import BlockContext
+
+MIN_BYTES = 64 << 20
+"""Files (from the read's start offset) smaller than this are read in one process (tests lower it)."""
+_PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = 1031
+_LEN = struct.Struct("<Q")
+_ROWS = ("starts", "ends", "epochs", "max_epochs", "iters", "ipes", "walls", "other_starts", "other_ends")
+
+
+class AheadFailed(Exception):
+    """The scanning child stopped without finishing (the read is done again in one process)."""
+
+
+class Prescan:
+    """What the child computed for one block."""
+
+    __slots__ = ("newlines", "hits", "tail", "rows")
+
+    def __init__(self, newlines: np.ndarray, hits: np.ndarray, tail: bytes | None, rows: FastRows | None) -> None:
+        self.newlines, self.hits, self.tail, self.rows = newlines, hits, tail, rows
+
+    def fill(self, ctx: BlockContext) -> None:
+        """Give the block's context the arrays found, and the scan for the template it was made with."""
+        ctx.preset(self.newlines, self.hits, self.tail, self.rows)
+
+
+def usable(size_left: int) -> bool:
+    """Whether a read of ``size_left`` bytes gets a scanning child."""
+    return (size_left >= MIN_BYTES and sys.platform.startswith("linux") and hasattr(os, "fork")
+            and threading.active_count() == 1)
+
+
+def scanned_blocks(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_bytes: int,
+                   cap: int, ahead: bool = True) -> Generator[tuple[bytes, int, int, Prescan | None], None, None]:
+    """``_blocks.blocks`` with each block's ``Prescan`` (None for every block when no child is used: ``ahead`` false
+    or not ``usable``). ``stats`` is the child's at the end (or at an OSError, raised here as the one-process read
+    raises it)."""
+    if not (ahead and usable(size - start_offset)):
+        for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, cap):
+            yield block, offset, real_end, None
+        return
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, _F_SETPIPE_SZ, _PIPE_BYTES)
+    except OSError:
+        pass  # the default pipe size only means smaller writes
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's Ctrl-C ends the read (and kills this)
+            os.close(r)
+            _child(fh, start_offset, size, stats, block_bytes, cap, w)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    pipe = io.FileIO(r, "rb", closefd=True)
+    done = False
+    try:
+        while True:
+            head = _receive(pipe)
+            kind = head["k"]
+            if kind == "b":
+                block = bytes(_payload(pipe, np.uint8, head["n"]).data)
+                arrays = [_payload(pipe, np.dtype(dt), n) for dt, n in head["a"]]
+                rows = None
+                if head["r"]:
+                    named = dict(zip(_ROWS, arrays[2:2 + len(_ROWS)]))
+                    rows = FastRows(arrays[1], named["starts"], named["epochs"], named["max_epochs"], named["iters"],
+                                    named["ipes"], named["walls"], arrays[2 + len(_ROWS):], named["other_starts"],
+                                    named["other_ends"])
+                    rows.ends = named["ends"]
+                yield block, head["o"], head["e"], Prescan(arrays[0], arrays[1], head["t"], rows)
+                continue
+            stats.long_lines, stats.long_line_count, stats.skipped_bytes, stats.partial_bytes = head["s"]
+            if kind == "end":
+                done = True
+                return
+            if kind == "os":
+                done = True
+                raise OSError(head["errno"], head["strerror"])
+            raise AheadFailed(str(head.get("why")))
+    finally:
+        pipe.close()
+        if not done:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+
+def _child(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_bytes: int, cap: int,
+           w: int) -> None:
+    """Read and scan every block, sending each (then the line stats) to the parent."""
+    template: P.Template | None = None
+    tail: bytes | None = None
+
+    def state() -> tuple[list[tuple[int, int]], int, int, int]:
+        return list(stats.long_lines), stats.long_line_count, stats.skipped_bytes, stats.partial_bytes
+
+    try:
+        for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, cap):
+            ctx = BlockContext(block, 1)
+            rows = ctx.fast_rows(template) if template is not None else None
+            hits = ctx.hits
+            if hits.size and (rows is None or rows.starts.size * 2 < hits.size):  # (another) template of this block
+                m = P.GENERIC_TRAIN.search(block)
+                fresh = P.build_template(m.group(7)) if m is not None and not m.group(2) else None
+                if fresh is not None:
+                    template, tail = fresh, m.group(7) if m is not None else None
+                    rows = ctx.fast_rows(template)
+            arrays = [ctx.newlines, hits]
+            if rows is not None:
+                arrays += [getattr(rows, name) for name in _ROWS] + list(rows.values)
+            arrays = [np.ascontiguousarray(a) for a in arrays]
+            head = {"k": "b", "o": offset, "e": real_end, "n": len(block), "t": tail if template is not None else None,
+                    "r": rows is not None, "a": [(a.dtype.str, int(a.size)) for a in arrays]}
+            _send(w, head, [memoryview(block)] + [a.view(np.uint8).data for a in arrays])
+    except OSError as exc:
+        _send(w, {"k": "os", "errno": exc.errno, "strerror": exc.strerror, "s": state()}, [])
+        return
+    except BaseException as exc:  # anything else: the parent reads alone
+        _send(w, {"k": "x", "why": f"{type(exc).__name__}: {exc}", "s": state()}, [])
+        raise
+    _send(w, {"k": "end", "s": state()}, [])
+
+
+def _send(w: int, head: dict[str, Any], payloads: list[memoryview]) -> None:
+    data = pickle.dumps(head, protocol=pickle.HIGHEST_PROTOCOL)
+    for piece in [memoryview(_LEN.pack(len(data)) + data), *payloads]:
+        sent = 0
+        while sent < piece.nbytes:
+            sent += os.write(w, piece[sent:])
+
+
+def _exactly(pipe: io.FileIO, view: memoryview) -> None:
+    got = 0
+    while got < view.nbytes:
+        n = pipe.readinto(view[got:])
+        if not n:
+            raise AheadFailed("the scanning child stopped")
+        got += n
+
+
+def _receive(pipe: io.FileIO) -> dict[str, Any]:
+    size = bytearray(_LEN.size)
+    _exactly(pipe, memoryview(size))
+    data = bytearray(_LEN.unpack(size)[0])
+    _exactly(pipe, memoryview(data))
+    head: dict[str, Any] = pickle.loads(data)
+    return head
+
+
+def _payload(pipe: io.FileIO, dtype: Any, count: int) -> np.ndarray:
+    out = np.empty(count, dtype=dtype)
+    if count:
+        _exactly(pipe, out.view(np.uint8).data)
+    return out
