@@ -6,12 +6,13 @@ from ..model import Finding, Run, Severity
 from ..sources.checkpoint import save_unknown
 
 
-def _pick(run: Run) -> str:
+def _pick(run: Run) -> tuple[str, tuple[str, ...]]:
+    """What a resume would pick, and the checkpoint it names (listed in the finding's paths, so the name is data)."""
     chosen = next((ck for ck in run.checkpoints if ck.resume_candidate), None)
     if chosen is None:
-        return "No complete checkpoint qualifies: a resume would fail (train.sh exits 2)."
+        return "No complete checkpoint qualifies: a resume would fail (train.sh exits 2).", ()
     step = f" (global step {chosen.global_step})" if chosen.global_step is not None else ""
-    return f"A resume would pick {chosen.path}{step}."
+    return f"A resume would pick {chosen.path}{step}.", (chosen.path,)
 
 
 def _unreadable(run: Run) -> set[str]:
@@ -42,12 +43,13 @@ def check_incomplete(run: Run) -> list[Finding]:
     leftovers = list(model_dir.leftovers) if model_dir is not None else []
     names = sorted({ck.path for ck in incomplete} | set(leftovers))
     if names:
+        pick, picked = _pick(run)
         findings.append(Finding(
             "checkpoint.incomplete", Severity.WARNING,
             f"{len(names)} incomplete checkpoint(s) or leftovers: {', '.join(names[:4])}{' ...' if len(names) > 4 else ''}",
-            tuple(names), None,
+            tuple(dict.fromkeys([*names, *picked])), None,
             "A save was interrupted (the process died while publishing): directories without `.complete`, "
-            "`last.tmp/` or `*.tmp` files are left behind and are ignored on resume. " + _pick(run)))
+            "`last.tmp/` or `*.tmp` files are left behind and are ignored on resume. " + pick))
     # An HF checkpoint-N folder gets its one checkpoint.incomplete from the HF reader (sources.hf.checkpoints): what is
     # missing and what resume_from_checkpoint does without it.
     return findings

@@ -111,12 +111,14 @@ def check_non_finite(run: Run) -> list[Finding]:
 def check_stale(run: Run) -> list[Finding]:
     """``artifacts.stale``: event files older than the run's start, checkpoints ahead of anything logged."""
     findings = []
+    # The explanation names train.log: listed when the run has one (the file it speaks of), so its name is data too.
+    log = ("train.log",) if run.train_log is not None else ()
     for event_file in run.event_files:
         if event_file.stale:
             findings.append(Finding(
                 "artifacts.stale", Severity.WARNING,
                 f"{event_file.path} was written before this run started ({run.provenance.created_at})",
-                (event_file.path,), None,
+                (event_file.path, *log), None,
                 "A fresh launch into a reused directory truncates train.log and rewrites provenance, but leaves old "
                 "event files behind; TensorBoard will mix the old run's curves with this one (same steps, two runs). "
                 "Move the old file away."))

@@ -94,7 +94,8 @@ def check_gaps(run: Run) -> list[Finding]:
             "steps.gap", Severity.WARNING,
             f"attempt {nxt.index} restored step {restored} but trained from step {nxt.first_step}: "
             f"steps {_facts.fmt_range(first, last)} were never trained",
-            tuple(sorted(nxt.sources)), (first, last),
+            tuple(sorted(set(nxt.sources) | ({named} if (named := _run_checkpoint(run, nxt.resumed_from)) else set()))),
+            (first, last),
             f"Attempt {nxt.index} restored the state after step {restored} "
             f"({nxt.resumed_from or 'its checkpoint'}), yet every source that covers it starts at step "
             f"{nxt.first_step}: the resume skipped {last - first + 1} step(s) of data instead of continuing at step "
@@ -121,6 +122,15 @@ def check_gaps(run: Run) -> list[Finding]:
     return findings
 
 
+def _run_checkpoint(run: Run, quoted: str | None) -> str | None:
+    """``quoted`` (a restore point as the log names it) when it is a checkpoint of this run (an HF ``checkpoint-N``
+    folder, a pimm weight file named run-relative): the finding lists what its text quotes, so every surface writes
+    that name by the one name escape (a path the log names elsewhere on disk is no file of this run)."""
+    if quoted and any(ck.path == quoted or ck.path.startswith(quoted + "/") for ck in run.checkpoints):
+        return quoted
+    return None
+
+
 def check_rollback(run: Run) -> list[Finding]:
     """``resume.rollback``: an attempt resumed from a restore point older than the previous attempt's last step."""
     findings = []
@@ -138,11 +148,13 @@ def check_rollback(run: Run) -> list[Finding]:
                    f"so it continued from step {restored}")
         advice = ("save more often (save_freq) to lose less on preemption." if run.kind == "pimm" else
                   "save checkpoints more often to lose less on preemption.")
+        named = _run_checkpoint(run, nxt.resumed_from) if nxt.resume_step is not None else None
         findings.append(Finding(
             "resume.rollback", Severity.WARNING,
             f"attempt {nxt.index} resumed from step {restored} after attempt {prev.index} reached {prev.last_step}: "
             f"rolled back {lost} step{'s' if lost != 1 else ''}",
-            tuple(sorted(set(prev.sources) | set(nxt.sources))), (restored + 1, prev.last_step),
+            tuple(sorted(set(prev.sources) | set(nxt.sources) | ({named} if named else set()))),
+            (restored + 1, prev.last_step),
             f"Attempt {prev.index} ended ({prev.ended}) at step {prev.last_step}; {how} and trained steps "
             f"{_facts.fmt_range(restored + 1, prev.last_step)} again. The work after step {restored} was lost; {advice}"))
     return findings
