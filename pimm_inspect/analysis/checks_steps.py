@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from ..arrays import median_gap
 from ..load.attempts import restore_point
@@ -94,8 +95,7 @@ def check_gaps(run: Run) -> list[Finding]:
             "steps.gap", Severity.WARNING,
             f"attempt {nxt.index} restored step {restored} but trained from step {nxt.first_step}: "
             f"steps {_facts.fmt_range(first, last)} were never trained",
-            tuple(sorted(set(nxt.sources) | ({named} if (named := _run_checkpoint(run, nxt.resumed_from)) else set()))),
-            (first, last),
+            _with_checkpoint(nxt.sources, _run_checkpoint(run, nxt.resumed_from)), (first, last),
             f"Attempt {nxt.index} restored the state after step {restored} "
             f"({nxt.resumed_from or 'its checkpoint'}), yet every source that covers it starts at step "
             f"{nxt.first_step}: the resume skipped {last - first + 1} step(s) of data instead of continuing at step "
@@ -131,6 +131,11 @@ def _run_checkpoint(run: Run, quoted: str | None) -> str | None:
     return None
 
 
+def _with_checkpoint(sources: Iterable[str], checkpoint: str | None) -> tuple[str, ...]:
+    """A finding's paths: the attempts' sources and the checkpoint its text names, sorted, each once."""
+    return tuple(sorted(set(sources) | ({checkpoint} if checkpoint else set())))
+
+
 def check_rollback(run: Run) -> list[Finding]:
     """``resume.rollback``: an attempt resumed from a restore point older than the previous attempt's last step."""
     findings = []
@@ -148,12 +153,12 @@ def check_rollback(run: Run) -> list[Finding]:
                    f"so it continued from step {restored}")
         advice = ("save more often (save_freq) to lose less on preemption." if run.kind == "pimm" else
                   "save checkpoints more often to lose less on preemption.")
-        named = _run_checkpoint(run, nxt.resumed_from) if nxt.resume_step is not None else None
         findings.append(Finding(
             "resume.rollback", Severity.WARNING,
             f"attempt {nxt.index} resumed from step {restored} after attempt {prev.index} reached {prev.last_step}: "
             f"rolled back {lost} step{'s' if lost != 1 else ''}",
-            tuple(sorted(set(prev.sources) | set(nxt.sources) | ({named} if named else set()))),
+            _with_checkpoint((*prev.sources, *nxt.sources),
+                             _run_checkpoint(run, nxt.resumed_from) if nxt.resume_step is not None else None),
             (restored + 1, prev.last_step),
             f"Attempt {prev.index} ended ({prev.ended}) at step {prev.last_step}; {how} and trained steps "
             f"{_facts.fmt_range(restored + 1, prev.last_step)} again. The work after step {restored} was lost; {advice}"))
