@@ -66,6 +66,28 @@ def test_rollback_and_exact_resume():
     assert checks_steps.check_rollback(run_of(attempts=exact)) == []
 
 
+def test_gap_and_rollback_list_the_run_checkpoint_they_name():
+    """The restore point the text names is listed when it is a checkpoint of this run (so the one name escape writes
+    it); a path the log names elsewhere on disk is not (it is no file of the run)."""
+    ck = CheckpointInfo(path="checkpoint-10", format="hf", role="other", complete=True)
+    back = (Attempt(1, first_step=1, last_step=20, ended="killed", sources=("ev.1",)),
+            Attempt(2, first_step=11, last_step=30, origin="rollback", resume_step=10, resumed_from="checkpoint-10",
+                    sources=("ev.2",)))
+    (f,) = checks_steps.check_rollback(run_of(attempts=back, checkpoints=(ck,)))
+    assert "restarted from checkpoint-10" in f.explanation and f.paths == ("checkpoint-10", "ev.1", "ev.2")
+    elsewhere = tuple(dataclasses.replace(a, resumed_from="/scratch/other/model_last.pth") for a in back)
+    (f,) = checks_steps.check_rollback(run_of(attempts=elsewhere, checkpoints=(ck,)))
+    assert f.paths == ("ev.1", "ev.2")
+    skip = (Attempt(1, first_step=1, last_step=20, sources=("ev.1",)),
+            Attempt(2, first_step=41, last_step=80, origin="resume", resume_step=20, resumed_from="checkpoint-10",
+                    sources=("ev.2",)))
+    tb = (make_series("loss", np.arange(1, 21), np.ones(20), None, "ev.1", 1),
+          make_series("loss", np.arange(41, 81), np.ones(40), None, "ev.2", 2))
+    (f,) = checks_steps.check_gaps(run_of(attempts=skip, series=tb, checkpoints=(ck,), era="E0",
+                                          sources=(tb_source("ev.1"), tb_source("ev.2"))))
+    assert "(checkpoint-10)" in f.explanation and f.paths == ("checkpoint-10", "ev.2")
+
+
 def test_inexact_from_pimm_warning():
     warn = LogEvent("warning", "Skipping dataloader-cursor restore (world_size 8->4); restarting the resumed epoch "
                     "from its first batch.", "train.log", 120, "WARNING", attempt=2)
