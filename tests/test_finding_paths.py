@@ -156,3 +156,17 @@ def test_hostile_wandb_folder_in_replayed_forges_no_line(tmp_path: Path) -> None
     out = CliRunner().invoke(cli, ["check", str(run_dir), "--fail-on", "never"], catch_exceptions=False).stdout
     assert "steps.replayed" in out and "\x1b" not in out
     assert not [line for line in out.splitlines() if line.lstrip().startswith("FORGED")], out
+
+
+def test_hostile_dangling_link_target_forges_no_line(tmp_path: Path) -> None:
+    """A dangling ``model/`` link's target is no file of the run (``paths`` lists only what exists), yet the message
+    quotes it: written by the name escape with its line break as ``\\n``, the message stays one line."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "runs/e2_dangling_model_link", run_dir, symlinks=True)
+    (run_dir / "model").unlink()
+    (run_dir / "model").symlink_to("/nowhere" + HOSTILE + "\\x")
+    (f,) = [f for f in pimm_inspect.load_run(run_dir).findings if f.code == "checkpoint.incomplete"]
+    assert f.message == "model/ is a dangling symlink to /nowhere\\nFORGED line \x1b[31m\\\\x" and f.paths == ("model",)
+    out = CliRunner().invoke(cli, ["check", str(run_dir), "--fail-on", "never"], catch_exceptions=False).stdout
+    assert "\x1b" not in out and "symlink to /nowhere\\nFORGED line \\x1b[31m\\\\x" in out
+    assert not [line for line in out.splitlines() if line.lstrip().startswith("FORGED")], out

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from ..model import Finding, Run, Severity
+from ..names import name_text
 from ..sources.checkpoint import save_unknown
+
+
+def _one_line(name: str) -> str:
+    """A name that is no file of the run (a dangling link's target cannot be listed in ``paths``) in a message, which
+    is one line: the one name escape, and its line breaks and tabs as ``\\n`` ``\\t`` (as ``clean_name`` writes)."""
+    return name_text(name).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _pick(run: Run) -> tuple[str, tuple[str, ...]]:
@@ -35,7 +42,7 @@ def check_incomplete(run: Run) -> list[Finding]:
     if model_dir is not None and model_dir.link_dangling:
         findings.append(Finding(
             "checkpoint.incomplete", Severity.ERROR,
-            f"model/ is a dangling symlink to {model_dir.link_target}",
+            f"model/ is a dangling symlink to {_one_line(model_dir.link_target or '')}",
             ("model",), None,
             "The checkpoints live under $MODEL_DIR, which has moved or is not mounted here. Nothing can be resumed "
             "from this copy of the run; mount or copy the model directory."))
