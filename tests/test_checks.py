@@ -88,6 +88,21 @@ def test_gap_and_rollback_list_the_run_checkpoint_they_name():
     assert "(checkpoint-10)" in f.explanation and f.paths == ("checkpoint-10", "ev.2")
 
 
+def test_run_file_words_in_finding_text_stay_on_one_line():
+    """A pickle global, a W&B id and a rank's phase are no files (not in ``paths``): quoted by the one name escape
+    with line breaks as ``\\n``, a newline in one cannot start a forged line of ``check``."""
+    evil = _ckpt(unsafe_globals=("posix.system\nFORGED",))
+    (f,) = checks_checkpoint.check_unsafe(run_of(checkpoints=(evil,)))
+    assert "\n" not in f.message and "posix.system\\nFORGED" in f.message
+    ids = (_ckpt(path="model/iter_50.pth", global_step=50, wandb_run_id="aaa\nFORGED"), _ckpt(wandb_run_id="b\\b"))
+    (f,) = checks_wandb.check_run_split(run_of(checkpoints=ids))
+    assert f.message.endswith("W&B runs: b\\\\b, aaa\\nFORGED")
+    logs = tuple(RankLogFacts(f"structured_logs/r{r}.jsonl", r, None, step, "step_end\nFORGED", None, ("fwd\tx",))
+                 for r, step in ((0, 10), (1, 12)))
+    (f,) = checks_run.check_ranks_diverged(run_of(status="crashed", rank_logs=logs))
+    assert "\n" not in f.explanation and "last event step_end\\nFORGED, open fwd\\tx" in f.explanation
+
+
 def test_inexact_from_pimm_warning():
     warn = LogEvent("warning", "Skipping dataloader-cursor restore (world_size 8->4); restarting the resumed epoch "
                     "from its first batch.", "train.log", 120, "WARNING", attempt=2)

@@ -5,10 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Run
+from ..names import name_text
 from .curves import SOURCE_PRIORITY, source_kind
 
 __all__ = ["SOURCE_PRIORITY", "source_kind", "fmt_range", "resolved_config", "stale_event_files", "uses_wandb",
-           "other_wandb_runs"]
+           "other_wandb_runs", "one_line"]
+
+
+def one_line(value: str) -> str:
+    """A string from a run file (a name, a key, a log word) quoted in a finding's text, as one line: the one name
+    escape, and its line breaks and tabs as ``\\n`` ``\\t`` (as ``clean_name`` writes them). A file of the run is
+    listed in ``paths`` instead (every surface escapes those); this is for what is no file (a link's target, a W&B
+    project, a pickle global, a config key, a rank's phase), where a newline would start a forged line of ``check``."""
+    return name_text(value).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def resolved_config(run: Run) -> dict[str, Any]:

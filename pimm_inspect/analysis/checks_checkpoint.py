@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 from ..model import Finding, Run, Severity
-from ..names import name_text
+from ._facts import one_line
 from ..sources.checkpoint import save_unknown
-
-
-def _one_line(name: str) -> str:
-    """A name that is no file of the run (a dangling link's target cannot be listed in ``paths``) in a message, which
-    is one line: the one name escape, and its line breaks and tabs as ``\\n`` ``\\t`` (as ``clean_name`` writes)."""
-    return name_text(name).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _pick(run: Run) -> tuple[str, tuple[str, ...]]:
@@ -42,7 +36,7 @@ def check_incomplete(run: Run) -> list[Finding]:
     if model_dir is not None and model_dir.link_dangling:
         findings.append(Finding(
             "checkpoint.incomplete", Severity.ERROR,
-            f"model/ is a dangling symlink to {_one_line(model_dir.link_target or '')}",
+            f"model/ is a dangling symlink to {one_line(model_dir.link_target or '')}",
             ("model",), None,
             "The checkpoints live under $MODEL_DIR, which has moved or is not mounted here. Nothing can be resumed "
             "from this copy of the run; mount or copy the model directory."))
@@ -71,7 +65,7 @@ def check_unsafe(run: Run) -> list[Finding]:
         if not ck.unsafe_globals:
             continue
         benign = all(g.startswith(("transformers.", "accelerate.")) for g in ck.unsafe_globals)
-        names = ", ".join(ck.unsafe_globals[:5])
+        names = ", ".join(one_line(g) for g in ck.unsafe_globals[:5])
         if benign:
             findings.append(Finding(
                 "checkpoint.unsafe", Severity.INFO,
@@ -81,7 +75,7 @@ def check_unsafe(run: Run) -> list[Finding]:
                 "pimm-inspect read the file without calling them."))
         elif not set(ck.unsafe_globals) <= set(ck.unsafe_uncalled):
             called = [g for g in ck.unsafe_globals if g not in ck.unsafe_uncalled]
-            which = "these" if len(called) == len(ck.unsafe_globals) else ", ".join(called[:5])
+            which = "these" if len(called) == len(ck.unsafe_globals) else ", ".join(one_line(g) for g in called[:5])
             findings.append(Finding(
                 "checkpoint.unsafe", Severity.ERROR,
                 f"{ck.path} references {len(ck.unsafe_globals)} callable(s) outside the allow-list: {names}",

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ..model import Finding, Run, Severity
+from . import _facts
 from .configs import flatten_config
 from .secrets import find_in_mapping, find_in_text
 
@@ -60,7 +61,7 @@ def check_config_drift(run: Run) -> list[Finding]:
         differing = sorted(k for k in left.keys() & right.keys()
                            if k not in DERIVED_KEYS and not k.startswith("_") and not _same(left[k], right[k]))
         if differing:
-            sample = ", ".join(differing[:5])
+            sample = ", ".join(map(_facts.one_line, differing[:5]))
             findings.append(Finding(
                 "provenance.config-drift", Severity.WARNING,
                 f"{len(differing)} config value(s) differ between {resolved.path} and {doc.path}: {sample}",

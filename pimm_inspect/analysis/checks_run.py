@@ -225,14 +225,15 @@ def check_ranks_diverged(run: Run) -> list[Finding]:
     mid_step = run.status != "running" and len(innermost) == len(logs) and len(set(innermost.values())) > 1
     if not (steps_differ or mid_step):
         return []
-    detail = "; ".join(f"rank {log.rank}: step {log.last_step}, last event {log.last_event}"
-                       + (f", open {', '.join(log.open_spans)}" if log.open_spans else "") for log in logs)
+    detail = "; ".join(f"rank {log.rank}: step {log.last_step}, last event {_facts.one_line(str(log.last_event))}"
+                       + (f", open {', '.join(map(_facts.one_line, log.open_spans))}" if log.open_spans else "")
+                       for log in logs)
     behind = min(logs, key=_step_of)
     ahead = max(logs, key=_step_of)
     if steps_differ:
         message = f"rank {behind.rank} stopped at step {behind.last_step} while rank {ahead.rank} reached {ahead.last_step}"
     else:
-        where = ", ".join(f"rank {rank} in {phase}" for rank, phase in sorted(innermost.items()))
+        where = ", ".join(f"rank {rank} in {_facts.one_line(phase)}" for rank, phase in sorted(innermost.items()))
         message = f"the ranks ended inside step {behind.last_step} in different phases: {where}"
     return [Finding(
         "run.ranks-diverged", Severity.WARNING, message,

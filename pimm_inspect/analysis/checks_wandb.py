@@ -70,7 +70,7 @@ def check_run_split(run: Run) -> list[Finding]:
         severity = Severity.INFO if policy == "new" else Severity.WARNING
         findings.append(Finding(
             "wandb.run-split", severity,
-            f"checkpoints of this run point at {len(distinct)} W&B runs: {', '.join(distinct)}",
+            f"checkpoints of this run point at {len(distinct)} W&B runs: {', '.join(map(_facts.one_line, distinct))}",
             tuple(ck.path for ck in run.checkpoints if ck.wandb_run_id), None,
             "Successive checkpoints carry different W&B run ids, so the run's curves are split across W&B runs. "
             + ("This is expected with the E3b history policy `new` (one W&B run per attempt)." if policy == "new"
@@ -89,14 +89,14 @@ def check_run_split(run: Run) -> list[Finding]:
             if len(set(known)) > 1 and len(known) == len(set(known)) == len(folders):
                 findings.append(Finding(
                     "wandb.run-split", Severity.WARNING,
-                    f"{len(folders)} local W&B folders share run id {run_id}",
+                    f"{len(folders)} local W&B folders share run id {_facts.one_line(run_id)}",
                     tuple(sorted(folders)), None,
-                    f"Each folder logged to another project ({', '.join(known)}): each is a W&B run of its own, so no "
+                    f"Each folder logged to another project ({', '.join(map(_facts.one_line, known))}): each is a W&B run of its own, so no "
                     "two of them share a history (`wandb sync` uploads each into its own run)."))
                 continue
             findings.append(Finding(
                 "wandb.run-split", Severity.WARNING,
-                f"{len(folders)} local W&B folders share run id {run_id}",
+                f"{len(folders)} local W&B folders share run id {_facts.one_line(run_id)}",
                 tuple(sorted(folders)), None,
                 "Each requeued offline attempt wrote its own folder with the same id. `wandb sync` uploads each "
                 "folder separately and does not merge them, so the later upload's history conflicts with the earlier one. "
@@ -112,7 +112,8 @@ def check_run_split(run: Run) -> list[Finding]:
         if len(projects) > 1:
             findings.append(Finding(
                 "wandb.run-split", Severity.WARNING,
-                f"W&B id {run_id} was used in {len(projects)} projects ({', '.join(projects)}): {len(projects)} W&B runs",
+                f"W&B id {_facts.one_line(run_id)} was used in {len(projects)} projects "
+                f"({', '.join(map(_facts.one_line, projects))}): {len(projects)} W&B runs",
                 tuple(sorted(by_id[run_id])), None,
                 "A W&B run is identified by entity, project and id: the same id in another project is another run on "
                 "the server, with its own history. The run's link points where its history is (the newest folder "
@@ -167,7 +168,7 @@ def check_missing_local_run(run: Run) -> list[Finding]:
         return []
     return [Finding(
         "wandb.no-local-run", Severity.INFO,
-        f"checkpoint W&B run id(s) {', '.join(missing)} have no local W&B folder here",
+        f"checkpoint W&B run id(s) {', '.join(map(_facts.one_line, missing))} have no local W&B folder here",
         tuple(ck.path for ck in run.checkpoints if ck.wandb_run_id in missing), None,
         "The local wandb/ folders belong to other runs; the run named in the checkpoint was logged elsewhere "
         "(another working directory or machine) or its folder was deleted.")]
