@@ -74,7 +74,7 @@ def test_gap_and_rollback_list_the_run_checkpoint_they_name():
             Attempt(2, first_step=11, last_step=30, origin="rollback", resume_step=10, resumed_from="checkpoint-10",
                     sources=("ev.2",)))
     (f,) = checks_steps.check_rollback(run_of(attempts=back, checkpoints=(ck,)))
-    assert "restarted from checkpoint-10" in f.explanation and f.paths == ("checkpoint-10", "ev.1", "ev.2")
+    assert "restarted from checkpoint-10" in f.explanation and f.paths == ("ev.1", "ev.2", "checkpoint-10")
     elsewhere = tuple(dataclasses.replace(a, resumed_from="/scratch/other/model_last.pth") for a in back)
     (f,) = checks_steps.check_rollback(run_of(attempts=elsewhere, checkpoints=(ck,)))
     assert f.paths == ("ev.1", "ev.2")
@@ -85,7 +85,7 @@ def test_gap_and_rollback_list_the_run_checkpoint_they_name():
           make_series("loss", np.arange(41, 81), np.ones(40), None, "ev.2", 2))
     (f,) = checks_steps.check_gaps(run_of(attempts=skip, series=tb, checkpoints=(ck,), era="E0",
                                           sources=(tb_source("ev.1"), tb_source("ev.2"))))
-    assert "(checkpoint-10)" in f.explanation and f.paths == ("checkpoint-10", "ev.2")
+    assert "(checkpoint-10)" in f.explanation and f.paths == ("ev.2", "checkpoint-10")
 
 
 def test_run_file_words_in_finding_text_stay_on_one_line():

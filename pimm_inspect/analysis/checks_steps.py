@@ -132,8 +132,10 @@ def _run_checkpoint(run: Run, quoted: str | None) -> str | None:
 
 
 def _with_checkpoint(sources: Iterable[str], checkpoint: str | None) -> tuple[str, ...]:
-    """A finding's paths: the attempts' sources and the checkpoint its text names, sorted, each once."""
-    return tuple(sorted(set(sources) | ({checkpoint} if checkpoint else set())))
+    """A finding's paths: the attempts' sources, sorted, then the checkpoint its text names (the first path, the
+    file a findings table shows, stays a source)."""
+    files = tuple(sorted(set(sources)))
+    return files + ((checkpoint,) if checkpoint and checkpoint not in files else ())
 
 
 def check_rollback(run: Run) -> list[Finding]:
