@@ -99,6 +99,11 @@ def test_a_metrics_csv_that_is_no_regular_file_is_no_run(tmp_path: Path) -> None
         fifo.mkdir()
         os.mkfifo(fifo / "metrics.csv")
         assert classify_dir(fifo) is None
+    if os.path.exists("/dev/zero"):  # a link to a device is no file to read (never read without end)
+        device = tmp_path / "d"
+        device.mkdir()
+        (device / "metrics.csv").symlink_to("/dev/zero")
+        assert classify_dir(device) is None
     dangling = tmp_path / "c"
     dangling.mkdir()
     (dangling / "metrics.csv").symlink_to(tmp_path / "missing.csv")
