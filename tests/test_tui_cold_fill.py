@@ -16,6 +16,7 @@ from pimm_inspect.session import Session  # noqa: E402
 from pimm_inspect.session.row_index import index_key, read_index  # noqa: E402
 from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import InspectApp, make_app  # noqa: E402
+from pimm_inspect.tui.messages import RowLoaded, RowsLoaded  # noqa: E402
 from pimm_inspect.tui.table_load import RowBatches  # noqa: E402
 from tests.test_tui_table_cache import _quiet_tree  # noqa: E402
 from tests.tui_support import settle  # noqa: E402
@@ -33,9 +34,17 @@ async def test_a_cold_tree_fills_in_batches_and_leaves_its_row_index(tmp_path, m
     one: list[Path] = []
     many: list[list[Path]] = []
     real_one, real_many = InspectApp.on_row_loaded, InspectApp.on_rows_loaded
-    monkeypatch.setattr(InspectApp, "on_row_loaded", lambda app, m: one.append(m.path) or real_one(app, m))
-    monkeypatch.setattr(InspectApp, "on_rows_loaded",
-                        lambda app, m: many.append([p for p, _row in m.rows]) or real_many(app, m))
+
+    def on_row_loaded(app: InspectApp, message: RowLoaded) -> None:
+        one.append(message.path)
+        real_one(app, message)
+
+    def on_rows_loaded(app: InspectApp, message: RowsLoaded) -> None:
+        many.append([p for p, _row in message.rows])
+        real_many(app, message)
+
+    monkeypatch.setattr(InspectApp, "on_row_loaded", on_row_loaded)
+    monkeypatch.setattr(InspectApp, "on_rows_loaded", on_rows_loaded)
     app = make_app(tree, follow_interval_s=0)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
@@ -47,7 +56,9 @@ async def test_a_cold_tree_fills_in_batches_and_leaves_its_row_index(tmp_path, m
     assert [len(batch) for batch in many] == [1, 33]  # the rest: two messages, not 34
     assert {p.as_posix() for p in one} | {p.as_posix() for batch in many for p in batch} == set(expected)
     # Read as ls reads the tree: its row index holds the rows read after the search, so the next start reads it.
-    index = read_index(Session().disk, index_key(tree))
+    disk = Session().disk
+    assert disk is not None
+    index = read_index(disk, index_key(tree))
     assert index is not None
     later = {p.as_posix() for batch in many for p in batch}
     assert set(index.where) == later
