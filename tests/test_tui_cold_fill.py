@@ -17,9 +17,9 @@ from pimm_inspect.session.row_index import index_key, read_index  # noqa: E402
 from pimm_inspect.tui import table_load  # noqa: E402
 from pimm_inspect.tui.app import InspectApp, make_app  # noqa: E402
 from pimm_inspect.tui.messages import RowLoaded, RowsLoaded  # noqa: E402
-from pimm_inspect.tui.table_load import RowBatches  # noqa: E402
+from pimm_inspect.tui.table_load import RowBatches, SessionRows  # noqa: E402
 from tests.test_tui_table_cache import _quiet_tree  # noqa: E402
-from tests.tui_support import settle  # noqa: E402
+from tests.tui_support import settle, until  # noqa: E402
 
 
 @pytest.mark.asyncio
@@ -99,3 +99,48 @@ def test_a_row_waits_for_its_batch_at_most_the_batch_interval() -> None:
     finished.add(Path("b"), row)
     finished.close(post=True)
     assert posted == [["a"], ["a"], ["b"]]
+
+
+@pytest.mark.asyncio
+async def test_sort_filter_and_cursor_hold_while_batches_arrive(tmp_path, monkeypatch) -> None:
+    """The user sorts, filters and moves the cursor between two batches of a cold fill: the later batch keeps all
+    three (the rows land in the sort order and filter the user chose, the cursor on the run it was on)."""
+    from textual.widgets import Input
+
+    from pimm_inspect.tui.screens.runs import RunsScreen
+
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=10)  # five kinds of run, twice
+    monkeypatch.setattr(table_load, "FIRST_ROWS", 2)
+    monkeypatch.setattr(table_load, "ROWS_BATCH_S", 600.0)
+    gate = threading.Event()
+    real_build = SessionRows.build
+
+    def build(self: SessionRows, paths: list[Path], cancelled, under: Path | None = None):
+        rows = real_build(self, paths, cancelled, under)
+        if len(paths) > 1:  # the reads after the search: the first row, then a wait for the test
+            yield next(rows)
+            assert gate.wait(60), "the test never let the rest be read"
+        yield from rows
+
+    monkeypatch.setattr(SessionRows, "build", build)
+    app = make_app(tree, follow_interval_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = app.runs_screen.table
+        await until(pilot, lambda: len(table.runs) == 3 and not table.flush_pending, what="the first batch")
+        await pilot.press("slash", *"!run_05", "enter")
+        await pilot.press("s")
+        screen = app.screen
+        assert isinstance(screen, RunsScreen) and screen.sort_key == "kind"
+        keys = [row.key.value for row in table.ordered_rows]
+        on = (tree / "run_07").absolute().as_posix()
+        table.move_cursor(row=keys.index(on))
+        gate.set()
+        await settle(pilot)
+        assert len(table.runs) == 10  # every row arrived
+        assert screen.query_one("#runs-filter", Input).value == "!run_05" and screen.sort_key == "kind"
+        shown = [str(row.key.value) for row in table.ordered_rows]
+        assert len(shown) == 9 and (tree / "run_05").absolute().as_posix() not in shown
+        kinds = [str(table.get_row(key)[2]) for key in shown]
+        assert kinds == sorted(kinds) and len(set(kinds)) > 1
+        assert table.cursor_key() == on
