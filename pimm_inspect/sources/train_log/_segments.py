@@ -74,15 +74,15 @@ class SegmentState:
 
     # -- series -----------------------------------------------------------
     def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray,
-                  create: bool = False) -> np.ndarray | None:
+                  create: bool = False) -> np.ndarray | Span | None:
         """Append numpy points of one tag (none of a tag past the file's cap: those are counted); returns the steps
-        array kept (a view of its column buffer, ``_arena``), None when dropped.
+        kept: the array, or its place in a column buffer (``_arena``); None when dropped.
 
         With the reader's buffers the chunk is copied into its columns' buffers where they exist (``create``: made
         when missing, for the template path's tags); the steps and times the tags of a line share are copied once,
         under the first tag added with them. A chunk that goes on where the tag's last one ends in all three buffers
-        widens that one: a tag holds a handful of chunks, not one per block piece (~9,000 on a 1 GB log, whose Python
-        objects were ~25 MB).
+        widens that one (``chunks`` is brought up to date by ``sync_chunks``): a tag holds a handful of chunks, not one
+        per block piece (~9,000 on a 1 GB log, whose Python objects were ~25 MB).
         """
         if self.cap is not None:
             stored = self.cap.admit(tag)
@@ -90,34 +90,52 @@ class SegmentState:
                 self.cap.dropped_points += int(steps.shape[0])
                 return None
             tag = stored
-        parts = self.chunks.setdefault(tag, [])
         arenas = self.arenas
         if arenas is not None:
             at = arenas.put(("v", tag), values, create)
             if at is not None:
-                spans = (self._shared(arenas, "s", tag, steps, create), at, self._shared(arenas, "w", tag, walls, create))
-                if all(isinstance(x, tuple) for x in spans):
-                    return self._add_spans(tag, parts, spans)  # type: ignore[arg-type]  # checked just above
-                steps = spans[0] if isinstance(spans[0], np.ndarray) else self._view(spans[0])
-                walls = spans[2] if isinstance(spans[2], np.ndarray) else self._view(spans[2])
-                values = self._view(at)
-        parts.append((steps, values, walls))
-        self._spans.pop(tag, None)
+                s_at, w_at = self._shared(arenas, "s", tag, steps, create), self._shared(arenas, "w", tag, walls, create)
+                if isinstance(s_at, tuple) and isinstance(w_at, tuple):
+                    self._add_spans(tag, (s_at, at, w_at))
+                    return s_at
+                steps = s_at if isinstance(s_at, np.ndarray) else self._view(s_at)
+                walls = w_at if isinstance(w_at, np.ndarray) else self._view(w_at)
+                values = view(at)
+        self._close_span(tag)
+        self.chunks.setdefault(tag, []).append((steps, values, walls))
         return steps
 
-    def _add_spans(self, tag: str, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                   spans: tuple[Span, Span, Span]) -> np.ndarray:
-        """A chunk whose three columns are in buffers: the tag's last chunk widened when it ends where this starts."""
+    def _add_spans(self, tag: str, spans: tuple[Span, Span, Span]) -> None:
+        """A chunk whose three columns are in buffers: the tag's last one widened when it ends where this starts."""
         last = self._spans.get(tag)
-        if last is not None and parts and all(a[0] is b[0] and a[2] == b[1] for a, b in zip(last, spans)):
-            merged = ((last[0][0], last[0][1], spans[0][2]), (last[1][0], last[1][1], spans[1][2]),
-                      (last[2][0], last[2][1], spans[2][2]))
-            parts[-1] = (self._view(merged[0]), self._view(merged[1]), self._view(merged[2]))
-        else:
-            merged = spans
-            parts.append((self._view(spans[0]), self._view(spans[1]), self._view(spans[2])))
-        self._spans[tag] = merged
-        return self._view(spans[0])
+        if (last is not None and last[0][0] is spans[0][0] and last[0][2] == spans[0][1] and last[1][0] is spans[1][0]
+                and last[1][2] == spans[1][1] and last[2][0] is spans[2][0] and last[2][2] == spans[2][1]):
+            self._spans[tag] = ((last[0][0], last[0][1], spans[0][2]), (last[1][0], last[1][1], spans[1][2]),
+                                (last[2][0], last[2][1], spans[2][2]))
+            return
+        self._close_span(tag)
+        self.chunks.setdefault(tag, []).append(self._views_of(spans))
+        self._spans[tag] = spans
+
+    def _close_span(self, tag: str) -> None:
+        """The tag's last chunk made current (its views cover what was added to it); later ones are appended."""
+        last = self._spans.pop(tag, None)
+        if last is not None:
+            self.chunks[tag][-1] = self._views_of(last)
+
+    def clear_spans(self) -> None:
+        """Forget where the last chunks lie (their chunks were taken: ``finalize_segment``)."""
+        self._spans.clear()
+        self._views.clear()
+
+    def sync_chunks(self) -> dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """``chunks`` with every tag's last chunk covering all its points (before a preview or the join)."""
+        for tag, last in self._spans.items():
+            self.chunks[tag][-1] = self._views_of(last)
+        return self.chunks
+
+    def _views_of(self, spans: tuple[Span, Span, Span]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._view(spans[0]), view(spans[1]), self._view(spans[2])
 
     def _view(self, span: Span) -> np.ndarray:
         """The view of ``span``, one object for tags that ask for the same span (the join groups tags by the chunk
@@ -382,7 +400,8 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None,
     else:
         origin = "warm-start" if seg.weight_path else "fresh"
     series: list[ScalarSeries] = []
-    chunks, seg.chunks = seg.chunks, {}
+    chunks, seg.chunks = seg.sync_chunks(), {}
+    seg.clear_spans()
     big = sum(p[1].size for parts in chunks.values() for p in parts) > _TRIM_POINTS
     # one column at a time, its chunks dropped once joined: peak memory stays near the result
     slice_of = seg.arenas.slice_of if seg.arenas is not None else None
