@@ -10,9 +10,9 @@ process, runs interleaved (the machine is shared), medians of ``--repeat``:
 - ``ls --json`` warm: ``python -m pimm_inspect ls --json TREE`` with a persistent cache filled by an untimed run
   (discovery, the cached rows, JSON on stdout), and its peak RSS;
 - the runs table warm: a headless Textual app (``InspectApp(TREE)``, 120x40) started as ``pimm-inspect TREE`` starts
-  it (the tree's search and stored rows begun in a child before the UI's modules import, ``tui/prefetch.py``), that
-  exits the moment the table's pass posts ``LoadFinished`` and the table is laid out, i.e. every run shows its row:
-  the session's cached rows;
+  it (``tui/start.py``'s ``begin``: the tree's search and stored rows begun in a child before the UI's modules
+  import, ``tui/prefetch.py``), that exits the moment the table's pass posts ``LoadFinished`` and the table is laid
+  out, i.e. every run shows its row: the session's cached rows;
 - ``--cold``: both again, each on an empty cache (every run read, analysed and stored), once per repeat.
 
 Targets: the table fills in at most 1.5x the time of ``ls --json`` warm (issue 20, the 1,000-copy tree); on the
@@ -48,10 +48,10 @@ TABLE = """
 import sys
 from pathlib import Path
 from pimm_inspect.session import Session
-from pimm_inspect.tui.prefetch import RowPrefetch
+from pimm_inspect.tui.start import begin
 
 session = Session()
-prefetch = RowPrefetch.start(session, Path(sys.argv[1]))  # as pimm-inspect TREE does, before the UI imports
+prefetch = begin(session, Path(sys.argv[1]))  # as pimm-inspect TREE does (cli/cmd_ui.py), before the UI imports
 import pimm_inspect.tui.app as app_module
 from pimm_inspect.tui.app import InspectApp
 

@@ -78,6 +78,22 @@ SOURCES: list[tuple[str, str, bool]] = [
     ("0pk0/rl4avs", "08ccbcbb9f24f817e3ed582911062cf92491de8b", True),  # SB3 PPO_N, W&B offline 0.21
     ("MarcT03/Recipe-Generator", "fe953a8681a38b3139cb17d63c5a48bfd50f8c70", True),  # HF results/ of 5 trainings
     ("AKilalours/opendrivefm", "218d4a1dd9fdc58da46df2d73ba5ca84e9f0069c", True),  # W&B offline 2026
+    # claims round seven: W&B ids resumed online and offline many times, HF results/ of two trainings, Lightning
+    # versions without hparams.yaml, version folders with profiler logs and spaces in names
+    ("crobbins327/stylegan2-pytorch-WSI", "7c9ad0ab452f73b18d48376de13f89ad17fdbe44",
+     True),  # W&B 0.12 2021, id cxeenjh9 in 8 folders, some without a .wandb
+    ("destiny0118/CASD", "e828292c4563e461e5cf3daa50c6c3fd24cb59fd", True),  # W&B offline id resumed 5 times
+    ("c-jacobus/Nyx-TSIT", "7215b9a77513444dd5d0de4ee50baf459b0b7777", True),  # W&B 2022, many ids, resume file
+    ("Hristo-Karagyozov/large-language-models", "3f789c5e1e3063b5d915f55ef08f41e0aa982fbd",
+     True),  # HF results/ checkpoint-225 beside 500-2500
+    ("SecurityLab-UCD/UniTSyn", "470c41e46056368c1d29c1356d4fdd82f8033d54", True),  # HF checkpoint-500 rewritten
+    ("AGCpr/Medical-AI-Colon-Polyp-Segmentation", "f72add871588b16b21562fa25ccba999428db8b1",
+     True),  # Lightning version_3: last.ckpt + metrics.csv, no hparams
+    ("DyeDye-diyung/Framework_for_Financial_Time-Series_Forecasting", "6aaa233869090baefbbf10430d4209d2127c05b1",
+     True),  # Lightning, many versions, profiler logs
+    ("dhruvmetha/adaptive_roa", "9c6cb9ba50a2c49a3c9f2808cbf982d2757b53ed",
+     True),  # Lightning TensorBoardLogger, two event files of one pid, last.ckpt + best-checkpoint per version
+    ("kmchiti/MolGen", "84b8422a75354d3d7d901af9a9d0647ddbe50ef0", True),  # W&B 2023 beside wandb-resume.json
 ]
 """(OWNER/NAME, commit, union)."""
 

@@ -38,6 +38,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 REPO = Path(__file__).resolve().parents[1]
 EXTRA = {
@@ -109,7 +110,7 @@ def _judge(entry: dict[str, Any], chosen: list[Any]) -> list[str]:
         wrong.append(f"W&B ids: tool {list(run.wandb.run_ids)}, truth {truth['wandb_ids']}")
     if "project" in truth:
         said = "/".join(p for p in (run.wandb.entity, run.wandb.project) if p)
-        if said != truth["project"] or (run.wandb.url and truth["project"] not in run.wandb.url):
+        if said != truth["project"] or (run.wandb.url and truth["project"] not in unquote(run.wandb.url)):
             wrong.append(f"W&B project: tool {said!r} (url {run.wandb.url}), truth {truth['project']!r}")
     if "status" in truth and run.status != truth["status"]:
         wrong.append(f"status: tool {run.status}, truth {truth['status']}")
@@ -146,7 +147,8 @@ def main() -> int:
     parser.add_argument("--judgments", type=Path, default=None)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--ui", type=int, default=0, help="also check the UI of the first N runs with attempts")
-    parser.add_argument("--only", action="append", default=[], help="only these repository folders (repeatable)")
+    parser.add_argument("--only", action="append", default=[],
+                        help="only these repository folders and their judgments (repeatable)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("PIMM_INSPECT_CACHE_DIR", "off")
@@ -192,8 +194,11 @@ def main() -> int:
     judgments_file = args.judgments or next(
         (f for f in (corpus / "judgments.json", REPO / "bench" / "realworld_judgments.json") if f.is_file()), None)
     judged: list[dict[str, Any]] = []
-    if judgments_file is not None and judgments_file.is_file() and not args.only:
+    if judgments_file is not None and judgments_file.is_file():
         for entry in json.loads(judgments_file.read_text()):
+            where = entry["select"].get("path") or entry["select"].get("under") or ""
+            if args.only and where.split("/", 1)[0] not in args.only:
+                continue  # --only: the judgments of those repositories alone
             wrong = _judge(entry, _select(entry["select"], surfaces, corpus))
             judged.append({"id": entry["id"], "select": entry["select"], "ok": not wrong, "wrong": wrong,
                            "evidence": entry.get("evidence", "")})

@@ -196,6 +196,9 @@ class CheckpointInfo:
     """Modification time, unix seconds."""
     unsafe_globals: tuple[str, ...] = ()
     """Globals referenced by the pickle that are not on the allow-list (never called)."""
+    unsafe_uncalled: tuple[str, ...] = ()
+    """Those of ``unsafe_globals`` the whole pickle was read without calling (it keeps them as values, such as a
+    class in the hyperparameters); the others it calls while loading, or the read did not get to its end."""
     top_level_keys: tuple[str, ...] = ()
     """Keys of the saved dict (``state_dict``, ``optimizer``, ``epoch`` ...)."""
     resume_candidate: bool = False
@@ -208,6 +211,10 @@ class CheckpointInfo:
     """The folder the writer recorded saving its checkpoints into, as written (Lightning's ModelCheckpoint
     ``dirpath`` in the checkpoint's callback state: relative to the training's working directory, or absolute);
     None when no file says."""
+    logged_step: int | None = None
+    """Lightning: the fit loop's ``_batches_that_stepped`` when it was saved, the step its loggers write next
+    (``global_step`` counts optimizer steps: several per batch when a module steps several optimizers by hand);
+    None when the checkpoint does not record it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,9 @@ MAX_PEM_CHARS = 20_000
 """A PEM block without its END line is masked this far (or to the end of the text)."""
 _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s/:@'\"]{0,200}:)"
                            r"(?P<value>[^\s/@'\"]{1,500})(?=@)")
+_URL_TOKEN_USER = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://)(?P<value>[^\s/:@'\"]{16,500})(?=@)")
+_AUTH_HEADER = re.compile(r"(?P<head>\bauthorization['\"]?[ \t]*[:=][ \t]*['\"]?)"
+                          r"(?P<value>(?!(?:bearer|basic)\b)[^'\"\s][^'\"\n]{0,999})", re.IGNORECASE)
 _AUTH_SCHEME = re.compile(r"\b(?P<head>(?:Bearer|Basic)[ \t]+)(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
 _NETRC = re.compile(r"(?P<head>(?:^[ \t]*(?:login[ \t]+\S+[ \t]+)?|\b(?:machine[ \t]+\S+|default)"
                     r"(?:[ \t]+(?:login|account)[ \t]+\S+){0,2}[ \t]+)password[ \t]+)(?P<value>\S+)", re.MULTILINE)
@@ -178,6 +181,9 @@ def _mask_shapes(text: str) -> str:
             text = pattern.sub(MASK, text)
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
+        text = _URL_TOKEN_USER.sub(lambda m: m["head"] + MASK if any(c.isdigit() for c in m["value"])
+                                   else m.group(0), text)
+    text = _AUTH_HEADER.sub(lambda m: m["head"] + MASK if not _benign_value(m["value"].strip()) else m.group(0), text)
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered:
         text = _AUTH_SCHEME.sub(_auth_repl, text)
@@ -254,7 +260,7 @@ def _kind_of(text: str) -> str:
     for kind, pattern, _needles in _TOKEN_PATTERNS:
         if pattern.search(text):
             return kind
-    if _URL_PASSWORD.search(text):
+    if _URL_PASSWORD.search(text) or _URL_TOKEN_USER.search(text):
         return "URL password"
     return "credential"
 

@@ -254,3 +254,40 @@ def test_reader_never_imports_torch() -> None:
             f"r = read_model_dir(Path({str(FIXTURES / 'standard/model')!r}), Path({str(FIXTURES / 'standard')!r}));"
             "assert r.checkpoints[0].global_step == 120")
     assert not modules_after(code) & {"torch", "pandas"}
+
+
+def test_a_class_kept_as_a_value_is_named_not_called(tmp_path: Path) -> None:
+    """A Lightning module's ``save_hyperparameters()`` of ``optimizer=torch.optim.Adam`` stores the class itself (the
+    public DyeDye-diyung Lightning checkpoints: ``torch.optim.adam.Adam`` as an hparams value). Unpickling names it and
+    calls nothing; checkpoint.unsafe said loading "would call these" (error). Written by pickle, as torch.save
+    writes data.pkl; a class outside the allow-list that can be imported here stands in for the optimizer class."""
+    import argparse
+
+    from pimm_inspect.analysis import checks_checkpoint
+    from tests.test_checks import run_of
+
+    named, called = tmp_path / "named.ckpt", tmp_path / "called.ckpt"
+    named.write_bytes(pickle.dumps({"epoch": 1, "hyper_parameters": {"optimizer": argparse.Namespace}}))
+    called.write_bytes(pickle.dumps({"epoch": 1, "hyper_parameters": {"args": argparse.Namespace(lr=0.1)},
+                                     "cls": argparse.Namespace}))
+    infos = [read_checkpoint_file(p, p.name).info for p in (named, called)]
+    assert [(i.unsafe_globals, i.unsafe_uncalled) for i in infos] == [
+        (("argparse.Namespace",), ("argparse.Namespace",)), (("argparse.Namespace",), ())]
+    (as_value,) = checks_checkpoint.check_unsafe(run_of(checkpoints=(infos[0],)))
+    assert as_value.severity.label == "warning"
+    assert as_value.message == ("named.ckpt names 1 global(s) outside the allow-list as values, calling none: "
+                                "argparse.Namespace")
+    assert "would call" not in as_value.explanation
+    (calls,) = checks_checkpoint.check_unsafe(run_of(checkpoints=(infos[1],)))
+    assert calls.severity.label == "error" and "would call these" in calls.explanation
+
+
+def test_a_pickle_cut_short_proves_nothing_uncalled(tmp_path: Path) -> None:
+    """The calls after a cut are unknown: a truncated pickle's globals are not said to be uncalled."""
+    import argparse
+
+    path = tmp_path / "cut.ckpt"
+    data = pickle.dumps({"optimizer": argparse.Namespace, "later": [argparse.Namespace(lr=0.1)] * 3})
+    path.write_bytes(data[:data.index(b"Namespace") + 20])
+    info = read_checkpoint_file(path, path.name).info
+    assert info.unsafe_globals == ("argparse.Namespace",) and info.unsafe_uncalled == ()

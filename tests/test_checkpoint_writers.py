@@ -57,3 +57,22 @@ def test_metric_for_best_model_as_the_trainer_compares_it() -> None:
     assert best_metric_name({}, {"metric_for_best_model": "accuracy"}) == "eval_accuracy"
     assert best_metric_name({"metric_for_best_model": "eval_f1"}, {"metric_for_best_model": "loss"}) == "eval_f1"
     assert best_metric_name({}, {"metric_for_best_model": None}) is None
+
+
+def test_each_series_span_is_taken_once_per_run_not_once_per_checkpoint(monkeypatch) -> None:
+    """A run of 6 checkpoints and 40 candidate series asked each series its first and last step per checkpoint (a
+    min and a max over its steps each time: a tenth of a cold row of a 1,000-copy tree); the spans come once now,
+    with the same writers."""
+    from pimm_inspect import arrays
+    from pimm_inspect.load import checkpoint_writers as cw
+
+    attempts = [Attempt(1, first_step=1, last_step=90), Attempt(2, first_step=51, last_step=100, resume_step=50)]
+    series = [make_series(f"val/m{i}", [10, 40, 80], [0.1, 0.2, 0.3 + i], None, f"ev.{i}", 1 + i % 2)
+              for i in range(40)]
+    checkpoints = [_ck(80, 0.3 + i) for i in range(6)]
+    calls = []
+    real = arrays.value_range
+    monkeypatch.setattr(arrays, "value_range", lambda *a, **k: calls.append(a) or real(*a, **k))
+    out, _attempts = cw.checkpoint_writers(checkpoints, attempts, series)
+    assert [c.saved_by_attempt for c in out] == [1, 2, 1, 2, 1, 2]  # rule 1: whose value each holds
+    assert calls == []

@@ -53,3 +53,36 @@ def test_check_json_lists_each_folder_once(tmp_path):
     findings = doc["runs"][0]["findings"] if "runs" in doc else doc["findings"]
     named = [p for f in findings if f["code"] == "checkpoint.incomplete" for p in f["paths"]]
     assert sorted(named) == ["checkpoint-10", "checkpoint-20", "checkpoint-30"]
+
+
+def test_files_emptied_after_the_save_are_named_as_empty(tmp_path):
+    """The public Hristo-Karagyozov/large-language-models results/ ("no saved models, just the necessary precious
+    files"): every checkpoint's weights, optimizer, scheduler and RNG state are 0 bytes beside an intact
+    trainer_state.json. It was said "a weights file is damaged", naming none of them."""
+    run_dir = tmp_path / "hf_clean"
+    shutil.copytree(CLEAN, run_dir)
+    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (run_dir / "checkpoint-20" / name).write_bytes(b"")
+    (run_dir / "checkpoint-30" / "optimizer.pt").write_bytes(b"")
+    by = {f.paths[0]: f for f in pimm_inspect.load_run(run_dir).findings if f.code == "checkpoint.incomplete"}
+    assert set(by) == {"checkpoint-20", "checkpoint-30"}
+    assert by["checkpoint-20"].message == (
+        "checkpoint-20 is incomplete: empty (0 bytes): model.safetensors, optimizer.pt, rng_state.pth, scheduler.pt; "
+        "its trainer_state.json, which the Trainer writes after the weights and optimizer, is there: the save finished "
+        "and these files were emptied since")
+    assert by["checkpoint-20"].explanation.startswith("Resuming from it fails: loading the empty model.safetensors")
+    assert by["checkpoint-30"].explanation.startswith("Resuming from it fails: torch.load raises on the empty "
+                                                      "optimizer.pt.")
+
+
+def test_an_adapter_checkpoint_without_its_weights_names_the_adapter_file(tmp_path):
+    """A PEFT adapter checkpoint (adapter_config.json) saves adapter_model.safetensors; the public
+    SecurityLab-UCD/UniTSyn checkpoints lacked it and were said to miss model.safetensors."""
+    run_dir = tmp_path / "hf_clean"
+    shutil.copytree(CLEAN, run_dir)
+    folder = run_dir / "checkpoint-20"
+    (folder / "model.safetensors").unlink()
+    (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+    (finding,) = [f for f in pimm_inspect.load_run(run_dir).findings if f.code == "checkpoint.incomplete"]
+    assert finding.message.startswith("checkpoint-20 is incomplete: missing adapter_model.safetensors;")
+    assert finding.explanation.startswith("Resuming from it fails (no readable weights")

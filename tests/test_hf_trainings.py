@@ -187,3 +187,39 @@ def test_a_history_that_holds_only_the_first_rows_does_not_continue() -> None:
     resumed = StateDoc("c", {}, earlier.history + [{"step": 8, "loss": 1.9}])
     assert not continues(same_start, earlier)
     assert continues(resumed, earlier)
+
+
+def test_a_shorter_later_training_that_wrote_over_a_lower_checkpoint_comes_second(tmp_path: Path) -> None:
+    """fixtures/hf_shapes/hf_overwritten_lower (two real Trainers, save_steps 10): max_steps 20 saved checkpoint-10 and
+    -20, then max_steps 12 saved checkpoint-10 over it (and -12). Copied with one mtime for every file, as a git
+    checkout leaves it, the folders' steps put the max_steps 12 training first; checkpoint-10 holding its state below
+    the other's checkpoint-20 says it came second (the public SecurityLab-UCD/UniTSyn results/: checkpoint-500 of a
+    555-step training beside checkpoint-1000..3500 of a 176,652-step one, whose git history shows 500 rewritten a
+    day later)."""
+    import os
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "hf_shapes" / "hf_overwritten_lower", copy)
+    for path in [copy, *copy.rglob("*")]:
+        os.utime(path, (1_760_000_000, 1_760_000_000))
+    run = pimm_inspect.load_run(copy)
+    (finding,) = [f for f in run.findings if f.code == "hf.new-training"]
+    assert "checkpoint-20 (max_steps 20, train_batch_size 4); then checkpoint-10, checkpoint-12 (max_steps 12, " \
+           "train_batch_size 4)" in finding.message
+    assert "checkpoint-10 holds the state of the training with max_steps 12, train_batch_size 4, though the one with " \
+           "max_steps 20, train_batch_size 4, saving every 10 steps, went on to step 20" in finding.explanation
+    assert [(a.origin, a.last_step) for a in run.attempts] == [("fresh", 20), ("restart", 10)]
+
+
+def test_the_curves_say_which_trainings_history_they_are() -> None:
+    """The curves of an output dir of several trainings are the newest one's log_history alone: show's notes say so
+    and name the other's state file (the public UniTSyn results/ listed 50 points of its 555-step training and said
+    nothing of the 350 rows of the 176,652-step one in checkpoint-3500)."""
+    run = pimm_inspect.load_run(RUNS / "hf_two_trainings")
+    assert {s.source for s in run.series if s.source_kind == "hf_trainer"} == {"checkpoint-20/trainer_state.json"}
+    assert run.hf is not None and ("2 trainings wrote into this output dir: the curves are the log_history of one, "
+            "checkpoint-20/trainer_state.json (the last in hf.new-training's order); the other one's "
+            "(checkpoint-8/trainer_state.json, steps 2-8) is not drawn.") in run.hf.schedule_notes
+    clean = pimm_inspect.load_run(RUNS / "hf_clean").hf
+    assert clean is not None and not [n for n in clean.schedule_notes if "trainings wrote" in n]

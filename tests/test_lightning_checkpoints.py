@@ -71,3 +71,30 @@ def test_a_cut_last_ckpt_is_not_picked_and_its_damage_is_named(tmp_path):
     last = next(ck for ck in run.checkpoints if ck.path == "checkpoints/last.ckpt")
     assert not last.complete and not last.resume_candidate and run.resume is None
     assert any(f.paths == ("checkpoints/last.ckpt",) for f in run.findings)
+
+
+SHARED = Path(__file__).resolve().parents[1] / "fixtures" / "lightning_shapes" / "shared_dirpath" / "lightning_logs"
+
+
+def test_a_checkpoint_another_training_saved_into_the_folder_is_stale():
+    """fixtures/lightning_shapes/shared_dirpath (the real pytorch-lightning): version_1 (8 steps per epoch) saved into
+    version_0's checkpoints/ (2 steps per epoch) through ModelCheckpoint(dirpath=...). The public CAMELS-CH
+    version_102 held epoch=6-step=59577.ckpt beside a metrics.csv of 250 steps per epoch up to step 1553: nothing
+    was said."""
+    run = pimm_inspect.load_run(SHARED / "version_0")
+    stale = [f for f in run.findings if f.code == "artifacts.stale"]
+    assert [f.paths for f in stale] == [("checkpoints/wide-epoch=0-step=8.ckpt", "metrics.csv"),
+                                        ("checkpoints/wide-epoch=1-step=16.ckpt", "metrics.csv")]
+    assert "epoch 1, step 16: the training metrics.csv records took 2 steps per epoch (epoch 1 ends by step 4)" in \
+        stale[1].message
+    assert "8 steps per epoch" in stale[1].explanation
+    assert not [f for f in pimm_inspect.load_run(SHARED / "version_1").findings if f.code == "artifacts.stale"]
+
+
+def test_a_checkpoint_of_two_optimizers_stepped_by_hand_is_its_own_trainings():
+    """version_2 steps two optimizers per batch: global_step (4, 8, 12) is twice the step its CSVLogger writes; the
+    fit loop's batches stepped (2, 4, 6), which the checkpoint records, is the loggers' axis (the public genrisk GAN
+    folders: global_step 400 beside a metrics.csv ending at step 79)."""
+    run = pimm_inspect.load_run(SHARED / "version_2")
+    assert [(ck.global_step, ck.logged_step, ck.epoch) for ck in run.checkpoints] == [(4, 2, 0), (8, 4, 1), (12, 6, 2)]
+    assert not [f for f in run.findings if f.code == "artifacts.stale"]

@@ -137,3 +137,25 @@ def test_a_row_still_being_written_is_not_read(tmp_path: Path) -> None:
     result = csv_metrics.read(path, "metrics.csv")
     assert result.value is not None and list(result.value.series["loss"].steps) == [0, 1]
     assert result.bytes_read == len(b"step,loss\n0,1.0\n1,0.9\n")
+
+
+def test_the_csvs_epoch_says_resume_when_the_event_file_beside_it_holds_none(tmp_path: Path) -> None:
+    """A public version folder: TensorBoardLogger's event file held hp_metric alone (``log_hyperparams`` writes -1 at
+    step 0), metrics.csv every curve. version_1's CSV starts at epoch 3 (restored from version_0's last.ckpt, step 5):
+    the resume rule reads the CSV's epoch when the event file has none (it said 'fresh' before)."""
+    import shutil
+
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    folder = tmp_path / "version_1"
+    folder.mkdir()
+    for name in ("metrics.csv", "hparams.yaml"):
+        shutil.copy(V1 / name, folder / name)
+    writer = EventFileWriter(str(folder))
+    writer.add_event(event_pb2.Event(wall_time=1_760_103_000.0, step=0, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag="hp_metric", simple_value=-1.0)])))
+    writer.close()
+    run = load_run(folder)
+    assert run.kind == "tensorboard" and {s.tag for s in run.series if s.source_kind == "tb_events"} == {"hp_metric"}
+    assert [(a.origin, a.restore_step, a.last_step) for a in run.attempts] == [("resume", 5, 9)]

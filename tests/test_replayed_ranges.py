@@ -259,15 +259,35 @@ def test_files_naming_no_attempt_are_not_bridged_by_other_tags():
     assert len(compute_replayed(run)) > 1 and all(r.first_step == r.last_step for r in compute_replayed(run))
 
 
-def test_distinct_pairs_are_the_sorted_unique_pairs_whatever_the_step_span():
-    from pimm_inspect.analysis.replays import _distinct_pairs
+def test_pair_keys_are_the_sorted_distinct_pairs_whatever_the_step_span():
+    """Each tag's (step, writer) pairs at steps two or more of its writers logged, once each over all tags, as
+    sorted keys of the step's index among the logged steps: steps near the int64 ends fit as well as small ones."""
+    from collections import defaultdict
+
+    from pimm_inspect.analysis.distinct import distinct_sorted
+    from pimm_inspect.analysis.replay_pairs import pair_keys
 
     rng = np.random.default_rng(3)
-    shared = np.sort(rng.integers(0, 50, 40)), rng.integers(0, 4, 40)  # several tags holding the same pairs
-    for low in (0, -(1 << 62), 1 << 61):  # a span too wide for one integer key takes the two-key sort
-        parts = [(shared[0] + low, shared[1])] * 3 + [(np.sort(rng.integers(0, 50, 30)) + low, rng.integers(0, 4, 30)),
-                                                      (np.array([low, low + 7 if low == 0 else 1 << 62]),
-                                                       np.array([3, 0]))]
-        steps, owner = _distinct_pairs([p[0] for p in parts], [p[1] for p in parts], 4)
-        expected = sorted({(int(s), int(o)) for p in parts for s, o in zip(*p)})
-        assert list(zip(steps.tolist(), owner.tolist())) == expected
+    shared = [np.unique(rng.integers(0, 50, 40)) for _ in range(4)]  # several tags holding the same steps
+    for low in (0, -(1 << 62), 1 << 61):
+        series = [make_series(tag, steps + low, np.zeros(steps.shape[0]), None, f"w{w}", w)
+                  for tag in ("a", "b", "c") for w, steps in enumerate(shared)]
+        for w in range(3):  # a tag of its own steps
+            steps = np.unique(rng.integers(0, 50, 30)) + low
+            series.append(make_series("d", steps, np.zeros(steps.shape[0]), None, f"w{w}", w))
+        series += [make_series("e", [low, low + 7 if low == 0 else (1 << 62) + 1], [0.0, 0.0], None, f"w{w}", w)
+                   for w in (0, 3)]
+        by_tag: dict = defaultdict(lambda: defaultdict(list))
+        for s in series:
+            by_tag[s.tag][s.attempt].append(s)
+        logged = distinct_sorted([s.steps for s in series])
+        keys = pair_keys(by_tag, {w: w for w in range(4)}, logged)
+        expected = set()
+        for groups in by_tag.values():
+            owners: dict = defaultdict(set)
+            for w, group in groups.items():
+                for step in np.concatenate([s.steps for s in group]).tolist():
+                    owners[step].add(w)
+            expected |= {(step, w) for step, ws in owners.items() if len(ws) > 1 for w in ws}
+        assert len(expected) > 100
+        assert [(int(logged[k // 4]), k % 4) for k in keys.tolist()] == sorted(expected)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import io
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -292,6 +294,41 @@ def test_a_dead_worker_does_not_lose_rows(tmp_path, monkeypatch):
     roots = sorted(tree.iterdir())
     got = list(row_cache.cached_rows(roots, _die_on_run03, None, jobs=2))
     assert [r.name for r in got] == [r.name for r in roots]
+
+
+def _build_noting_process(root: Path):
+    row, storable = rows.build_row(root)
+    return dataclasses.replace(row, name=str(os.getpid())), storable
+
+
+def _rows_from_a_thread(roots: list[Path], jobs: int | None) -> list:
+    got: list = []
+    worker = threading.Thread(target=lambda: got.extend(row_cache.cached_rows(roots, _build_noting_process, None,
+                                                                              jobs=jobs)))
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive()
+    return got
+
+
+def test_rows_asked_for_off_the_main_thread_are_built_in_a_worker_even_on_a_busy_machine(tmp_path, monkeypatch):
+    """The UI's runs table asks from its loader thread: built there, every row would take turns under one interpreter
+    lock with the thread drawing them (the table cold took 1.5-2.9x ``ls`` on a busy machine). One process is the
+    busy machine's share; an explicit ``jobs=1`` still means this process."""
+    tree = tmp_path / "tree"
+    for i in range(row_cache.POOL_MIN_RUNS):
+        shutil.copytree(RUNS / "tb_plain" / "runs" / "baseline", tree / f"run{i:02d}")
+    roots = sorted(tree.iterdir())
+    monkeypatch.setattr(row_cache, "busy_now", lambda: 64.0)  # every processor busy: one process
+    assert row_cache.worker_count() == 1
+    pooled = _rows_from_a_thread(roots, None)
+    assert len(pooled) == len(roots) and {r.name for r in pooled} != {str(os.getpid())}
+    assert len({r.name for r in pooled}) == 1  # one worker process built them all
+    assert [r.root for r in pooled] == [r.absolute() for r in roots]
+    here = _rows_from_a_thread(roots, 1)
+    assert {r.name for r in here} == {str(os.getpid())}
+    main = list(row_cache.cached_rows(roots, _build_noting_process, None))  # the main thread (ls): here
+    assert {r.name for r in main} == {str(os.getpid())}
 
 
 def test_worker_count_follows_the_environment(monkeypatch):

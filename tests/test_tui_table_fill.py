@@ -85,10 +85,10 @@ PREFETCHED = """
 import json, sys
 from pathlib import Path
 from pimm_inspect.session import Session
-from pimm_inspect.tui.prefetch import RowPrefetch
+from pimm_inspect.tui.start import begin
 
 session = Session()
-prefetch = RowPrefetch.start(session, Path(sys.argv[1]))  # as pimm-inspect TREE does, before the UI imports
+prefetch = begin(session, Path(sys.argv[1]))  # as pimm-inspect TREE does (cli/cmd_ui.py), before the UI imports
 import pimm_inspect.tui.app as app_module
 
 

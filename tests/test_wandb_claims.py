@@ -168,3 +168,33 @@ def test_online_folders_of_one_id_are_not_called_requeued_offline_attempts():
     (split,) = [f for f in run.findings if f.code == "wandb.run-split"]
     assert "offline" not in split.explanation and "wandb sync" not in split.explanation
     assert "2 of them online" in split.explanation
+
+
+def test_one_id_in_two_projects_is_two_histories_not_a_resume():
+    """cross_project (wandb 0.31 offline): id xproj001 logs steps 0-19 to proj-256, then, with resume="allow",
+    steps 0-9 to proj-512. The public crobbins327/stylegan2-pytorch-WSI id cxeenjh9 (KID_256 then KID_512): the
+    second project's folder was a resume "from step -1" (a rollback of 20 steps here), its steps "trained twice",
+    the W&B history said to hold them twice and wandb sync to make the uploads conflict."""
+    run = pimm_inspect.load_run(CLAIMS / "cross_project")
+    assert [(a.origin, a.first_step, a.last_step) for a in run.attempts] == [("fresh", 0, 19), ("restart", 0, 9)]
+    codes = [f.code for f in run.findings]
+    assert "resume.rollback" not in codes
+    (replay,) = [f for f in run.findings if f.code == "steps.replayed"]
+    assert replay.message == ("attempt 2 restarted from scratch into the same directory and wrote steps 0-9 again "
+                              "(already written by attempt 1)")
+    assert "step -1" not in replay.explanation and "Its history holds" not in replay.explanation
+    first, second = (p.relative_to(CLAIMS / "cross_project").as_posix() for p in _folders("cross_project", "xproj001"))
+    assert (f"Steps 0-9 are in the histories of 2 W&B runs: ?/proj-256 once (folder {first}); ?/proj-512 once "
+            f"(folder {second})") in replay.explanation
+    (shared,) = [f for f in run.findings if f.message.startswith("2 local W&B folders share run id xproj001")]
+    assert "no two of them share a history" in shared.explanation and "conflicts" not in shared.explanation
+
+
+def test_no_gap_lies_between_two_projects_of_one_id():
+    """cross_project_gap (wandb 0.31 offline): steps 0-9 in proj-a, then 100-109 in proj-b, one id. The public
+    crobbins327 id 2sqkvnjk (0-930 in KID_512, then 27940-28058 in KID_256) drew "no steps logged between 930 and
+    27940": two W&B runs' histories, not one training's gap."""
+    run = pimm_inspect.load_run(CLAIMS / "cross_project_gap")
+    assert [(a.first_step, a.last_step) for a in run.attempts] == [(0, 9), (100, 109)]
+    assert "steps.gap" not in {f.code for f in run.findings}
+    assert any(f.message.startswith("W&B id xgap0001 was used in 2 projects") for f in run.findings)

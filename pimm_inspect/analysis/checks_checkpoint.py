@@ -54,19 +54,40 @@ def check_incomplete(run: Run) -> list[Finding]:
 
 
 def check_unsafe(run: Run) -> list[Finding]:
-    """``checkpoint.unsafe``: pickles referencing callables outside the allow-list (named, never called)."""
+    """``checkpoint.unsafe``: pickles referencing globals outside the allow-list (named, never called by us): an error
+    when the pickle calls one while loading, a warning when it only keeps them as values (a class in the
+    hyperparameters), info for library classes (TrainingArguments)."""
     findings = []
     for ck in run.checkpoints:
         if not ck.unsafe_globals:
             continue
         benign = all(g.startswith(("transformers.", "accelerate.")) for g in ck.unsafe_globals)
         names = ", ".join(ck.unsafe_globals[:5])
-        findings.append(Finding(
-            "checkpoint.unsafe", Severity.INFO if benign else Severity.ERROR,
-            f"{ck.path} references {len(ck.unsafe_globals)} callable(s) outside the allow-list: {names}",
-            (ck.path,), None,
-            ("These are library classes (e.g. TrainingArguments) that `torch.load(weights_only=True)` refuses; "
-             "pimm-inspect read the file without calling them." if benign else
-             "Loading this file with `torch.load(weights_only=False)` would call these; pimm-inspect replaced them with "
-             "inert placeholders and ran nothing. Do not load it with pickle unless you trust its origin.")))
+        if benign:
+            findings.append(Finding(
+                "checkpoint.unsafe", Severity.INFO,
+                f"{ck.path} references {len(ck.unsafe_globals)} callable(s) outside the allow-list: {names}",
+                (ck.path,), None,
+                "These are library classes (e.g. TrainingArguments) that `torch.load(weights_only=True)` refuses; "
+                "pimm-inspect read the file without calling them."))
+        elif not set(ck.unsafe_globals) <= set(ck.unsafe_uncalled):
+            called = [g for g in ck.unsafe_globals if g not in ck.unsafe_uncalled]
+            which = "these" if len(called) == len(ck.unsafe_globals) else ", ".join(called[:5])
+            findings.append(Finding(
+                "checkpoint.unsafe", Severity.ERROR,
+                f"{ck.path} references {len(ck.unsafe_globals)} callable(s) outside the allow-list: {names}",
+                (ck.path,), None,
+                f"Loading this file with `torch.load(weights_only=False)` would call {which}; pimm-inspect replaced "
+                "them with inert placeholders and ran nothing. Do not load it with pickle unless you trust its "
+                "origin."))
+        else:
+            findings.append(Finding(
+                "checkpoint.unsafe", Severity.WARNING,
+                f"{ck.path} names {len(ck.unsafe_globals)} global(s) outside the allow-list as values, calling none: "
+                f"{names}",
+                (ck.path,), None,
+                "The pickle keeps these as values (a class stored in the hyperparameters, such as an optimizer class) "
+                "and calls none of them: `torch.load(weights_only=True)` refuses the file, and `weights_only=False` "
+                "imports their modules (running their import-time code) but calls nothing it names. pimm-inspect "
+                "imported nothing."))
     return findings

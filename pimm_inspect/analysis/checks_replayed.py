@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +9,7 @@ import numpy as np
 from ..load.attempts import restore_point
 from ..model import Attempt, Finding, ReplayedRange, Run, Severity
 from . import _facts
-from .replay_copies import Writers, per_step_tags, range_copies, writers_of
+from .replay_copies import Writers, copy_spreads, densest_tags, writers_of
 from .replays import compute_replayed, describe, drawn_series, marks
 from .wandb_view import wandb_view
 
@@ -35,32 +34,21 @@ class ReplayCheck:
 
 def compare_copies(by_writer: Writers, r: ReplayedRange) -> ReplayCheck | None:
     """Compare like with like: per step, the copies of each tag; the figure comes from a per-step tag first
-    (``replay_copies.per_step_tags``, the rule ``compare --attempts`` shares)."""
-    copies = range_copies(by_writer, r)
-    results: list[tuple[str, float]] = []  # (tag, max spread of the copies)
-    lo_written, hi_written = None, None
-    for c in copies:
-        held = c.held
-        multi = c.counts > 1
-        lo_written = int(held[0]) if lo_written is None else min(lo_written, int(held[0]))
-        hi_written = int(held[-1]) if hi_written is None else max(hi_written, int(held[-1]))
-        finite = np.where(np.isfinite(c.values), c.values, np.nan)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            spread = (np.fmax.reduceat(finite, c.starts) - np.fmin.reduceat(finite, c.starts))[multi]
-        spread = spread[np.isfinite(spread)]
-        results.append((c.tag, float(spread.max()) if spread.size else float("nan")))
-    if not results or lo_written is None or hi_written is None:
+    (``replay_copies.densest_tags``, the rule ``compare --attempts`` shares)."""
+    spreads = copy_spreads(by_writer, r)
+    if not spreads:
         return None
-    per_step = per_step_tags(copies)
+    written = (min(c.first_held for c in spreads), max(c.last_held for c in spreads))
+    results = [(c.tag, c.spread) for c in spreads]  # (tag, max spread of the copies)
+    per_step = densest_tags({c.tag: c.held for c in spreads})
     tags = tuple(sorted((t for t, _d in results), key=lambda t: ("loss" not in t, t)))
     finite_results = [res for res in results if np.isfinite(res[1])]
     pool = [res for res in finite_results if res[0] in per_step] or finite_results
     if not pool:
-        return ReplayCheck(float("nan"), "", False, tags, (lo_written, hi_written))
+        return ReplayCheck(float("nan"), "", False, tags, written)
     pool = [res for res in pool if "loss" in res[0]] or pool
     tag, diff = max(pool, key=lambda res: res[1])
-    return ReplayCheck(diff, tag, tag in per_step, tags, (lo_written, hi_written))
+    return ReplayCheck(diff, tag, tag in per_step, tags, written)
 
 
 @dataclass(frozen=True, slots=True)

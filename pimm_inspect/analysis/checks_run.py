@@ -130,6 +130,67 @@ def check_stale(run: Run) -> list[Finding]:
                     (ck.path, "train.log"), None,
                     "The checkpoint comes from an earlier run in the same directory (train.log was truncated by a fresh "
                     "launch) or the log was lost. Resuming would pick it up."))
+    findings += _foreign_lightning_checkpoints(run)
+    return findings
+
+
+def _paces(run: Run) -> list[tuple[str, dict[int, int], float]]:
+    """Per file of a Lightning logger in this folder (its ``epoch`` column): the file, epoch -> the first step it was
+    written at, and the median steps per epoch; files with fewer than two epochs say nothing."""
+    out = []
+    for s in run.series:
+        if s.tag != "epoch" or s.source_kind not in ("lightning_csv", "tb_events") or not len(s):
+            continue
+        starts: dict[int, int] = {}
+        for step, value in zip(s.steps.tolist(), s.values.tolist()):
+            if value == value and float(value).is_integer() and value >= 0:
+                starts[int(value)] = min(starts.get(int(value), step), step)
+        epochs = sorted(starts)
+        gaps = [(starts[b] - starts[a]) / (b - a) for a, b in zip(epochs, epochs[1:]) if starts[b] > starts[a]]
+        if gaps:
+            out.append((s.source, starts, float(median(np.array(gaps, dtype=np.float64)))))
+    return out
+
+
+def _epoch_span(starts: dict[int, int], per_epoch: float, epoch: int) -> tuple[float, float]:
+    """The steps epoch ``epoch`` began and ended at in a logged training: logged, or its pace carried on."""
+    def start_of(e: int) -> float:
+        known = max((k for k in starts if k <= e), default=min(starts))
+        return starts[known] + (e - known) * per_epoch
+    return start_of(epoch), start_of(epoch + 1)
+
+
+def _foreign_lightning_checkpoints(run: Run) -> list[Finding]:
+    """``artifacts.stale``: a Lightning checkpoint whose epoch and global_step no training this logger folder records
+    could have reached (another training's ModelCheckpoint saved into this folder, or the file was copied)."""
+    lightning = [ck for ck in run.checkpoints if ck.format == "lightning" and ck.epoch is not None
+                 and ck.global_step is not None]
+    paces = _paces(run) if lightning else []
+    findings = []
+    for ck in lightning:
+        assert ck.epoch is not None and ck.global_step is not None
+        # The step its loggers had reached (global_step counts optimizer steps, several per batch by hand).
+        at = ck.logged_step if ck.logged_step is not None else ck.global_step
+        spans = [(_epoch_span(starts, pace, ck.epoch), pace) for _src, starts, pace in paces]
+        # Saved in its epoch: after the epoch began, by the step it ended at, give or take an epoch's steps (the
+        # logged first step of an epoch is within one logging interval of the real one; past the logs, the pace
+        # carried on is an estimate).
+        if not paces or any(begun - pace <= at <= ended + pace for (begun, ended), pace in spans):
+            continue
+        (source, _starts, pace), ((begun, ended), _pace) = paces[0], spans[0]
+        where = f"epoch {ck.epoch} ends by step {ended:g}" if at > ended else f"epoch {ck.epoch} starts at step {begun:g}"
+        also = f" (and {len(paces) - 1} more logger file(s) of this folder)" if len(paces) > 1 else ""
+        step = f"step {at}" + (f" of its loggers (global step {ck.global_step})" if at != ck.global_step else "")
+        findings.append(Finding(
+            "artifacts.stale", Severity.WARNING,
+            f"{ck.path} is at epoch {ck.epoch}, {step}: the training {source} records took {pace:g} steps per "
+            f"epoch ({where}){also}, so it did not write this checkpoint",
+            (ck.path, *(src for src, _s, _p in paces)), None,
+            "A Lightning checkpoint records the epoch it was saved in and how many steps its loggers had written "
+            "(the fit loop's batches stepped; global_step where it does not say); the logger files hold the epoch of "
+            f"every step they wrote. The checkpoint's pace is {at / (ck.epoch + 1):g} steps per epoch: another "
+            "training wrote it (a ModelCheckpoint dirpath shared between runs, or a file copied here). `ckpt_path=` "
+            "with it restores that training's weights, optimizer and epoch, not this one's."))
     return findings
 
 

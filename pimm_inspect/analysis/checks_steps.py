@@ -76,7 +76,7 @@ def check_gaps(run: Run) -> list[Finding]:
         lasts = {i: s.last_step for i, s in by_attempt.items() if s.last_step is not None}
         for a, b in zip(ordered, ordered[1:]):
             jump = firsts[b] - lasts[a]
-            verdicts[(a, b)].append(jump > far)
+            verdicts[(a, b)].append(jump > far and not _facts.other_wandb_runs(run, a, b))
         for b in ordered:
             restored = restore_point(by_index[b]) if b in by_index else None
             if restored is not None and by_index[b].resume_step is not None:

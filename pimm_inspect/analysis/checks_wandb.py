@@ -81,7 +81,19 @@ def check_run_split(run: Run) -> list[Finding]:
             by_id[wrun.run_id].append(wrun.path)
     for run_id, folders in by_id.items():
         if len(folders) > 1:
+            from ..sources.wandb.link_rules import id_projects  # only for runs with W&B folders
+
             online = [w.path for w in run.wandb_runs if w.run_id == run_id and not w.offline]
+            places = [id_projects([(w.entity, w.project)]) for w in run.wandb_runs if w.run_id == run_id]
+            known = [p[0] for p in places if p]
+            if len(set(known)) > 1 and len(known) == len(set(known)) == len(folders):
+                findings.append(Finding(
+                    "wandb.run-split", Severity.WARNING,
+                    f"{len(folders)} local W&B folders share run id {run_id}",
+                    tuple(sorted(folders)), None,
+                    f"Each folder logged to another project ({', '.join(known)}): each is a W&B run of its own, so no "
+                    "two of them share a history (`wandb sync` uploads each into its own run)."))
+                continue
             findings.append(Finding(
                 "wandb.run-split", Severity.WARNING,
                 f"{len(folders)} local W&B folders share run id {run_id}",

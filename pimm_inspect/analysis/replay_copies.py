@@ -59,16 +59,22 @@ class TagCopies:
         return held
 
 
-def range_copies(by_writer: Writers, r: ReplayedRange) -> list[TagCopies]:
-    """Per tag logged by two or more of the range's series with at least one step held twice: its records."""
+def _tag_parts(by_writer: Writers, r: ReplayedRange) -> dict[str, list[tuple[Writer, np.ndarray, np.ndarray]]]:
+    """Per tag, each of the range's series' points inside the range (views, not copies, when the steps are in
+    order): writers oldest first (attempts, then files), tags in the order first met."""
     per_tag: dict[str, list[tuple[Writer, np.ndarray, np.ndarray]]] = defaultdict(list)
     for writer in list(r.attempts) + [p for p in r.paths if p in by_writer]:
         for s in by_writer.get(writer, ()):
             steps, values = inside(s, r.first_step, r.last_step)
             if steps.shape[0]:
                 per_tag[s.tag].append((writer, steps, values))
+    return per_tag
+
+
+def range_copies(by_writer: Writers, r: ReplayedRange) -> list[TagCopies]:
+    """Per tag logged by two or more of the range's series with at least one step held twice: its records."""
     out: list[TagCopies] = []
-    for tag, parts in per_tag.items():
+    for tag, parts in _tag_parts(by_writer, r).items():
         parts = _first_per_writer(parts)
         if len(parts) < 2:
             continue
@@ -84,6 +90,63 @@ def range_copies(by_writer: Writers, r: ReplayedRange) -> list[TagCopies]:
         if (counts > 1).any():
             out.append(TagCopies(tag, writers, steps, values, owner, starts, counts))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class TagSpread:
+    """How far one tag's copies in a replayed range differ: what ``range_copies`` would give for the tag, reduced."""
+
+    tag: str
+    held: int
+    """Steps logged two or more times in the range (steps with copies)."""
+    first_held: int
+    last_held: int
+    spread: float
+    """The largest difference between the finite copies of one step (NaN: no step has two finite copies)."""
+
+
+def copy_spreads(by_writer: Writers, r: ReplayedRange) -> list[TagSpread]:
+    """Per tag of ``range_copies`` (same tags, same order), its steps with copies and their largest spread, tag by
+    tag: only one tag's distinct steps are held at a time, never the copies of every tag merged and sorted."""
+    from .distinct import distinct_sorted
+
+    out: list[TagSpread] = []
+    for tag, parts in _tag_parts(by_writer, r).items():
+        by_writer_parts: dict[Writer, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        for writer, steps, values in parts:
+            by_writer_parts[writer].append((steps, values))
+        if len(by_writer_parts) < 2:
+            continue
+        copies = [_first_copies(pieces) for pieces in by_writer_parts.values()]  # writers oldest first
+        union = distinct_sorted([steps for steps, _v in copies])
+        count = np.zeros(union.shape[0], dtype=np.int64)
+        high = np.full(union.shape[0], np.nan)
+        low = np.full(union.shape[0], np.nan)
+        for steps, values in copies:  # fmax/fmin ignore NaN: each step's largest and smallest finite copy
+            at = slice(None) if steps.shape[0] == union.shape[0] else np.searchsorted(union, steps)
+            finite = np.where(np.isfinite(values), values, np.nan)
+            count[at] += 1
+            high[at] = np.fmax(high[at], finite)
+            low[at] = np.fmin(low[at], finite)
+        multi = count > 1
+        held = union[multi]
+        if not held.shape[0]:
+            continue
+        spread = (high - low)[multi]
+        spread = spread[np.isfinite(spread)]
+        out.append(TagSpread(tag, int(held.shape[0]), int(held[0]), int(held[-1]),
+                             float(spread.max()) if spread.size else float("nan")))
+    return out
+
+
+def _first_copies(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """One writer's distinct steps in a range, sorted, each with the value it logged first (``_first_per_writer``)."""
+    if len(pieces) == 1 and (pieces[0][0].shape[0] < 2 or bool(np.all(pieces[0][0][1:] > pieces[0][0][:-1]))):
+        return pieces[0]
+    steps = np.concatenate([p[0] for p in pieces])
+    values = np.concatenate([p[1] for p in pieces])
+    distinct, first = np.unique(steps, return_index=True)
+    return distinct, values[first]
 
 
 def _first_per_writer(parts: list[tuple[Writer, np.ndarray, np.ndarray]]) -> list[tuple[Writer, np.ndarray, np.ndarray]]:
@@ -111,7 +174,11 @@ def per_step_tags(copies: list[TagCopies]) -> frozenset[str]:
     different batches after a mid-epoch resume, so its copies differ by more than any step did and say nothing
     about how exact the replay was: a per-step tag is compared first.
     """
-    held = {c.tag: int((c.counts > 1).sum()) for c in copies}
+    return densest_tags({c.tag: int((c.counts > 1).sum()) for c in copies})
+
+
+def densest_tags(held: dict[str, int]) -> frozenset[str]:
+    """``per_step_tags`` from each tag's count of steps with copies."""
     densest = max(held.values(), default=0)
     return frozenset(tag for tag, n in held.items() if n == densest)
 

@@ -1,13 +1,16 @@
 """Which steps exist more than once, and who wrote each copy: ``Run.replayed``, computed once per run.
 
 A writer is an attempt when the source says which one wrote a point, else the file itself. For every step the set
-of writers that logged it (over every tag, each tag from the source kind the curves draw) is found with one sort,
+of writers that logged it (over every tag, each tag from the source kind the curves draw) is found by sorting steps,
 and ranges are cut wherever that set changes (not where one process's tags alternate rows: a step each attempt of a
 range wrote, whatever the tag, continues it): three attempts over 51-75 and two over 76-90 are two ranges,
 ``51-75: 3 copies (#1 #2 #3)`` and ``76-90: 2 copies (#2 #3)``. When the writers are attempts with a known restore
 point, a range is widened to the steps both really trained (a train.log that prints every fifth step logs only
-55 of the 51-57 an attempt replayed). Cost: O(n log n) in the distinct (step, writer) pairs, so 200,000 one-point
-files are one sort, not 20 billion comparisons.
+55 of the 51-57 an attempt replayed). Cost: one sort per tag whose writers logged other steps than a tag taken
+before (the tags of a run mostly share their steps), O(n log n) in its points, so 200,000 one-point files are one
+sort, not 20 billion comparisons; what is held at once is one tag's points and the distinct (step, writer) pairs,
+and Python loops over the ranges found, never over the steps (a file of ten back-to-back copies of 1M points each:
+a few MB, not every tag's pairs).
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arrays import unique_sorted
 from ..model import Attempt, ReplayedRange, Run, ScalarSeries
 from ._facts import SOURCE_PRIORITY, fmt_range, source_kind, stale_event_files
-from .distinct import distinct_sorted, strictly_increasing
+from .distinct import distinct_sorted
+from .replay_pairs import pair_keys
 
 Writer = int | str
 """An attempt index, or the run-relative path of a file whose points name no attempt."""
@@ -57,98 +60,66 @@ def _writer_key(w: Writer) -> tuple[int, int, str]:
     return (1, 0, w) if isinstance(w, str) else (0, w, "")
 
 
-def _held_twice(groups: list[list[ScalarSeries]], ids: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
-    """One tag's (step, writer id) pairs at the steps two or more of its writers logged, or None."""
-    parts = []
-    for group in groups:
-        one = group[0].steps if len(group) == 1 else None
-        parts.append(one if one is not None and strictly_increasing(one) else distinct_sorted([s.steps for s in group]))
-    steps = np.concatenate(parts).astype(np.int64, copy=False)
-    owner = np.repeat(np.asarray(ids, dtype=np.int64), [p.shape[0] for p in parts])
-    order = np.argsort(steps, kind="stable")
-    steps, owner = steps[order], owner[order]
-    same = steps[1:] == steps[:-1]
-    if not same.any():
-        return None
-    twice = np.zeros(steps.shape[0], dtype=bool)
-    twice[1:] |= same
-    twice[:-1] |= same
-    return steps[twice], owner[twice]
-
-
-def _distinct_pairs(steps_parts: list[np.ndarray], owner_parts: list[np.ndarray], writers: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (step, writer rank) pairs of every tag, sorted by step, then writer."""
-    # The tags of a run mostly hold the same pairs (each logged at every step by each writer): each once.
-    seen: dict[tuple[int, int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
-    kept_steps, kept_owner = [], []
-    for steps, owner in zip(steps_parts, owner_parts):
-        alike = seen.setdefault((steps.shape[0], int(steps[0]), int(steps[-1])), [])
-        if any(np.array_equal(steps, s) and np.array_equal(owner, o) for s, o in alike):
-            continue
-        if len(alike) < 4:  # compared with a few at most: many parts alike at their ends stay linear
-            alike.append((steps, owner))
-        kept_steps.append(steps)
-        kept_owner.append(owner)
-    steps, owner = np.concatenate(kept_steps), np.concatenate(kept_owner)
-    low, high = int(steps.min()), int(steps.max())
-    if (high - low + 1) * writers < 1 << 62:  # one integer key per pair: one sort, not a two-key lexsort
-        keys = unique_sorted((steps - low) * writers + owner)  # linear when in order already (np.unique hashes)
-        return keys // writers + low, keys % writers
-    order = np.lexsort((owner, steps))
-    steps, owner = steps[order], owner[order]
-    keep = np.ones(steps.shape[0], dtype=bool)
-    keep[1:] = (steps[1:] != steps[:-1]) | (owner[1:] != owner[:-1])
-    return steps[keep], owner[keep]
-
-
 def written_ranges(series: list[ScalarSeries]) -> list[_Written]:
     """Maximal runs of consecutive steps that share one set of two or more writers.
 
     A step is held by a writer set when some tag was logged at it by each of them (a tag logged on another axis,
     such as an epoch mean at epoch numbers, never meets the per-step tags of another attempt). Consecutive means
-    consecutive among the steps held more than once; a range is cut where the set of writers changes.
+    consecutive among the steps held more than once; a range is cut where the set of writers changes. Steps are
+    compared as arrays; Python loops over the ranges found, never over the steps.
     """
     by_tag: dict[str, dict[Writer, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
     for s in series:
         by_tag[s.tag][_writer_of(s)].append(s)
-    writer_ids: dict[Writer, int] = {}
-    pairs_steps, pairs_ids = [], []
-    for groups in by_tag.values():
-        if len(groups) < 2:
-            continue
-        ids = [writer_ids.setdefault(w, len(writer_ids)) for w in groups]
-        held = _held_twice(list(groups.values()), ids)
-        if held is not None:
-            pairs_steps.append(held[0])
-            pairs_ids.append(held[1])
-    if not pairs_steps:
+    writers = sorted({w for groups in by_tag.values() if len(groups) > 1 for w in groups}, key=_writer_key)
+    if not writers:
         return []
-    writers = sorted(writer_ids, key=_writer_key)
-    rank = np.empty(len(writers), dtype=np.int64)
-    for position, w in enumerate(writers):
-        rank[writer_ids[w]] = position
-    steps, owner = _distinct_pairs(pairs_steps, [rank[ids] for ids in pairs_ids], len(writers))
-    starts = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
-    ends = np.append(starts[1:], steps.shape[0])
-    # Where each step held twice lies among every logged step: a step logged once between two ends a range.
-    logged = distinct_sorted([s.steps for s in series])
-    slot = np.searchsorted(logged, steps[starts]).tolist()
-    held_by = _HeldBy(series, logged)
+    rank = {w: position for position, w in enumerate(writers)}
+    logged = distinct_sorted([s.steps for s in series])  # a step logged once between two held ends a range
+    keys = pair_keys(by_tag, rank, logged)
+    if not keys.shape[0]:
+        return []
+    del by_tag
+    slot_of, owner = np.divmod(keys, len(writers))
+    del keys
+    starts = np.flatnonzero(np.concatenate(([True], slot_of[1:] != slot_of[:-1])))  # one group per held step
+    counts = np.diff(np.append(starts, slot_of.shape[0]))
+    slot = slot_of[starts]
+    del slot_of
+    held_by = _HeldBy(series, logged, writers)
+    same = _same_writers(owner, starts, counts)
+    gap = np.zeros(slot.shape[0], dtype=bool)
+    gap[1:] = slot[1:] != slot[:-1] + 1
+    bridged = held_by.bridged(owner, starts, counts, slot, np.flatnonzero(same & gap))
+    cut = ~same | (gap & ~bridged)
+    cut[0] = True
+    firsts = np.flatnonzero(cut)
+    lasts = np.append(firsts[1:] - 1, slot.shape[0] - 1)
     out: list[_Written] = []
     spans: list[tuple[int, int]] = []  # each range's first and last slot among the logged steps
-    for k, (begin, end) in enumerate(zip(starts.tolist(), ends.tolist())):  # the steps held twice, not the run
-        members = tuple(writers[i] for i in owner[begin:end].tolist())
-        step = int(steps[begin])
-        if out and out[-1].writers == members and (slot[k] == slot[k - 1] + 1 or (
-                held_by.attempts_only(members) and held_by.every_step(members, slot[k - 1] + 1, slot[k] - 1))):
-            out[-1] = _Written(out[-1].first, step, members)
-            spans[-1] = (spans[-1][0], slot[k])
-        else:
-            out.append(_Written(step, step, members))
-            spans.append((slot[k], slot[k]))
+    for b, e in zip(firsts.tolist(), lasts.tolist()):  # the ranges, not the steps held twice
+        members = tuple(writers[i] for i in owner[starts[b]:starts[b] + counts[b]].tolist())
+        lo, hi = int(slot[b]), int(slot[e])
+        out.append(_Written(int(logged[lo]), int(logged[hi]), members))
+        spans.append((lo, hi))
     return [_Written(int(logged[lo]), int(logged[hi]), w.writers) if (lo, hi) != span else w
             for w, span, (lo, hi) in zip(out, spans, held_by.widen(out, spans))]
+
+
+def _same_writers(owner: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per held step (a group of ``owner`` ranks from ``starts``, ``counts`` long): True when the step before it
+    was held by the same writers (the first step: False)."""
+    groups = starts.shape[0]
+    same = np.zeros(groups, dtype=bool)
+    if groups < 2:
+        return same
+    same[1:] = counts[1:] == counts[:-1]
+    group_of = np.repeat(np.arange(groups), counts)
+    at = np.flatnonzero(same[group_of])  # each pair of a step held by as many writers as the one before
+    mine = group_of[at]
+    before = owner[starts[mine - 1] + (at - starts[mine])]  # the pair in the same place one step before
+    same[mine[owner[at] != before]] = False
+    return same
 
 
 class _HeldBy:
@@ -160,9 +131,10 @@ class _HeldBy:
     writes one file per tag at the same steps) are not known to be copies of one another.
     """
 
-    def __init__(self, series: list[ScalarSeries], logged: np.ndarray) -> None:
+    def __init__(self, series: list[ScalarSeries], logged: np.ndarray, writers: list[Writer]) -> None:
         self._series = series
         self._logged = logged
+        self._writers = writers
         self._steps: dict[Writer, np.ndarray] = {}
 
     @staticmethod
@@ -175,6 +147,32 @@ class _HeldBy:
             found = distinct_sorted([s.steps for s in self._series if _writer_of(s) == writer])
             self._steps[writer] = found
         return found
+
+    def bridged(self, owner: np.ndarray, starts: np.ndarray, counts: np.ndarray, slot: np.ndarray,
+                asked: np.ndarray) -> np.ndarray:
+        """Per held step (groups of ``owner`` ranks from ``starts``, ``counts`` long, at ``slot`` among the logged
+        steps), True for those ``asked`` about (each held by the writers of the held step before it, with logged
+        steps between the two) whose writers are all attempts and each wrote every logged step between."""
+        out = np.zeros(slot.shape[0], dtype=bool)
+        if not asked.shape[0]:
+            return out
+        attempt = np.asarray([isinstance(w, int) for w in self._writers], dtype=bool)
+        asked = asked[np.logical_and.reduceat(attempt[owner], starts)[asked]]
+        out[asked] = True
+        if not asked.shape[0]:
+            return out
+        sizes = counts[asked]
+        group = np.repeat(asked, sizes)  # every (held step, writer) pair of the steps asked about
+        pair = np.repeat(starts[asked] - np.cumsum(sizes) + sizes, sizes) + np.arange(group.shape[0])
+        who = owner[pair]
+        first, last = self._logged[slot[group - 1] + 1], self._logged[slot[group] - 1]
+        between = slot[group] - slot[group - 1] - 1
+        for w in np.unique(who).tolist():  # once per writer, not once per step
+            mine = who == w
+            wrote = self._of(self._writers[w])
+            inside = np.searchsorted(wrote, last[mine], side="right") - np.searchsorted(wrote, first[mine], side="left")
+            out[group[mine][inside != between[mine]]] = False
+        return out
 
     def every_step(self, members: tuple[Writer, ...], lo: int, hi: int) -> bool:
         """True when each writer wrote every logged step of slots ``lo``..``hi`` (an empty span: True)."""

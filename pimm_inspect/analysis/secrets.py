@@ -64,6 +64,13 @@ MAX_PEM_CHARS = 20_000
 """A PEM block without its END line is masked this far (or to the end of the text)."""
 _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s/:@'\"]{0,200}:)"
                            r"(?P<value>[^\s/@'\"]{1,500})(?=@)")
+_URL_TOKEN_USER = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://)(?P<value>[^\s/:@'\"]{16,500})(?=@)")
+"""``https://<token>@github.com/...``: a URL whose user part is a credential (GitHub, GitLab and Hugging Face take
+a token there, with no password); masked when it is long and holds a digit, so ``https://alice@host`` stays."""
+_AUTH_HEADER = re.compile(r"(?P<head>\bauthorization['\"]?[ \t]*[:=][ \t]*['\"]?)"
+                          r"(?P<value>(?!(?:bearer|basic)\b)[^'\"\s][^'\"\n]{0,999})", re.IGNORECASE)
+"""An ``Authorization:`` header's whole value (``token X``, ``Digest ...``, ``AWS4-HMAC-SHA256 Credential=...``): the
+scheme word is not the secret, what follows it is (``Bearer``/``Basic`` keep their word: ``_AUTH_SCHEME``)."""
 _AUTH_SCHEME = re.compile(r"\b(?P<head>(?:Bearer|Basic)[ \t]+)(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
 # A .netrc entry: ``machine h login u password p`` (or ``password p`` on a line of its own, as .netrc allows).
 _NETRC = re.compile(r"(?P<head>(?:^[ \t]*(?:login[ \t]+\S+[ \t]+)?|\b(?:machine[ \t]+\S+|default)"
@@ -174,6 +181,7 @@ _ANY_NEEDLE = re.compile("|".join(re.escape(n) for _k, _p, needles in _TOKEN_PAT
 _PEM_LINE_MIN = 60
 """The PEM-body pattern needs 60 characters on one line: a shorter text cannot match it."""
 _AUTH_WORD = re.compile(r"bearer|basic", re.IGNORECASE)
+_AUTH_HEADER_WORD = re.compile(r"authorization", re.IGNORECASE)
 
 
 def _mask_aws_pairs(text: str) -> str:
@@ -205,6 +213,11 @@ def _mask_shapes(text: str) -> str:
             text = pattern.sub(MASK, text)
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
+        text = _URL_TOKEN_USER.sub(lambda m: m["head"] + MASK if any(c.isdigit() for c in m["value"])
+                                   else m.group(0), text)
+    if _AUTH_HEADER_WORD.search(text):
+        text = _AUTH_HEADER.sub(lambda m: m["head"] + MASK if not _benign_value(m["value"].strip()) else m.group(0),
+                                text)
     if _AUTH_WORD.search(text):
         text = _AUTH_SCHEME.sub(_auth_repl, text)
     if len(text) < 40 or not _HEX40_CONTEXT.search(text):
@@ -304,7 +317,7 @@ def _kind_of(text: str) -> str:
     for kind, pattern, _needles in _TOKEN_PATTERNS:
         if pattern.search(text):
             return kind
-    if _URL_PASSWORD.search(text):
+    if _URL_PASSWORD.search(text) or _URL_TOKEN_USER.search(text):
         return "URL password"
     if _AWS_KEY_ID.search(text):
         return "AWS secret access key"

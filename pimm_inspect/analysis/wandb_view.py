@@ -95,9 +95,19 @@ def wandb_view(run: Run, tags: Iterable[str], first: int, last: int) -> tuple[st
         parts.append(f"W&B ({who}) plots {axes}.")
         holder_names = ", ".join(sorted(holders)) or "none"
         times = {0: "in no folder", 1: "once", 2: "twice"}.get(count, f"{count} times")
-        parts.append(f"Its history holds steps {span} {times} (folders: {holder_names})"
-                     + (", each folder uploaded on its own by `wandb sync`"
-                        if sum(1 for f in holders.values() if f.offline) > 1 else "") + ".")
+        places = {path: id_projects([(f.entity, f.project)]) for path, f in holders.items()}
+        runs = list(dict.fromkeys(place[0] for place in places.values() if place))
+        if len(projects) > 1 and len(runs) > 1:  # the copies are in different W&B runs, one history each
+            each = "; ".join(
+                f"{where} once (folder {', '.join(sorted(p for p, pl in places.items() if pl and pl[0] == where))})"
+                if sum(1 for pl in places.values() if pl and pl[0] == where) == 1 else
+                f"{where} {sum(1 for pl in places.values() if pl and pl[0] == where)} times (folders: "
+                f"{', '.join(sorted(p for p, pl in places.items() if pl and pl[0] == where))})" for where in runs)
+            parts.append(f"Steps {span} are in the histories of {len(runs)} W&B runs: {each}.")
+        else:
+            parts.append(f"Its history holds steps {span} {times} (folders: {holder_names})"
+                         + (", each folder uploaded on its own by `wandb sync`"
+                            if sum(1 for f in holders.values() if f.offline) > 1 else "") + ".")
     for folder, calls in dropped:
         where = folder.dropped_step_source or folder.path
         parts.append(f"W&B dropped {len(calls)} log call(s) at steps {_facts.fmt_range(calls[0], calls[-1])} as going "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
@@ -28,9 +27,16 @@ EXIT_USAGE = 2
 
 def stderr(message: str) -> None:
     """Diagnostics for people go to stderr; stdout carries the product. A stderr that cannot be written (closed,
-    full) loses the diagnostic, never the command: its output and exit code stay what they would be."""
+    full) loses the diagnostic, never the command: its output and exit code stay what they would be.
+
+    Every diagnostic is cleaned here (control and invisible characters as escapes, newlines kept): a message names
+    paths, folders and values that a run's author chose, and one that forgot ``clean`` must still not reach the
+    terminal as ESC, CR or a bidi override. Names inside a message still go through ``_name`` (a newline in a
+    name is escaped there, so it cannot forge a line)."""
+    from ..report.safe_text import clean
+
     try:
-        click.echo(message, err=True)
+        click.echo(clean(message), err=True)
     except OSError:
         pass
 
@@ -86,10 +92,23 @@ def discovery_options(func: _Decorated) -> _Decorated:
 
 
 def _name(path: object) -> str:
-    """A path for a message: file and folder names are data (control characters escaped)."""
-    from ..report.safe_text import clean
+    """A path for a message: file and folder names are data, written by the one name escape (``clean_name``:
+    backslashes doubled, undecodable bytes ``\\xNN``, control characters escaped), as ``ls`` writes them."""
+    from ..report.safe_text import clean_name
 
-    return clean(path, newlines=False)
+    return clean_name(str(path))
+
+
+def refuse_output_in_a_run(output: str, run_dirs: list[Path]) -> None:
+    """Exit 2 (saying why) when the file ``output`` would be written inside one of ``run_dirs``: runs are read,
+    never written (``session.output_place``, the rule the dataset and the report follow too)."""
+    from ..session.output_place import run_holding
+
+    inside = run_holding(output, run_dirs) if output != "-" else None
+    if inside is not None:
+        stderr(f"pimm-inspect: will not write {_name(output)} inside the run {_name(inside)} (runs are read, never "
+               "written); choose another -o")
+        sys.exit(EXIT_USAGE)
 
 
 class UsageProblem(Exception):
@@ -224,13 +243,26 @@ def console(no_color: bool = False) -> Console:
                     emoji=False)
 
 
-_TRAILING = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
-_SGR = re.compile(r"\x1b\[[0-9;]*m")
+def _without_trailing_spaces(line: str) -> str:
+    """``line`` without its trailing spaces and tabs, the colour codes (SGR) among them kept in order."""
+    stripped = line.rstrip(" \t")
+    kept: list[str] = []
+    while stripped.endswith("m"):
+        start = stripped.rfind("\x1b[")
+        if start < 0 or stripped[start + 2:-1].strip("0123456789;"):
+            break
+        kept.append(stripped[start:])
+        stripped = stripped[:start].rstrip(" \t")
+    return stripped + "".join(reversed(kept))
 
 
 def strip_trailing_spaces(text: str) -> str:
-    """Every line of ``text`` without the spaces Rich pads it with (colour codes among them are kept)."""
-    return _TRAILING.sub(lambda m: "".join(_SGR.findall(m.group(0))), text)
+    """Every line of ``text`` without the spaces Rich pads it with (colour codes among them are kept).
+
+    Line by line from the end, in time linear in the text: a regular expression for "spaces then end of line"
+    retried at every space was quadratic in a run of spaces inside a line (a table column as wide as a 20,000-character
+    tag name: 26 s for ``show``)."""
+    return "\n".join(_without_trailing_spaces(line) for line in text.split("\n"))
 
 
 def _unshrunk(renderable: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..report.safe_text import clean
+from ..report.safe_text import clean, clean_name
 from ._common import EXIT_USAGE, color_wanted, json_option, load_runs, stderr
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ def _default(run: Run) -> list[ConfigDoc]:
 
 def _select(run: Run, kind: str | None, attempt: int | None, label: str) -> list[ConfigDoc]:
     """The documents asked for; exits with a usage error naming what exists when there are none."""
+    label = clean_name(label)  # the RUN argument: a folder name a run's author chose (often a shell glob's match)
     if attempt is not None:
         from ..analysis.configs import attempt_configs
 
@@ -102,7 +103,7 @@ def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: 
         try:
             right_attempt = int(other[1:])
         except ValueError:
-            stderr(f"pimm-inspect: --diff {other}: give @N with N an attempt number")
+            stderr(f"pimm-inspect: --diff {clean_name(other)}: give @N with N an attempt number")
             sys.exit(EXIT_USAGE)
         left_doc = _select(target, kind, attempt if attempt is not None else 1, run)[0]
         right_doc = _select(target, left_doc.kind, right_attempt, run)[0]

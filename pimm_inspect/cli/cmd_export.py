@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_USAGE, UsageProblem, discovery_options, find_runs, iter_loaded, session, stderr
+from ._common import (EXIT_USAGE, UsageProblem, discovery_options, find_runs, iter_loaded, refuse_output_in_a_run,
+                      session, stderr)
 
 
 def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[int, int] | None:
@@ -97,7 +98,9 @@ def command(run: str, fmt: str, output: str | None, tags: tuple[str, ...], polic
         stderr("pimm-inspect: parquet needs a file (-o FILE)")
         sys.exit(EXIT_USAGE)
     try:
-        target = next(iter_loaded(find_runs(run, single=True)))
+        run_dirs = find_runs(run, single=True)
+        refuse_output_in_a_run(output, run_dirs)  # before the run is read: nothing is written inside a run
+        target = next(iter_loaded(run_dirs))
     except UsageProblem as problem:
         if fmt == "parquet":
             stderr("pimm-inspect: (for the dataset of every run under a folder, give -o a directory: "

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..report.safe_text import clean
-from ._common import EXIT_USAGE, discovery_options, stderr, stream_many
+from ._common import EXIT_USAGE, discovery_options, refuse_output_in_a_run, stderr, stream_many
 
 FORMATS = ("html", "md")
 
@@ -18,16 +18,6 @@ def _format(output: str, chosen: str | None) -> str:
     if chosen:
         return chosen
     return "md" if output.lower().endswith((".md", ".markdown")) else "html"
-
-
-def _inside_a_run(output: Path, run_dirs: list[Path]) -> Path | None:
-    """The run directory ``output`` would land in (reports never write into a run), or None."""
-    target = output.absolute().parent.resolve()
-    for run_dir in run_dirs:
-        root = run_dir.absolute().resolve()
-        if target == root or root in target.parents:
-            return run_dir
-    return None
 
 
 def _write(output: str, text: str) -> None:
@@ -71,11 +61,7 @@ def command(runs: tuple[str, ...], output: str, fmt: str | None, tags: tuple[str
     kind = _format(output, fmt)
     stream = stream_many(runs)  # the one way runs are found and loaded (the same as `show`)
     if output != "-":
-        inside = _inside_a_run(Path(output), stream.run_dirs)
-        if inside is not None:
-            stderr(f"pimm-inspect: will not write {clean(output, newlines=False)} inside the run "
-                   f"{clean(str(inside), newlines=False)} (runs are read, never written); choose another -o")
-            sys.exit(EXIT_USAGE)
+        refuse_output_in_a_run(output, stream.run_dirs)
         if not Path(output).absolute().parent.is_dir():
             stderr(f"pimm-inspect: {clean(output, newlines=False)}: no such folder")
             sys.exit(EXIT_USAGE)

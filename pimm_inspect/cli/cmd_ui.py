@@ -24,18 +24,11 @@ def command(path: str) -> None:
         return
     from pathlib import Path
 
-    from ..load.discover import classify_dir
+    from ..tui.start import begin
     from ._common import session
 
     front_door = session()
-    root = Path(path)
-    prefetch = None
-    if root.is_dir() and classify_dir(root.absolute()) is not None:
-        front_door.staged.prefetch(root.absolute())  # one run: read it while the UI's modules import
-    else:
-        from ..tui.prefetch import RowPrefetch  # no Textual: a tree's runs and stored rows, found meanwhile
-
-        prefetch = RowPrefetch.start(front_door, root)
+    prefetch = begin(front_door, Path(path))  # no Textual: a run's read or a tree's stored rows, begun meanwhile
 
     from ..tui.app import make_app, run_app
 

@@ -54,7 +54,10 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # One attempt per writer process (same host and pid in the names: one process, several files).
         earliest: int | None = None
         previous_end: float | None = None
-        for index, (group, went_back) in enumerate(writer_sessions(tb_parts), start=1):
+        sessions = list(writer_sessions(tb_parts))
+        # metrics.csv beside the event files (a CSVLogger given the same folder) is that one process's, too.
+        csv_series = [s for _p, r in c.csv_metrics for s in r.series.values()] if len(sessions) == 1 else []
+        for index, (group, went_back) in enumerate(sessions, start=1):
             part_attempt.update((id(r), index) for _p, _n, r in group)
             steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
             first = min((s.first_step for s in steps), default=None)
@@ -68,8 +71,10 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             restored = None
             if index == 1:
                 if any(d.kind == "lightning_hparams" for d in c.configs):  # a Lightning logger's folder
-                    restored = lightning_restore_step([s for _p, _n, r in group for s in r.series.values()],
-                                                      {p for p, _n, _r in group})
+                    # The event files' own epoch first; metrics.csv's when they hold none (hp_metric alone).
+                    restored = lightning_restore_step(
+                        [s for _p, _n, r in group for s in r.series.values()] + csv_series,
+                        {p for p, _n, _r in group} | {p for p, _r in c.csv_metrics})
                 origin = "fresh" if restored is None else "resume"
             elif went_back:  # a new writer in the same process whose steps went back: training started again
                 origin = "restart"
@@ -128,18 +133,22 @@ def _wandb_origin(wrun: Any, earlier: list[Any]) -> Origin:
     """A W&B folder's origin from its own records: resumed when they say the server continued the id (the run
     record's ``resumed`` flag or ``starting_step``, the telemetry feature ``resumed``, debug.log's ``run resumed``:
     ``WandbRunResult.resumed``), or when it asked to resume and an earlier folder of its id is in the run;
-    ``resume="allow"`` on the first folder of an id resumed nothing. A later folder nothing says W&B continued is a
+    ``resume="allow"`` on the first folder of an id resumed nothing; a folder W&B continued that logs from the earlier
+    folders' first step again restored nothing (``restart``). A later folder nothing says W&B continued is a
     ``restart`` when it logged from at or below the earliest first step of the folders before it (the same id or
     folder used again from scratch), a ``resume`` when it went on past it, ``unknown`` when it logged nothing.
     ``finish_attempts`` turns a resume whose first step lies before the previous attempt's last into ``rollback``."""
+    first = _logged_first(wrun)
+    starts = [s for s in (_logged_first(w) for w in earlier) if s is not None]
     if wrun.resumed or (wrun.resume_requested and any(w.run_id == wrun.run_id for w in earlier)):
-        return "resume"
+        # W&B continued the id; the training went on only when it logged past where the earlier folders began (a
+        # folder that logs from their first step again restored nothing: another project's run of the id, or a
+        # script that resumes the W&B run and trains from scratch).
+        return "restart" if first is not None and starts and first <= min(starts) else "resume"
     if not earlier:
         return "fresh"
     # A later process nothing says W&B continued: it started again at or below where the earlier ones started (a
     # restart into a used id or folder), or went on past it; a folder that logged nothing says neither.
-    first = _logged_first(wrun)
-    starts = [s for s in (_logged_first(w) for w in earlier) if s is not None]
     if first is None or not starts:
         return "unknown" if first is None else "fresh"
     return "resume" if first > min(starts) else "restart"

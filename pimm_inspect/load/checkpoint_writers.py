@@ -48,22 +48,27 @@ def _same(stored: float, logged: float) -> bool:
     return math.isclose(stored, logged, rel_tol=1e-6, abs_tol=1e-12) or abs(stored - logged) <= LOGGED_DIGITS
 
 
-def _candidates(series: Sequence[ScalarSeries], names: frozenset[str]) -> list[ScalarSeries]:
+Candidate = tuple[ScalarSeries, int, int]
+"""A series rule 1 looks into, with its first and last step (taken once per run, not once per checkpoint)."""
+
+
+def _candidates(series: Sequence[ScalarSeries], names: frozenset[str]) -> list[Candidate]:
     """The series rule 1 looks into, once per run: attempts' series with sorted steps, the best metric's tags first."""
     ranked = sorted((s for s in series if s.attempt is not None and len(s)),
                     key=lambda s: s.tag.rsplit("/", 1)[-1] not in names)[:MAX_SERIES_PER_CHECKPOINT]
-    return [s for s in ranked if non_decreasing(s.steps)]
+    # Sorted and not empty: the first step is the smallest, the last the largest.
+    return [(s, int(s.steps[0]), int(s.steps[-1])) for s in ranked if non_decreasing(s.steps)]
 
 
-def _by_value(ck: CheckpointInfo, candidates: Sequence[ScalarSeries]) -> set[int]:
+def _by_value(ck: CheckpointInfo, candidates: Sequence[Candidate]) -> set[int]:
     """Attempts that logged the checkpoint's best metric value at its step (rule 1)."""
     value, step = ck.best_metric_value, ck.global_step
     if value is None or step is None or not math.isfinite(value):
         return set()
     found: set[int] = set()
-    for s in candidates:
+    for s, first, last in candidates:
         assert s.attempt is not None
-        if s.attempt in found or s.first_step is None or s.last_step is None or not s.first_step <= step <= s.last_step:
+        if s.attempt in found or not first <= step <= last:
             continue
         got = _value_at(s, step)
         if got is not None and _same(value, got):
@@ -72,7 +77,7 @@ def _by_value(ck: CheckpointInfo, candidates: Sequence[ScalarSeries]) -> set[int
 
 
 def writer_of(ck: CheckpointInfo, attempts: Sequence[Attempt], series: Sequence[ScalarSeries],
-              best_names: frozenset[str] = frozenset(), candidates: Sequence[ScalarSeries] | None = None
+              best_names: frozenset[str] = frozenset(), candidates: Sequence[Candidate] | None = None
               ) -> int | None:
     """The attempt that wrote ``ck`` (the three rules above), or None when the files do not say.
 

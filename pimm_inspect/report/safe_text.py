@@ -74,6 +74,25 @@ def data_text(value: object, style: str = "", newlines: bool = True) -> Text:
     return Text(clean(value, newlines), style=style)
 
 
+SHOWN_NAME_CHARS = 1000
+"""A name (tag, key) longer than this is shown with its middle elided where one line of the UI names it: a status
+line or a plot title wraps the whole text, and a 2 MB tag took seconds per redraw (the log view's lines have their
+own cap, ``MAX_LINE_CHARS``)."""
+
+
+SHOWN_LINE_CHARS = 2000
+"""A config line or value longer than this is shown elided in the UI (the log view's ``MAX_LINE_CHARS``): the full
+text is what ``pimm-inspect config`` prints, and a search still matches all of it."""
+
+
+def elide(text: str, limit: int = SHOWN_NAME_CHARS) -> str:
+    """``text``, or its first and last ``limit // 2`` characters around ``…`` when it is longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}…{text[-half:]}"
+
+
 def shorten(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
     if len(text) <= limit:

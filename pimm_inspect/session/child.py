@@ -2,7 +2,8 @@
 killed by its parent (the one place the UI's prefetching children are forked, reaped and killed).
 
 ``ForkedChild.start(work)`` forks; the child runs ``work(send)`` and leaves with ``os._exit`` (no exit handler of the
-parent's runs in it). Each ``send(item)`` is a length-prefixed pickle: between our own two processes only, nothing
+parent's runs in it). The child's collector leaves what it inherited alone (``gc.freeze``: alive in the parent, so
+no garbage of the child's) and runs, even where the parent paused it for its own start (``tui.start``). Each ``send(item)`` is a length-prefixed pickle: between our own two processes only, nothing
 from a run directory is ever unpickled this way. A thread of the parent reads the frames as they come (so the child
 never waits on a full pipe) into a buffer that ``get`` takes from; a frame for which ``replaces`` gives a key replaces
 an older frame of that key still waiting there, so a slow consumer holds at most one of each (the newest preview, the
@@ -13,6 +14,7 @@ No Textual here: the CLI forks before the UI's modules are imported.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import queue
@@ -57,6 +59,8 @@ class ForkedChild:
         pid = os.fork()
         if pid == 0:  # the child: work, send, and leave without running any exit handler of the parent's
             try:
+                gc.freeze()
+                gc.enable()
                 os.close(read_end)
                 with os.fdopen(write_end, "wb") as out:
                     def send(item: object) -> None:

@@ -89,20 +89,17 @@ class DatasetReport:
         return bool(self.added or self.rewritten or self.pruned)
 
 
-def _inside(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
-
-
 def check_target(out: Path, run_dirs: list[Path]) -> None:
     """DatasetProblem when DIR is (inside) one of the runs, or holds one: the dataset never mixes with runs."""
-    real_out = os.path.realpath(out)
-    for run_dir in run_dirs:
-        real_run = os.path.realpath(run_dir)
-        if _inside(real_out, real_run):
-            raise DatasetProblem(f"{out} is inside the run {run_dir}: nothing is written inside a run directory; "
-                                 "choose a directory outside the runs")
-        if _inside(real_run, real_out):
-            raise DatasetProblem(f"{out} holds the run {run_dir}: choose a directory of its own for the dataset")
+    from .output_place import run_held, run_holding
+
+    inside = run_holding(out, run_dirs)
+    if inside is not None:
+        raise DatasetProblem(f"{out} is inside the run {inside}: nothing is written inside a run directory; "
+                             "choose a directory outside the runs")
+    held = run_held(out, run_dirs)
+    if held is not None:
+        raise DatasetProblem(f"{out} holds the run {held}: choose a directory of its own for the dataset")
 
 
 def run_id_of(run_dir: Path, root: Path) -> str:

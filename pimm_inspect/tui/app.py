@@ -28,6 +28,7 @@ from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, Lo
 from .screens.help import TAB_TITLES, HelpScreen, as_bindings, label_of, run_screen_sections
 from .screens.runs import RunsScreen
 from .prefetch import PrefetchedRows, RowPrefetch
+from .start import PAUSE_MAX_S, SETTLE_S, collections_paused, quitting, resume_collections
 from .table_load import LoaderRows, RowSource, SessionRows, TablePass
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ class InspectApp(App[None]):
         close = getattr(self._loader, "close", None) if self._loader is not None else self.session.close
         if callable(close):
             close()
+        quitting()  # the process ends with the UI: no collection of what it made on the way out
 
     def on_mount(self) -> None:
         self.push_screen(self.runs_screen)
@@ -107,6 +109,8 @@ class InspectApp(App[None]):
         self._load_all()
         if self.follow_interval_s > 0:
             self.set_interval(self.follow_interval_s, self._refresh_live)
+        if collections_paused():  # the launcher paused the collector for the start (``start.begin``): not for long
+            self.set_timer(PAUSE_MAX_S, resume_collections)
 
     # -- workers -------------------------------------------------------------------------------------------
 
@@ -192,8 +196,16 @@ class InspectApp(App[None]):
     def on_load_finished(self, message: LoadFinished) -> None:
         self.runs_screen.set_progress(message.total, message.total)
         self.runs_screen.resort()
+        self._first_pass_over()
+
+    def _first_pass_over(self) -> None:
+        """The table's first pass is over: the collector back on (``start.resume_collections``) once the table
+        is painted and the user looks at it, not in the way of its first paint."""
+        if collections_paused():
+            self.set_timer(SETTLE_S, resume_collections)
 
     def on_load_failed(self, message: LoadFailed) -> None:
+        self._first_pass_over()
         self.runs_screen.show_problem(message.reason)
         for screen in self.screen_stack:
             if isinstance(screen, _run_screen()) and screen.run is None:

@@ -207,13 +207,13 @@ class PrefetchedRows:
         """Rows the child looked up and no pass asked for yet (None: looked up, not stored)."""
         self._lock = threading.Lock()
 
-    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[list[Path]]:
         if self.prefetch.taken or root.absolute() != self.prefetch.root:
             return self.inner.discover(root, on_error)
         self.prefetch.taken = True
         return self._relay(on_error)
 
-    def _relay(self, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+    def _relay(self, on_error: Callable[[Path, str], None]) -> Iterator[list[Path]]:
         while True:
             frame = self.prefetch.next_frame()
             if isinstance(frame, Batch):
@@ -221,7 +221,7 @@ class PrefetchedRows:
                 with self._lock:
                     for path in frame.paths:
                         self._stored[path] = rows.get(path)
-                yield from frame.paths
+                yield frame.paths  # a batch's rows are at hand: the pass takes them together
             elif isinstance(frame, tuple) and frame[0] == "done":
                 for where, reason in frame[1]:
                     on_error(where, reason)

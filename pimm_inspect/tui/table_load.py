@@ -1,12 +1,13 @@
 """One pass of the runs table's load worker: find the runs, give each its row, never wait on one huge run.
 
 Rows are the session's cached ``RunRow``s, the very rows ``ls`` prints (``Session.rows``): a run unchanged since it
-was last listed costs a few ``stat`` calls, not a read. The first screenful of runs gets its row as soon as each is
-found, so rows show facts within a second or two on a tree of a thousand runs; the others are found (their rows
-appear at once, as names) and then get theirs in order. A run with no valid stored row whose files add up to more
-than ``BIG_RUN_BYTES`` is not read in passing: its row shows what its quick stage says (status, attempts and step
-from the tail) and it is read after every other run, with its progress on the status line. Everything is posted as
-messages; the pass stops between two runs (and between two files of a big run) once ``cancelled()`` holds.
+was last listed costs a few ``stat`` calls, not a read. The first screenful of runs gets its row as soon as it is
+found (the stored ones of a batch found together in one message, each other one as soon as it is read), so rows show
+facts within a second or two on a tree of a thousand runs; the others are found (their rows appear at once, as names)
+and then get theirs in order. A run with no valid stored row whose files add up to more than ``BIG_RUN_BYTES`` is not
+read in passing: its row shows what its quick stage says (status, attempts and step from the tail) and it is read
+after every other run, with its progress on the status line. Everything is posted as messages; the pass stops between
+two runs (and between two files of a big run) once ``cancelled()`` holds.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ FOUND_BATCH_S = 0.05
 class RowSource(Protocol):
     """Where the runs table's rows come from."""
 
-    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
-        """Run directories under ``root`` as they are found."""
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[list[Path]]:
+        """Run directories under ``root`` as they are found: each batch as soon as it is (one run, or all those a
+        prefetch found together)."""
         ...
 
     def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
@@ -70,9 +72,9 @@ class SessionRows:
         self.root: Path | None = None
         """The folder searched: its row index (written by ``ls`` of that folder) serves the stored rows."""
 
-    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[list[Path]]:
         self.root = root
-        return self.session.iter_runs(root, on_error)
+        return ([path] for path in self.session.iter_runs(root, on_error))
 
     def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
         return self.session.stored_rows(paths, self.root)
@@ -90,8 +92,8 @@ class LoaderRows:
     def __init__(self, loader: Loader | StagedLoader) -> None:
         self.loader = loader
 
-    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[Path]:
-        return iter_runs(root, on_error=on_error)
+    def discover(self, root: Path, on_error: Callable[[Path, str], None]) -> Iterator[list[Path]]:
+        return ([path] for path in iter_runs(root, on_error=on_error))
 
     def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
         return {}
@@ -162,51 +164,65 @@ class TablePass:
         batch: list[Path] = []
         sent = time.monotonic()
         try:
-            for path in self.rows.discover(self.root, lambda p, reason: errors.append((p, reason))):
+            for found in self.rows.discover(self.root, lambda p, reason: errors.append((p, reason))):
                 if self.cancelled():
                     return None
-                self.paths.append(path)
-                batch.append(path)
-                early = len(self.paths) <= FIRST_ROWS
+                early = found[:max(0, FIRST_ROWS - len(self.paths))]
+                self.paths.extend(found)
+                batch.extend(found[len(early):])
+                if early:
+                    self._early(early)
                 # One message per batch on a big tree, less often the more runs the table holds (every batch costs
                 # the table a pass over all names: 10,000 runs arrive in tens of batches, not hundreds).
-                if early or time.monotonic() - sent > FOUND_BATCH_S * max(1.0, len(self.paths) / 1000):
-                    self._found(batch, early)
+                if batch and time.monotonic() - sent > FOUND_BATCH_S * max(1.0, len(self.paths) / 1000):
+                    self._found(batch)
                     batch, sent = [], time.monotonic()
-                if early:
-                    self._read(path, count=False)
         except LoadCancelled:
             raise
         except Exception as exc:  # discovery must end in a message, never a traceback
             self.post(LoadFailed(f"searching {self.shown_as.as_posix()} failed: {type(exc).__name__}: {exc}"))
             return None
         if batch:
-            self._found(batch, False)
+            self._found(batch)
         return errors
 
-    def _found(self, batch: list[Path], early: bool) -> None:
-        """Runs found: their names, and (past the first screenful, read one by one) the rows the cache still holds,
-        in the same breath, so a warm tree's rows arrive with its names and the table is laid out once per batch."""
+    def _early(self, found: list[Path]) -> None:
+        """Runs of the first screenful, found together: their names, the rows the cache holds (in one message: a
+        prefetch finds a screenful at once), then each other row as soon as it is read."""
+        self.post(RunsFound(found))
+        mine = [p for p in found if not self.owned(p.as_posix())]
+        stored = self.rows.stored(mine) if mine else {}
+        if stored:
+            self.post(RowsLoaded([(path, stored[path]) for path in mine if path in stored]))
+        counted = len(found) - len(mine) + len(stored)  # a run a run screen reads counts as done
+        if counted:
+            self.done += counted
+            # While the search goes on, N is what was found so far: the line says the search is not done.
+            self.post(LoadProgress(self.done, len(self.paths), "searching for more runs…"))
+        for path in mine:
+            if self.cancelled():
+                raise LoadCancelled()
+            if path not in stored:
+                self._read(path)
+
+    def _found(self, batch: list[Path]) -> None:
+        """Runs found past the first screenful: their names, and the rows the cache still holds, in the same breath,
+        so a warm tree's rows arrive with its names and the table is laid out once per batch."""
         self.post(RunsFound(batch))
-        if early:
-            return
         stored = self.rows.stored([p for p in batch if not self.owned(p.as_posix())])
         if stored:
             self.post(RowsLoaded(list(stored.items())))
             self.done += len(stored)
             self.early_rows.update(stored)
 
-    def _read(self, path: Path, count: bool = True) -> None:  # count False: found during the search
-        """One run's row, unless a run screen reads the run, or it has no stored row and is big (then: its quick
-        stage, and later)."""
-        if not self.owned(path.as_posix()):
-            row = self.rows.stored([path]).get(path)
-            if row is None and self._defer_big(path):
-                return
-            self.post(RowLoaded(path, row if row is not None else next(self.rows.build([path], self.cancelled))))
+    def _read(self, path: Path) -> None:
+        """One run of the first screenful with no stored row, read now (found during the search), unless it is big
+        (then: its quick stage, and later)."""
+        if self._defer_big(path):
+            return
+        self.post(RowLoaded(path, next(self.rows.build([path], self.cancelled))))
         self.done += 1
-        # While the search goes on, N is what was found so far: the line says the search is not done.
-        self.post(LoadProgress(self.done, len(self.paths), None if count else "searching for more runs…"))
+        self.post(LoadProgress(self.done, len(self.paths), "searching for more runs…"))
 
     def _defer_big(self, path: Path) -> bool:
         """True (after posting its quick stage) when ``path`` is too big to read in passing: it is read last."""

@@ -20,7 +20,7 @@ from ...analysis.secrets import mask_text, mask_value
 from ...analysis.summary import policy_note, restored_by, summary_of
 from ...model import Attempt, Run
 from ..json_doc import run_notes, run_path
-from ..safe_text import clean, shorten
+from ..safe_text import clean, name_text, shorten
 from .charts import ChartGroup, chart_groups
 from .redact import Redact
 
@@ -35,10 +35,13 @@ Scrub = Callable[..., str]
 
 
 def scrubber(redact: Redact) -> Scrub:
-    """Run text to display text: secrets masked, then redacted, then control characters escaped."""
+    """Run text to display text: secrets masked, then redacted, then control characters escaped; ``name=True`` for a
+    file or folder name (a path), written by the one name escape first (``name_text``: a backslash doubled, a byte
+    that is not UTF-8 ``\\xNN``), so two files never read the same in the report when ``ls`` tells them apart."""
 
-    def scrub(value: object, newlines: bool = False) -> str:
-        return clean(redact(mask_text(value if isinstance(value, str) else str(value))), newlines=newlines)
+    def scrub(value: object, newlines: bool = False, name: bool = False) -> str:
+        text = value if isinstance(value, str) else str(value)
+        return clean(redact(mask_text(name_text(text) if name else text)), newlines=newlines)
 
     return scrub
 
@@ -193,8 +196,8 @@ def _attempt_row(a: Attempt, scrub: Scrub) -> AttemptRow:
     told = a.end_detail and not a.end_detail.startswith("log stops")  # evidence, not the generic guess
     restored = a.restored_checkpoint or a.resumed_from or ""
     return AttemptRow(a.index, scrub(started), a.first_step, a.last_step, scrub(a.origin), a.restore_step,
-                      scrub(restored), scrub(a.ended), scrub(a.end_detail) if told and a.end_detail else "",
-                      a.lost_steps, a.saved_steps, tuple(scrub(s) for s in a.sources))
+                      scrub(restored, name=bool(a.restored_checkpoint)), scrub(a.ended), scrub(a.end_detail) if told and a.end_detail else "",
+                      a.lost_steps, a.saved_steps, tuple(scrub(s, name=True) for s in a.sources))
 
 
 def _header(run: Run, scrub: Scrub) -> tuple[tuple[str, str], ...]:
@@ -226,9 +229,9 @@ def _provenance(run: Run, scrub: Scrub) -> tuple[AttemptProvenance, ...]:
                         for path, (host, pid) in hosts_by_file.items() if path in a.sources and (host or pid)})
         command = next((c for path, c in commands.items() if any(s == path or s.startswith(path + "/")
                                                                    for s in a.sources)), "")
-        docs = tuple(scrub(f"{doc.path} ({doc.kind})") for doc in attempt_configs(run, a.index))
+        docs = tuple(scrub(name_text(doc.path)) + scrub(f" ({doc.kind})") for doc in attempt_configs(run, a.index))
         out.append(AttemptProvenance(a.index, tuple(scrub(h) for h in hosts), scrub(command) if command else "", docs,
-                                     tuple(scrub(path) for path in a.sources)))
+                                     tuple(scrub(path, name=True) for path in a.sources)))
     return tuple(out)
 
 
@@ -246,8 +249,8 @@ def _config_diffs(run: Run, scrub: Scrub) -> tuple[ConfigDiff, ...]:
         found = config_differences(mask_value(left.data), mask_value(right.data))
         rows = tuple((scrub(d.key), scrub(_value(d.left)) if d.in_left else "(absent)",
                       scrub(_value(d.right)) if d.in_right else "(absent)") for d in found[:MAX_DIFF_ROWS])
-        diffs.append(ConfigDiff(left_i, right_i, scrub(f"{left.path} ({left.kind})"),
-                                scrub(f"{right.path} ({right.kind})"), rows, max(0, len(found) - MAX_DIFF_ROWS)))
+        diffs.append(ConfigDiff(left_i, right_i, scrub(name_text(left.path)) + scrub(f" ({left.kind})"),
+                                scrub(name_text(right.path)) + scrub(f" ({right.kind})"), rows, max(0, len(found) - MAX_DIFF_ROWS)))
     return tuple(diffs)
 
 
@@ -257,12 +260,12 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
     sections of a big tree: its runs' own reports have them); the config diffs between attempts stay."""
     scrub = scrubber(redact)
     path = run_path(run, base)
-    label = scrub(run.name if path == "." else path)
+    label = scrub(run.name, name=True) if path == "." else scrub(path)  # run_path: escaped already
     attempts = tuple(_attempt_row(a, scrub) for a in run.attempts)
     steps = [s for a in run.attempts for s in (a.first_step, a.last_step) if s is not None]
     order = sorted(range(len(run.findings)), key=lambda i: (-int(run.findings[i].severity), i))
     findings = tuple(FindingRow(f.severity.label, scrub(f.code), scrub(f.message), scrub(f.explanation, True),
-                                f.steps, f.attempts, tuple(scrub(p) for p in f.paths),
+                                f.steps, f.attempts, tuple(scrub(p, name=True) for p in f.paths),
                                 tuple((scrub(v), scrub(s)) for v, s in f.views))
                      for f in (run.findings[i] for i in order))
     counts = {"error": 0, "warning": 0, "info": 0}
@@ -271,10 +274,10 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
     held = {ck.path for ck in run.checkpoints}
     restores = restored_by(run)
     checkpoints = tuple(CheckpointRow(
-        scrub(ck.path), scrub(ck.format), scrub(ck.role), ck.complete, ck.global_step, scrub(ck.wandb_run_id or "-"),
+        scrub(ck.path, name=True), scrub(ck.format), scrub(ck.role), ck.complete, ck.global_step, scrub(ck.wandb_run_id or "-"),
         scrub("-" if ck.wandb_cursor is None else f"{ck.wandb_cursor_key}={ck.wandb_cursor}"), ck.resume_candidate,
         restores.get(ck.path, ())) for ck in run.checkpoints)
-    elsewhere = tuple((a.index, scrub(a.restored_checkpoint)) for a in run.attempts
+    elsewhere = tuple((a.index, scrub(a.restored_checkpoint, name=True)) for a in run.attempts
                       if a.restored_checkpoint and a.restored_checkpoint not in held)
     doc = query_config(run)
     flat = flatten_config(mask_value(doc.data)) if doc is not None and draw else {}
@@ -292,16 +295,16 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
         anchor=anchor, label=label, kind=scrub(f"{run.kind} {run.era}" if run.era else run.kind),
         status=scrub(run.status), header=_header(run, scrub), attempts=attempts,
         step_range=(min(steps), max(steps)) if steps else None,
-        bands=tuple(Band(r.first_step, r.last_step, r.copies, r.attempts, tuple(scrub(p) for p in r.paths))
+        bands=tuple(Band(r.first_step, r.last_step, r.copies, r.attempts, tuple(scrub(p, name=True) for p in r.paths))
                     for r in run.replayed),
         gaps=tuple(f.steps for f in run.findings if f.code == "steps.gap" and f.steps is not None),
         findings=findings, counts=counts, checkpoints=checkpoints, restored_elsewhere=elsewhere,
-        provenance=_provenance(run, scrub), config_doc=scrub(f"{doc.path} ({doc.kind})") if doc is not None else "",
+        provenance=_provenance(run, scrub), config_doc=scrub(name_text(doc.path)) + scrub(f" ({doc.kind})") if doc is not None else "",
         config_rows=config_rows, config_more=max(0, len(flat) - MAX_CONFIG_ROWS), config_listed=draw,
         config_diffs=_config_diffs(run, scrub),
         wandb=tuple(wandb_rows), wandb_url=_link(info.url, scrub),
         wandb_sync=scrub(info.sync_command) if info.sync_command else None,
         notes=tuple(scrub(n, True) for n in run_notes(run)),
-        sources=tuple((scrub(s.path), scrub(s.kind), s.size_bytes) for s in run.sources),
+        sources=tuple((scrub(s.path, name=True), scrub(s.kind), s.size_bytes) for s in run.sources),
         charts=tuple(groups), charts_note=note, policy_note=scrub(policy_note(run, policy), True),
         last_step=summary.last_step, best_metric=scrub(summary.best_metric))

@@ -245,6 +245,14 @@ def busy_now() -> float:
         return 0.0
 
 
+def _off_main_thread() -> bool:
+    """True in a thread other than the main one (the UI's loader): rows built here would share the interpreter's
+    lock with the thread drawing them."""
+    import threading
+
+    return threading.current_thread() is not threading.main_thread()
+
+
 POOL_MIN_RUNS = 16
 """Fewer runs to load than this are loaded in this process (starting workers would cost more)."""
 
@@ -252,8 +260,9 @@ POOL_MIN_RUNS = 16
 def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs: int | None = None,
                 keep: Keep | None = None) -> Iterator[RunRow]:
     """The row of every run, in order: stored rows where still valid, the others built by ``jobs`` worker
-    processes (forked; ``build`` and ``keep`` must pickle: module-level functions or plain objects), or here when few
-    or when forking is not possible (``build_and_store``: ``keep`` of the rows stored)."""
+    processes (forked; ``build`` and ``keep`` must pickle: module-level functions or plain objects), or here when few,
+    when one process would do (``worker_count``; off the main thread a process of its own unless ``jobs`` is 1) or
+    when forking is not possible (``build_and_store``: ``keep`` of the rows stored)."""
     roots = [Path(r).absolute() for r in roots]
     hits: dict[int, RunRow] = {}
     if disk is not None:
@@ -262,9 +271,12 @@ def cached_rows(roots: list[Path], build: RowBuild, disk: DiskCache | None, jobs
             if disk.usable_for(root, real) and (row := stored_row(disk, root, real)) is not None:
                 hits[i] = row
     misses = [root for i, root in enumerate(roots) if i not in hits]
-    jobs = worker_count(jobs)
+    processes = worker_count(jobs)
     make = partial(build_and_store, build=build, disk=disk, keep=keep)
-    built = _built_in_workers(misses, make, jobs) if jobs > 1 and len(misses) >= POOL_MIN_RUNS else None
+    # Called off the main thread (the UI's runs table), even one worker is a process: the rows are then built beside
+    # the caller's other threads, not by turns with them under one interpreter lock (unless ``jobs`` said 1).
+    pooled = processes > 1 or (jobs is None and _off_main_thread())
+    built = _built_in_workers(misses, make, processes) if pooled and len(misses) >= POOL_MIN_RUNS else None
     serial = (make(root) for root in misses)
     fresh = built if built is not None else serial
     for i in range(len(roots)):

@@ -49,6 +49,8 @@ class Container:
     ok: bool = False
     findings: list[Finding] = field(default_factory=list)
     unsafe_globals: list[str] = field(default_factory=list)
+    called_globals: list[str] = field(default_factory=list)
+    """Those of ``unsafe_globals`` a pickle called; the others it only names (a class kept as a value)."""
     globals_seen: list[str] = field(default_factory=list)
     tensor_count: int = 0
     tensor_bytes: int = 0
@@ -62,6 +64,7 @@ class Container:
         """Merge the globals seen by one unpickler."""
         rec = unpickler.recorder
         self.unsafe_globals += [g for g in rec.unsafe_globals if g not in self.unsafe_globals]
+        self.called_globals += [g for g in unpickler.called_globals if g not in self.called_globals]
         self.globals_seen += [g for g in rec.globals_seen if g not in self.globals_seen]
 
 
@@ -352,6 +355,7 @@ def _dcp_bytes_item(out: Container, fqn: str, location: dict[Any, Any] | None, d
         return None
     inner = _read_zip(io.BytesIO(blob), shard_rel, budget)
     out.unsafe_globals += [g for g in inner.unsafe_globals if g not in out.unsafe_globals]
+    out.called_globals += [g for g in inner.called_globals if g not in out.called_globals]
     out.globals_seen += [g for g in inner.globals_seen if g not in out.globals_seen]
     if not inner.ok:
         out.findings.extend(f for f in inner.findings if f not in out.findings)

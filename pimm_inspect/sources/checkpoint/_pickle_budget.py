@@ -8,7 +8,7 @@ about to allocate *before* allocating it; past any limit the unpickle stops with
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAX_UNPICKLE_OPS = 20_000_000
 """Opcodes one file's pickles may execute (a 64 MiB pickle cannot need more than ~1 per 3 bytes)."""
@@ -34,6 +34,8 @@ class Budget:
     ops: int = 0
     objects: int = 0
     nbytes: int = 0
+    called: list[str] = field(default_factory=list)
+    """``module.name`` of the globals outside the allow-list the pickle called (REDUCE, NEWOBJ ...), first-seen order."""
 
     def charge(self, nbytes: int = 0, objects: int = 0) -> None:
         """Count an allocation about to happen; raise when a limit would be passed."""
@@ -70,6 +72,17 @@ def charge(nbytes: int = 0, objects: int = 0) -> None:
     budget = _CURRENT.get()
     if budget is not None:
         budget.charge(nbytes, objects)
+
+
+MAX_CALLED = 1000
+"""Called globals remembered per file (the unsafe globals' own cap)."""
+
+
+def note_call(dotted: str) -> None:
+    """Remember that the running pickle called (constructed or invoked) the global ``dotted``."""
+    budget = _CURRENT.get()
+    if budget is not None and dotted not in budget.called and len(budget.called) < MAX_CALLED:
+        budget.called.append(dotted)
 
 
 def charge_items(count: int) -> None:

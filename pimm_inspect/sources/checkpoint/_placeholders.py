@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from ._pickle_budget import charge_items
+from ._pickle_budget import charge_items, note_call
 
 # ---------------------------------------------------------------- placeholders
 
@@ -150,6 +150,8 @@ class PickledObject(metaclass=Sealed):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "PickledObject":
         charge_items(1 + len(args) + len(kwargs))
+        if isinstance(cls, UnsafeGlobal):  # the pickle calls a global outside the allow-list (we run nothing)
+            note_call(cast(Any, cls).dotted)
         obj = object.__new__(cls)
         obj.args, obj.kwargs, obj.state = args, kwargs, None
         return obj

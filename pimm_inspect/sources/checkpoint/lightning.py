@@ -42,6 +42,16 @@ def _saved_dir(payload: Any) -> str | None:
     return None
 
 
+def _logged_step(payload: Any) -> int | None:
+    """The fit loop's ``_batches_that_stepped`` (``loops.fit_loop['epoch_loop.state_dict']``): the step axis Lightning's
+    loggers write, where ``global_step`` counts every optimizer step."""
+    loops = payload.get("loops") if isinstance(payload, Mapping) else None
+    fit = loops.get("fit_loop") if isinstance(loops, Mapping) else None
+    epoch_loop = fit.get("epoch_loop.state_dict") if isinstance(fit, Mapping) else None
+    value = to_plain(epoch_loop.get("_batches_that_stepped"), max_nodes=2) if isinstance(epoch_loop, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63 else None
+
+
 def read_lightning_checkpoints(folder: Path, run_root: Path) -> ModelDirResult:
     """Every ``*.ckpt`` in a Lightning version folder's ``checkpoints/`` (step, epoch, completeness, the recorded
     ``dirpath``), with Lightning's ``ckpt_path="last"`` pick marked as the resume candidate."""
@@ -62,7 +72,7 @@ def read_lightning_checkpoints(folder: Path, run_root: Path) -> ModelDirResult:
             findings.append(_reader_failed(entry_rel, exc))
             continue
         infos.append(dataclasses.replace(read.info, format="lightning", role="last" if _LAST.match(name) else "other",
-                                         saved_dir=_saved_dir(read.payload)))
+                                         saved_dir=_saved_dir(read.payload), logged_step=_logged_step(read.payload)))
         findings += read.findings
         sources.append(read.source)
     last = [i for i, info in enumerate(infos) if _LAST.match(info.path.rsplit("/", 1)[-1]) and info.complete]

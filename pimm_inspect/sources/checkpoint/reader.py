@@ -255,6 +255,8 @@ def _from_container(container: Container, path: Path, rel_path: str, size: int, 
         complete=container.ok and not damaged and role != "tmp",
         tensor_count=container.tensor_count, tensor_bytes=container.tensor_bytes,
         size_bytes=size, mtime_s=mtime, unsafe_globals=tuple(container.unsafe_globals),
+        unsafe_uncalled=tuple(g for g in container.unsafe_globals if g not in container.called_globals)
+        if container.ok else (),
         **fields,
     )
     source = SourceFile(rel_path, "checkpoint", size, mtime, container.bytes_read)
@@ -311,6 +313,7 @@ def _read_sealed_dir(directory: Path, rel_dir: str, role: str,
     trainer = read_checkpoint_file(dcp_dir, f"{rel_dir}/trainer.dcp") if (dcp_dir / ".metadata").exists() else None
     fields: dict[str, Any] = {}
     unsafe: list[str] = []
+    called: list[str] = []
     tensors = tensor_bytes = 0
     for part in (weights, trainer):
         if part is None:
@@ -320,6 +323,7 @@ def _read_sealed_dir(directory: Path, rel_dir: str, role: str,
         tensors += part.info.tensor_count
         tensor_bytes += part.info.tensor_bytes
         unsafe += [g for g in part.info.unsafe_globals if g not in unsafe]
+        called += [g for g in part.info.unsafe_globals if g not in part.info.unsafe_uncalled and g not in called]
     if trainer is not None:
         fields = checkpoint_fields(trainer.payload) if trainer.payload is not None else {}  # findings: in trainer
         fields["top_level_keys"] = tuple(fields.get("top_level_keys", ())) + (("model",) if weights else ())
@@ -327,7 +331,8 @@ def _read_sealed_dir(directory: Path, rel_dir: str, role: str,
                 and trainer.info.complete and (dcp_dir / ".complete").is_file())
     info = CheckpointInfo(path=rel_dir, format="standard", role=role, complete=complete,
                           tensor_count=tensors, tensor_bytes=tensor_bytes, size_bytes=size, mtime_s=mtime,
-                          unsafe_globals=tuple(unsafe), **fields)
+                          unsafe_globals=tuple(unsafe), unsafe_uncalled=tuple(g for g in unsafe if g not in called),
+                          **fields)
     return info, findings, sources
 
 

@@ -326,6 +326,11 @@ class SafeUnpickler:
         """``module.name`` of every referenced global outside the allow-list."""
         return tuple(self.recorder.unsafe_globals)
 
+    @property
+    def called_globals(self) -> tuple[str, ...]:
+        """Those of ``unsafe_globals`` the pickle called (constructed or invoked); the others it only names."""
+        return tuple(self.budget.called)
+
     def seek(self, offset: int) -> None:
         """Continue reading at ``offset`` of the buffer."""
         self._stream.seek(offset)

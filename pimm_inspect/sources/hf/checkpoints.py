@@ -145,14 +145,19 @@ def _in_range(value: object) -> object:
 
 
 def _resume_effect(missing: list[str], damaged: bool, state_bad: bool, tmp: bool, only_resume: bool,
-                   save_finished: bool) -> str:
+                   save_finished: bool, empty: tuple[str, ...] = ()) -> str:
     """What ``Trainer.train(resume_from_checkpoint=<this folder>)`` does with what is missing or damaged (transformers'
     ``_load_from_checkpoint``, ``_load_optimizer_and_scheduler``, ``_load_rng_state``), and how it came to be so."""
     if tmp:
         return ("HF saves into tmp-checkpoint-N and renames it when the save finishes: this one never finished, and "
                 "get_last_checkpoint never picks it.")
-    if damaged or "model.safetensors" in missing:  # no weights file of any name, or a damaged one
+    if damaged or missing[:1] in (["model.safetensors"], ["adapter_model.safetensors"]):  # no weights, or damaged
         effect = "Resuming from it fails (no readable weights: \"Can't find a valid checkpoint\")."
+    elif any(is_weight_file(n) for n in empty):
+        effect = (f"Resuming from it fails: loading the empty {', '.join(n for n in empty if is_weight_file(n))} "
+                  "raises.")
+    elif empty:  # transformers torch.loads optimizer, scheduler and RNG state when the files are there
+        effect = f"Resuming from it fails: torch.load raises on the empty {', '.join(empty)}."
     else:
         effects = []
         if STATE_NAME in missing or state_bad:
@@ -162,12 +167,20 @@ def _resume_effect(missing: list[str], damaged: bool, state_bad: bool, tmp: bool
         if "rng_state.pth" in missing:
             effects.append("the random state is not restored (HF warns and goes on)")
         effect = f"Resuming from it: {'; '.join(effects)}." if effects else ""
-    why = ("Its save ran to its end (trainer_state.json is written last): the files were deleted or not copied since."
+    gone = "emptied" if empty and not missing else "deleted or not copied"
+    why = (f"Its save ran to its end (trainer_state.json is written last): the files were {gone} since."
            if save_finished else
            "save_only_model=True skips optimizer, scheduler and RNG state on purpose; otherwise the save was "
            "interrupted or files were deleted since." if only_resume else
            "The save was interrupted, or files were deleted or not copied since.")
     return f"{effect} {why}".strip()
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size if path.is_file() else None
+    except OSError:
+        return None
 
 
 def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
@@ -188,30 +201,41 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
     weight_names = [n for n in names if is_weight_file(n)]
     count, total, dtypes, more = weights_meta(folder, weight_names, run_root)
     findings += more
-    missing = [] if weight_names else ["model.safetensors"]
+    # A PEFT adapter checkpoint (adapter_config.json) saves adapter_model.safetensors as its weights.
+    missing = [] if weight_names else ["adapter_model.safetensors" if "adapter_config.json" in names
+                                       else "model.safetensors"]
     missing += [n for n in (STATE_NAME, *RESUME_NAMES) if n not in names]
     if not any(n.startswith("rng_state") for n in names):
         missing.append("rng_state.pth")
-    damaged = any(f.code in ("file.truncated", "file.corrupt", "file.unreadable") for f in more)
+    # Weights, optimizer, scheduler and RNG state of 0 bytes: no save writes them so; they were emptied since.
+    empty = [n for n in names if (is_weight_file(n) or n in RESUME_NAMES or n.startswith("rng_state"))
+             and _size(folder / n) == 0]
+    damaged = any(f.code in ("file.truncated", "file.corrupt", "file.unreadable") for f in more) and \
+        not set(weight_names) <= set(empty)
     state_bad = STATE_NAME in names and (state is None or state.damaged)
     state_step = as_int(_in_range(state.fields.get("global_step"))) if state else None
-    complete = not missing and not damaged and not state_bad and not tmp
+    complete = not missing and not damaged and not empty and not state_bad and not tmp
     save_finished = not tmp and state is not None and not state.damaged
     # A file this user may not read, or a Git LFS pointer in its place, says nothing about how the save ended:
     # file.unreadable or file.lfs-pointer names it.
     unreadable = any(save_unknown(f) for f in findings)
     if not complete and not unreadable:
-        only_resume = set(missing) <= {*RESUME_NAMES, "rng_state.pth"} and not damaged and not state_bad and not tmp
+        only_resume = set(missing) <= {*RESUME_NAMES, "rng_state.pth"} and not damaged and not state_bad and not tmp \
+            and not empty
+        parts = ([f"missing {', '.join(missing)}"] if missing else []) + \
+            ([f"empty (0 bytes): {', '.join(empty)}"] if empty else [])
         why = ("a temporary directory HF renames when a save finishes" if tmp else
-               f"missing {', '.join(missing)}" if missing else "a weights file is damaged" if damaged else
+               "; ".join(parts) if parts else "a weights file is damaged" if damaged else
                f"{STATE_NAME} is damaged or unreadable")
-        if save_finished and missing:
+        if save_finished and (missing or empty) and not tmp:
+            gone = "deleted or not copied" if missing and not empty else "emptied" if not missing else \
+                "deleted, emptied or not copied"
             why += (f"; its {STATE_NAME}, which the Trainer writes after the weights and optimizer, is there: the save "
-                    "finished and these files were deleted or not copied since")
+                    f"finished and these files were {gone} since")
         findings.append(Finding("checkpoint.incomplete", Severity.INFO if only_resume and len(missing) == 3
                                 else Severity.WARNING, f"{rel_dir} is incomplete: {why}", (rel_dir,), (step, step),
                                 _resume_effect(missing, damaged, state_bad, tmp, only_resume,
-                                               save_finished and bool(missing))))
+                                               save_finished and bool(missing or empty), tuple(empty))))
     if state_step is not None and state_step != step and not tmp:
         findings.append(Finding("hf.checkpoint-step-mismatch", Severity.WARNING, f"{rel_dir}/{STATE_NAME} says "
                                 f"global_step={state_step}, the directory name says {step}", (rel_dir,), (step, step)))

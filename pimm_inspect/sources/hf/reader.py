@@ -16,7 +16,7 @@ from .checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files
 from .state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
                        history_series, read_state)
 from .trainings import (Training, attempt_trainings, checkpoint_owners, training_key, trainings, trainings_by_end,
-                        trainings_finding)
+                        trainings_finding, other_histories_note)
 
 __all__ = ["HfAttempt", "HfCheckpoint", "HfTbDir", "HfTrainerResult", "hf_tag", "is_hf_trainer_dir",
            "read_hf_trainer_dir"]
@@ -378,7 +378,8 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
     findings += more
     notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, tb_series,
-                           declared_in)
+                           declared_in) + [n for n in [other_histories_note(found_trainings, primary) if primary and
+                                                        len(found_trainings) > 1 else None] if n]
     final_model = None
     top_names = list_files(run_dir)[0]
     top_weights = [n for n in top_names if is_weight_file(n)]

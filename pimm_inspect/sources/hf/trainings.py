@@ -125,6 +125,8 @@ def trainings(checkpoint_states: Sequence[tuple[int, float, StateDoc]], top: Sta
     timed = len(stamps) > 1 and max(stamps) - min(stamps) >= MTIME_ORDER_S
     ordered = [t for _last, t in sorted(out, key=lambda x: (x[0], x[1].first_mtime_s if timed else 0.0,
                                                              x[1].checkpoint_steps))]
+    if not timed:
+        ordered = _after_overwrites(ordered, {id(t) for last, t in out if last})
     merged: list[Training] = []
     for training in ordered:  # a resume with other settings is the same training going on
         if merged and continues(training.newest, merged[-1].newest):
@@ -136,8 +138,46 @@ def trainings(checkpoint_states: Sequence[tuple[int, float, StateDoc]], top: Sta
     return merged
 
 
+def _save_every(t: Training) -> int | None:
+    """The training's save interval: its state's ``save_steps``, else the gap its checkpoint-N folders keep."""
+    every = as_int(t.newest.fields.get("save_steps"))
+    if every is not None and every > 0:
+        return every
+    steps = t.checkpoint_steps
+    gaps = {b - a for a, b in zip(steps, steps[1:])}
+    return steps[0] if len(gaps) == 1 and steps[0] in gaps else None
+
+
+def overwrote(later: Training, earlier: Training) -> int | None:
+    """A checkpoint-N of ``later`` that ``earlier`` saved too (it trained past N and saves every k steps, k | N):
+    the folder holds ``later``'s state, so ``later`` wrote it after ``earlier`` did. None when no folder says so."""
+    every, reached = _save_every(earlier), as_int(earlier.newest.fields.get("global_step"))
+    if every is None or reached is None:
+        return None
+    return next((n for n in later.checkpoint_steps if 0 < n <= reached and n % every == 0), None)
+
+
+def _after_overwrites(ordered: list[Training], last: set[int]) -> list[Training]:
+    """Trainings ordered so that one whose checkpoint-N holds its state where another, which also saved at N, went on
+    past N, comes after that other (the files' only clock when checkouts and copies stamp every file at once)."""
+    out = list(ordered)
+    for _ in range(len(out) * len(out)):
+        swap = next(((i, j) for i in range(len(out)) for j in range(i + 1, len(out))
+                     if id(out[i]) not in last and overwrote(out[i], out[j]) is not None
+                     and overwrote(out[j], out[i]) is None), None)
+        if swap is None:
+            break
+        i, j = swap
+        out.insert(j, out.pop(i))  # i goes right after j
+    return out
+
+
+def _values(t: Training) -> str:
+    return ", ".join(f"{name} {value}" for name, value in zip(TRAINING_KEYS, t.key) if value is not None)
+
+
 def _describe(t: Training) -> str:
-    values = ", ".join(f"{name} {value}" for name, value in zip(TRAINING_KEYS, t.key) if value is not None)
+    values = _values(t)
     folders = ", ".join(f"checkpoint-{s}" for s in t.checkpoint_steps[:4]) + (" ..." if len(t.checkpoint_steps) > 4
                                                                               else "")
     return f"{folders or t.newest.rel_path} ({values})"
@@ -148,13 +188,21 @@ def trainings_finding(found: list[Training], rel_dir: str) -> Finding | None:
     if len(found) < 2:
         return None
     paths = tuple(f"{rel_dir}/checkpoint-{s}".removeprefix("./") for t in found for s in t.checkpoint_steps)
+    order = ""
+    for earlier, later in zip(found, found[1:]):
+        n = overwrote(later, earlier)
+        if n is not None:
+            order += (f" checkpoint-{n} holds the state of the training with {_values(later)}, though the one with "
+                      f"{_values(earlier)}, saving every {_save_every(earlier)} steps, went on to step "
+                      f"{as_int(earlier.newest.fields.get('global_step'))}: it saved there first, and the other "
+                      "wrote over it later.")
     return Finding(
         "hf.new-training", Severity.WARNING,
         f"{len(found)} trainings wrote into this output dir: " + "; then ".join(_describe(t) for t in found),
         paths or tuple(t.newest.rel_path for t in found), None,
         "A Trainer keeps max_steps and train_batch_size from its first save to its last, and every checkpoint of one "
         "training holds the same log_history up to its step (a resume restores it); checkpoints that disagree on "
-        "these come from different trainings: the dir was used again without overwrite. Each later training "
+        "these come from different trainings: the dir was used again without overwrite." + order + " Each later training "
         "started from scratch (origin `restart`); `resume_from_checkpoint=True` picks the highest checkpoint-N "
         "whichever training wrote it. Use a new output_dir per training.")
 
@@ -208,3 +256,21 @@ def trainings_by_end(count: int, ended: Sequence[int | None], newest_key: tuple[
         else:
             out.append(len(found) + i)
     return out
+
+
+def other_histories_note(found: Sequence[Training], drawn: StateDoc) -> str | None:
+    """What of the output dir's trainings is not drawn: the curves are one training's history (the reader's primary
+    state: the last training in ``trainings``' order)."""
+    others = [t.newest for t in found if t.newest is not drawn and t.newest.rel_path != drawn.rel_path]
+    if not others:
+        return None
+
+    def span(state: StateDoc) -> str:
+        steps = sorted(s for row in state.history if (s := as_int(row.get("step"))) is not None)
+        return f", steps {steps[0]}-{steps[-1]}" if steps else ""
+
+    named = "; ".join(f"{st.rel_path}{span(st)}" for st in others[:4]) + (" ..." if len(others) > 4 else "")
+    return (f"{len(found)} trainings wrote into this output dir: the curves are the log_history of one, "
+            f"{drawn.rel_path} (the last in hf.new-training's order); the other "
+            f"{'one' if len(others) == 1 else len(others)}'s ({named}) {'is' if len(others) == 1 else 'are'} not drawn.")
+

@@ -17,7 +17,7 @@ from textual.widgets.option_list import Option
 
 from ...analysis.curves import POLICIES
 from ...model import Run
-from ...report.safe_text import clean, data_text
+from ...report.safe_text import clean, data_text, elide
 from ...report.plot import lines_for
 from ..facts import compile_filter, main_config, relative_name
 from ..widgets.curve_spec import axis_for
@@ -89,7 +89,7 @@ class CompareScreen(Screen[None]):
 
     def _draw(self) -> None:
         self.query_one("#compare-status", Static).update(clean(
-            f"{self.tag or '(no tags)'}  policy {self.policy} · x {self.x_axis}"
+            f"{elide(self.tag or '(no tags)')}  policy {self.policy} · x {self.x_axis}"
             + (" · log y" if self.log_y else ""), newlines=False))
         plot = self.query_one(CurvePlot)
         if self.tag is None:
@@ -104,10 +104,10 @@ class CompareScreen(Screen[None]):
                     suffix = f" #{line.attempt}" if self.policy == "all" and line.attempt else ""
                     lines.append(PlotLine(clean(f"{name}{suffix}", newlines=False), line.x, line.y, index))
             except Exception as exc:  # one bad run must not hide the others
-                self.notify(f"{name}: cannot draw {self.tag}: {exc}", severity="warning")
+                self.notify(f"{name}: cannot draw {elide(self.tag)}: {exc}", severity="warning")
         x_label, ticks, lines = axis_for(self.x_axis, lines, width)  # integer step ticks, readable time units
-        plot.show(PlotSpec(tuple(lines), (), x_label, clean(f"{self.tag}  policy={self.policy}", newlines=False),
-                           self.log_y, empty_text=clean(f"no run has points for {self.tag}"), x_ticks=ticks))
+        plot.show(PlotSpec(tuple(lines), (), x_label, clean(f"{elide(self.tag)}  policy={self.policy}", newlines=False),
+                           self.log_y, empty_text=clean(f"no run has points for {elide(self.tag)}"), x_ticks=ticks))
 
     @on(Input.Changed, "#compare-filter")
     def _filter_changed(self) -> None:

@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from ...analysis.secrets import mask_value
-from ...report.safe_text import clean, data_text
+from ...report.safe_text import SHOWN_LINE_CHARS, clean, data_text, elide
 from ..facts import flat_config
 
 ABSENT = "—"
@@ -76,7 +76,8 @@ class ConfigDiffScreen(ModalScreen[None]):
         for label, _data in self.columns:
             table.add_column(data_text(label, newlines=False), width=value_width)
         for key, values in self.rows:
-            table.add_row(data_text(key, newlines=False), *(data_text(v) for v in values), height=None)
+            table.add_row(data_text(elide(key), newlines=False), *(data_text(elide(v, SHOWN_LINE_CHARS)) for v in values),
+                          height=None)
         if not self.rows:
             table.add_row("(no differences)" if all(data for _l, data in self.columns) else "(nothing to compare)",
                           *[""] * len(self.columns))

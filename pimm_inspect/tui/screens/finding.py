@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from ...analysis.secrets import mask_text
 from ...model import Finding
-from ...report.safe_text import clean
+from ...report.safe_text import clean, clean_name
 
 
 class FindingScreen(ModalScreen[str | None]):
@@ -38,7 +38,7 @@ class FindingScreen(ModalScreen[str | None]):
                 if f.steps:
                     evidence.append(f"steps   {f.steps[0]}-{f.steps[1]}")
                 for path in f.paths:
-                    evidence.append(f"file    {path}")
+                    evidence.append(f"file    {clean_name(path)}")
                 yield Static(clean("\n".join(evidence)) or "no files or steps attached", id="finding-evidence",
                              markup=False)
                 yield Static(clean(mask_text(f.explanation)) or "(no further explanation)", id="finding-explanation",

@@ -13,7 +13,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from ...model import Run
-from ...report.safe_text import data_text
+from ...report.safe_text import clean_name, data_text
 from ..facts import relative_name
 from ..wandb_keys import copy_wandb, open_wandb
 from ...session.staged import Loader, StagedLoader
@@ -264,10 +264,10 @@ class RunScreen(RunLoading):
         kinds = [d.kind.replace("_config", "") for d in chosen]
         labels = [f"{k} #{kinds[:i + 1].count(k)}" if kinds.count(k) > 1 else k for i, k in enumerate(kinds)]
         docs = [(label, dict(d.data or {})) for label, d in zip(labels, chosen)]  # chosen: data is a dict
-        legend = "   ".join(f"{label} = {d.path}" for label, d in zip(labels, chosen))
+        legend = "   ".join(f"{label} = {clean_name(d.path)}" for label, d in zip(labels, chosen))
         if len(docs) < 2:
             shown = len(self.run.configs)
-            comparable = f": {chosen[0].path}" if chosen else ""
+            comparable = f": {clean_name(chosen[0].path)}" if chosen else ""
             self.notify(f"the Config tab shows {shown} document(s); d compares run settings documents (resolved "
                         f"config, W&B config, Trainer args) and this run has {len(chosen)}{comparable}. To compare "
                         "runs: mark them on the runs table, press c, then d", severity="warning", timeout=10)

@@ -13,7 +13,7 @@ from textual.widgets.tree import TreeNode
 
 from ...analysis.secrets import mask_text, mask_value
 from ...model import ConfigDoc, Run
-from ...report.safe_text import data_text
+from ...report.safe_text import SHOWN_LINE_CHARS, clean_name, data_text, elide
 from ..facts import compile_filter
 
 MAX_NODES = 20000
@@ -90,7 +90,7 @@ class ConfigPane(Vertical):
             return
         budget = [MAX_NODES]
         for doc, data in self.docs:
-            node = tree.root.add(data_text(f"{doc.kind}  ({doc.path})", newlines=False), expand=True)
+            node = tree.root.add(data_text(f"{doc.kind}  ({clean_name(doc.path)})", newlines=False), expand=True)
             if data is not None:
                 leaves = [(p, v) for p, v in flatten(data) if not query or keep(_leaf_text(p, v))]
                 self._add_nested(node, leaves, budget)
@@ -101,7 +101,7 @@ class ConfigPane(Vertical):
                     if budget[0] <= 0:
                         break
                     budget[0] -= 1
-                    node.add_leaf(data_text(f"{number:>4}  {line}", newlines=False))
+                    node.add_leaf(data_text(elide(f"{number:>4}  {line}", SHOWN_LINE_CHARS), newlines=False))
             if not node.children:
                 node.add_leaf("(nothing matches)" if query else "(empty)")
             if query:
@@ -119,8 +119,8 @@ class ConfigPane(Vertical):
             for depth in range(len(parts) - 1):
                 key = ".".join(parts[:depth + 1])
                 if key not in nodes:
-                    nodes[key] = node.add(data_text(parts[depth], newlines=False), expand=depth < 1)
+                    nodes[key] = node.add(data_text(elide(parts[depth]), newlines=False), expand=depth < 1)
                     budget[0] -= 1
                 node = nodes[key]
-            node.add_leaf(data_text(_leaf_text(parts[-1], value), newlines=False))
+            node.add_leaf(data_text(elide(_leaf_text(elide(parts[-1]), value), SHOWN_LINE_CHARS), newlines=False))
             budget[0] -= 1

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 from ...analysis.curves import POLICIES
 from ...model import Run
 from ...analysis.curves import preferred_series
-from ...report.safe_text import clean, data_text
+from ...report.safe_text import clean, data_text, elide
 from ...analysis.summary import POLICY_HERE, policy_note
 from ..facts import attempt_marks, compile_filter, fmt_range, replayed_text
 from .curve_spec import (SMOOTHING_STEPS, CurveOptions, Point, build_spec, points_at, readout_fields, replayed_ranges,
@@ -358,7 +358,7 @@ class CurvesPane(Vertical):
             zoom = f" · zoom: {what} {fmt_range(first, last)} (z: {'next' if self.zoom_index + 1 < len(targets) else 'out'})"
         # What differs from the defaults (smoothing off, step axis, linear y): the line stays short at 80 columns.
         status.update(clean(
-            f"{self.tag or '(no scalar tags)'}  {opts.policy}" + (f" · smooth {opts.smooth:g}" if opts.smooth else "")
+            f"{elide(self.tag or '(no scalar tags)')}  {opts.policy}" + (f" · smooth {opts.smooth:g}" if opts.smooth else "")
             + (f" · x {opts.x_axis}" if opts.x_axis != "step" else "") + (" · log y" if opts.log_y else "") + zoom,
             newlines=False))
         self._update_note()
@@ -377,7 +377,7 @@ class CurvesPane(Vertical):
         try:
             spec = build_spec(run, tag, options, width)
         except Exception as exc:  # a bad series must show as a message, not a traceback
-            spec = PlotSpec(empty_text=clean(f"cannot draw {tag}: {type(exc).__name__}: {exc}"))
+            spec = PlotSpec(empty_text=clean(f"cannot draw {elide(tag)}: {type(exc).__name__}: {exc}"))
         self.post_message(self.Drawn(spec, generation))
 
     def on_curves_pane_drawn(self, message: Drawn) -> None:

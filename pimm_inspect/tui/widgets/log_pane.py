@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from ...model import Run
-from ...report.safe_text import data_text
+from ...report.safe_text import clean_name, data_text
 from ..messages import LogIndexProgress
 from .log_view import LogView
 
@@ -95,7 +95,7 @@ class LogPane(Vertical):
             if self.early is not None:  # the run is still being read: its log can be browsed already
                 self.opened = self._opened_early = True
                 root, self.log_path = self.early
-                self.query_one("#log-status", Static).update(data_text(f"{self.log_path}  indexing…", newlines=False))
+                self.query_one("#log-status", Static).update(data_text(f"{clean_name(self.log_path or '')}  indexing…", newlines=False))
                 self.view.open(root / self.log_path, self.log_path, root)
             return
         self.opened = True
@@ -106,7 +106,7 @@ class LogPane(Vertical):
             return
         self.file_index = min(self.file_index, len(self.files) - 1)
         self.log_path = self.files[self.file_index][0]
-        status.update(data_text(f"{self.log_path}  indexing…", newlines=False))
+        status.update(data_text(f"{clean_name(self.log_path)}  indexing…", newlines=False))
         self.view.set_attempts(attempt_starts(self.run, self.log_path))
         self.view.open(self.run.root / self.log_path, self.log_path, self.run.root)  # no link out of the run
 
@@ -120,9 +120,9 @@ class LogPane(Vertical):
         if self._per_attempt():
             attempt = self.files[self.file_index][1]
             more = f" ({self.file_index + 1} of {len(self.files)}, ] next)" if len(self.files) > 1 else ""
-            return f"{self.log_path}  W&B console of attempt {attempt}{more}  {view.line_count} lines  {wrap}"
+            return f"{clean_name(self.log_path or '')}  W&B console of attempt {attempt}{more}  {view.line_count} lines  {wrap}"
         starts = ", ".join(str(int(i) + 1) for i in view.attempt_lines[:8]) or "-"
-        return f"{self.log_path or 'train.log'}  {view.line_count} lines  attempts start at line {starts}  {wrap}"
+        return f"{clean_name(self.log_path or 'train.log')}  {view.line_count} lines  attempts start at line {starts}  {wrap}"
 
     def _per_attempt(self) -> bool:
         """True when the logs are one per attempt (W&B consoles), so ]/[ go from log to log."""

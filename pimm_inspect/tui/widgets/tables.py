@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 from ...analysis.secrets import mask_text
 from ...analysis.summary import expected_cursor, restored_by, restored_text
 from ...model import CheckpointInfo, Run
-from ...report.safe_text import clean, data_text
+from ...report.safe_text import clean_name, data_text
 from ..facts import attempt_marks, fmt_range, fmt_step, human_bytes
 
 
@@ -116,7 +116,7 @@ class CheckpointTable(DataTable[str | Text]):
     def _layout(self, run: Run) -> tuple[tuple[str, ...], int]:
         """(columns, path column width) for the current width."""
         width = (self.size.width or self.app.size.width) - 2
-        longest = max((len(clean(ck.path, newlines=False)) for ck in run.checkpoints), default=PATH_MIN)
+        longest = max((len(clean_name(ck.path)) for ck in run.checkpoints), default=PATH_MIN)
         wanted = min(longest, 40) + 2
         columns = checkpoint_columns(width, wanted, bool(restored_by(run)))
         others = sum(CHECKPOINT_WIDTHS[c] for c in columns if c != "path")
@@ -142,7 +142,7 @@ class CheckpointTable(DataTable[str | Text]):
             expected = expected_cursor(ck)
             mismatch = expected is not None and ck.wandb_cursor is not None and expected != ck.wandb_cursor
             cells: dict[str, str | Text] = {
-                "path": data_text(ck.path), "format": data_text(ck.format), "role": data_text(ck.role),
+                "path": Text(clean_name(ck.path)), "format": data_text(ck.format), "role": data_text(ck.role),
                 "restored by": restored_text(restores[ck.path]) if ck.path in restores else "",
                 "complete": "yes" if ck.complete else Text("NO", bad), "step": fmt_step(ck.global_step),
                 "epoch": fmt_step(ck.epoch), "W&B id": data_text(ck.wandb_run_id or "-", newlines=False),

@@ -1,0 +1,71 @@
+"""The runs table's pass over a prefetched warm tree (``tui/table_load.py``): the first screenful's stored rows,
+found together by the child, reach the table in one message, not one per run. (Speed itself is measured in
+bench/bench_runs_table.py: no timing here.)"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from pimm_inspect.session import Session  # noqa: E402
+from pimm_inspect.tui.messages import (DiscoveryDone, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,  # noqa: E402
+                                       RunsFound)
+from pimm_inspect.tui.prefetch import PrefetchedRows, RowPrefetch  # noqa: E402
+from pimm_inspect.tui.table_load import FIRST_ROWS, SessionRows, TablePass  # noqa: E402
+from tests.test_tui_table_cache import _quiet_tree  # noqa: E402
+
+
+def _pass(tree: Path, session: Session, owned: set[str] = frozenset()) -> list[object]:
+    """The messages of one first pass over ``tree``, its runs and rows taken from a prefetch child."""
+    prefetch = RowPrefetch.start(session, tree)
+    assert prefetch is not None
+    posted: list[object] = []
+    try:
+        TablePass(tree.absolute(), tree, lambda: session.staged, posted.append, lambda: False, owned.__contains__,
+                  PrefetchedRows(SessionRows(session), prefetch)).run()
+    finally:
+        prefetch.close()
+    assert prefetch.taken
+    return posted
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_prefetched_screenful_of_stored_rows_comes_in_one_message(tmp_path, monkeypatch) -> None:
+    if threading.active_count() != 1:
+        pytest.skip("another thread is running: no prefetch by design")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=6)
+    paths = Session().discover(tree)
+    listed = dict(zip(paths, Session().rows(paths, tree)))  # what ls TREE stores
+    posted = _pass(tree, Session())
+    assert not [m for m in posted if isinstance(m, RowLoaded)]  # no run read, no row sent alone
+    found = [m for m in posted if isinstance(m, RunsFound)]
+    loaded = [m for m in posted if isinstance(m, RowsLoaded)]
+    assert len(found) == 1 and len(loaded) == 1 and len(found[0].paths) == 6 < FIRST_ROWS
+    assert {path.absolute().as_posix(): row.status for path, row in loaded[0].rows} == \
+        {Path(path).absolute().as_posix(): row.status for path, row in listed.items()}
+    assert [type(m) for m in posted] == [LoadProgress, RunsFound, RowsLoaded, LoadProgress, DiscoveryDone,
+                                         LoadProgress, LoadProgress, LoadFinished]
+    done = [m for m in posted if isinstance(m, LoadProgress)]
+    assert (done[1].done, done[1].total) == (6, 6) and (done[-1].done, done[-1].total) == (6, 6)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_run_a_run_screen_reads_is_left_out_of_the_batch(tmp_path, monkeypatch) -> None:
+    """A run an open run screen reads itself gets no row from the pass, but counts as done."""
+    if threading.active_count() != 1:
+        pytest.skip("another thread is running: no prefetch by design")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=4)
+    list(Session().rows(Session().discover(tree), tree))
+    owned = (tree / "run_02").absolute().as_posix()
+    posted = _pass(tree, Session(), {owned})
+    rows = [path.as_posix() for m in posted if isinstance(m, RowsLoaded) for path, _row in m.rows]
+    assert len(rows) == 3 and owned not in rows
+    assert not [m for m in posted if isinstance(m, RowLoaded)]
+    assert [(m.done, m.total) for m in posted if isinstance(m, LoadProgress)][-1] == (4, 4)
