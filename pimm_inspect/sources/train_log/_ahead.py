@@ -24,7 +24,7 @@ import struct
 import sys
 import threading
 from collections.abc import Generator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -141,7 +141,8 @@ def _child(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_b
         return list(stats.long_lines), stats.long_line_count, stats.skipped_bytes, stats.partial_bytes
 
     try:
-        for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, cap):
+        reads = cast(BinaryIO, _PositionalReads(fh.fileno()))
+        for block, offset, real_end in blocks(reads, start_offset, size, stats, block_bytes, cap):
             ctx = BlockContext(block, 1)
             rows = ctx.fast_rows(template) if template is not None else None
             hits = ctx.hits
@@ -165,6 +166,32 @@ def _child(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_b
         _send(w, {"k": "x", "why": f"{type(exc).__name__}: {exc}", "s": state()}, [])
         raise
     _send(w, {"k": "end", "s": state()}, [])
+
+
+class _PositionalReads(io.RawIOBase):
+    """The child's reads of the file at its own position (``os.pread``): the descriptor's offset, which it shares with
+    the parent's file object, is never moved, so the parent's later seek and read of the file's last bytes are right
+    whatever that object buffered."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd, self.pos = fd, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence != 0:
+            raise io.UnsupportedOperation("only absolute positions")
+        self.pos = offset
+        return offset
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            raise io.UnsupportedOperation("reads of a given size only")
+        data = os.pread(self.fd, size, self.pos)
+        self.pos += len(data)
+        return data
 
 
 def _send(w: int, head: dict[str, Any], payloads: list[memoryview]) -> None:
