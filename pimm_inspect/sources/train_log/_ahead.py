@@ -19,6 +19,7 @@ import fcntl
 import io
 import os
 import pickle
+import queue
 import signal
 import struct
 import sys
@@ -38,6 +39,8 @@ MIN_BYTES = 64 << 20
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
 _LEN = struct.Struct("<Q")
+_AHEAD = 2
+"""Blocks the child may have scanned and not yet written (each a few MB of its memory)."""
 _ROWS = ("starts", "ends", "epochs", "max_epochs", "iters", "ipes", "walls", "other_starts", "other_ends")
 
 
@@ -136,6 +139,8 @@ def _child(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_b
     """Read and scan every block, sending each (then the line stats) to the parent."""
     template: P.Template | None = None
     tail: bytes | None = None
+    writer = _Writer(w)
+    writer.start()
 
     def state() -> tuple[list[tuple[int, int]], int, int, int]:
         return list(stats.long_lines), stats.long_line_count, stats.skipped_bytes, stats.partial_bytes
@@ -158,14 +163,50 @@ def _child(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_b
             arrays = [np.ascontiguousarray(a) for a in arrays]
             head = {"k": "b", "o": offset, "e": real_end, "n": len(block), "t": tail if template is not None else None,
                     "r": rows is not None, "a": [(a.dtype.str, int(a.size)) for a in arrays]}
-            _send(w, head, [memoryview(block)] + [a.view(np.uint8).data for a in arrays])
+            writer.send(head, [memoryview(block)] + [a.view(np.uint8).data for a in arrays])
     except OSError as exc:
-        _send(w, {"k": "os", "errno": exc.errno, "strerror": exc.strerror, "s": state()}, [])
+        writer.send({"k": "os", "errno": exc.errno, "strerror": exc.strerror, "s": state()}, [])
+        writer.close()
         return
     except BaseException as exc:  # anything else: the parent reads alone
-        _send(w, {"k": "x", "why": f"{type(exc).__name__}: {exc}", "s": state()}, [])
+        writer.send({"k": "x", "why": f"{type(exc).__name__}: {exc}", "s": state()}, [])
+        writer.close()
         raise
-    _send(w, {"k": "end", "s": state()}, [])
+    writer.send({"k": "end", "s": state()}, [])
+    writer.close()
+
+
+class _Writer(threading.Thread):
+    """The child's messages written in order by a thread of their own, up to ``_AHEAD`` of them waiting: the scan
+    of the next blocks goes on while the reader has not yet taken one (the pipe itself holds at most 1 MB)."""
+
+    def __init__(self, w: int) -> None:
+        super().__init__(daemon=True)
+        self.w = w
+        self.queue: queue.Queue[tuple[dict[str, Any], list[memoryview]] | None] = queue.Queue(maxsize=_AHEAD)
+        self.failed: OSError | None = None
+
+    def run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.failed is None:  # after a failure the rest is taken and dropped (the sender never blocks)
+                try:
+                    _send(self.w, *item)
+                except OSError as exc:
+                    self.failed = exc
+
+    def send(self, head: dict[str, Any], payloads: list[memoryview]) -> None:
+        if self.failed is not None:
+            raise self.failed  # the parent is gone (a broken pipe)
+        self.queue.put((head, payloads))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.join()
+        if self.failed is not None:
+            raise self.failed
 
 
 class _PositionalReads(io.RawIOBase):
