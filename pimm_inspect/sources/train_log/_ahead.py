@@ -6,7 +6,8 @@ Here a child process reads the blocks (``_blocks.blocks``, the same cuts), does 
 latest Train: lines, and sends each block's bytes and arrays through a pipe; the reader does everything else on
 exactly those bytes. A scan is used only for a template equal to the one the reader's attempt uses (the scan is a
 function of the block and the template alone), else the reader scans itself: the result is the one-process read's,
-bit for bit. The pipe holds about a block, so the child stays a block or two ahead and holds one block's memory.
+bit for bit. The child's writer thread keeps up to ``_AHEAD`` scanned blocks waiting (the pipe holds 1 MB), so the
+child stays a few blocks ahead and holds a few blocks' memory.
 
 Only for a big file (``MIN_BYTES``), on Linux, from a process with no other thread (a fork copies only the calling
 thread; a lock another thread held would stay held in the child). A child that fails makes the read start again in
