@@ -22,7 +22,7 @@ def test_a_second_training_in_one_output_dir_is_a_restart() -> None:
     assert got == [("fresh", "completed", 2, 8, (8,), None), ("restart", "stopped", 5, 20, (10, 20), None)]
     (finding,) = [f for f in run.findings if f.code == "hf.new-training"]
     assert finding.paths == ("checkpoint-8", "checkpoint-10", "checkpoint-20")
-    assert "checkpoint-8 (max_steps 8, train_batch_size 4); then checkpoint-10, checkpoint-20 (max_steps 40, " \
+    assert "checkpoint-8 (max_steps 8, train_batch_size 4); checkpoint-10, checkpoint-20 (max_steps 40, " \
            "train_batch_size 8)" in finding.message
     # Another training's steps are no copies of these: no replay is claimed.
     assert "steps.replayed" not in {f.code for f in run.findings}
@@ -172,9 +172,12 @@ def test_trainings_of_one_seed_are_told_apart_by_their_whole_history(tmp_path: P
     assert got == [("fresh", "completed", None, None, (3,)), ("restart", "completed", 2, 20, (10, 20)),
                    ("restart", "completed", 2, 14, (14,))]
     (finding,) = [f for f in run.findings if f.code == "hf.new-training"]
-    assert finding.message == ("3 trainings wrote into this output dir: checkpoint-3 (max_steps 3, train_batch_size 4); "
-                               "then checkpoint-10, checkpoint-20 (max_steps 20, train_batch_size 4); then checkpoint-14 "
-                               "(max_steps 14, train_batch_size 4)")
+    # One time stamp on every file, no checkpoint written over: the order is the folders' steps, and says so.
+    assert finding.message == ("3 trainings wrote into this output dir (their order is not recorded): checkpoint-3 "
+                               "(max_steps 3, train_batch_size 4); checkpoint-10, checkpoint-20 (max_steps 20, "
+                               "train_batch_size 4); checkpoint-14 (max_steps 14, train_batch_size 4)")
+    assert "their order is not recorded: they are listed, and numbered as attempts, by their checkpoints' steps" in \
+        finding.explanation
     assert {c.path: c.saved_by_attempt for c in run.checkpoints} == {
         "checkpoint-3": 1, "checkpoint-10": 2, "checkpoint-14": 3, "checkpoint-20": 2}
 

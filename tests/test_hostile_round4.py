@@ -60,6 +60,7 @@ def test_config_of_a_run_without_one_names_the_folder_inert(named_runs: dict[str
         assert not _inert(result.stderr), (args, _inert(result.stderr))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", HOSTILE_FOLDER_NAMES)
 def test_every_command_on_a_hostile_folder_name_prints_it_inert(named_runs: dict[str, Path], label: str) -> None:
     run = str(named_runs[label])
@@ -108,6 +109,7 @@ def test_secret_shapes_found_in_round_four() -> None:
         assert mask_text(harmless) == harmless
 
 
+@pytest.mark.slow
 def test_no_planted_secret_on_any_surface(tree: dict[str, Path], tmp_path: Path) -> None:
     from tests import hostile4_tree
 
@@ -141,16 +143,9 @@ UI_KEYS = (["1"], ["1", "pagedown"], ["2"], ["2", "down"], ["2", "down", "down",
 
 async def _inert_screen(pilot, where: str) -> str:
     from tests import hostile4_tree
-    from tests.tui_support import DANGEROUS_OUTPUT, drawn, rendered
+    from tests.tui_support import inert_screen
 
-    await drawn(pilot)
-    text, raw, segments = rendered(pilot.app)
-    for segment in segments:
-        bad = [c for c in segment.text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
-        assert not bad, f"{where}: control characters {bad!r} drawn in {segment.text!r}"
-        assert segment.style is None or not segment.style.link, f"{where}: a link from data: {segment.text!r}"
-    for sequence in DANGEROUS_OUTPUT:
-        assert sequence not in raw, f"{where}: {sequence!r} reached the terminal"
+    text, raw = await inert_screen(pilot, where)
     assert "link=javascript:alert(7)]m" in text or "alert(7)" not in text, f"{where}: P7's markup was parsed"
     assert not RAW_INVISIBLE.search(text), f"{where}: raw bidi/zero-width {RAW_INVISIBLE.findall(text)}"
     assert "\x1b]8;" not in raw, f"{where}: an OSC 8 hyperlink reached the terminal"
@@ -159,6 +154,7 @@ async def _inert_screen(pilot, where: str) -> str:
     return text
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 @pytest.mark.parametrize("kind", ["pimm", "hf", "lightning", "wandb"])
 async def test_ui_shows_every_hostile_string_inert_at_80x24(tree: dict[str, Path], kind: str) -> None:
@@ -231,6 +227,7 @@ def test_report_names_two_checkpoint_files_apart(tmp_path: Path) -> None:
         assert html.count(f"<code>{twin}</code>") == 2, twin
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_ui_checkpoints_tab_names_two_files_apart(tmp_path: Path) -> None:
     """Was: the Checkpoints tab showed both files as ``model/ck_\\xff.pth``."""
@@ -245,6 +242,7 @@ async def test_ui_checkpoints_tab_names_two_files_apart(tmp_path: Path) -> None:
         assert sorted(lines) == sorted(TWINS), lines
 
 
+@pytest.mark.slow
 def test_show_of_a_very_long_tag_is_linear_not_quadratic(tmp_path: Path) -> None:
     """Was: ``show`` piped stripped Rich's padding with a regular expression retried at every space, quadratic in a
     run of spaces inside a line: a 20,000-character tag took 26 s, a 2 MB one never finished. The guard is a hang
@@ -277,6 +275,7 @@ def test_strip_trailing_spaces_is_the_old_rule() -> None:
         assert strip_trailing_spaces(text) == trailing.sub(lambda m: "".join(sgr.findall(m.group(0))), text), text
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_ui_status_line_of_a_two_megabyte_tag_is_elided(tmp_path: Path) -> None:
     """Was: the Curves tab's status line held the whole tag and wrapped it (2 MB: 35,000 lines laid out, 5-7 s per
@@ -303,6 +302,7 @@ async def test_ui_status_line_of_a_two_megabyte_tag_is_elided(tmp_path: Path) ->
     assert elide("short") == "short" and elide("x" * 10 + "y" * 10, 10) == "xxxxx…yyyyy"
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_ui_config_tab_and_diff_elide_a_two_megabyte_value(tmp_path: Path) -> None:
     """Was: the Config tab laid out a 1 MB key and a 2 MB value whole (3.9 s to open the tab) and the config diff
@@ -338,3 +338,178 @@ async def test_ui_config_tab_and_diff_elide_a_two_megabyte_value(tmp_path: Path)
         assert max(len(cell) for cell in cells) <= SHOWN_LINE_CHARS + 1
     printed = CliRunner().invoke(cli, ["--no-cache", "config", "--flat", str(run)]).stdout
     assert "v" * 2_000_000 in printed  # the CLI prints it whole
+
+
+def test_a_nul_led_csv_cell_is_neutralised(tmp_path: Path) -> None:
+    """Was: a tag starting with NUL (ASVS 5.0, 1.2.10: a spreadsheet may drop it and read ``=...`` as a formula)
+    was written as it is; JSON keeps the exact tag."""
+    import csv
+    import json
+
+    from pimm_inspect.report.export import csv_cell
+
+    assert csv_cell("\x00=1+1") == "'\x00=1+1"
+    run = tb_run(tmp_path / "run", ["\x00=HYPERLINK(\"https://evil.example\")", "loss"])
+    out = tmp_path / "out.csv"
+    assert CliRunner().invoke(cli, ["--no-cache", "export", str(run), "-o", str(out)]).exit_code == 0
+    with open(out, newline="", encoding="utf-8") as fh:
+        tags = {row["tag"] for row in csv.DictReader(fh)}
+    assert tags == {"'\x00=HYPERLINK(\"https://evil.example\")", "loss"}
+    out_json = tmp_path / "out.json"
+    assert CliRunner().invoke(cli, ["--no-cache", "export", str(run), "--format", "json", "-o", str(out_json)]).exit_code == 0
+    assert "\x00=HYPERLINK(\"https://evil.example\")" in {r["tag"] for r in json.loads(out_json.read_text())}
+
+
+CRASHING_SHOW = """
+import sys
+import pimm_inspect.report.text as text
+
+def boom(run, base):
+    raise ValueError("bad tag \\x1b]8;;https://evil.example/\\x1b\\\\click\\x1b]8;;\\x1b\\\\ --token " + sys.argv[-1])
+
+text.run_summary = boom
+sys.argv = ["pimm-inspect", "--no-cache", "show", sys.argv[1]]
+from pimm_inspect.cli.main import main
+main()
+"""
+
+
+@pytest.mark.slow
+def test_an_internal_error_in_a_command_prints_one_inert_line_not_a_raw_traceback(tmp_path: Path) -> None:
+    """Was: a bug in a command printed Python's traceback, whose message (quoting run data) reached the terminal
+    raw: an OSC 8 link and a token in clear. Now the CLI does what the UI does (``tui.crash``): the traceback,
+    masked and escaped, in a private file; one line on stderr; exit 70."""
+    import subprocess
+    import sys
+
+    token = "ghp_" + "Crash0Token" * 3 + "abc"
+    run = tb_run(tmp_path / "run", ["loss"])
+    state = tmp_path / "state"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]), XDG_STATE_HOME=str(state))
+    result = subprocess.run([sys.executable, "-P", "-c", CRASHING_SHOW, str(run), token], capture_output=True,
+                            text=True, env=env, timeout=120)
+    assert result.returncode == 70, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and token not in result.stderr and "\x1b" not in result.stderr
+    assert result.stderr.startswith("pimm-inspect crashed; the traceback (no values) is in ")
+    (report,) = (state / "pimm-inspect").glob("crash-*.txt")
+    saved = report.read_text(encoding="utf-8")
+    assert "ValueError: bad tag \\x1b]8;;" in saved and token not in saved and "--token ****" in saved
+    assert oct(report.stat().st_mode & 0o777) == "0o600"
+
+
+DEFAULT_IGNORABLE = [(0xAD, 0xAD), (0x34F, 0x34F), (0x61C, 0x61C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+                     (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+                     (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+                     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): code points a renderer draws as nothing."""
+
+
+def test_every_default_ignorable_character_is_shown_as_an_escape() -> None:
+    """Was: variation selectors (U+FE00-FE0F, U+E0100-E01EF), the musical and shorthand format controls and
+    U+FFF0-FFF8 were drawn as nothing, so ``loss`` + U+FE0E read as ``loss``."""
+    from pimm_inspect.report.json_doc import dumps
+    from pimm_inspect.report.safe_text import clean
+
+    for first, last in DEFAULT_IGNORABLE:
+        for code in range(first, last + 1):
+            char = chr(code)
+            assert char not in clean("a" + char + "b"), hex(code)
+            assert char not in dumps({"tag": "a" + char}), hex(code)
+
+
+def test_two_tags_apart_by_a_variation_selector_read_apart(tmp_path: Path) -> None:
+    import json
+
+    run = tb_run(tmp_path / "run", ["train/loss", "train/loss\ufe0e", "train/loss\U000e0100"])
+    shown = CliRunner().invoke(cli, ["--no-cache", "show", str(run)]).stdout
+    assert "train/loss\\ufe0e" in shown and "train/loss\\U000e0100" in shown
+    document = json.loads(CliRunner().invoke(cli, ["--no-cache", "show", "--json", str(run)]).stdout)
+    assert {"train/loss", "train/loss\ufe0e", "train/loss\U000e0100"} <= set(document["runs"][0]["scalars"])
+
+
+def _replayed_run_with_a_newline_in_a_file_name(tmp_path: Path) -> tuple[Path, str]:
+    """e2_rollback (two event files overlapping at 51-75) with its second event file's host part holding a newline
+    that tries to forge a ``check`` line; returns the run and that file's name as surfaces must show it."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_rollback", run, symlinks=True)
+    second = sorted(run.glob("events.out.tfevents.*"))[1]
+    forged = second.name.replace("sdfampere012", "h\nrun0 info all.clear nothing found\n")
+    second.rename(run / forged)
+    return run, forged.replace("\n", "\\n")
+
+
+def test_a_file_name_quoted_in_a_finding_cannot_forge_a_line(tmp_path: Path) -> None:
+    """Was: ``steps.replayed``'s explanation quotes the event files by name, and ``check`` printed a newline of a
+    name as a line break (``run0 info all.clear ...`` on a line of its own). Every surface now writes the names a
+    finding quotes (its ``paths``) by the one name escape: ``safe_text.finding_text``."""
+    run, shown = _replayed_run_with_a_newline_in_a_file_name(tmp_path)
+    check = CliRunner().invoke(cli, ["--no-cache", "check", str(run)]).stdout
+    assert not re.search(r"(?m)^\s*run0 info", check), check
+    assert shown in check.replace("\n      ", "")  # wrapped by the terminal width: joined back
+    markdown = CliRunner().invoke(cli, ["--no-cache", "report", str(run), "-o", "-", "--format", "md"]).stdout
+    assert not re.search(r"(?m)^run0 info", markdown) and shown in markdown
+    from pimm_inspect.report.safe_text import finding_text
+
+    assert finding_text("a\\b and x\ny", ["x\ny", "a\\b"]) == "a\\\\b and x\\ny"
+    assert finding_text("nothing special", ["train.log"]) == "nothing special"
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_ui_finding_detail_quotes_the_file_name_escaped(tmp_path: Path) -> None:
+    pytest.importorskip("textual")
+    from textual.widgets import Static
+
+    from tests.tui_support import opened, settle
+
+    run, shown = _replayed_run_with_a_newline_in_a_file_name(tmp_path)
+    async with opened(run, (120, 36), tab="5") as (app, pilot):
+        for _ in range(6):  # the steps.replayed row: open each finding until its detail names the files
+            await pilot.press("enter")
+            await settle(pilot)
+            explanation = str(app.screen.query_one("#finding-explanation", Static).render())
+            if "holds steps" in explanation:
+                break
+            await pilot.press("escape", "down")
+            await settle(pilot)
+        assert shown in explanation.replace("\n", "") and "\nrun0 info" not in explanation
+
+
+@pytest.mark.slow
+def test_report_of_the_hostile_tree_in_chromium_runs_nothing_and_links_nothing(tree: dict[str, Path],
+                                                                              tmp_path: Path) -> None:
+    """The round-four tree's HTML report opened from disk in Debian's Chromium, scripts on and off: no dialog, no
+    console error, no request but the page, no image, frame or form, and no link but the page's own anchors."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    chromium = Path(os.environ.get("PIMM_INSPECT_CHROMIUM", "/usr/bin/chromium"))
+    if not chromium.exists():
+        pytest.skip(f"no Chromium at {chromium}")
+    page_file = tmp_path / "tree.html"
+    result = CliRunner().invoke(cli, ["--no-cache", "report", str(tree["root"]), "-o", str(page_file)])
+    assert result.exit_code == 0, result.output
+    with playwright_api.sync_playwright() as play:
+        browser = play.chromium.launch(executable_path=str(chromium), args=["--no-sandbox", "--headless",
+                                                                            "--disable-gpu"])
+        try:
+            for scripts in (True, False):
+                context = browser.new_context(java_script_enabled=scripts)
+                page = context.new_page()
+                seen: list[str] = []
+                page.on("console", lambda m: seen.append(f"console {m.type}: {m.text}"))
+                page.on("pageerror", lambda e: seen.append(f"pageerror: {e}"))
+                page.on("dialog", lambda d: (seen.append(f"dialog: {d.message}"), d.dismiss()))
+                page.on("request", lambda r: seen.append(f"request {r.url}") if r.url != page_file.as_uri() else None)
+                page.goto(page_file.as_uri())
+                page.wait_for_load_state("load")
+                targets = page.evaluate("Array.from(document.querySelectorAll('[href],[src],[action],[formaction]'))"
+                                        ".map(e => e.getAttribute('href') || e.getAttribute('src') || 'form')")
+                counts = page.evaluate("['img','iframe','object','embed','form','script'].map("
+                                       "t => document.getElementsByTagName(t).length)")
+                context.close()
+                assert seen == [], seen
+                assert all(t.startswith("#") for t in targets), targets
+                assert counts == [0, 0, 0, 0, 0, 1], counts
+        finally:
+            browser.close()

@@ -247,6 +247,9 @@ def test_every_path_the_load_looks_at_is_in_the_key(path, tmp_path, monkeypatch)
     the folder's fingerprint) or a folder on the way to one (realpath); a warm per-file cache gives the same key."""
     root = path.absolute()
     disk = disk_cache.DiskCache(tmp_path / "cache")
+    # One load first, into another cache: a module the load imports for the first time in this process (a fresh
+    # xdist worker) is found through pytest's import hook, which stats the import path's folders (tests/, the package).
+    _recorded(root, ReadCache(disk=disk_cache.DiskCache(tmp_path / "imports"), keep_in_memory=False))
     probes = _probes(monkeypatch)
     deps = _recorded(root, ReadCache(disk=disk, keep_in_memory=False))
     monkeypatch.undo()

@@ -220,7 +220,25 @@ def _run() -> int:
     except _OutputError as exc:
         return _output_failed(exc.error)
     except OSError as exc:
-        return _output_failed(exc)
+        try:
+            return _output_failed(exc)
+        except OSError:
+            return _crashed(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug: its traceback must not print run data raw (below)
+        return _crashed(exc)
+
+
+def _crashed(exc: BaseException) -> int:
+    """An internal error: the traceback (no values, secrets masked, controls escaped) goes to a private file, the
+    terminal gets one line naming it, exit 70, as the UI does (``session.crash``). Python's own traceback would print
+    the exception's message raw: a message quoting a tag, a path or a config value carries the run's control
+    sequences and secrets to the terminal."""
+    from ..session.crash import CRASH_EXIT_CODE, write_crash
+
+    _silence_stdout()
+    _path, line = write_crash(exc)
+    _say(line)
+    return CRASH_EXIT_CODE
 
 
 def _exit_code(value: object) -> int:

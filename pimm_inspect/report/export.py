@@ -73,14 +73,15 @@ def write_json(rows: Iterable[TagRows], fh: IO[str], batch: int = 10_000) -> int
     return count
 
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-"""A CSV cell starting with one of these is a formula to a spreadsheet (OWASP's list for CSV injection)."""
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
+"""A CSV cell starting with one of these is a formula to a spreadsheet (OWASP's list for CSV injection, with the NUL
+character that ASVS 5.0's requirement 1.2.10 adds: a spreadsheet may drop a leading NUL and read the rest)."""
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
 """A cell that is just a number (``-0.5``, ``+1e-3``) is a number, not a formula: left as it is."""
 
 
 def csv_cell(text: str) -> str:
-    """A text cell as OWASP recommends for CSV: one starting with ``= + - @``, TAB or CR gets a leading ``'``, so a
+    """A text cell as OWASP recommends for CSV: one starting with ``= + - @``, TAB, CR or NUL gets a leading ``'``, so a
     spreadsheet shows it as text instead of evaluating it (``=HYPERLINK(...)``, ``=cmd|...``); a plain number is
     kept. Only CSV does this: JSON and Parquet keep the exact value."""
     if text and text[0] in FORMULA_START and not _NUMBER.match(text):

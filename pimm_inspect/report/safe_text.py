@@ -11,6 +11,7 @@ escapes C1 and the other characters below, which the encoder would otherwise pas
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 # The one escape of names (and of undecodable bytes in any text) lives at the package root, below every surface that
@@ -21,17 +22,31 @@ if TYPE_CHECKING:  # Rich is imported only when a Text is made: `--json` output 
     from rich.text import Text
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5"
-                      "\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u2800\u3164\ufeff\uffa0"
-                      "\ufff9-\ufffb\U000e0000-\U000e007f]")
+                      "\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff"
+                      "\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 """C0 (except tab and newline), DEL, C1, line/paragraph separators, bidi controls (LRM, RLM, ALM, embeddings,
 overrides, isolates) and the invisible characters that make two different names look the same (soft hyphen,
-zero-width space/joiners, word joiner, invisible operators, BOM, fillers, tag characters, and the spaces that are
-not U+0020 but look like it: no-break, en/em/thin/hair, narrow no-break, medium mathematical, Ogham, braille
-blank)."""
+zero-width space/joiners, word joiner, invisible operators, BOM, fillers, tag characters, variation selectors, and
+the spaces that are not U+0020 but look like it: no-break, en/em/thin/hair, narrow no-break, medium mathematical,
+Ogham, braille blank): every Default_Ignorable_Code_Point of Unicode (drawn as nothing) is among them."""
 
 def clean_name(name: str) -> str:
     """A name for a text surface: ``name_text``, then every control or invisible character as an escape."""
     return clean(name_text(name), newlines=False)
+
+
+def finding_text(text: str, paths: Sequence[str]) -> str:
+    """A finding's message or explanation with each file it names (its ``paths``) written by the one name escape.
+
+    Checks quote file names in free text; a name holding a newline would start a new line of ``check``'s output
+    (a forged finding), and one holding a backslash or an undecodable byte would read like another file. Each
+    quoted path that ``clean_name`` changes is replaced in one pass (longest first); the rest of the text is cleaned
+    by the surface as any text."""
+    special = sorted({p for p in paths if p and clean_name(p) != p}, key=len, reverse=True)
+    if not special or not any(p in text for p in special):
+        return text
+    pattern = re.compile("|".join(re.escape(p) for p in special))
+    return pattern.sub(lambda m: clean_name(m.group(0)), text)
 
 
 def _escape(match: re.Match[str]) -> str:

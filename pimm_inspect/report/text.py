@@ -20,7 +20,7 @@ from ..evidence import RunRow
 from ..model import Attempt, Finding, Run, Severity
 from .json_doc import run_notes, scalar_summary
 from .ls_columns import Column, default_columns, run_label
-from .safe_text import clean, data_text, name_text, shorten
+from .safe_text import clean, data_text, finding_text, name_text, shorten
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 STATUS_STYLE = {"finished": "green", "running": "bold blue", "crashed": "bold red", "stopped": "yellow",
@@ -263,10 +263,10 @@ def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, 
         grid.add_column(no_wrap=True)
         grid.add_column(ratio=1)
         grid.add_row("", Text(f"{f.severity.label:<7}", style=SEVERITY_STYLE[f.severity]),
-                     _one_line(f.code, style="bold"), data_text(mask_text(f.message)))
+                     _one_line(f.code, style="bold"), data_text(mask_text(finding_text(f.message, f.paths))))
         parts.append(grid)
         if explain and f.explanation:
-            parts.append(Padding(data_text(mask_text(f.explanation), style="dim"), (0, 0, 0, 6)))
+            parts.append(Padding(data_text(mask_text(finding_text(f.explanation, f.paths)), style="dim"), (0, 0, 0, 6)))
     return Group(*parts)
 
 
@@ -285,7 +285,7 @@ def _finding_line(label: str, f: Finding) -> Text:
     line.append(f.severity.label, style=SEVERITY_STYLE[f.severity])
     line.append(" ")
     line.append(clean(f.code, newlines=False), style="bold")
-    line.append(" " + clean(mask_text(f.message), newlines=False))
+    line.append(" " + clean(mask_text(finding_text(f.message, f.paths)), newlines=False))
     return line
 
 

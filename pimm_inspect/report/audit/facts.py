@@ -20,7 +20,7 @@ from ...analysis.secrets import mask_text, mask_value
 from ...analysis.summary import policy_note, restored_by, summary_of
 from ...model import Attempt, Run
 from ..json_doc import run_notes, run_path
-from ..safe_text import clean, name_text, shorten
+from ..safe_text import clean, finding_text, name_text, shorten
 from .charts import ChartGroup, chart_groups
 from .redact import Redact
 
@@ -264,7 +264,8 @@ def run_facts(run: Run, base: Path, anchor: str, redact: Redact, tags: tuple[str
     attempts = tuple(_attempt_row(a, scrub) for a in run.attempts)
     steps = [s for a in run.attempts for s in (a.first_step, a.last_step) if s is not None]
     order = sorted(range(len(run.findings)), key=lambda i: (-int(run.findings[i].severity), i))
-    findings = tuple(FindingRow(f.severity.label, scrub(f.code), scrub(f.message), scrub(f.explanation, True),
+    findings = tuple(FindingRow(f.severity.label, scrub(f.code), scrub(finding_text(f.message, f.paths)),
+                                scrub(finding_text(f.explanation, f.paths), True),
                                 f.steps, f.attempts, tuple(scrub(p, name=True) for p in f.paths),
                                 tuple((scrub(v), scrub(s)) for v, s in f.views))
                      for f in (run.findings[i] for i in order))

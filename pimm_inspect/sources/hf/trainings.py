@@ -196,9 +196,21 @@ def trainings_finding(found: list[Training], rel_dir: str) -> Finding | None:
                       f"{_values(earlier)}, saving every {_save_every(earlier)} steps, went on to step "
                       f"{as_int(earlier.newest.fields.get('global_step'))}: it saved there first, and the other "
                       "wrote over it later.")
+    stamps = [t.first_mtime_s for t in found if math.isfinite(t.first_mtime_s)]
+    timed = len(stamps) > 1 and max(stamps) - min(stamps) >= MTIME_ORDER_S
+    # The order is the files' when their times differ, a training wrote over another's checkpoint, or the later one
+    # wrote the top-level trainer_state.json (at its end); else it is the folders' steps.
+    known = all(timed or overwrote(later, earlier) is not None or "/" not in later.newest.rel_path.strip("./")
+                for earlier, later in zip(found, found[1:]))
+    if not known:
+        order += (" Every file here has one time stamp (a checkout or a copy) and nothing else dates these trainings, "
+                  "so their order is not recorded: they are listed, and numbered as attempts, by their checkpoints' "
+                  "steps.")
     return Finding(
         "hf.new-training", Severity.WARNING,
-        f"{len(found)} trainings wrote into this output dir: " + "; then ".join(_describe(t) for t in found),
+        f"{len(found)} trainings wrote into this output dir" + (": " + "; then ".join(_describe(t) for t in found)
+                                                                 if known else " (their order is not recorded): "
+                                                                 + "; ".join(_describe(t) for t in found)),
         paths or tuple(t.newest.rel_path for t in found), None,
         "A Trainer keeps max_steps and train_batch_size from its first save to its last, and every checkpoint of one "
         "training holds the same log_history up to its step (a resume restores it); checkpoints that disagree on "

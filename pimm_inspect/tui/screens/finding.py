@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from ...analysis.secrets import mask_text
 from ...model import Finding
-from ...report.safe_text import clean, clean_name
+from ...report.safe_text import clean, clean_name, finding_text
 
 
 class FindingScreen(ModalScreen[str | None]):
@@ -33,7 +33,7 @@ class FindingScreen(ModalScreen[str | None]):
         with Vertical(id="finding-dialog"):
             yield Static(id="finding-head")
             with VerticalScroll(id="finding-body"):
-                yield Static(clean(mask_text(f.message)), id="finding-message", markup=False)
+                yield Static(clean(mask_text(finding_text(f.message, f.paths))), id="finding-message", markup=False)
                 evidence = []
                 if f.steps:
                     evidence.append(f"steps   {f.steps[0]}-{f.steps[1]}")
@@ -41,7 +41,7 @@ class FindingScreen(ModalScreen[str | None]):
                     evidence.append(f"file    {clean_name(path)}")
                 yield Static(clean("\n".join(evidence)) or "no files or steps attached", id="finding-evidence",
                              markup=False)
-                yield Static(clean(mask_text(f.explanation)) or "(no further explanation)", id="finding-explanation",
+                yield Static(clean(mask_text(finding_text(f.explanation, f.paths))) or "(no further explanation)", id="finding-explanation",
                              markup=False)
             keys = "escape close   y copy explanation"
             if f.steps:
@@ -64,5 +64,6 @@ class FindingScreen(ModalScreen[str | None]):
 
     def action_copy(self) -> None:
         """Copy message and explanation (OSC 52)."""
-        self.app.copy_to_clipboard(clean(mask_text(f"{self.finding.code}: {self.finding.message}\n{self.finding.explanation}")))
+        f = self.finding
+        self.app.copy_to_clipboard(clean(mask_text(finding_text(f"{f.code}: {f.message}\n{f.explanation}", f.paths))))
         self.notify("copied the finding")

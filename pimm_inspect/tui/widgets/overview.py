@@ -17,7 +17,7 @@ from textual.widgets import Static
 from ...analysis.secrets import mask_text
 from ...load.quick import RunGlance
 from ...model import Attempt, Provenance, Run, Severity
-from ...report.safe_text import clean, data_text
+from ...report.safe_text import clean, data_text, finding_text
 from ..facts import Span, fmt_range, fmt_range_short, fmt_step_short, kind_label, marked_spans, relative_name
 from ..stages import WAITING, attempts_seen, last_step_seen
 
@@ -277,7 +277,7 @@ class Overview(VerticalScroll):
         grid.add_column(ratio=1)
         for f in run.findings[:6]:
             grid.add_row(Text(f.severity.label, self.get_component_rich_style(SEVERITY_CLASS[f.severity])),
-                         data_text(f.code, newlines=False), data_text(mask_text(f.message), newlines=False))
+                         data_text(f.code, newlines=False), data_text(mask_text(finding_text(f.message, f.paths)), newlines=False))
         if len(run.findings) > 6:
             grid.add_row("", "", f"… {len(run.findings) - 6} more in the Findings tab (5)")
         return grid

@@ -8,7 +8,7 @@ from textual.widgets import Static
 from ...analysis.secrets import mask_text
 from ...evidence import RunRow
 from ...model import Run
-from ...report.safe_text import clean
+from ...report.safe_text import clean, finding_text
 from ..facts import fmt_step, kind_label
 
 MAX_FINDINGS = 8
@@ -20,7 +20,7 @@ def top_finding(run: Run | RunRow) -> str:
         return ""
     worst = max(f.severity for f in run.findings)
     finding = next(f for f in run.findings if f.severity == worst)
-    return clean(mask_text(finding.message), newlines=False)
+    return clean(mask_text(finding_text(finding.message, finding.paths)), newlines=False)
 
 
 class RunPreview(Static):
@@ -49,7 +49,7 @@ class RunPreview(Static):
         for f in sorted(run.findings, key=lambda f: -f.severity)[:MAX_FINDINGS]:
             out.append(f"{f.severity.label:<8}", self.get_component_rich_style(f"preview--{f.severity.label}"))
             out.append(clean(f.code, newlines=False) + "\n", self.get_component_rich_style("preview--dim"))
-            out.append("  " + clean(mask_text(f.message), newlines=False) + "\n")
+            out.append("  " + clean(mask_text(finding_text(f.message, f.paths)), newlines=False) + "\n")
         if len(run.findings) > MAX_FINDINGS:
             out.append(f"… {len(run.findings) - MAX_FINDINGS} more (enter opens the run)",
                        self.get_component_rich_style("preview--dim"))

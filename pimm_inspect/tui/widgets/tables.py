@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 from ...analysis.secrets import mask_text
 from ...analysis.summary import expected_cursor, restored_by, restored_text
 from ...model import CheckpointInfo, Run
-from ...report.safe_text import clean_name, data_text
+from ...report.safe_text import clean_name, data_text, finding_text
 from ..facts import attempt_marks, fmt_range, fmt_step, human_bytes
 
 
@@ -191,7 +191,7 @@ class FindingsTable(DataTable[str | Text]):
             style = self.get_component_rich_style(f"findings--{f.severity.label}")
             # Which attempts, before the message: two findings about different attempts never look alike.
             rows.append((Text(f.severity.label, style), data_text(f.code), "→".join(f"#{a}" for a in f.attempts),
-                         fmt_range(*f.steps) if f.steps else "", data_text(mask_text(f.message), newlines=False)))
+                         fmt_range(*f.steps) if f.steps else "", data_text(mask_text(finding_text(f.message, f.paths)), newlines=False)))
         return rows
 
     def _width_for(self, rows: list[tuple[Text, Text, str, str, Text]]) -> int:
