@@ -6,7 +6,6 @@ may still handle a message after its runs table is gone; it must not lay that ta
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
