@@ -127,3 +127,24 @@ def test_hf_attempt_configs_from_the_checkpoints_each_attempt_saved():
     assert doc["source"] == "checkpoint-20/training_args.bin" and doc["config"]["save_steps"] == 10
     same = _config(str(RUNS / "hf_resumed"), "--attempt", "1", "--diff", "@2")
     assert same.exit_code == 0 and same.stdout == "" and "no differences" in same.stderr
+
+
+def test_one_document_of_an_older_attempt_is_named_in_text(tmp_path):
+    """When the only readable config belongs to an older attempt (the newer training's training_args.bin emptied, as in
+    a public HF output dir), the text names its file and attempt, as --json's `source`/`attempt` do; a newest-attempt
+    or run-level document alone keeps the bare body."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "hf_two_trainings", run)
+    for name in ("checkpoint-10", "checkpoint-20"):
+        (run / name / "training_args.bin").write_bytes(b"")
+    for config in run.glob("*/config.json"):
+        config.unlink()
+    text = CliRunner().invoke(cli, ["config", str(run)]).output
+    assert text.splitlines()[0] == "# checkpoint-8/training_args.bin (hf_training_args, attempt 1)"
+    assert json.loads(text.split("\n", 1)[1])["output_dir"]
+    as_json = json.loads(CliRunner().invoke(cli, ["config", str(run), "--json"]).output)
+    assert (as_json["source"], as_json["attempt"]) == ("checkpoint-8/training_args.bin", 1)
+    bare = CliRunner().invoke(cli, ["config", str(RUNS / "e2_rollback")]).output
+    assert bare.startswith("{")

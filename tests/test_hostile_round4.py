@@ -143,16 +143,9 @@ UI_KEYS = (["1"], ["1", "pagedown"], ["2"], ["2", "down"], ["2", "down", "down",
 
 async def _inert_screen(pilot, where: str) -> str:
     from tests import hostile4_tree
-    from tests.tui_support import DANGEROUS_OUTPUT, drawn, rendered
+    from tests.tui_support import inert_screen
 
-    await drawn(pilot)
-    text, raw, segments = rendered(pilot.app)
-    for segment in segments:
-        bad = [c for c in segment.text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
-        assert not bad, f"{where}: control characters {bad!r} drawn in {segment.text!r}"
-        assert segment.style is None or not segment.style.link, f"{where}: a link from data: {segment.text!r}"
-    for sequence in DANGEROUS_OUTPUT:
-        assert sequence not in raw, f"{where}: {sequence!r} reached the terminal"
+    text, raw = await inert_screen(pilot, where)
     assert "link=javascript:alert(7)]m" in text or "alert(7)" not in text, f"{where}: P7's markup was parsed"
     assert not RAW_INVISIBLE.search(text), f"{where}: raw bidi/zero-width {RAW_INVISIBLE.findall(text)}"
     assert "\x1b]8;" not in raw, f"{where}: an OSC 8 hyperlink reached the terminal"

@@ -80,16 +80,9 @@ async def test_malicious_checkpoint_in_the_ui_leaves_no_trace(tmp_path):
 
 async def _assert_inert(pilot, where: str) -> str:
     """No control character from data in what the screen draws, no link, and nothing dangerous written."""
-    from tests.tui_support import DANGEROUS_OUTPUT, drawn, rendered
+    from tests.tui_support import inert_screen
 
-    await drawn(pilot)  # what the screen shows once every change is laid out, not a frame before
-    text, raw, segments = rendered(pilot.app)
-    for segment in segments:
-        bad = [c for c in segment.text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
-        assert not bad, f"{where}: control characters {bad!r} drawn in {segment.text!r}"
-        assert segment.style is None or not segment.style.link, f"{where}: a link from data: {segment.text!r}"
-    for sequence in DANGEROUS_OUTPUT:
-        assert sequence not in raw, f"{where}: {sequence!r} reached the terminal"
+    text, _raw = await inert_screen(pilot, where)
     for word in ("BOLD", "LINK"):  # markup would have eaten the brackets: shown, they prove it was not parsed
         assert text.count(word) == text.count(f"]{word}"), f"{where}: {word} rendered without its markup text"
     return text

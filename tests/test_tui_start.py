@@ -57,14 +57,7 @@ print(json.dumps({"paused_at_start": paused_at_start, "enabled_at_end": gc.isena
 def test_the_collector_waits_for_the_first_pass_then_runs_again(tmp_path) -> None:
     """``pimm-inspect TREE`` starts with the collector off; the filled table turns it back on (a fresh process: the
     collector's state is the process's)."""
-    pytest.importorskip("textual")
-    from tests.test_tui_table_cache import _quiet_tree
-
-    tree = _quiet_tree(tmp_path, copies=4)
-    env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
-    out = subprocess.run([sys.executable, "-c", STARTED, str(tree)], env=env, capture_output=True, text=True,
-                         timeout=300, check=True, cwd=tmp_path)
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    seen = _started(STARTED, tmp_path, copies=4)
     assert seen["paused_at_start"] and seen["paused_when_filled"]
     assert seen["enabled_at_end"] and seen["frozen"] > 1000  # what the start made is never walked again
     assert seen["rows"] == 4
@@ -98,14 +91,7 @@ print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}))
 def test_quitting_freezes_what_the_ui_made(tmp_path) -> None:
     """The UI quits, and the process with it: everything is frozen, so the interpreter's collection at exit walks
     none of it (the collector may still be paused: the table was filled a moment ago)."""
-    pytest.importorskip("textual")
-    from tests.test_tui_table_cache import _quiet_tree
-
-    tree = _quiet_tree(tmp_path, copies=3)
-    env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
-    out = subprocess.run([sys.executable, "-c", QUITS, str(tree)], env=env, capture_output=True, text=True,
-                         timeout=300, check=True, cwd=tmp_path)
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    seen = _started(QUITS, tmp_path, copies=3)
     assert not seen["enabled"] and seen["frozen"] > 1000
 
 
@@ -139,3 +125,16 @@ def test_a_forked_child_collects_although_its_parent_paused() -> None:
     enabled, frozen = child.get(timeout=60)
     assert child.get(timeout=60) is END
     assert enabled and frozen > 1000
+
+
+def _started(script: str, tmp_path: Path, copies: int) -> dict:
+    """What ``script`` prints last (JSON), run as its own process on a quiet tree of ``copies`` copies (the collector's
+    state is the process's)."""
+    pytest.importorskip("textual")
+    from tests.test_tui_table_cache import _quiet_tree
+
+    tree = _quiet_tree(tmp_path, copies=copies)
+    env = dict(os.environ, PYTHONPATH=str(REPO), PIMM_INSPECT_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", script, str(tree)], env=env, capture_output=True, text=True,
+                         timeout=300, check=True, cwd=tmp_path)
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -69,3 +69,30 @@ def test_a_run_a_run_screen_reads_is_left_out_of_the_batch(tmp_path, monkeypatch
     assert len(rows) == 3 and owned not in rows
     assert not [m for m in posted if isinstance(m, RowLoaded)]
     assert [(m.done, m.total) for m in posted if isinstance(m, LoadProgress)][-1] == (4, 4)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_the_child_works_out_the_cell_texts_the_table_shows(tmp_path, monkeypatch) -> None:
+    """Each row the child sends carries its runs-table cell texts, the very ones the table works out for the row
+    ``ls`` stored; the table wraps them (it works out none itself)."""
+    from rich.style import Style
+
+    from pimm_inspect.tui import row_texts
+    from pimm_inspect.tui.widgets.runs_cells import CellMaker, CellStyles
+
+    if threading.active_count() != 1:
+        pytest.skip("another thread is running: no prefetch by design")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=5)
+    paths = Session().discover(tree)
+    listed = {path.absolute().as_posix(): row for path, row in zip(paths, Session().rows(paths, tree))}
+    sent = [(path, row) for m in _pass(tree, Session()) if isinstance(m, RowsLoaded) for path, row in m.rows]
+    assert len(sent) == 5
+    expected = {key: row_texts.row_texts(row) for key, row in listed.items()}
+    assert len({texts[1] for texts in expected.values()}) > 1  # the fixtures differ (statuses): a real comparison
+    assert {path.absolute().as_posix(): row.cell_texts for path, row in sent} == expected
+    monkeypatch.setattr(row_texts, "row_texts", lambda run: pytest.fail("the table worked out a sent row's texts"))
+    maker = CellMaker(CellStyles(Style(color="red"), Style(color="yellow"), Style(italic=True), Style(bold=True)))
+    for path, row in sent:
+        made = maker.row(row, None)
+        assert [str(made.cells[column]) for column in row_texts.COLUMNS] == list(expected[path.absolute().as_posix()][:-1])

@@ -178,6 +178,20 @@ def rendered(app) -> tuple[str, str, list]:
     return text, raw, segments
 
 
+async def inert_screen(pilot, where: str) -> tuple[str, str]:
+    """(text, raw) of the settled screen, asserting that no control character from data is drawn, no segment carries a
+    link, and no dangerous sequence reaches the terminal (the safety tests' shared part; each adds its own checks)."""
+    await drawn(pilot)  # what the screen shows once every change is laid out, not a frame before
+    text, raw, segments = rendered(pilot.app)
+    for segment in segments:
+        bad = [c for c in segment.text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]
+        assert not bad, f"{where}: control characters {bad!r} drawn in {segment.text!r}"
+        assert segment.style is None or not segment.style.link, f"{where}: a link from data: {segment.text!r}"
+    for sequence in DANGEROUS_OUTPUT:
+        assert sequence not in raw, f"{where}: {sequence!r} reached the terminal"
+    return text, raw
+
+
 import pytest  # noqa: E402
 
 

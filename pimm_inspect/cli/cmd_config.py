@@ -126,8 +126,10 @@ def command(run: str, other: str | None, attempt: int | None, flat: bool, kind: 
         document["documents"] = [_entry(d) for d in docs]
         click.echo(dumps(document))
         return
+    newest = max((a.index for a in target.attempts), default=None)
+    older = attempt is None and doc.attempt is not None and newest is not None and doc.attempt < newest
     for i, item in enumerate(docs):
-        if len(docs) > 1:
+        if len(docs) > 1 or older:  # one document, but an older attempt's: say whose it is, as --json does
             click.echo(("\n" if i else "") + _heading(item))
         if item.data is None:
             text = mask_text(item.text or "")

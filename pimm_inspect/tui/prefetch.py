@@ -6,7 +6,8 @@ core, while this process imports and mounts the UI; batches come back as ``sessi
 stored row travels as its head's values and its detail's text as the cache holds it (``SentRow``): the child never
 decodes the detail (findings, attempts, config, metrics), nor pickles it as objects, and this process decodes it only
 where a view asks for it (the runs table shows the head alone), so the rows cost neither process much and this one
-holds few objects per row. The table's first pass then takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
+holds few objects per row. With each row come its runs-table cell texts (``row_texts``), worked out by the child: the
+table only wraps them. The table's first pass then takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
 by that pass as before, and every later pass (a refresh) asks the session directly. Where the process cannot fork
 safely (another thread already runs, no ``fork``), there is no prefetch and the pass does all of it itself.
 
@@ -46,15 +47,20 @@ class SentRow(RunRow):
     Equal to (and hashes as) the plain row of the same values.
     """
 
-    __slots__ = ("_detail", "_detail_fields")
+    __slots__ = ("_detail", "_detail_fields", "cell_texts")
+
+    cell_texts: tuple[str, ...]
+    """The row's runs-table cell texts (``row_texts.row_texts``), as the child worked them out."""
 
     @classmethod
-    def of(cls, head: tuple[str, ...], values: tuple[Any, ...], detail: tuple[str, ...], text: str) -> SentRow:
+    def of(cls, head: tuple[str, ...], values: tuple[Any, ...], detail: tuple[str, ...], text: str,
+           texts: tuple[str, ...]) -> SentRow:
         row = object.__new__(cls)
         for name, value in zip(head, values):
             _SLOTS[name].__set__(row, value)
         object.__setattr__(row, "_detail", text)
         object.__setattr__(row, "_detail_fields", detail)
+        object.__setattr__(row, "cell_texts", texts)
         return row
 
     def _expand(self) -> None:
@@ -105,18 +111,19 @@ for _name in _FIELDS:
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Runs found, in discovery order, and those of their rows the cache still held (looked up: all of them): each
-    as (its place in ``paths``, its ``head`` fields' values, its detail's text), or whole in ``stored``."""
+    as (its place in ``paths``, its ``head`` fields' values, its detail's text, its cell texts), or whole in
+    ``stored``."""
 
     paths: list[Path]
     stored: dict[Path, RunRow]
-    sent: list[tuple[int, tuple[Any, ...], str]]
+    sent: list[tuple[int, tuple[Any, ...], str, tuple[str, ...]]]
     head: tuple[str, ...]
     detail: tuple[str, ...]
 
     def rows(self) -> dict[Path, RunRow]:
         """Every row of the batch, by path (``SentRow``s, and the rows sent whole)."""
-        found: dict[Path, RunRow] = {self.paths[i]: SentRow.of(self.head, values, self.detail, text)
-                                     for i, values, text in self.sent}
+        found: dict[Path, RunRow] = {self.paths[i]: SentRow.of(self.head, values, self.detail, text, texts)
+                                     for i, values, text, texts in self.sent}
         found.update(self.stored)
         return found
 
@@ -125,10 +132,11 @@ def _batch(session: Session, root: Path, paths: list[Path]) -> Batch:
     """``paths`` and their stored rows, each row's detail as the cache's text where it has one."""
     from ..session.row_index import stored_detail
     from ..session.store.row_cache import DETAIL
+    from .row_texts import row_texts
 
     head = tuple(name for name in _FIELDS if name not in DETAIL)
     whole: dict[Path, RunRow] = {}
-    sent: list[tuple[int, tuple[Any, ...], str]] = []
+    sent: list[tuple[int, tuple[Any, ...], str, tuple[str, ...]]] = []
     stored = session.stored_rows(paths, under=root)
     for i, path in enumerate(paths):
         row = stored.get(path)
@@ -138,7 +146,7 @@ def _batch(session: Session, root: Path, paths: list[Path]) -> Batch:
         if text is None:
             whole[path] = row
         else:
-            sent.append((i, tuple(getattr(row, name) for name in head), text))
+            sent.append((i, tuple(getattr(row, name) for name in head), text, row_texts(row)))
     return Batch(paths, whole, sent, head, DETAIL)
 
 
@@ -245,8 +253,8 @@ class PrefetchedRows:
             found.update(self.inner.stored(rest))
         return found
 
-    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
-        return self.inner.build(paths, cancelled)
+    def build(self, paths: list[Path], cancelled: Callable[[], bool], under: Path | None = None) -> Iterator[RunRow]:
+        return self.inner.build(paths, cancelled, under)
 
     def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
         return self.inner.build_big(path, on_stage, cancelled)

@@ -16,20 +16,14 @@ from rich.style import Style
 from rich.text import Text
 
 from ...evidence import RunRow
-from ...model import Severity
-from ...report.safe_text import clean
-from ..facts import best_metric, findings_cell, fmt_step, kind_label, last_logged_cell, last_step
+from ..row_texts import COLUMNS, ERROR, WARNING, texts_of
+from ..row_texts import clean_cell as _clean
 from ..stages import WAITING, attempts_seen, last_step_seen
 from .run_names import shorten, shorten_end
 from .run_preview import top_finding
 
 if TYPE_CHECKING:
     from ...load.quick import RunGlance  # a type only: the quick stage's module imports the loaders
-
-
-def _clean(text: str) -> str:
-    """``clean(text, newlines=False)``, at once for the usual name or status (printable ASCII: nothing to escape)."""
-    return text if text.isascii() and text.isprintable() else clean(text, newlines=False)
 
 
 class DataCell:
@@ -114,18 +108,11 @@ class CellMaker:
                          "step": DataCell(_clean(last_step_seen(quick))),
                          "findings": self.styled("reading…", self.styles.loading)}
             return RowValues(cells, {k: cell_len(str(v)) for k, v in cells.items()}, "")
-        worst = Severity.ERROR if run.errors else Severity.WARNING if run.warnings else None
-        style: Style | str = self.styles.error if worst == Severity.ERROR else \
-            self.styles.warning if worst == Severity.WARNING else ""
-        cells = {
-            "kind": DataCell(_clean(kind_label(run))),
-            "status": DataCell(_clean(run.status)), "att": DataCell(str(run.attempts)),
-            "step": DataCell(fmt_step(last_step(run))), "best": DataCell(_clean(best_metric(run))),
-            "last log": DataCell(last_logged_cell(run)),
-            "wandb": DataCell(_clean(", ".join(run.wandb_run_ids) or "-")),
-            "findings": self.styled(findings_cell(run), style),
-        }
-        return RowValues(cells, {k: cell_len(str(v)) for k, v in cells.items()}, style)
+        *texts, worst = texts_of(run)  # worked out by the prefetch child for a row it sent (``row_texts``)
+        style: Style | str = self.styles.error if worst == ERROR else self.styles.warning if worst == WARNING else ""
+        cells = dict(zip(COLUMNS, map(DataCell, texts)))
+        cells["findings"] = self.styled(texts[-1], style)
+        return RowValues(cells, dict(zip(COLUMNS, map(cell_len, texts))), style)
 
 
 def top_finding_text(run: RunRow | None) -> str:
