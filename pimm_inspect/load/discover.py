@@ -37,6 +37,12 @@ MAX_DEPTH = 12
 """Default number of folder levels searched below the root."""
 
 
+RUN_MARKERS_TEXT = ("train.log, run_metadata.json, resolved_config.json, config.py, model/ checkpoints, "
+                    "trainer_state.json or checkpoint-N/, a W&B run folder, TensorBoard event files, or Lightning's "
+                    "metrics.csv (beside hparams.yaml, or with a step column)")
+"""What makes a folder a run, in words (``classify_dir``'s rule): every "no run here" message says it this way."""
+
+
 def classify_dir(path: Path | str, names: set[str] | None = None) -> RunKind | None:
     """The kind of run ``path`` is (pimm, hf-trainer, wandb, tensorboard, lightning) or None."""
     if names is None:

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from ..evidence import RunRow
-from ..load.discover import classify_dir
+from ..load.discover import RUN_MARKERS_TEXT, classify_dir
 from ..load.progress import LoadCancelled
 from ..report.safe_text import clean
 from ..session import Session
@@ -167,8 +167,7 @@ class InspectApp(App[None]):
             return
         if not message.paths:
             lines = [f"No runs found under {self.path.as_posix()}.",
-                     "A run is a folder with train.log, run_metadata.json, resolved_config.json, config.py, "
-                     "model/, trainer_state.json, a W&B run folder or TensorBoard event files."]
+                     f"A run is a folder with {RUN_MARKERS_TEXT}."]
             for where, reason in message.errors[:20]:
                 lines.append(f"  cannot search {relative_name(where, self.path) or where.name}: {reason}")
             self.runs_screen.show_problem("\n".join(lines))
