@@ -14,9 +14,10 @@ runs the same commands with the package in DIR (another checkout, e.g. main) in 
 The train.log rows (issue 23; ``--train-log-mb 0`` skips them): ``show --json`` of a run holding one pimm train.log of
 ``--train-log-mb`` (bench_train_log.py's generator, written once into bench/_data/; ``--train-log PATH`` uses an
 existing log through a hard link) with the cache off, cold (an empty cache directory: the default a user gets on the
-first open) and warm, interleaved, ``--log-repeat`` times; each with wall and CPU seconds and its own peak RSS
-(``VmHWM`` written at exit), plus the size of the cache entry against the log's. Targets: cold <= 1.15x the time and
-the memory of the cache off; warm <= 0.5 s and <= 300 MB; the entry <= 25% of the log.
+first open) and warm, interleaved, ``--log-repeat`` times (with ``--baseline``, the baseline's three too in each
+repeat, printed beside); each with wall and CPU seconds and its own peak RSS (``VmHWM`` written at exit, in MB of
+10^6 bytes; its largest child process's noted), plus the size of the cache entry against the log's. Targets: cold
+<= 1.15x the time and the memory of the cache off; warm <= 0.5 s and <= 300 MB; the entry <= 25% of the log.
 
 Children run as ``python -P -m pimm_inspect`` (the working directory, this checkout, is not put on sys.path,
 so PYTHONPATH decides which code runs). CPU is the child's user + system time, its worker processes included;
@@ -54,16 +55,18 @@ LOG_COLD_RATIO = 1.15
 """Issue 23: the first open with the default cache at most this much slower and heavier than with the cache off."""
 LOG_WARM_S, LOG_WARM_MB, LOG_ENTRY_FRACTION = 0.5, 300.0, 0.25
 PEAK_WRAPPER = (
-    "import atexit, os, runpy, sys\n"
+    "import atexit, os, resource, runpy, sys\n"
     "def _peak():\n"
     "    with open('/proc/self/status') as status, open(os.environ['BENCH_PEAK_FILE'], 'w') as out:\n"
     "        out.write(next(line.split()[1] for line in status if line.startswith('VmHWM:')))\n"
+    "        out.write(' %d' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
     "atexit.register(_peak)\n"
     "sys.argv = ['pimm_inspect'] + sys.argv[1:]\n"
     "runpy.run_module('pimm_inspect', run_name='__main__', alter_sys=True)\n"
 )
 """``python -m pimm_inspect ARGS`` that writes its own peak RSS (KiB) at exit: ``ru_maxrss`` of a child would count
-what it shared with this process before ``exec``."""
+what it shared with this process before ``exec``. Then that of its largest child process (the train.log reader's
+scanning child, mostly pages shared with it; 0 without one)."""
 
 
 def make_tree(directory: Path, runs: int) -> Path:
@@ -163,41 +166,46 @@ def bench_show(bench: Bench, run: Path, repeat: int) -> None:
                 bench.run("show", "warm", argv, name, PIMM_INSPECT_CACHE_DIR=folder)
 
 
-def bench_train_log_show(bench: Bench, log: Path, repeat: int) -> dict[str, list[tuple[float, float, float]]]:
-    """(wall s, CPU s, peak MB) per setting of ``show --json`` on a run holding ``log``; "entry" holds its size."""
+def bench_train_log_show(bench: Bench, log: Path, repeat: int) -> dict[str, list[tuple[float, ...]]]:
+    """(wall s, CPU s, peak MB, largest child's peak MB) per "<code>: <setting>" of ``show --json`` on a run holding
+    ``log`` (this checkout and the baseline's, interleaved in each repeat); "<code>: entry" holds the entry's size.
+    MB are 10^6 bytes (``VmHWM`` is in KiB)."""
     run = HERE / "_data" / f"run_show_{log.stem}"
     if not (run / "train.log").exists():
         run.mkdir(parents=True, exist_ok=True)
         os.link(log, run / "train.log")
-    samples: dict[str, list[tuple[float, float, float]]] = {}
+    samples: dict[str, list[tuple[float, ...]]] = {}
     outputs = set()
     with tempfile.TemporaryDirectory(prefix="pimm-bench-peak-") as scratch:
         peak_file = Path(scratch) / "peak"
 
-        def once(setting: str, cache: str) -> None:
-            env = bench.env(REPO, PIMM_INSPECT_CACHE_DIR=cache, BENCH_PEAK_FILE=str(peak_file))
+        def once(name: str, setting: str, cache: str) -> None:
+            env = bench.env(bench.versions[name], PIMM_INSPECT_CACHE_DIR=cache, BENCH_PEAK_FILE=str(peak_file))
             wall, cpu, out = timed([sys.executable, "-P", "-c", PEAK_WRAPPER, "show", "--json", str(run)], env)
-            samples.setdefault(setting, []).append((wall, cpu, int(peak_file.read_text()) / 1024))
+            own, child = (int(x) * 1024 / 1e6 for x in (peak_file.read_text().split() + ["0"])[:2])
+            samples.setdefault(f"{name}: {setting}", []).append((wall, cpu, own, child))
             outputs.add(out)
 
         for _ in range(repeat):
-            folder = Path(scratch) / "cache"
-            shutil.rmtree(folder, ignore_errors=True)
-            once("no cache", "off")
-            once("cold", str(folder))
-            once("warm", str(folder))
-            size = sum(p.stat().st_size for p in folder.glob("*.pimc"))
-            samples.setdefault("entry", []).append((size / 1e6, size / log.stat().st_size, 0.0))
+            for name in bench.versions:
+                folder = Path(scratch) / "cache"
+                shutil.rmtree(folder, ignore_errors=True)
+                once(name, "no cache", "off")
+                once(name, "cold", str(folder))
+                once(name, "warm", str(folder))
+                size = sum(p.stat().st_size for p in folder.glob("*.pimc"))
+                samples.setdefault(f"{name}: entry", []).append((size / 1e6, size / log.stat().st_size, 0.0, 0.0))
     if len(outputs) != 1:
         print("train.log show: OUTPUT DIFFERS between cache settings", file=sys.stderr)
         samples["differs"] = []
     return samples
 
 
-def train_log_figures(samples: dict[str, list[tuple[float, float, float]]], log: Path) -> list[Figure]:
-    """The issue-23 rows: cold and warm ``show --json`` against the cache off, and the entry's size."""
+def train_log_figures(samples: dict[str, list[tuple[float, ...]]], log: Path, name: str = "this") -> list[Figure]:
+    """The issue-23 rows of one code version: cold and warm ``show --json`` against the cache off, and the entry's
+    size."""
     def med(setting: str, i: int) -> float:
-        return statistics.median(x[i] for x in samples[setting])
+        return statistics.median(x[i] for x in samples[f"{name}: {setting}"])
 
     size_gb = log.stat().st_size / 1e9
     what = f"show --json, {size_gb:.2f} GB pimm train.log"
@@ -212,7 +220,8 @@ def train_log_figures(samples: dict[str, list[tuple[float, float, float]]], log:
                and cold_mb <= LOG_COLD_RATIO * off_mb, cold_cpu <= LOG_COLD_RATIO * off_cpu
                and cold_mb <= LOG_COLD_RATIO * off_mb,
                note=f"peak RSS {cold_mb:.0f} MB vs {off_mb:.0f} MB ({cold_mb / off_mb:.2f}x); {rate:.0f} MB/s "
-                    "(stretch: >= 200 MB/s, <= 500 MB)"),
+                    "(stretch: >= 200 MB/s, <= 500 MB)" + (f"; its largest child process {med('cold', 3):.0f} MB, "
+                                                           "mostly pages shared with it" if med("cold", 3) else "")),
         Figure(f"{what}, warm", warm_s, warm_cpu, "no cache", off_s, off_cpu,
                f"<= {LOG_WARM_S:g} s, <= {LOG_WARM_MB:.0f} MB", warm_s <= LOG_WARM_S and warm_mb <= LOG_WARM_MB,
                warm_cpu <= LOG_WARM_S and warm_mb <= LOG_WARM_MB, note=f"peak RSS {warm_mb:.0f} MB"),
@@ -256,10 +265,11 @@ def main() -> int:
         log_samples = bench_train_log_show(bench, log, args.log_repeat)
         failed = "differs" in log_samples
         log_rows = train_log_figures(log_samples, log)
-        for row in log_rows:
-            print(f"{row.row}: {row.ours_s:.2f} s (CPU {row.ours_cpu_s:.2f}) vs {row.reference or '-'} "
-                  f"{row.ref_s or 0:.2f} s; {row.note}; target {row.target}: "
-                  f"{'met' if row.met_wall else 'missed'} (wall) / {'met' if row.met_cpu else 'missed'} (CPU)")
+        for name in versions:  # the baseline's rows are printed only
+            for row in log_rows if name == "this" else train_log_figures(log_samples, log, name):
+                print(f"{name}: {row.row}: {row.ours_s:.2f} s (CPU {row.ours_cpu_s:.2f}) vs {row.reference or '-'} "
+                      f"{row.ref_s or 0:.2f} s; {row.note}; target {row.target}: "
+                      f"{'met' if row.met_wall else 'missed'} (wall) / {'met' if row.met_cpu else 'missed'} (CPU)")
     load_after = os.getloadavg()
     print(f"\nload average (1/5/15 min) before: {load_before[0]:.1f} / {load_before[1]:.1f} / {load_before[2]:.1f}, "
           f"after: {load_after[0]:.1f} / {load_after[1]:.1f} / {load_after[2]:.1f}; {os.cpu_count()} processors; "

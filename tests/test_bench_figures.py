@@ -135,6 +135,25 @@ def test_cache_figures(bench, tmp_path: Path) -> None:
     assert mod.figures({"ls warm": (1.0, 0.7)}, 1000) == []
 
 
+def test_cache_train_log_figures_per_code_version(bench, tmp_path: Path) -> None:
+    """The train.log rows come from one code version's samples ("this" saved, the baseline's printed); peaks are MB
+    of 10^6 bytes, the largest child process's noted when there is one."""
+    mod = bench("bench_cache")
+    log = tmp_path / "train.log"
+    log.write_bytes(b"x" * 1_000_000)
+    samples = {f"{name}: {setting}": [(wall, 1.0, mb, child)]
+               for name, child in (("this", 57.0), ("baseline", 0.0))
+               for setting, wall, mb in (("no cache", 2.0, 480.0), ("cold", 2.2, 470.0), ("warm", 0.1, 20.0))}
+    samples |= {"this: entry": [(0.07, 0.07, 0.0, 0.0)], "baseline: entry": [(0.08, 0.08, 0.0, 0.0)]}
+    cold, warm, entry = mod.train_log_figures(samples, log)
+    assert (cold.ours_s, cold.ref_s, cold.met_wall) == (2.2, 2.0, True)
+    assert cold.note.startswith("peak RSS 470 MB vs 480 MB (0.98x); 0 MB/s") and "largest child process 57 MB" in cold.note
+    assert entry.note == "entry 0.1 MB = 7.0% of the log, lossless"
+    base_cold = mod.train_log_figures(samples, log, "baseline")[0]
+    assert "child" not in base_cold.note and base_cold.ours_s == 2.2
+    assert "VmHWM" in mod.PEAK_WRAPPER and "RUSAGE_CHILDREN" in mod.PEAK_WRAPPER
+
+
 def test_cache_rows_of_a_skipped_part_are_kept_with_their_stamp(bench, tmp_path: Path) -> None:
     """``bench_cache.py --skip-ls --skip-show`` (only the train.log rows measured) keeps the other rows of the last
     run, each noting when and at which commit it was measured; a measured part replaces its rows."""

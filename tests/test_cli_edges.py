@@ -100,3 +100,17 @@ def test_show_has_max_depth_and_follow_links(tmp_path: Path) -> None:
     assert [r["path"] for r in json.loads(default.stdout)["runs"]] == ["b/c/run"]
     followed = run_cli("show", root, "--follow-links", "--json")
     assert sorted(r["path"] for r in json.loads(followed.stdout)["runs"]) == ["b/c/run", "link/rollback"]
+
+
+def test_every_no_run_message_says_what_a_run_is_one_way(tmp_path):
+    """`ls`, the Python API and the UI (above) name the run markers by discover's one text, Lightning's CSV included."""
+    import pytest
+
+    import pimm_inspect
+    from pimm_inspect.load.discover import RUN_MARKERS_TEXT
+
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(cli, ["ls", str(tmp_path / "empty")])
+    assert result.exit_code == 2 and RUN_MARKERS_TEXT in result.output
+    with pytest.raises(pimm_inspect.NotARunError, match="metrics.csv"):
+        pimm_inspect.load_run(tmp_path / "empty")

@@ -9,7 +9,7 @@ import pickle
 import time
 from pathlib import Path
 
-from pimm_inspect.report.json_doc import SCHEMA_VERSION, dumps, ls_document, ls_run
+from pimm_inspect.report.json_doc import SCHEMA_VERSION, dumps, ls_document, ls_run, ls_run_fragment
 from pimm_inspect.session import Session, row_index, rows
 from pimm_inspect.session.store import row_cache
 from tests.cache_support import ls_stdout, quiet_copy, spy_builds
@@ -85,7 +85,7 @@ def test_an_indexed_row_is_the_row_a_fresh_load_gives(tmp_path, monkeypatch):
         assert row == fresh and fresh == row
         assert pickle.loads(pickle.dumps(row)) == fresh
         assert all(row_index._same(getattr(row, name), getattr(fresh, name)) for name in row_index._HEAD_FIELDS)
-        assert row.ls_json_fragment == row_index.ls_run_fragment(fresh)
+        assert row.ls_json_fragment == ls_run_fragment(fresh)
 
 
 def test_ls_document_is_the_json_document_of_the_rows(tmp_path):

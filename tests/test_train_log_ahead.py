@@ -126,3 +126,20 @@ def test_a_read_error_in_the_child_is_the_parents_finding(tmp_path: Path, monkey
     result = _same(path, monkeypatch)[0]
     assert [f.code for f in result.findings][:1] == ["file.unreadable"]
     assert result.end_offset > 0
+
+
+def test_the_childs_reads_leave_the_shared_file_offset_alone(tmp_path: Path) -> None:
+    """The child reads at its own positions: the descriptor it shares with the reader's file object keeps its offset
+    (the reader then seeks and reads the file's last bytes, which its buffered object may partly hold)."""
+    import os
+
+    path = tmp_path / "f"
+    path.write_bytes(bytes(range(256)) * 100)
+    with path.open("rb") as fh:
+        fh.seek(10)
+        fh.read(5)
+        before = os.lseek(fh.fileno(), 0, os.SEEK_CUR)
+        reads = A._PositionalReads(fh.fileno())
+        reads.seek(300)
+        assert reads.read(4) == bytes([44, 45, 46, 47]) and reads.read(2) == bytes([48, 49])
+        assert os.lseek(fh.fileno(), 0, os.SEEK_CUR) == before and fh.read(3) == bytes([15, 16, 17])

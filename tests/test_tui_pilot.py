@@ -368,6 +368,8 @@ async def test_empty_folder_shows_no_runs(tmp_path):
         await settle(pilot)
         problem = app.screen.query_one("#runs-problem", Static)
         assert problem.display and "No runs found" in str(problem.render())
+        assert "Lightning's metrics.csv" in str(problem.render())  # the one wording of what a run is
+
 
 
 async def test_missing_path_is_a_message_not_a_traceback(tmp_path):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..load.attempts import restore_point
+from ..load.column_ranges import ColumnRanges
 from ..model import Attempt, Finding, ReplayedRange, Run, Severity
 from . import _facts
 from .replay_copies import Writers, copy_spreads, densest_tags, writers_of
@@ -63,11 +64,12 @@ class _Context:
 def _context(run: Run) -> _Context:
     spans: dict[str, tuple[int, int]] = {}
     attempt_of: dict[str, int] = {}
+    ranges = ColumnRanges()  # each step column scanned once (the tags of a train.log share theirs)
     for s in run.series:
-        if not len(s):
+        span = ranges.steps(s) if len(s) else None
+        if span is None:
             continue
-        lo, hi = s.first_step, s.last_step
-        assert lo is not None and hi is not None  # the series is not empty
+        lo, hi = span
         old = spans.get(s.source, (lo, hi))
         spans[s.source] = (min(old[0], lo), max(old[1], hi))
         if s.attempt is not None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from ..arrays import value_range
 from ..evidence import RunRow, RunSummary
+from ..load.column_ranges import ColumnRanges
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
 from .configs import flatten_config, query_config
@@ -23,16 +23,19 @@ def last_step(run: Run) -> int | None:
     if steps:
         return max(steps)
     stale = stale_event_files(run)
-    return max((s.last_step for s in run.series if s.last_step is not None and s.source not in stale), default=None)
+    ranges = ColumnRanges()  # each step column scanned once (the tags of a train.log share theirs)
+    return max((span[1] for s in run.series if s.source not in stale and (span := ranges.steps(s)) is not None),
+               default=None)
 
 
 def last_logged_s(run: Run) -> float | None:
     """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
     stale = stale_event_files(run)
     latest = None
+    ranges = ColumnRanges()  # each time column scanned once (the tags of a train.log share theirs)
     for s in run.series:
         if len(s) and s.source not in stale:
-            finite = value_range(s.wall_times_s, finite_only=True)  # once per time column (the tags share it)
+            finite = ranges.of(s.wall_times_s, finite_only=True)
             if finite is not None:
                 value = float(finite[1])
                 latest = value if latest is None else max(latest, value)

@@ -137,8 +137,9 @@ def find_runs(path: str, single: bool = False) -> list[Path]:
     for folder, reason in errors:
         stderr(f"pimm-inspect: skipped {_name(folder)}: {_name(reason)}")
     if not run_dirs:
-        stderr(f"pimm-inspect: no run found under {_name(path)} (looked for train.log, event files, "
-               "run_metadata.json, model/ checkpoints, wandb/ run folders, trainer_state.json)")
+        from ..load.discover import RUN_MARKERS_TEXT
+
+        stderr(f"pimm-inspect: no run found under {_name(path)} (looked for {RUN_MARKERS_TEXT})")
         raise UsageProblem(path)
     if single and len(run_dirs) > 1 and root in run_dirs:
         return [root]  # PATH is a run itself (its subfolders may be runs too, as TensorBoard's can)

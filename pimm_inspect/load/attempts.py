@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import value_range
 from ..model import Attempt, Origin, ScalarSeries
 from .collect import Collected
+from .column_ranges import ColumnRanges
 from .process_evidence import (RAN_AT_ONCE_S, csv_attempts, epoch_axis_tags, fold_evaluator_segments,
                                lightning_restore_step, ran_alongside)
 from .stale import is_stale
@@ -55,13 +55,15 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         earliest: int | None = None
         previous_end: float | None = None
         sessions = list(writer_sessions(tb_parts))
+        ranges = ColumnRanges()
         # metrics.csv beside the event files (a CSVLogger given the same folder) is that one process's, too.
         csv_series = [s for _p, r in c.csv_metrics for s in r.series.values()] if len(sessions) == 1 else []
         for index, (group, went_back) in enumerate(sessions, start=1):
             part_attempt.update((id(r), index) for _p, _n, r in group)
-            steps = [s for _p, _n, result in group for s in result.series.values() if len(s)]
-            first = min((s.first_step for s in steps), default=None)
-            last = max((s.last_step for s in steps), default=None)
+            group_spans = [span for _p, _n, result in group for s in result.series.values()
+                           if len(s) and (span := ranges.steps(s)) is not None]
+            first = min((span[0] for span in group_spans), default=None)
+            last = max((span[1] for span in group_spans), default=None)
             first_wall = min((r.first_wall_time_s for _p, _n, r in group if r.first_wall_time_s), default=None)
             started = _utc(first_wall)
             if attempts and first_wall is not None and first_wall < (previous_end or 0.0) - RAN_AT_ONCE_S:
@@ -89,15 +91,17 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         # By the best start evidence, folder stamps included; a second wandb.init inside a live process is no start.
         ordered = process_folders(c.wandb_runs)
         starts, on_utc = start_estimates(c.wandb_runs)
+        ranges = ColumnRanges()
         for index, wrun in enumerate(ordered, start=1):
             # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
             step_metrics = set(wrun.x_axis.values()) - {"_step"}
-            steps = [s for s in wrun.series if len(s) and s.tag not in step_metrics]
+            wandb_spans = [span for s in wrun.series if len(s) and s.tag not in step_metrics
+                           if (span := ranges.steps(s)) is not None]
             started = _utc(wrun.start_time_s or (starts[wrun.rel_path] if on_utc else None))
             ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
-                                    first_step=min((s.first_step for s in steps), default=None),
-                                    last_step=max((s.last_step for s in steps), default=None),
+                                    first_step=min((span[0] for span in wandb_spans), default=None),
+                                    last_step=max((span[1] for span in wandb_spans), default=None),
                                     origin=_wandb_origin(wrun, ordered[:index - 1]), ended=ended,
                                     end_detail=f"exit code {wrun.exit_code}" if wrun.exit_code else None,
                                     sources=(wrun.rel_path,)))
@@ -190,14 +194,16 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
     """
     spans: dict[int, tuple[int, int]] = {}
     first_wall: dict[int, float] = {}
+    ranges = ColumnRanges()  # each step and time column scanned once (the tags of a train.log share theirs)
     for s in series:
         if s.attempt is None or not len(s) or s.tag in epoch_tags:
             continue
-        lo, hi = s.first_step, s.last_step
-        assert lo is not None and hi is not None  # the series is not empty
+        span = ranges.steps(s)
+        assert span is not None  # the series is not empty
+        lo, hi = span
         old = spans.get(s.attempt)
         spans[s.attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
-        walls = value_range(s.wall_times_s, finite_only=True)  # once per time column (the tags share it)
+        walls = ranges.of(s.wall_times_s, finite_only=True)
         if walls is not None:
             first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls[0]))
     out = []

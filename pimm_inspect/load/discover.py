@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import stat
@@ -20,7 +21,12 @@ WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)
 in the same second adds ``-<n>`` after the id, so the folder's ``run-<id>.wandb`` log names the id exactly."""
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 LIGHTNING_CSV = "metrics.csv"
-"""Lightning's CSVLogger history; its version folder always holds ``hparams.yaml`` beside it (written on each save)."""
+"""Lightning's CSVLogger history. Its version folder holds ``hparams.yaml`` only when the module saved hyperparameters
+(pytorch-lightning 2.x writes none for a module without ``save_hyperparameters``), so without one the file's header
+tells: CSVLogger always writes a ``step`` column."""
+LIGHTNING_STEP_COLUMN = "step"
+HEADER_BYTES = 64 * 1024
+"""Bytes of a ``metrics.csv`` read to find its header's ``step`` column (about 3,000 metric names)."""
 
 PIMM_MARKERS = ("train.log", "run_metadata.json", "resolved_config.json", "config.py")
 NEVER_DESCEND = {"code", ".git", "__pycache__", "node_modules", ".exex", "site-packages"}
@@ -29,6 +35,12 @@ SYSTEM_DIRS = ("/proc", "/sys", "/dev")
 """Pseudo-filesystems that are never searched, even through a link and with ``follow_links``."""
 MAX_DEPTH = 12
 """Default number of folder levels searched below the root."""
+
+
+RUN_MARKERS_TEXT = ("train.log, run_metadata.json, resolved_config.json, config.py, model/ checkpoints, "
+                    "trainer_state.json or checkpoint-N/, a W&B run folder, TensorBoard event files, or Lightning's "
+                    "metrics.csv (beside hparams.yaml, or with a step column)")
+"""What makes a folder a run, in words (``classify_dir``'s rule): every "no run here" message says it this way."""
 
 
 def classify_dir(path: Path | str, names: set[str] | None = None) -> RunKind | None:
@@ -49,9 +61,34 @@ def classify_dir(path: Path | str, names: set[str] | None = None) -> RunKind | N
         return "wandb"
     if any(EVENT_FILE.match(n) for n in names) and _has_event_file(path, names):
         return "tensorboard"
-    if LIGHTNING_CSV in names and "hparams.yaml" in names:
+    if LIGHTNING_CSV in names and ("hparams.yaml" in names or csv_logger_header(os.path.join(path, LIGHTNING_CSV))):
         return "lightning"  # CSVLogger's version folder (with event files beside it, the TensorBoard run holds it)
     return None
+
+
+def csv_logger_header(path: str) -> bool:
+    """True when the file at ``path`` is a regular file whose first line (at most ``HEADER_BYTES`` read) is a CSV
+    header with a ``step`` column, as Lightning's CSVLogger writes it; any other ``metrics.csv`` is no run."""
+    try:  # non-blocking: a FIFO named metrics.csv opens at once and is then refused as no regular file
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, HEADER_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    line, newline, _rest = head.partition(b"\n")
+    try:
+        fields = next(csv.reader([line.decode("utf-8", errors="replace").rstrip("\r")]), [])
+    except csv.Error:
+        return False
+    if not newline and len(head) == HEADER_BYTES:
+        fields = fields[:-1]  # the header goes on past what was read: its last name may be cut
+    return LIGHTNING_STEP_COLUMN in fields
 
 
 def _has_event_file(path: Path | str, names: set[str]) -> bool:

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..load.discover import classify_dir, iter_runs, run_containing
+from ..load.discover import RUN_MARKERS_TEXT, classify_dir, iter_runs, run_containing
 from ..sources.confine import real_path
 from .settings import Settings
 from .store.disk_cache import DiskCache
@@ -199,9 +199,8 @@ class Session:
         if owner is not None:
             raise NotARunError(path, f"{path} is inside the run {owner}: load that run instead", owner)
         if not path.is_dir() or classify_dir(path.absolute()) is None:
-            raise NotARunError(path, f"{path} is not a run directory (no train.log, event files, run_metadata.json, "
-                                     "model/ checkpoints, W&B run folder or trainer_state.json); to find the runs "
-                                     "under a folder use discover()")
+            raise NotARunError(path, f"{path} is not a run directory (none of: {RUN_MARKERS_TEXT}); to find the "
+                                     "runs under a folder use discover()")
         return path
 
     # -- loading ----------------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ import numpy as np
 
 from ..evidence import RunRow, RunSummary
 from ..load import read_record
-from ..report.json_doc import ls_run_fragment
 from ..sources.confine import real_path
 from .store import codec
 from .store.disk_cache import DiskCache
@@ -168,6 +167,8 @@ def _record(root: str, made_s: float, flat: tuple[str, ...], row: RunRow, detail
     values = head_values(head)
     if not all(_same(values[name], getattr(row, name)) for name in _HEAD_FIELDS):
         return None
+    from ..report.json_doc import ls_run_fragment  # only writing an index needs it (not a UI's reads: ~18 ms)
+
     if detail is None:
         detail = object.__getattribute__(row, "_detail").tobytes() if _has_raw_detail(row) \
             else _bytes(codec.to_text(tuple(getattr(row, name) for name in DETAIL)))

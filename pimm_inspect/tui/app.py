@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from ..evidence import RunRow
-from ..load.discover import classify_dir
+from ..load.discover import RUN_MARKERS_TEXT, classify_dir
 from ..load.progress import LoadCancelled
 from ..report.safe_text import clean
 from ..session import Session
@@ -149,16 +149,25 @@ class InspectApp(App[None]):
 
     # -- handlers (the only place state changes) ----------------------------------------------------------
 
+    def _runs_screen_gone(self) -> bool:
+        """True once the runs screen was taken down: shutting down, Textual prunes the screens (the runs screen's
+        component styles, which its table draws with, cleared) before it closes the app's own message queue, so a
+        row (a live reload finishing, the table's pass) can still be handled after; it changes nothing on screen."""
+        return self.runs_screen.is_mounted and not self.runs_screen.is_attached
+
     def on_runs_found(self, message: RunsFound) -> None:
+        if self._runs_screen_gone():
+            return
         for path in message.paths:
             self.runs.setdefault(path, None)
         self.runs_screen.add_paths(message.paths)
 
     def on_discovery_done(self, message: DiscoveryDone) -> None:
+        if self._runs_screen_gone():
+            return
         if not message.paths:
             lines = [f"No runs found under {self.path.as_posix()}.",
-                     "A run is a folder with train.log, run_metadata.json, resolved_config.json, config.py, "
-                     "model/, trainer_state.json, a W&B run folder or TensorBoard event files."]
+                     f"A run is a folder with {RUN_MARKERS_TEXT}."]
             for where, reason in message.errors[:20]:
                 lines.append(f"  cannot search {relative_name(where, self.path) or where.name}: {reason}")
             self.runs_screen.show_problem("\n".join(lines))
@@ -168,9 +177,13 @@ class InspectApp(App[None]):
             self.notify(f"{len(message.errors)} folder(s) could not be searched", severity="warning")
 
     def on_row_loaded(self, message: RowLoaded) -> None:
+        if self._runs_screen_gone():
+            return
         self._keep(message.path, message.row)
 
     def on_rows_loaded(self, message: RowsLoaded) -> None:
+        if self._runs_screen_gone():
+            return
         for path, row in message.rows:
             self.runs[path] = row
         self.runs_screen.set_runs(message.rows)  # thousands of stored rows: one pass over the table
@@ -179,6 +192,8 @@ class InspectApp(App[None]):
         """A run screen read its run: the table gets its row (by the rule of ``ls``) too."""
         from ..analysis.summary import run_row
 
+        if self._runs_screen_gone():
+            return
         self._keep(message.path, run_row(message.run))
 
     def _keep(self, path: Path, row: RunRow) -> None:
@@ -187,13 +202,17 @@ class InspectApp(App[None]):
         self.runs_screen.set_run(path, row)
 
     def on_run_glanced(self, message: RunGlanced) -> None:
-        if self.runs.get(message.path) is None:
+        if self.runs.get(message.path) is None and not self._runs_screen_gone():
             self.runs_screen.set_glance(message.path, message.glance)
 
     def on_load_progress(self, message: LoadProgress) -> None:
+        if self._runs_screen_gone():
+            return
         self.runs_screen.set_progress(message.done, message.total, message.current)
 
     def on_load_finished(self, message: LoadFinished) -> None:
+        if self._runs_screen_gone():
+            return
         self.runs_screen.set_progress(message.total, message.total)
         self.runs_screen.resort()
         self._first_pass_over()
@@ -206,6 +225,8 @@ class InspectApp(App[None]):
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self._first_pass_over()
+        if self._runs_screen_gone():
+            return
         self.runs_screen.show_problem(message.reason)
         for screen in self.screen_stack:
             if isinstance(screen, _run_screen()) and screen.run is None:

@@ -253,8 +253,8 @@ class PrefetchedRows:
             found.update(self.inner.stored(rest))
         return found
 
-    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
-        return self.inner.build(paths, cancelled)
+    def build(self, paths: list[Path], cancelled: Callable[[], bool], under: Path | None = None) -> Iterator[RunRow]:
+        return self.inner.build(paths, cancelled, under)
 
     def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
         return self.inner.build_big(path, on_stage, cancelled)

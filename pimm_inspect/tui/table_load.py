@@ -4,7 +4,8 @@ Rows are the session's cached ``RunRow``s, the very rows ``ls`` prints (``Sessio
 was last listed costs a few ``stat`` calls, not a read. The first screenful of runs gets its row as soon as it is
 found (the stored ones of a batch found together in one message, each other one as soon as it is read), so rows show
 facts within a second or two on a tree of a thousand runs; the others are found (their rows appear at once, as names)
-and then get theirs in order. A run with no valid stored row whose files add up to more than ``BIG_RUN_BYTES`` is not
+and then get theirs in order, posted in batches (``RowBatches``: a row read after a quiet spell at once, the others
+together at most ``ROWS_BATCH_S`` apart), since a message per row cost the UI's process milliseconds each. A run with no valid stored row whose files add up to more than ``BIG_RUN_BYTES`` is not
 read in passing: its row shows what its quick stage says (status, attempts and step from the tail) and it is read
 after every other run, with its progress on the status line. Everything is posted as messages; the pass stops between
 two runs (and between two files of a big run) once ``cancelled()`` holds.
@@ -12,6 +13,7 @@ two runs (and between two files of a big run) once ``cancelled()`` holds.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,7 +41,9 @@ BIG_RUN_BYTES = 64 << 20
 FIRST_ROWS = 30
 """Runs read as soon as they are found, before the search goes on: about a screenful of rows."""
 FOUND_BATCH_S = 0.05
-"""Discovery posts the runs it found at most this often, and rows read after it are posted in batches as often."""
+"""Discovery posts the runs it found at most this often."""
+ROWS_BATCH_S = 0.2
+"""Rows read after the search are posted together at most this far apart (``RowBatches``)."""
 
 
 class RowSource(Protocol):
@@ -54,8 +58,10 @@ class RowSource(Protocol):
         """The rows still valid in the cache (no read at all), by path."""
         ...
 
-    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
-        """The rows of ``paths``, in order, read now (and stored, where the source has a cache)."""
+    def build(self, paths: list[Path], cancelled: Callable[[], bool], under: Path | None = None) -> Iterator[RunRow]:
+        """The rows of ``paths``, in order, read now (and stored, where the source has a cache). ``under``: the
+        folder the pass searched, when ``paths`` are its runs (the source's row index of that folder is written, as
+        ``ls`` of that folder writes it)."""
         ...
 
     def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
@@ -79,8 +85,8 @@ class SessionRows:
     def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
         return self.session.stored_rows(paths, self.root)
 
-    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
-        return self.session.rows(paths)
+    def build(self, paths: list[Path], cancelled: Callable[[], bool], under: Path | None = None) -> Iterator[RunRow]:
+        return self.session.rows(paths, under)  # as ``ls`` of that folder reads them: a warm start reads its index
 
     def build_big(self, path: Path, on_stage: Callable[[Stage], None], cancelled: Callable[[], bool]) -> RunRow:
         return self.session.row_in_stages(path, on_stage, cancelled)
@@ -98,7 +104,7 @@ class LoaderRows:
     def stored(self, paths: list[Path]) -> dict[Path, RunRow]:
         return {}
 
-    def build(self, paths: list[Path], cancelled: Callable[[], bool]) -> Iterator[RunRow]:
+    def build(self, paths: list[Path], cancelled: Callable[[], bool], under: Path | None = None) -> Iterator[RunRow]:
         from ..analysis.summary import run_row
         from ..session.staged import load_in_stages
 
@@ -110,6 +116,61 @@ class LoaderRows:
         from ..session.staged import load_in_stages
 
         return run_row(load_in_stages(self.loader, path, on_stage, cancelled))
+
+
+class RowBatches:
+    """Rows read one by one, posted together (``post``) at most every ``every`` seconds: a row made after a quiet
+    spell at once, one made sooner after the last batch when that batch is ``every`` old (a timer thread posts it
+    then, also while the next read is slow). A tree of three runs shows each row as it is read; a cold tree of
+    thousands sends a few batches a second, not a message per row."""
+
+    def __init__(self, post: Callable[[list[tuple[Path, RunRow]]], None], every: float | None = None) -> None:
+        self._post = post
+        self._every = ROWS_BATCH_S if every is None else every
+        self._lock = threading.Lock()
+        self._rows: list[tuple[Path, RunRow]] = []
+        self._last = float("-inf")
+        self._timer: threading.Timer | None = None
+        self._closed = False
+
+    def add(self, path: Path, row: RunRow) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._rows.append((path, row))
+            wait = self._last + self._every - time.monotonic()
+            if wait <= 0:
+                self._send()
+            elif self._timer is None:
+                self._timer = threading.Timer(wait, self._due)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _due(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._send()
+
+    def _send(self) -> None:
+        """Post what waits (the lock held)."""
+        if self._timer is not None:
+            self._timer.cancel()  # (harmless from the timer's own thread)
+            self._timer = None
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self._last = time.monotonic()
+            self._post(rows)
+
+    def close(self, post: bool) -> None:
+        """No more rows: post those waiting (``post``), or drop them (the pass was cancelled)."""
+        with self._lock:
+            if post:
+                self._send()
+            elif self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._rows = []
+            self._closed = True
 
 
 class TablePass:
@@ -251,13 +312,27 @@ class TablePass:
             self.post(RowsLoaded([(path, stored[path]) for path in paths if path in stored]))
         self.done += len(paths) - len(misses) - sum(1 for p in paths if p in self.big)
         self.post(LoadProgress(self.done, len(self.paths)))
-        # Rows read now come one by one (each costs a read: they never flood the UI), so the table and the count
-        # show every row the moment it is made, also while the next run's read is slow.
-        for path, row in zip(misses, self.rows.build(misses, self.cancelled) if misses else iter(())):
-            if self.cancelled():
-                raise LoadCancelled()
-            self.post(RowLoaded(path, row))
-            self._count()
+        if not misses:
+            return
+        # Rows read now come in batches (``RowBatches``): the table and the count show a row within ROWS_BATCH_S of
+        # its read, also while the next run's read is slow, and the UI handles a few messages a second, not hundreds.
+        # Read as ``ls`` of the folder reads them, so the session writes the folder's row index for the next start.
+        batches = RowBatches(self._post_rows)
+        try:
+            for path, row in zip(misses, self.rows.build(misses, self.cancelled, under=self.root)):
+                if self.cancelled():
+                    raise LoadCancelled()
+                batches.add(path, row)
+        except BaseException:
+            batches.close(post=False)  # a superseded pass posts nothing more
+            raise
+        batches.close(post=True)
+
+    def _post_rows(self, rows: list[tuple[Path, RunRow]]) -> None:
+        """One batch of rows read (``RowBatches``: any thread, one batch at a time), then the count."""
+        self.post(RowsLoaded(rows))
+        self.done += len(rows)
+        self.post(LoadProgress(self.done, len(self.paths)))
 
     def _read_big(self, path: Path) -> None:
         """Read a big run, unless (or until) the user opens it: its run screen then reads it instead."""

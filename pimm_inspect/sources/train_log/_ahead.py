@@ -6,7 +6,8 @@ Here a child process reads the blocks (``_blocks.blocks``, the same cuts), does 
 latest Train: lines, and sends each block's bytes and arrays through a pipe; the reader does everything else on
 exactly those bytes. A scan is used only for a template equal to the one the reader's attempt uses (the scan is a
 function of the block and the template alone), else the reader scans itself: the result is the one-process read's,
-bit for bit. The pipe holds about a block, so the child stays a block or two ahead and holds one block's memory.
+bit for bit. The child's writer thread keeps up to ``_AHEAD`` scanned blocks waiting (the pipe holds 1 MB), so the
+child stays a few blocks ahead and holds a few blocks' memory.
 
 Only for a big file (``MIN_BYTES``), on Linux, from a process with no other thread (a fork copies only the calling
 thread; a lock another thread held would stay held in the child). A child that fails makes the read start again in
@@ -19,12 +20,13 @@ import fcntl
 import io
 import os
 import pickle
+import queue
 import signal
 import struct
 import sys
 import threading
 from collections.abc import Generator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -38,6 +40,8 @@ MIN_BYTES = 64 << 20
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031
 _LEN = struct.Struct("<Q")
+_AHEAD = 2
+"""Blocks the child may have scanned and not yet written (each a few MB of its memory)."""
 _ROWS = ("starts", "ends", "epochs", "max_epochs", "iters", "ipes", "walls", "other_starts", "other_ends")
 
 
@@ -84,19 +88,22 @@ def scanned_blocks(fh: BinaryIO, start_offset: int, size: int, stats: LineStats,
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's Ctrl-C ends the read (and kills this)
             os.close(r)
+            _keep_freed_memory()
             _child(fh, start_offset, size, stats, block_bytes, cap, w)
             code = 0
         finally:
             os._exit(code)
     os.close(w)
-    pipe = io.FileIO(r, "rb", closefd=True)
+    pipe = io.BufferedReader(io.FileIO(r, "rb", closefd=True), 1 << 16)  # big reads go straight into their buffer
     done = False
     try:
         while True:
             head = _receive(pipe)
             kind = head["k"]
             if kind == "b":
-                block = bytes(_payload(pipe, np.uint8, head["n"]).data)
+                block = pipe.read(head["n"])
+                if len(block) != head["n"]:
+                    raise AheadFailed("the scanning child stopped")
                 arrays = [_payload(pipe, np.dtype(dt), n) for dt, n in head["a"]]
                 rows = None
                 if head["r"]:
@@ -133,12 +140,15 @@ def _child(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_b
     """Read and scan every block, sending each (then the line stats) to the parent."""
     template: P.Template | None = None
     tail: bytes | None = None
+    writer = _Writer(w)
+    writer.start()
 
     def state() -> tuple[list[tuple[int, int]], int, int, int]:
         return list(stats.long_lines), stats.long_line_count, stats.skipped_bytes, stats.partial_bytes
 
     try:
-        for block, offset, real_end in blocks(fh, start_offset, size, stats, block_bytes, cap):
+        reads = cast(BinaryIO, _PositionalReads(fh.fileno()))
+        for block, offset, real_end in blocks(reads, start_offset, size, stats, block_bytes, cap):
             ctx = BlockContext(block, 1)
             rows = ctx.fast_rows(template) if template is not None else None
             hits = ctx.hits
@@ -154,14 +164,76 @@ def _child(fh: BinaryIO, start_offset: int, size: int, stats: LineStats, block_b
             arrays = [np.ascontiguousarray(a) for a in arrays]
             head = {"k": "b", "o": offset, "e": real_end, "n": len(block), "t": tail if template is not None else None,
                     "r": rows is not None, "a": [(a.dtype.str, int(a.size)) for a in arrays]}
-            _send(w, head, [memoryview(block)] + [a.view(np.uint8).data for a in arrays])
+            writer.send(head, [memoryview(block)] + [a.view(np.uint8).data for a in arrays])
     except OSError as exc:
-        _send(w, {"k": "os", "errno": exc.errno, "strerror": exc.strerror, "s": state()}, [])
+        writer.send({"k": "os", "errno": exc.errno, "strerror": exc.strerror, "s": state()}, [])
+        writer.close()
         return
     except BaseException as exc:  # anything else: the parent reads alone
-        _send(w, {"k": "x", "why": f"{type(exc).__name__}: {exc}", "s": state()}, [])
+        writer.send({"k": "x", "why": f"{type(exc).__name__}: {exc}", "s": state()}, [])
+        writer.close()
         raise
-    _send(w, {"k": "end", "s": state()}, [])
+    writer.send({"k": "end", "s": state()}, [])
+    writer.close()
+
+
+class _Writer(threading.Thread):
+    """The child's messages written in order by a thread of their own, up to ``_AHEAD`` of them waiting: the scan
+    of the next blocks goes on while the reader has not yet taken one (the pipe itself holds at most 1 MB)."""
+
+    def __init__(self, w: int) -> None:
+        super().__init__(daemon=True)
+        self.w = w
+        self.queue: queue.Queue[tuple[dict[str, Any], list[memoryview]] | None] = queue.Queue(maxsize=_AHEAD)
+        self.failed: OSError | None = None
+
+    def run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.failed is None:  # after a failure the rest is taken and dropped (the sender never blocks)
+                try:
+                    _send(self.w, *item)
+                except OSError as exc:
+                    self.failed = exc
+
+    def send(self, head: dict[str, Any], payloads: list[memoryview]) -> None:
+        if self.failed is not None:
+            raise self.failed  # the parent is gone (a broken pipe)
+        self.queue.put((head, payloads))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.join()
+        if self.failed is not None:
+            raise self.failed
+
+
+class _PositionalReads(io.RawIOBase):
+    """The child's reads of the file at its own position (``os.pread``): the descriptor's offset, which it shares with
+    the parent's file object, is never moved, so the parent's later seek and read of the file's last bytes are right
+    whatever that object buffered."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd, self.pos = fd, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence != 0:
+            raise io.UnsupportedOperation("only absolute positions")
+        self.pos = offset
+        return offset
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            raise io.UnsupportedOperation("reads of a given size only")
+        data = os.pread(self.fd, size, self.pos)
+        self.pos += len(data)
+        return data
 
 
 def _send(w: int, head: dict[str, Any], payloads: list[memoryview]) -> None:
@@ -172,7 +244,21 @@ def _send(w: int, head: dict[str, Any], payloads: list[memoryview]) -> None:
             sent += os.write(w, piece[sent:])
 
 
-def _exactly(pipe: io.FileIO, view: memoryview) -> None:
+def _keep_freed_memory() -> None:
+    """In the child: blocks and their arrays (a few MB each, one after another) reuse the heap's freed memory instead
+    of fresh mappings, whose page faults cost it ~0.5 s of system time per GB (glibc ``mallopt``; elsewhere
+    nothing). Only the child's own memory grows by it."""
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+        mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD: malloc from the heap below 64 MB
+        mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: keep up to 256 MB freed at the heap's top
+    except (OSError, AttributeError):
+        pass
+
+
+def _exactly(pipe: io.BufferedIOBase, view: memoryview) -> None:
     got = 0
     while got < view.nbytes:
         n = pipe.readinto(view[got:])
@@ -181,7 +267,7 @@ def _exactly(pipe: io.FileIO, view: memoryview) -> None:
         got += n
 
 
-def _receive(pipe: io.FileIO) -> dict[str, Any]:
+def _receive(pipe: io.BufferedIOBase) -> dict[str, Any]:
     size = bytearray(_LEN.size)
     _exactly(pipe, memoryview(size))
     data = bytearray(_LEN.unpack(size)[0])
@@ -190,7 +276,7 @@ def _receive(pipe: io.FileIO) -> dict[str, Any]:
     return head
 
 
-def _payload(pipe: io.FileIO, dtype: Any, count: int) -> np.ndarray:
+def _payload(pipe: io.BufferedIOBase, dtype: Any, count: int) -> np.ndarray:
     out = np.empty(count, dtype=dtype)
     if count:
         _exactly(pipe, out.view(np.uint8).data)

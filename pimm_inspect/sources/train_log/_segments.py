@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ...model import ScalarSeries, make_series
-from .._limits import TagCap
 from . import _patterns as P
 from ...arrays import release_freed_memory
-from ._arena import Arenas, Span, view
+from ._chunks import SeriesChunks
 from ._growable import join_tags
 from ._types import LogSegment, ValTableRow
 
@@ -22,10 +21,11 @@ _COMPLETED_MARKS = ("Saving final checkpoint", "Wrote eval artifacts", "Training
                     "Skipping final evaluation", "Test result:")
 
 
-class SegmentState:
+class SegmentState(SeriesChunks):
     """Mutable facts about one attempt while its records are read."""
 
     def __init__(self, index: int, start_line: int, start_offset: int, header: bool, ts: str | None) -> None:
+        super().__init__()
         self.index, self.start_line, self.start_offset = index, start_line, start_offset
         self.end_line, self.end_offset = start_line - 1, start_offset
         self.has_header = header
@@ -58,109 +58,6 @@ class SegmentState:
         """The Train: tail ``template`` was built from (an extension rebuilds the template from it)."""
         self.template_tries = 0
         self.pending: list[tuple[bytes, ...]] = []
-        self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-        self.points: dict[str, tuple[list[int], list[float], list[float]]] = {}
-        self.seeded: set[str] = set()
-        """Tags whose first chunk is an earlier result's whole series (an extended attempt)."""
-        self.cap: TagCap | None = None
-        """The file's cap on distinct tags (shared by its attempts); None: no cap (a segment read on its own)."""
-        self.arenas: Arenas | None = None
-        """The reader's column buffers (``_arena``); None: chunks are kept as they come."""
-        self._copied: dict[str, tuple[np.ndarray, Span]] = {}
-        """The last steps / times chunk copied into a buffer, and its place (the next tags of its lines share it)."""
-        self._spans: dict[str, tuple[Span, Span, Span]] = {}
-        self._views: dict[tuple[int, int, int], np.ndarray] = {}
-        """Per tag, where its last chunk lies in the buffers (when all three columns are in one)."""
-
-    # -- series -----------------------------------------------------------
-    def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray,
-                  create: bool = False) -> np.ndarray | None:
-        """Append numpy points of one tag (none of a tag past the file's cap: those are counted); returns the steps
-        array kept (a view of its column buffer, ``_arena``), None when dropped.
-
-        With the reader's buffers the chunk is copied into its columns' buffers where they exist (``create``: made
-        when missing, for the template path's tags); the steps and times the tags of a line share are copied once,
-        under the first tag added with them. A chunk that goes on where the tag's last one ends in all three buffers
-        widens that one: a tag holds a handful of chunks, not one per block piece (~9,000 on a 1 GB log, whose Python
-        objects were ~25 MB).
-        """
-        if self.cap is not None:
-            stored = self.cap.admit(tag)
-            if stored is None:
-                self.cap.dropped_points += int(steps.shape[0])
-                return None
-            tag = stored
-        parts = self.chunks.setdefault(tag, [])
-        arenas = self.arenas
-        if arenas is not None:
-            at = arenas.put(("v", tag), values, create)
-            if at is not None:
-                spans = (self._shared(arenas, "s", tag, steps, create), at, self._shared(arenas, "w", tag, walls, create))
-                if all(isinstance(x, tuple) for x in spans):
-                    return self._add_spans(tag, parts, spans)  # type: ignore[arg-type]  # checked just above
-                steps = spans[0] if isinstance(spans[0], np.ndarray) else self._view(spans[0])
-                walls = spans[2] if isinstance(spans[2], np.ndarray) else self._view(spans[2])
-                values = self._view(at)
-        parts.append((steps, values, walls))
-        self._spans.pop(tag, None)
-        return steps
-
-    def _add_spans(self, tag: str, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                   spans: tuple[Span, Span, Span]) -> np.ndarray:
-        """A chunk whose three columns are in buffers: the tag's last chunk widened when it ends where this starts."""
-        last = self._spans.get(tag)
-        if last is not None and parts and all(a[0] is b[0] and a[2] == b[1] for a, b in zip(last, spans)):
-            merged = ((last[0][0], last[0][1], spans[0][2]), (last[1][0], last[1][1], spans[1][2]),
-                      (last[2][0], last[2][1], spans[2][2]))
-            parts[-1] = (self._view(merged[0]), self._view(merged[1]), self._view(merged[2]))
-        else:
-            merged = spans
-            parts.append((self._view(spans[0]), self._view(spans[1]), self._view(spans[2])))
-        self._spans[tag] = merged
-        return self._view(spans[0])
-
-    def _view(self, span: Span) -> np.ndarray:
-        """The view of ``span``, one object for tags that ask for the same span (the join groups tags by the chunk
-        arrays they hold: tags sharing steps share them after the join, as they did without buffers)."""
-        key = (id(span[0]), span[1], span[2])
-        out = self._views.get(key)
-        if out is None:
-            if len(self._views) >= 256:  # the tags of one line ask one after another: older spans are not asked again
-                self._views.clear()
-            out = self._views[key] = view(span)
-        return out
-
-    def _shared(self, arenas: Arenas, kind: str, tag: str, chunk: np.ndarray, create: bool) -> Span | np.ndarray:
-        """The place of ``chunk`` (steps or times, shared by the tags of the lines it came with) in a buffer, copied
-        once; the chunk itself when it has none."""
-        last = self._copied.get(kind)
-        if last is not None and last[0] is chunk:
-            return last[1]
-        at = arenas.put((kind, tag), chunk, create)
-        if at is None:
-            return chunk
-        self._copied[kind] = (chunk, at)
-        return at
-
-    def seed_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> None:
-        """Start a tag with the points an earlier result already holds (extending this attempt)."""
-        self.chunks[tag] = [(steps, values, walls)]
-        self.seeded.add(tag)
-
-    def add_point(self, tag: str, step: int | None, value: float, ts: str) -> None:
-        """Append one point from an evaluation/summary record; dropped when its step is unknown."""
-        if step is None:
-            return
-        if self.cap is not None:
-            stored = self.cap.admit(tag)
-            if stored is None:
-                self.cap.dropped_points += 1
-                return
-            tag = stored
-        lists = self.points.setdefault(tag, ([], [], []))
-        lists[0].append(step)
-        lists[1].append(value)
-        lists[2].append(P.timestamp(ts))
 
     def note_train(self, first: int, last: int, count: int, max_epoch: int, ipe: int) -> None:
         """Record a run of Train: lines (in file order)."""
@@ -382,7 +279,8 @@ def finalize_segment(seg: SegmentState, rel_path: str, prev_ipe: int | None,
     else:
         origin = "warm-start" if seg.weight_path else "fresh"
     series: list[ScalarSeries] = []
-    chunks, seg.chunks = seg.chunks, {}
+    chunks, seg.chunks = seg.sync_chunks(), {}
+    seg.clear_spans()
     big = sum(p[1].size for parts in chunks.values() for p in parts) > _TRIM_POINTS
     # one column at a time, its chunks dropped once joined: peak memory stays near the result
     slice_of = seg.arenas.slice_of if seg.arenas is not None else None

@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ...arrays import release_freed_memory
 from ...model import Finding, LogEvent, ScalarSeries, Severity, make_series
 from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
 from .. import read_progress
 from .._limits import TagCap
-from ._arena import Arenas, no_rows
+from ._arena import Arenas, Span, no_rows, view
 from ._ahead import AheadFailed, Prescan, scanned_blocks
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats
 from ._fast import FastRows
@@ -43,6 +44,9 @@ from ._tail import TrainLogTail, read_train_log_tail
 from ._types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
 _FLUSH_ROWS = 100_000
+_TRIM_BLOCKS = 16
+"""Every so many blocks the heap's freed memory is given back (``arrays.release_freed_memory``): each block's bytes and
+arrays come and go, and the holes they left held 20-40 MB more at the end of a 1 GB log's read, its memory peak."""
 
 
 class _Reader:
@@ -184,15 +188,15 @@ class _Reader:
         """Rows ``i:j`` of the block's template lines, as numpy chunks of the segment's series."""
         assert seg.template is not None and self.ctx is not None  # only called from train_range, which checked
         steps, walls = fast.steps[i:j], fast.walls[i:j]
-        kept = steps
-        for key, col in zip(seg.template[1], fast.values):
-            added = seg.add_chunk(_tag(key), steps, col[i:j], walls, create=True)
+        kept: np.ndarray | Span = steps
+        for tag, col in zip(_tags(seg.template), fast.values):
+            added = seg.add_chunk(tag, steps, col[i:j], walls, create=True)
             if added is not None:
                 kept = added
         last = j - 1
         seg.note_train(int(steps[0]), int(steps[-1]), j - i, int(fast.max_epochs[last]), int(fast.ipes[last]))
         seg.set_last(int(fast.epochs[last]), int(fast.iters[last]), int(fast.ipes[last]))
-        self.index.add_chunk(seg.index, kept, self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
+        self.index.add_chunk(seg.index, kept if isinstance(kept, np.ndarray) else view(kept), self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
 
     def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState, delta: int) -> None:
         """Slow path for Train: lines of other shapes (fragments, varying keys)."""
@@ -300,7 +304,7 @@ class _Reader:
         being read. Rows not flushed into chunks yet are left out."""
         out = [_thinned(s.tag, [(s.steps, s.values, s.wall_times_s)], rel_path, s.attempt) for s in self.prefix_series]
         for seg in self.segments:
-            for tag, parts in list(seg.chunks.items()):
+            for tag, parts in list(seg.sync_chunks().items()):
                 thinned = self.previews.setdefault((seg.index, tag), ThinnedPoints(SO_FAR_POINTS))
                 out.append(make_series(tag, *thinned.update(parts), rel_path, seg.index))
             for tag, (steps, values, walls) in list(seg.points.items()):
@@ -396,6 +400,19 @@ def _thinned(tag: str, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], r
                        np.concatenate([p[2][::k] for p in parts]), rel_path, attempt)
 
 
+_TAGS: dict[int, tuple[P.Template, list[str]]] = {}
+
+
+def _tags(template: P.Template) -> list[str]:
+    """The writer tags of a template's terms (``_tag``), made once per template."""
+    got = _TAGS.get(id(template))
+    if got is None or got[0] is not template:
+        if len(_TAGS) > 256:
+            _TAGS.clear()
+        got = _TAGS[id(template)] = (template, [_tag(key) for key in template[1]])
+    return got[1]
+
+
 def _tag(key: bytes) -> str:
     """Writer tag of a Train: term (spec 4.2)."""
     if key == b"Lr":
@@ -462,10 +479,12 @@ def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, firs
             block_bytes = read_progress.block_bytes(BLOCK_BYTES)  # the loader's, when it wants smaller steps
             with closing(scanned_blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES,
                                         ahead)) as scanned:
-                for block, offset, real_end, prescan in scanned:
+                for count, (block, offset, real_end, prescan) in enumerate(scanned, 1):
                     lines += reader.block(block, offset, prescan)
                     end = real_end
                     read_progress.advanced(end, lambda: reader.so_far(rel_path))
+                    if count % _TRIM_BLOCKS == 0:
+                        release_freed_memory()
             fh.seek(max(0, end - TAIL_CHECK_BYTES))
             identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
         except OSError as exc:
