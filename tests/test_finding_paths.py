@@ -170,3 +170,24 @@ def test_hostile_dangling_link_target_forges_no_line(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["check", str(run_dir), "--fail-on", "never"], catch_exceptions=False).stdout
     assert "\x1b" not in out and "symlink to /nowhere\\nFORGED line \\x1b[31m\\\\x" in out
     assert not [line for line in out.splitlines() if line.lstrip().startswith("FORGED")], out
+
+
+def test_check_prints_a_message_on_one_line_whatever_it_quotes():
+    """A message is one line (model.Finding): a metric tag or any other run string with a line break inside it is
+    written as ``\\n`` by `check`, so it cannot start a forged line (the explanation keeps its own line breaks)."""
+    import dataclasses
+
+    from rich.console import Console
+
+    from pimm_inspect.model import Finding, Severity
+    from pimm_inspect.report.text import findings_view
+
+    run = pimm_inspect.load_run(FIXTURES / "runs" / "e2_rollback")
+    forged = Finding("metrics.non-finite", Severity.WARNING, "train/loss\nFORGED error all clear: 3 NaN values",
+                     explanation="first line\nsecond line")
+    console = Console(width=200, record=True, color_system=None)
+    console.print(findings_view(dataclasses.replace(run, findings=(forged,)), FIXTURES / "runs"))
+    lines = console.export_text().splitlines()
+    assert not any(line.lstrip().startswith("FORGED") for line in lines)
+    assert any("train/loss\\nFORGED" in line for line in lines)
+    assert any(line.strip() == "second line" for line in lines)

@@ -263,7 +263,7 @@ def findings_view(run: Run, base: Path, min_severity: Severity = Severity.INFO, 
         grid.add_column(no_wrap=True)
         grid.add_column(ratio=1)
         grid.add_row("", Text(f"{f.severity.label:<7}", style=SEVERITY_STYLE[f.severity]),
-                     _one_line(f.code, style="bold"), data_text(mask_text(finding_text(f.message, f.paths))))
+                     _one_line(f.code, style="bold"), data_text(mask_text(finding_text(f.message, f.paths)), newlines=False))  # one line
         parts.append(grid)
         if explain and f.explanation:
             parts.append(Padding(data_text(mask_text(finding_text(f.explanation, f.paths)), style="dim"), (0, 0, 0, 6)))
