@@ -24,12 +24,6 @@ _DISTINCT = re.compile(r"[._\-0-9/]")
 """A name a check quotes is a file's (train.log, checkpoint-10, wandb/offline-run-...): one with a dot, digit,
 dash, underscore or slash. Plain words (model, wandb, runs, logs) are prose as much as names: not matched."""
 
-KNOWN_GAPS = {"steps.replayed"}
-"""Findings of analysis/checks_replayed.py, edited by another helper this session: its explanation quotes the W&B
-folders (paths list their .wandb logs) and the checkpoint that holds the W&B cursor. ``test_known_gaps_still_open``
-fails once they are listed, so this set is emptied then."""
-
-
 def _names(run_dir: Path) -> list[str]:
     """Every file or folder of the run a finding might quote: its run-relative path, and its base name when no other
     file of the run has that base name (a ``.complete`` marker in every checkpoint folder names no one file)."""
@@ -86,13 +80,8 @@ def _gaps(tree: Path) -> list[tuple[str, str, list[str]]]:
 
 @pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
 def test_every_quoted_file_is_in_paths(tree: Path) -> None:
-    gaps = [g for g in _gaps(tree) if g[1] not in KNOWN_GAPS]
+    gaps = _gaps(tree)
     assert not gaps, gaps
-
-
-def test_known_gaps_still_open() -> None:
-    gaps = {g[1] for g in _gaps(FIXTURES / "runs")}
-    assert gaps == KNOWN_GAPS
 
 
 def test_matching_rule() -> None:
@@ -145,9 +134,6 @@ def test_hostile_quoted_name_forges_no_line(kind: str, tmp_path: Path) -> None:
     assert "\\nFORGED line \\x1b[31m" in out.replace("\n", "")  # the name is there, escaped
 
 
-@pytest.mark.xfail(strict=True, reason="analysis/checks_replayed.py (another helper's this session) quotes the W&B "
-                   "folders in steps.replayed's explanation but lists their .wandb logs: the folder name prints "
-                   "through plain clean; remove this mark once it lists the folders (KNOWN_GAPS above too)")
 def test_hostile_wandb_folder_in_replayed_forges_no_line(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(FIXTURES / "runs/e2_config_drift", run_dir)

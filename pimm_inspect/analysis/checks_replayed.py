@@ -173,8 +173,17 @@ def _replay_finding(run: Run, r: ReplayedRange, ctx: _Context) -> Finding:
     lines += view_lines
     lines.append("pimm-inspect: pick the overlap policy (all / newest / oldest) in `curves --policy` or the UI; "
                  "`newest` matches what TensorBoard's default loader shows.")
-    return Finding("steps.replayed", Severity.INFO if purged else Severity.WARNING, message, r.paths, (first, last),
-                   " ".join(lines), attempts=r.attempts, views=tuple(views))
+    explanation = " ".join(lines)
+    return Finding("steps.replayed", Severity.INFO if purged else Severity.WARNING, message,
+                   r.paths + _quoted(run, r.paths, explanation), (first, last), explanation, attempts=r.attempts,
+                   views=tuple(views))
+
+
+def _quoted(run: Run, listed: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """The run's W&B folders and checkpoints the W&B sentence quotes (a folder's histories, the checkpoint holding
+    the history cursor), after the replayed files: every file a finding's text names is in its paths."""
+    candidates = [f.path for f in run.wandb_runs] + [ck.path for ck in run.checkpoints]
+    return tuple(dict.fromkeys(p for p in candidates if p and p not in listed and p in text))
 
 
 def _tb_paths(run: Run, r: ReplayedRange) -> list[str]:
