@@ -61,7 +61,10 @@ TAIL = """
     out = {"work": work, "cpu": cpu, "last_step": r.last_step}
 """
 REFRESH = """
-    import pimm_inspect.sources.train_log.reader as R
+    try:
+        import pimm_inspect.sources.train_log._ahead as R  # where the reader's block loop reads (its blocks())
+    except ImportError:  # a baseline from before the scanning child: the reader's own blocks()
+        import pimm_inspect.sources.train_log.reader as R
     from pimm_inspect.session.store.cache import ReadCache
     GROW = Path(GROW_PATH)
     cut = PATH.stat().st_size - APPEND_BYTES
