@@ -12,10 +12,11 @@ import io
 import pickle
 import struct
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 
 from . import _stand_ins as si
+from ._fast_pickle import fast_load
 from ._pickle_budget import Budget, BudgetExceeded, activate, deactivate
 from ._plain import key_text, to_plain  # re-exported: JSON-like views of unpickled trees
 from ._placeholders import (  # re-exported: the public placeholder types
@@ -189,6 +190,10 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):
 
     input_size = 0
     """Bytes in the whole input: no counted item can be longer (the BYTEARRAY8 guard)."""
+    source: bytes | None = None
+    """The whole input, for the fast loop (None: pickle's loop only)."""
+    stream: io.BytesIO | None = None
+    """The stream over ``source`` that pickle's loop reads (the fast loop keeps its position)."""
 
     # Set up by ``pickle._Unpickler``, which typeshed does not describe (annotations only, no values).
     read: Callable[[int], bytes]
@@ -238,9 +243,12 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):
     def load(self) -> Any:
         """``pickle._Unpickler.load`` with every opcode counted against the budget, read straight from the buffer.
 
-        The loop is pickle's own; what differs is only where the time goes: the opcode count is kept inline
-        (not by a wrapper called per opcode), and until a FRAME opcode (protocol 4+; torch writes protocol 2)
-        ``self.read`` is the buffer's own ``read`` rather than the unframer's, which would only forward to it.
+        Given the whole input as bytes (``source``), the common opcodes run in ``_fast_pickle``'s loop, which
+        hands the pickle back to this loop at the first opcode it does not handle plainly (a damaged or
+        unusual input). This loop is pickle's own; what differs is only where the time goes: the opcode count
+        is kept inline (not by a wrapper called per opcode), and until a FRAME opcode (protocol 4+; torch
+        writes protocol 2) ``self.read`` is the buffer's own ``read`` rather than the unframer's, which would
+        only forward to it.
         """
         self._unframer = pickle._Unframer(self._file_read, self._file_readline)  # type: ignore[attr-defined]
         self.read = self._file_read
@@ -250,6 +258,10 @@ class _PyUnpickler(_SafeMixin, pickle._Unpickler):
         self.stack = []
         self.append = self.stack.append
         self.proto = 0
+        if self.source is not None and self.stream is not None:
+            done, value = fast_load(self, self.source, self.stream)
+            if done:
+                return value
         budget = self.budget
         max_ops = budget.max_ops
         dispatch = self.dispatch
@@ -314,8 +326,10 @@ def _partial_from_stacks(unpickler: Any) -> Any:
 class SafeUnpickler:
     """Reads one or several consecutive pickles from a byte buffer, safely."""
 
-    def __init__(self, data: bytes | memoryview) -> None:
-        self._stream: BinaryIO = io.BytesIO(data)
+    def __init__(self, data: bytes | memoryview, *, fast: bool = True) -> None:
+        self._data = bytes(data) if fast else None
+        """The input for the fast loop (``fast=False``: pickle's loop only, as a reference for tests)."""
+        self._stream = io.BytesIO(data)
         self._size = len(data)
         self.recorder = _Recorder()
         self.budget = Budget()
@@ -342,6 +356,7 @@ class SafeUnpickler:
         unpickler.recorder = self.recorder
         unpickler.input_size = self._size
         unpickler.budget = self.budget
+        unpickler.source, unpickler.stream = self._data, self._stream
         token = activate(self.budget)
         error: Exception
         partial: Any
