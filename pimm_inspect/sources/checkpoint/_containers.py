@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, cast
 from ...model import Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular
 from ._lfs import LFS_HEAD, lfs_finding, read_pointer
+from ._zip_dir import Directory, read_directory
 from ._zip_member import MemberError, read_member, small_text
 from ._pickle_budget import Budget, BudgetExceeded
 from ._dcp_tree import extent, insert, listify
@@ -116,36 +117,41 @@ def _read_zip(fh: BinaryIO, rel_path: str, budget: Budget | None = None) -> Cont
     """The torch zip format: unpickle ``<archive>/data.pkl`` only (charging ``budget`` when given)."""
     out = Container("zip")
     try:
-        archive = zipfile.ZipFile(fh)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, struct.error) as exc:
-        # No usable central directory: usually a write cut short. data.pkl comes first, so try its local header.
-        if isinstance(exc, (NotImplementedError, struct.error)):
-            out.findings.append(_corrupt(rel_path, f"zip central directory is damaged ({exc})"))
-        else:
-            out.findings.append(_truncated(rel_path, f"zip archive is truncated or damaged ({exc})"))
-        _salvage_first_entry(fh, rel_path, out, budget)
-        return out
-    with archive:
-        names = archive.namelist()
-        pkl_names = sorted((n for n in names if n.endswith("/data.pkl") and n.count("/") == 1), key=len)
-        if not pkl_names:
-            out.findings.append(_corrupt(rel_path, "zip archive has no data.pkl (not a torch checkpoint)"))
-            return out
-        prefix = pkl_names[0][: -len("data.pkl")]
+        directory = read_directory(fh)  # the plain case, read directly; anything else goes through zipfile
+    except OSError:
+        directory = None  # zipfile meets the same error and says so
+    if directory is None:
         try:
-            data = read_member(fh, archive.getinfo(pkl_names[0]), MAX_PICKLE_BYTES)
-        except MemberError as exc:
-            out.findings.append(_corrupt(rel_path, f"zip member {pkl_names[0]} {exc}"))
+            with zipfile.ZipFile(fh) as archive:
+                directory = Directory(archive.namelist(), {info.filename: info for info in archive.infolist()})
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, struct.error) as exc:
+            # No usable central directory: usually a write cut short. data.pkl comes first: try its local header.
+            if isinstance(exc, (NotImplementedError, struct.error)):
+                out.findings.append(_corrupt(rel_path, f"zip central directory is damaged ({exc})"))
+            else:
+                out.findings.append(_truncated(rel_path, f"zip archive is truncated or damaged ({exc})"))
+            _salvage_first_entry(fh, rel_path, out, budget)
             return out
-        out.byteorder = small_text(fh, archive, prefix + "byteorder")
-        out.archive_version = small_text(fh, archive, prefix + "version")
-        out.bytes_read = len(data)
-        _unpickle_into(out, data, rel_path, "data.pkl", budget)
-        stored = {n[len(prefix) + len("data/"):] for n in names if n.startswith(prefix + "data/")}
-        missing = [k for k in out.storage_keys if k not in stored]
-        if missing:
-            out.findings.append(_corrupt(rel_path, f"{len(missing)} tensor storage(s) referenced by data.pkl "
-                                                   f"are missing from the archive (e.g. data/{missing[0]})"))
+    names = directory.names
+    pkl_names = sorted((n for n in names if n.endswith("/data.pkl") and n.count("/") == 1), key=len)
+    if not pkl_names:
+        out.findings.append(_corrupt(rel_path, "zip archive has no data.pkl (not a torch checkpoint)"))
+        return out
+    prefix = pkl_names[0][: -len("data.pkl")]
+    try:
+        data = read_member(fh, directory.members[pkl_names[0]], MAX_PICKLE_BYTES)
+    except MemberError as exc:
+        out.findings.append(_corrupt(rel_path, f"zip member {pkl_names[0]} {exc}"))
+        return out
+    out.byteorder = small_text(fh, directory.members, prefix + "byteorder")
+    out.archive_version = small_text(fh, directory.members, prefix + "version")
+    out.bytes_read = len(data)
+    _unpickle_into(out, data, rel_path, "data.pkl", budget)
+    stored = {n[len(prefix) + len("data/"):] for n in names if n.startswith(prefix + "data/")}
+    missing = [k for k in out.storage_keys if k not in stored]
+    if missing:
+        out.findings.append(_corrupt(rel_path, f"{len(missing)} tensor storage(s) referenced by data.pkl "
+                                               f"are missing from the archive (e.g. data/{missing[0]})"))
     return out
 
 
@@ -278,22 +284,29 @@ def _read_dcp(out: Container, metadata: Any, directory: Path, rel_path: str) -> 
     created: set[int] = {id(payload)}
     tensor_count = tensor_bytes = 0
     shards: dict[str, bytes | None] = {}
+    handles: dict[str, BinaryIO | Exception] = {}
+    """Each shard opened once for all its items (or why it could not be)."""
     bad_paths: list[str] = []
     budget = Budget()  # one for every item of this checkpoint: 100k items may all point at one 1 MiB blob
-    for fqn, entry in entries.items():
-        if not isinstance(fqn, str):
-            continue
-        kind = type(entry).__name__ if isinstance(entry, PickledObject) else ""
-        if kind == "TensorStorageMetadata":
-            value: Any = _dcp_tensor(_state(entry))
-            tensor_count += 1
-            tensor_bytes += value.nbytes
-        elif fqn.startswith(DCP_SKIPPED_PREFIXES):
-            value = DcpUnread(extent(locations.get(fqn, {}).get("length")) or 0)
-        else:
-            value = _dcp_bytes_item(out, fqn, locations.get(fqn), directory, rel_dir, shards, budget)
-        if not insert(payload, planner.get(fqn), fqn, value, created):
-            bad_paths.append(fqn)
+    try:
+        for fqn, entry in entries.items():
+            if not isinstance(fqn, str):
+                continue
+            kind = type(entry).__name__ if isinstance(entry, PickledObject) else ""
+            if kind == "TensorStorageMetadata":
+                value: Any = _dcp_tensor(_state(entry))
+                tensor_count += 1
+                tensor_bytes += value.nbytes
+            elif fqn.startswith(DCP_SKIPPED_PREFIXES):
+                value = DcpUnread(extent(locations.get(fqn, {}).get("length")) or 0)
+            else:
+                value = _dcp_bytes_item(out, fqn, locations.get(fqn), directory, rel_dir, shards, handles, budget)
+            if not insert(payload, planner.get(fqn), fqn, value, created):
+                bad_paths.append(fqn)
+    finally:
+        for handle in handles.values():
+            if not isinstance(handle, Exception):
+                handle.close()
     if bad_paths:
         out.findings.append(_corrupt(rel_path, f"DCP planner_data holds {len(bad_paths)} unusable key path(s) "
                                                f"(e.g. for {bad_paths[0][:200]}); those items are placed by "
@@ -319,7 +332,7 @@ def _dcp_tensor(state: dict[Any, Any]) -> TensorPlaceholder:
 
 
 def _dcp_bytes_item(out: Container, fqn: str, location: dict[Any, Any] | None, directory: Path, rel_dir: str,
-                    shards: dict[str, bytes | None], budget: Budget) -> Any:
+                    shards: dict[str, bytes | None], handles: dict[str, BinaryIO | Exception], budget: Budget) -> Any:
     """Read one non-tensor item: a small torch.save archive inside a ``.distcp`` shard."""
     if not location:
         return None
@@ -338,14 +351,22 @@ def _dcp_bytes_item(out: Container, fqn: str, location: dict[Any, Any] | None, d
         if finding not in out.findings:
             out.findings.append(finding)
         return DcpUnread(length)
-    try:
-        with open_regular(directory / shard, shard_rel) as fh:
-            fh.seek(offset)
-            blob = fh.read(length)
-    except UnreadableFile as exc:
-        if exc.finding not in out.findings:
-            out.findings.append(exc.finding)
+    handle = handles.get(shard)
+    if handle is None:
+        try:
+            handle = open_regular(directory / shard, shard_rel)
+        except (UnreadableFile, OSError) as exc:
+            handle = exc
+        handles[shard] = handle
+    if isinstance(handle, UnreadableFile):
+        if handle.finding not in out.findings:
+            out.findings.append(handle.finding)
         return None
+    if isinstance(handle, Exception):
+        return None
+    try:
+        handle.seek(offset)
+        blob = handle.read(length)
     except OSError:
         return None
     if len(blob) < length:

@@ -12,7 +12,9 @@ import lzma
 import struct
 import zipfile
 import zlib
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Mapping
+
+from ._zip_dir import MemberInfo
 
 CHUNK_BYTES = 64 * 1024
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
@@ -23,7 +25,7 @@ class MemberError(Exception):
     """A zip member that cannot be read within its bounds; the message names what is wrong."""
 
 
-def read_member(fh: BinaryIO, info: zipfile.ZipInfo, cap: int) -> bytes:
+def read_member(fh: BinaryIO, info: MemberInfo, cap: int) -> bytes:
     """The inflated bytes of one member, at most ``cap`` and at most its declared size, CRC-checked."""
     if info.flag_bits & 0x1:
         raise MemberError("is encrypted")
@@ -112,10 +114,10 @@ def _lzma_decompressor(head: bytes) -> tuple[lzma.LZMADecompressor, bytes]:
     return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters), head[4 + props_size:]
 
 
-def small_text(fh: BinaryIO, archive: zipfile.ZipFile, name: str) -> str | None:
+def small_text(fh: BinaryIO, members: Mapping[str, MemberInfo], name: str) -> str | None:
     """A tiny text record of the archive (byteorder, version), or None when absent or unreadable."""
     try:
-        info = archive.getinfo(name)
+        info = members[name]
         return read_member(fh, info, 64).decode("utf-8", errors="replace").strip()
     except (KeyError, MemberError, OSError, ValueError, EOFError, zlib.error, lzma.LZMAError):
         return None
