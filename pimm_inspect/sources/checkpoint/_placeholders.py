@@ -231,15 +231,20 @@ def checked_shape(size: Any) -> tuple[tuple[int, ...], int] | None:
     of 2**63 or more. Checked before any arithmetic, so a 64 KiB integer costs nothing (``bit_length``
     is O(1)), and the running product stops as soon as it passes the bound.
     """
-    if not (isinstance(size, (tuple, list)) and all(type(d) is int and d >= 0 for d in size)):
+    if not isinstance(size, (tuple, list)):
         return (), 1
-    if len(size) > MAX_NDIM or any(d.bit_length() > 63 for d in size):
+    for d in size:  # plain loops, not all()/any() over generators: this runs once per tensor of a checkpoint
+        if type(d) is not int or d < 0:
+            return (), 1
+    if len(size) > MAX_NDIM:
         return None
     numel = 1
     for d in size:
+        if d.bit_length() > 63:  # before multiplying: a huge int never enters the product
+            return None
         numel *= d
         if numel >= MAX_EXTENT:
-            return None
+            return None  # (a later dimension of 2**63 or more would give None too: the same answer)
     return tuple(size), numel
 
 
@@ -248,7 +253,10 @@ def in_extent(value: Any) -> bool:
     values = value if isinstance(value, (tuple, list)) else (value,)
     if len(values) > MAX_NDIM:
         return False
-    return all(not isinstance(v, int) or v.bit_length() <= 63 for v in values)
+    for v in values:
+        if isinstance(v, int) and v.bit_length() > 63:
+            return False
+    return True
 
 
 def _shape(size: Any) -> tuple[int, ...]:
