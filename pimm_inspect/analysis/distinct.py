@@ -11,11 +11,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..arrays import unique_sorted
+from ..arrays import SMALL, unique_sorted
 
 
 def strictly_increasing(values: np.ndarray) -> bool:
     """True when every value is larger than the one before (no repeat, no step back)."""
+    if values.shape[0] <= SMALL and values.ndim == 1:
+        items = values.tolist()  # a few values: compared in Python (a NaN compares False either way, as in numpy)
+        return all(a < b for a, b in zip(items, items[1:]))
     return values.shape[0] < 2 or bool(np.all(values[1:] > values[:-1]))
 
 
