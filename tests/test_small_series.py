@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from pimm_inspect import arrays
-from pimm_inspect.analysis import checks_sources, metric_summary
+from pimm_inspect.analysis import checks_sources, metric_summary, replay_copies
 from pimm_inspect.analysis.curves import SMALL_POINTS, merge, newest_points
 from pimm_inspect.analysis.distinct import strictly_increasing
-from pimm_inspect.model import ScalarSeries
+from pimm_inspect.model import ReplayedRange, ScalarSeries
 
 AWKWARD = [0.0, -0.0, 1.5, -2.25, 3.0, 1e308, -1e308, 1e-310, math.nan, math.inf, -math.inf]
 
@@ -131,3 +131,44 @@ def test_sources_agree_in_python_exactly_when_compare_finds_nothing(kinds: tuple
         assert agree == (finding is None), (left, right)
         seen[agree] += 1
     assert seen[True] > 100 and seen[False] > 100
+
+
+def test_copy_spreads_of_a_few_points_are_the_numpy_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(13)
+    cases = []
+    for _ in range(1500):
+        by_writer: replay_copies.Writers = {}
+        for tag in ("loss", "acc", "lr")[:rng.randint(1, 3)]:
+            for s in _group(rng, tag, [1.0, 1.25, 2.0, 3.5, -4.0, math.nan, math.inf, -math.inf, 0.0, 1e308, -1e308]):
+                by_writer.setdefault(s.attempt if s.attempt is not None else s.source, []).append(s)
+        lo = rng.randint(0, 20)
+        attempts = tuple(sorted(w for w in by_writer if isinstance(w, int)))
+        paths = tuple(sorted(w for w in by_writer if isinstance(w, str)))
+        r = ReplayedRange(lo, lo + rng.randint(0, 15), 2, attempts, paths)
+        with np.errstate(over="ignore"):  # 1e308 - -1e308: an infinite spread, left out
+            cases.append((by_writer, r, replay_copies.copy_spreads(by_writer, r)))
+    monkeypatch.setattr(replay_copies, "_few_spreads", lambda _by_writer, _r: None)
+    answered = 0
+    for by_writer, r, fast in cases:
+        with np.errstate(over="ignore"):  # 1e308 - -1e308: an infinite spread, left out
+            slow = replay_copies.copy_spreads(by_writer, r)
+        assert [(t.tag, t.held, t.first_held, t.last_held) for t in fast] == \
+            [(t.tag, t.held, t.first_held, t.last_held) for t in slow], (by_writer, r)
+        assert all(_same_float(a.spread, b.spread) for a, b in zip(fast, slow)), (by_writer, r, fast, slow)
+        answered += bool(slow)
+    assert answered > 300
+
+
+def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    from pimm_inspect import load_run
+    from pimm_inspect.analysis import analyze, replays
+
+    run = load_run(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_clean")
+    calls: list[int] = []
+    real = replays.written_ranges  # what compute_replayed calls, wherever it is called from
+    monkeypatch.setattr(replays, "written_ranges", lambda series: calls.append(1) or real(series))
+    analysed = analyze(run)
+    assert analysed.replayed == () and calls == [1]  # once by analyze; check_replayed took its answer
+    assert replays.replayed_of(run) == () and calls == [1, 1]  # a run not analysed: worked out now

@@ -162,7 +162,7 @@ def within_duplicates(s: ScalarSeries, differing_only: bool = False) -> tuple[in
     With ``differing_only`` a step counts only when its copies disagree: a writer that logs the
     same value twice at one step (HF logs ``epoch`` with both train and eval rows) replays nothing.
     """
-    if len(s) < 2 or bool(np.all(s.steps[1:] > s.steps[:-1])):
+    if len(s) < 2 or strictly_increasing(s.steps):
         return None  # strictly increasing (the usual case): no step twice, and no sort needed to know it
     uniq, counts = np.unique(s.steps, return_counts=True)
     dup = uniq[counts > 1]
