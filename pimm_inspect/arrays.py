@@ -75,6 +75,12 @@ def median_gap(values: np.ndarray) -> np.floating:
     differences were 40 MB more at the peak of an analysis."""
     if values.dtype.kind not in "iu" or values.dtype.itemsize > 8 or values.dtype == np.uint64:
         return median(np.diff(values), overwrite=True)
+    if values.shape[0] <= SMALL:  # a few steps: the differences and their middle in Python, as numpy works them out
+        items = values.tolist()
+        few = sorted(b - a for a, b in zip(items, items[1:]))
+        half = len(few) // 2
+        return np.float64(few[half]) if len(few) % 2 else np.float64(
+            (float(few[half - 1]) + float(few[half])) / 2.0)  # np.mean of the middle two: a float64 sum, halved
     n = values.shape[0] - 1
     lo = hi = 0
     for start in range(0, n, _GAP_SLICE):

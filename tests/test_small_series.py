@@ -172,3 +172,23 @@ def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pyte
     analysed = analyze(run)
     assert analysed.replayed == () and calls == [1]  # once by analyze; check_replayed took its answer
     assert replays.replayed_of(run) == () and calls == [1, 1]  # a run not analysed: worked out now
+
+
+def test_median_gap_and_distinct_sorted_of_a_few_integers_are_numpys() -> None:
+    from pimm_inspect.analysis.distinct import distinct_sorted
+
+    rng = random.Random(17)
+    for _ in range(3000):
+        dtype = rng.choice([np.int64, np.int32, np.uint32, np.int16])
+        top = 10**12 if dtype == np.int64 else 30000
+        size = rng.randint(2, arrays.SMALL + 4)
+        steps = np.array(sorted(rng.sample(range(rng.choice([size, 1000, top])), size)), dtype=dtype)
+        got, want = arrays.median_gap(steps), np.median(np.diff(steps.astype(np.int64)))
+        assert type(got) is np.float64 and got == want, (steps, got, want)
+    for _ in range(3000):
+        dtype = rng.choice([np.int64, np.int32, np.uint8, np.uint64])
+        parts = [np.array([rng.randint(0, 60) for _ in range(rng.randint(0, 20))],
+                          dtype=rng.choice([dtype, np.int64])) for _ in range(rng.randint(1, 4))]
+        got = distinct_sorted(parts)
+        want = np.unique(np.concatenate(parts)).astype(np.result_type(*parts))
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (parts, got, want)
