@@ -192,3 +192,27 @@ def test_median_gap_and_distinct_sorted_of_a_few_integers_are_numpys() -> None:
         got = distinct_sorted(parts)
         want = np.unique(np.concatenate(parts)).astype(np.result_type(*parts))
         assert got.dtype == want.dtype and got.tolist() == want.tolist(), (parts, got, want)
+
+
+def test_pair_keys_of_a_few_points_are_the_numpy_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pimm_inspect.analysis import replay_pairs
+    from pimm_inspect.analysis.distinct import distinct_sorted
+
+    rng = random.Random(19)
+    cases = []
+    for _ in range(1500):
+        by_tag: dict[str, dict[replay_copies.Writer, list[ScalarSeries]]] = {}
+        series = [s for tag in ("loss", "acc", "lr")[:rng.randint(1, 3)] for s in _group(rng, tag)]
+        for s in series:
+            by_tag.setdefault(s.tag, {}).setdefault(s.attempt if s.attempt is not None else s.source, []).append(s)
+        writers = sorted({w for groups in by_tag.values() for w in groups}, key=lambda w: (isinstance(w, str), str(w)))
+        rank = {w: i for i, w in enumerate(writers)}
+        logged = distinct_sorted([s.steps for s in series])
+        cases.append((by_tag, rank, logged, replay_pairs.pair_keys(by_tag, rank, logged)))
+    monkeypatch.setattr(replay_pairs, "_few_keys", lambda _by_tag, _rank, _logged: None)
+    found = 0
+    for by_tag, rank, logged, fast in cases:
+        slow = replay_pairs.pair_keys(by_tag, rank, logged)
+        assert fast.dtype == slow.dtype and fast.tolist() == slow.tolist(), (by_tag, fast, slow)
+        found += bool(slow.shape[0])
+    assert found > 300
