@@ -75,9 +75,11 @@ def median_gap(values: np.ndarray) -> np.floating:
     differences were 40 MB more at the peak of an analysis."""
     if values.dtype.kind not in "iu" or values.dtype.itemsize > 8 or values.dtype == np.uint64:
         return median(np.diff(values), overwrite=True)
-    if values.shape[0] <= SMALL:  # a few steps: the differences and their middle in Python, as numpy works them out
+    if values.shape[0] <= SMALL and values.dtype == np.int64:  # a few steps: in Python, as numpy works them out
         items = values.tolist()
         few = sorted(b - a for a, b in zip(items, items[1:]))
+        if few[0] < -(1 << 63) or few[-1] >= 1 << 63:
+            return median(np.diff(values), overwrite=True)  # a difference that wraps around in int64: numpy's
         half = len(few) // 2
         return np.float64(few[half]) if len(few) % 2 else np.float64(
             (float(few[half - 1]) + float(few[half])) / 2.0)  # np.mean of the middle two: a float64 sum, halved
