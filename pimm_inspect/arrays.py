@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from typing import Any, Literal
@@ -9,8 +10,16 @@ from typing import Any, Literal
 import numpy as np
 
 
+SMALL = 32
+"""Arrays up to this many values are scanned in Python: two numpy reductions cost ~5 us each whatever the size, a
+list of a few numbers a fraction of that (most series of a run hold a handful of points; a big one stays numpy's)."""
+
+
 def non_decreasing(values: np.ndarray) -> bool:
     """True when each value is at least the one before it (fewer than two values: True); NaN anywhere: False."""
+    if values.size <= SMALL and values.ndim == 1:
+        items = values.tolist()  # a NaN compares False either way, as numpy's >= does
+        return all(a <= b for a, b in zip(items, items[1:]))
     return values.size < 2 or bool(np.all(values[1:] >= values[:-1]))
 
 
@@ -66,6 +75,14 @@ def median_gap(values: np.ndarray) -> np.floating:
     differences were 40 MB more at the peak of an analysis."""
     if values.dtype.kind not in "iu" or values.dtype.itemsize > 8 or values.dtype == np.uint64:
         return median(np.diff(values), overwrite=True)
+    if values.shape[0] <= SMALL and values.dtype == np.int64:  # a few steps: in Python, as numpy works them out
+        items = values.tolist()
+        few = sorted(b - a for a, b in zip(items, items[1:]))
+        if few[0] < -(1 << 63) or few[-1] >= 1 << 63:
+            return median(np.diff(values), overwrite=True)  # a difference that wraps around in int64: numpy's
+        half = len(few) // 2
+        return np.float64(few[half]) if len(few) % 2 else np.float64(
+            (float(few[half - 1]) + float(few[half])) / 2.0)  # np.mean of the middle two: a float64 sum, halved
     n = values.shape[0] - 1
     lo = hi = 0
     for start in range(0, n, _GAP_SLICE):
@@ -94,6 +111,10 @@ def _forget(key: tuple[int, bool]) -> Callable[[weakref.ref[np.ndarray]], None]:
 def value_range(values: np.ndarray, finite_only: bool = False) -> tuple[float, float] | None:
     """(min, max) of ``values`` (only its finite ones with ``finite_only``), None when there is none; computed once per
     read-only array (a writable one may change, so it is computed each time)."""
+    if 0 < values.size <= SMALL:
+        small = _small_range(values)
+        if small is not None:
+            return small
     key = (id(values), finite_only)
     if not values.flags.writeable:
         hit = _RANGES.get(key)
@@ -111,6 +132,22 @@ def value_range(values: np.ndarray, finite_only: bool = False) -> tuple[float, f
             return got
         _RANGES[key] = (ref, got)
     return got
+
+
+def _small_range(values: np.ndarray) -> tuple[float, float] | None:
+    """(min, max) of a small non-empty array as numpy gives them, without numpy's reductions; None when numpy must
+    answer: a NaN or an infinity among floats (its rules, ``finite_only`` too), a signed zero at either end (which of
+    0.0 and -0.0 numpy returns), or another kind of value."""
+    kind = values.dtype.kind
+    if kind not in "iubf":
+        return None
+    items = values.ravel().tolist()
+    lo, hi = min(items), max(items)
+    if kind == "f":
+        total = sum(items)  # NaN when a NaN (or both infinities) is among them
+        if total != total or lo == 0.0 or hi == 0.0 or lo == -math.inf or hi == math.inf:
+            return None
+    return lo, hi
 
 
 _malloc_trim: Callable[[int], Any] | Literal[False] | None = None  # False: not available

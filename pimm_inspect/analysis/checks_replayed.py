@@ -11,7 +11,7 @@ from ..load.column_ranges import ColumnRanges
 from ..model import Attempt, Finding, ReplayedRange, Run, Severity
 from . import _facts
 from .replay_copies import Writers, copy_spreads, densest_tags, writers_of
-from .replays import compute_replayed, describe, drawn_series, marks
+from .replays import describe, drawn_series, marks, replayed_of
 from .wandb_view import wandb_view
 
 MAX_FINDINGS = 50
@@ -81,7 +81,7 @@ def check_replayed(run: Run) -> list[Finding]:
     """``steps.replayed``: one finding per range of steps written by more than one attempt or writer."""
     from .checks_steps import _repeated_in_session
 
-    ranges = run.replayed or compute_replayed(run)
+    ranges = replayed_of(run)
     findings: list[Finding] = []
     if ranges:
         ctx = _context(run)

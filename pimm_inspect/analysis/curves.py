@@ -72,6 +72,24 @@ def merge(series: list[ScalarSeries], policy: str = "all") -> list[ScalarSeries]
     return [make_series(first.tag, steps[chosen], values[chosen], walls[chosen], first.source, None)]
 
 
+SMALL_POINTS = 256
+"""A tag whose series hold at most this many points together is merged in Python (``newest_points``): a handful of
+numpy calls per tag cost more than looping over a few points (most tags of a run hold a few dozen)."""
+
+
+def newest_points(series: list[ScalarSeries]) -> dict[int, float] | None:
+    """``merge(series, "newest")`` of a few points as {step: value} (its steps are the sorted keys), in Python; None
+    when numpy should do it: more than ``SMALL_POINTS`` points, steps that are not integers or values not floats."""
+    if sum(len(s) for s in series) > SMALL_POINTS or any(
+            s.steps.dtype.kind != "i" or s.values.dtype.kind != "f" for s in series):
+        return None
+    ordered = [s for _, s in sorted(((_order_key(s, i), s) for i, s in enumerate(series)), key=lambda t: t[0])]
+    newest: dict[int, float] = {}
+    for s in ordered:  # writer order, each in the order logged: the last copy of a step is the one merge keeps
+        newest.update(zip(s.steps.tolist(), s.values.tolist()))
+    return newest
+
+
 @dataclass(frozen=True, slots=True)
 class Overlap:
     """Steps written by two writers (files or attempts) of one tag."""
@@ -144,7 +162,7 @@ def within_duplicates(s: ScalarSeries, differing_only: bool = False) -> tuple[in
     With ``differing_only`` a step counts only when its copies disagree: a writer that logs the
     same value twice at one step (HF logs ``epoch`` with both train and eval rows) replays nothing.
     """
-    if len(s) < 2 or bool(np.all(s.steps[1:] > s.steps[:-1])):
+    if len(s) < 2 or strictly_increasing(s.steps):
         return None  # strictly increasing (the usual case): no step twice, and no sort needed to know it
     uniq, counts = np.unique(s.steps, return_counts=True)
     dup = uniq[counts > 1]

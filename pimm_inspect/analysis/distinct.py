@@ -11,11 +11,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..arrays import unique_sorted
+from ..arrays import SMALL, unique_sorted
+
+
+SMALL_TOTAL = 256
+"""``distinct_sorted`` of at most this many integers (over all its arrays) is worked out in Python."""
 
 
 def strictly_increasing(values: np.ndarray) -> bool:
     """True when every value is larger than the one before (no repeat, no step back)."""
+    if values.shape[0] <= SMALL and values.ndim == 1:
+        items = values.tolist()  # a few values: compared in Python (a NaN compares False either way, as in numpy)
+        return all(a < b for a, b in zip(items, items[1:]))
     return values.shape[0] < 2 or bool(np.all(values[1:] > values[:-1]))
 
 
@@ -28,6 +35,9 @@ def distinct_sorted(arrays: Sequence[np.ndarray]) -> np.ndarray:
     if not arrays:
         return np.zeros(0, dtype=np.int64)
     dtype = np.result_type(*arrays)  # what the concatenation of them all would hold
+    if len(arrays) > 1 and dtype.kind in "iu" and sum(a.shape[0] for a in arrays) <= SMALL_TOTAL and all(
+            a.ndim == 1 for a in arrays):  # a few integers: a set and a sort in Python cost less than numpy's calls
+        return np.array(sorted({v for a in arrays for v in a.tolist()}), dtype=dtype)
     parts: list[np.ndarray] = []
     seen: dict[tuple[int, object, object], list[np.ndarray]] = {}
     for a in arrays:  # an array equal to one taken adds nothing (the tags of one writer share their steps)

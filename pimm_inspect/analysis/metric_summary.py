@@ -8,13 +8,15 @@ its minimum when its name says lower is better (``lower_is_better``), else its m
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
 from ..evidence import MetricSummary
-from ..model import Run
+from ..model import Run, ScalarSeries
 from ._facts import stale_event_files
+from .curves import newest_points
 from .distinct import strictly_increasing
 from .scalar_rows import select_rows, tag_groups
 
@@ -32,6 +34,10 @@ def metric_summaries(run: Run) -> tuple[MetricSummary, ...]:
         ordered = [s for s in group if len(s)]
         if not ordered:
             continue
+        few = _few(ordered)
+        if few is not None:
+            out.append(MetricSummary(tag, *few))
+            continue
         if len(ordered) == 1 and strictly_increasing(ordered[0].steps):  # the usual case: its points as they are
             steps, values = ordered[0].steps, ordered[0].values
         else:
@@ -43,6 +49,21 @@ def metric_summaries(run: Run) -> tuple[MetricSummary, ...]:
         high = float(np.max(values, where=finite, initial=-np.inf)) if some else None
         out.append(MetricSummary(tag, int(steps[-1]), float(values[-1]), low, high))
     return tuple(out)
+
+
+def _few(series: list[ScalarSeries]) -> tuple[int, float, float | None, float | None] | None:
+    """(last step, its value, smallest and largest finite value) of a tag's newest points, worked out in Python for
+    a few points (``curves.newest_points``: what ``select_rows(..., "newest")`` keeps); None when numpy should, or
+    when 0.0 is the smallest or largest value (which of 0.0 and -0.0 numpy's min and max return is theirs)."""
+    newest = newest_points(series)
+    if not newest:
+        return None
+    last = max(newest)
+    finite = [v for v in newest.values() if math.isfinite(v)]
+    low, high = (min(finite), max(finite)) if finite else (None, None)
+    if low == 0.0 or high == 0.0:
+        return None
+    return last, newest[last], low, high
 
 
 def lower_is_better(tag: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 from ..model import Finding, Run
 from . import (checks_checkpoint, checks_provenance, checks_run, checks_slurm, checks_sources, checks_steps,
                checks_wandb)
-from .replays import compute_replayed
+from .replays import compute_replayed, replayed_known
 from .resume_hint import resume_hint
 from .summary import summarize
 
@@ -71,7 +71,8 @@ def analyze(run: Run) -> Run:
     """The run with reader findings plus every check's findings, worst first, its derived row facts (the replayed
     ranges among them), and the row rules of ``Run.scalars()``."""
     run = dataclasses.replace(run, replayed=compute_replayed(run))  # the checks and every view read it
-    combined = list(run.findings) + run_checks(run)
+    with replayed_known(run):  # no replay found is an answer too: the checks do not look again
+        combined = list(run.findings) + run_checks(run)
     combined.sort(key=lambda f: (-int(f.severity), f.code, f.steps or (0, 0)))
     return dataclasses.replace(run, findings=tuple(combined), summary=summarize(run), scalar_table=scalar_frame,
                                resume=resume_hint(run))

@@ -6,6 +6,7 @@ One rule for the ``steps.replayed`` check (its "the copies differ by up to" figu
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..arrays import non_decreasing
 from ..model import ReplayedRange, ScalarSeries
+from .curves import SMALL_POINTS
 
 Writer = int | str
 """An attempt index, or the run-relative path of a file whose points name no attempt."""
@@ -110,6 +112,9 @@ def copy_spreads(by_writer: Writers, r: ReplayedRange) -> list[TagSpread]:
     tag: only one tag's distinct steps are held at a time, never the copies of every tag merged and sorted."""
     from .distinct import distinct_sorted
 
+    few = _few_spreads(by_writer, r)
+    if few is not None:
+        return few
     out: list[TagSpread] = []
     for tag, parts in _tag_parts(by_writer, r).items():
         by_writer_parts: dict[Writer, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
@@ -136,6 +141,47 @@ def copy_spreads(by_writer: Writers, r: ReplayedRange) -> list[TagSpread]:
         spread = spread[np.isfinite(spread)]
         out.append(TagSpread(tag, int(held.shape[0]), int(held[0]), int(held[-1]),
                              float(spread.max()) if spread.size else float("nan")))
+    return out
+
+
+def _few_spreads(by_writer: Writers, r: ReplayedRange) -> list[TagSpread] | None:
+    """``copy_spreads`` worked out in Python when the range's writers hold a few points (``SMALL_POINTS``) of integer
+    steps and float values; None when numpy should, or when a value in the range is 0.0 (numpy's ``fmax``/``fmin``
+    choose between 0.0 and -0.0 their own way)."""
+    chosen = [(writer, s) for writer in list(r.attempts) + [p for p in r.paths if p in by_writer]
+              for s in by_writer.get(writer, ())]
+    if sum(len(s) for _w, s in chosen) > SMALL_POINTS or any(
+            s.steps.dtype.kind != "i" or s.values.dtype.kind != "f" for _w, s in chosen):
+        return None
+    first, last = r.first_step, r.last_step
+    per_tag: dict[str, dict[Writer, dict[int, float]]] = {}  # tags in the order first met with a point in range
+    for writer, s in chosen:
+        points = [(step, value) for step, value in zip(s.steps.tolist(), s.values.tolist()) if first <= step <= last]
+        if not points:
+            continue
+        firsts = per_tag.setdefault(s.tag, {}).setdefault(writer, {})
+        for step, value in points:
+            if value == 0.0:
+                return None
+            firsts.setdefault(step, value)  # the copy each writer logged first (``_first_copies``)
+    out: list[TagSpread] = []
+    for tag, copies in per_tag.items():
+        if len(copies) < 2:
+            continue
+        count: dict[int, int] = {}
+        extremes: dict[int, tuple[float, float]] = {}  # each step's smallest and largest finite copy
+        for firsts in copies.values():
+            for step, value in firsts.items():
+                count[step] = count.get(step, 0) + 1
+                if math.isfinite(value):
+                    low, high = extremes.get(step, (value, value))
+                    extremes[step] = (min(low, value), max(high, value))
+        held = sorted(step for step, n in count.items() if n > 1)
+        if not held:
+            continue
+        spreads = [extremes[step][1] - extremes[step][0] for step in held if step in extremes]
+        spreads = [spread for spread in spreads if math.isfinite(spread)]
+        out.append(TagSpread(tag, len(held), held[0], held[-1], max(spreads) if spreads else float("nan")))
     return out
 
 

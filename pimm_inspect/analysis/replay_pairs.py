@@ -67,6 +67,9 @@ def pair_keys(by_tag: dict[str, dict[Writer, list[ScalarSeries]]], rank: dict[Wr
     alike are taken once, and the keys are merged as they come: what is held is a few times the distinct pairs,
     never every tag's pairs at once."""
     writers = len(rank)
+    few = _few_keys(by_tag, rank, logged)
+    if few is not None:
+        return few
     seen = _TagSeen()
     merged = np.zeros(0, dtype=np.int64)
     pending: list[np.ndarray] = []
@@ -88,3 +91,32 @@ def pair_keys(by_tag: dict[str, dict[Writer, list[ScalarSeries]]], rank: dict[Wr
         if waiting > 2 * merged.shape[0] + (1 << 20):  # merged now and then: the pairs of many tags never pile up
             merged, pending, waiting = unique_sorted(np.concatenate([merged, *pending])), [], 0
     return unique_sorted(np.concatenate([merged, *pending])) if pending else merged
+
+
+FEW_POINTS = 512
+"""``pair_keys`` of tags holding at most this many points together is worked out in Python (``_few_keys``)."""
+
+
+def _few_keys(by_tag: dict[str, dict[Writer, list[ScalarSeries]]], rank: dict[Writer, int],
+              logged: np.ndarray) -> np.ndarray | None:
+    """``pair_keys`` of a few integer steps with sets and dicts (numpy's calls per tag cost more than the points);
+    None when numpy should do it."""
+    tags = [groups for groups in by_tag.values() if len(groups) > 1]
+    if sum(len(s) for groups in tags for group in groups.values() for s in group) > FEW_POINTS or any(
+            s.steps.dtype.kind != "i" for groups in tags for group in groups.values() for s in group):
+        return None
+    slot = {step: i for i, step in enumerate(logged.tolist())}  # every step logged: its index among them
+    writers = len(rank)
+    keys: set[int] = set()
+    for groups in tags:
+        owners: dict[int, list[int]] = {}  # step -> ranks of the tag's writers that logged it
+        for writer, group in groups.items():
+            for step in {step for s in group for step in s.steps.tolist()}:
+                owners.setdefault(step, []).append(rank[writer])
+        for step, ranks in owners.items():
+            if len(ranks) > 1:  # a step two or more of the tag's writers logged: each of them holds a copy
+                at = slot.get(step)
+                if at is None:
+                    return None  # ``logged`` misses a step: numpy's searchsorted places it
+                keys.update(at * writers + r for r in ranks)
+    return np.array(sorted(keys), dtype=np.int64)

@@ -16,10 +16,14 @@ a few MB, not every tag's pairs).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..load.column_ranges import ColumnRanges
 from ..model import Attempt, ReplayedRange, Run, ScalarSeries
 from ._facts import SOURCE_PRIORITY, fmt_range, source_kind, stale_event_files
 from .distinct import distinct_sorted
@@ -264,21 +268,47 @@ class _Spans:
         return lo, hi
 
 
+_ANALYSED: ContextVar[Run | None] = ContextVar("analysed_run", default=None)
+"""The run ``analyze`` is checking, whose ``replayed`` it has set (an empty tuple then means: none)."""
+
+
+@contextmanager
+def replayed_known(run: Run) -> Iterator[None]:
+    """While checking ``run`` (its ``replayed`` set by analysis), ``replayed_of`` gives that instead of working it
+    out again: a run without replays has an empty ``replayed`` that would otherwise mean "not analysed yet"."""
+    token = _ANALYSED.set(run)
+    try:
+        yield
+    finally:
+        _ANALYSED.reset(token)
+
+
+def replayed_of(run: Run) -> tuple[ReplayedRange, ...]:
+    """``run.replayed`` when analysis set it, else computed now (a run not analysed yet: the same ranges)."""
+    if run.replayed or _ANALYSED.get() is run:
+        return run.replayed
+    return compute_replayed(run)
+
+
 def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
     """Every step range held more than once, with its copy count and writers, oldest step first."""
     series = drawn_series(run)
     ranges: dict[tuple[int, int, tuple[Writer, ...]], ReplayedRange] = {}
-    by_attempt: dict[int, list[ScalarSeries]] = defaultdict(list)  # every copy's file, of every source kind
+    by_attempt: dict[int, list[tuple[str, tuple[int, int]]]] = defaultdict(list)  # every copy's file and steps
     stale = stale_event_files(run)
+    columns = ColumnRanges()  # each step column scanned once, not once per range
     for s in run.series:
         if s.attempt is not None and len(s) and s.source not in stale:
-            by_attempt[s.attempt].append(s)
+            span = columns.steps(s)
+            assert span is not None  # the series is not empty
+            by_attempt[s.attempt].append((s.source, span))
     spans = _Spans(run)
     for written in written_ranges(series):
         first, last = spans.widen(written)
         attempts = tuple(w for w in written.writers if isinstance(w, int))
         files = {w for w in written.writers if isinstance(w, str)}
-        paths = sorted(files | {s.source for a in attempts for s in by_attempt[a] if _touches(s, first, last)})
+        paths = sorted(files | {source for a in attempts for source, (lo, hi) in by_attempt[a]
+                                if lo <= last and hi >= first})
         key = (first, last, written.writers)
         ranges.setdefault(key, ReplayedRange(first, last, len(written.writers), attempts, tuple(paths)))
     if not ranges and run.hf is not None:
@@ -314,11 +344,6 @@ def _trainer_overlaps(run: Run) -> list[tuple[int, int]]:
         else:
             merged.append((lo, hi))
     return merged
-
-
-def _touches(s: ScalarSeries, first: int, last: int) -> bool:
-    lo, hi = s.first_step, s.last_step
-    return lo is not None and hi is not None and lo <= last and hi >= first
 
 
 def marks(attempts: tuple[int, ...], limit: int = 8) -> str:
