@@ -96,3 +96,46 @@ def test_the_child_works_out_the_cell_texts_the_table_shows(tmp_path, monkeypatc
     for path, row in sent:
         made = maker.row(row, None)
         assert [str(made.cells[column]) for column in row_texts.COLUMNS] == list(expected[path.absolute().as_posix()][:-1])
+
+
+@pytest.mark.parametrize("copies", [5, 36])  # rows from their own entries; from the tree's row index (>= 32 runs)
+def test_the_child_sends_texts_the_ui_decodes_on_first_use(tmp_path, monkeypatch, copies) -> None:
+    """A batch holds texts only (no ``Path``, ``RunSummary`` or row objects to pickle and rebuild); the table reads a
+    sent row's status and cell texts without decoding its head or detail, and every field, once asked for, is the
+    field of the row ``ls`` stored."""
+    import pickletools
+    import pickle
+
+    from pimm_inspect.session import row_head
+    from pimm_inspect.session.store import codec
+    from pimm_inspect.tui.prefetch import Batch, SentRow, _produce
+
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=copies)
+    paths = Session().discover(tree)
+    listed = {path.absolute(): pickle.loads(pickle.dumps(row))  # plain rows (a stored row pickles as one)
+              for path, row in zip(paths, Session().rows(paths, tree))}
+    frames: list[object] = []
+    _produce(Session(), tree.absolute(), frames.append)  # the child's work, here
+    batches = [f for f in frames if isinstance(f, Batch)]
+    assert sum(len(b.sent) for b in batches) == copies and not any(b.stored for b in batches)
+    for batch in batches:
+        data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+        named = [arg for op, arg, _pos in pickletools.genops(data) if op.name in ("SHORT_BINUNICODE", "BINUNICODE")
+                 and arg in ("pathlib", "PosixPath", "RunSummary", "RunRow", "IndexedRow")]
+        assert named == []  # nothing but the batch's own class is rebuilt on the other side
+    heads: list[str] = []
+    real_head = row_head.head_values
+    monkeypatch.setattr(row_head, "head_values", lambda text: heads.append(text) or real_head(text))
+    details: list[str] = []
+    real_detail = codec.from_text
+    monkeypatch.setattr(codec, "from_text", lambda text: details.append(text) or real_detail(text))
+    sent = {path: row for b in pickle.loads(pickle.dumps(batches)) for path, row in b.rows(b.paths).items()}
+    assert set(sent) == set(listed)
+    assert {path: row.status for path, row in sent.items()} == {path: row.status for path, row in listed.items()}
+    assert all(isinstance(row, SentRow) and row.cell_texts for row in sent.values())
+    assert heads == [] and details == []  # the status and the cell texts: nothing decoded
+    for path, row in sent.items():
+        assert row.summary == listed[path].summary and row.kind == listed[path].kind
+        assert row == listed[path]  # every field (the detail's too)
+    assert len(heads) == copies and len(details) == copies  # each decoded once, on first use
