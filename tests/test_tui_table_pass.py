@@ -139,3 +139,38 @@ def test_the_child_sends_texts_the_ui_decodes_on_first_use(tmp_path, monkeypatch
         assert row.summary == listed[path].summary and row.kind == listed[path].kind
         assert row == listed[path]  # every field (the detail's too)
     assert len(heads) == copies and len(details) == copies  # each decoded once, on first use
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_cold_screenful_is_read_together_and_shown_row_by_row(tmp_path, monkeypatch) -> None:
+    """The first screenful of a cold tree (found together by the prefetch child) is read in one request, so the
+    session's worker processes read it (not this process, one run at a time, by turns with the UI's drawing); each
+    row is still posted as soon as it comes, in order."""
+    if threading.active_count() != 1:
+        pytest.skip("another thread is running: no prefetch by design")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))  # empty: every run is read
+    tree = _quiet_tree(tmp_path, copies=FIRST_ROWS + 4)
+    asked: list[list[Path]] = []
+
+    class Recording(SessionRows):
+        def build(self, paths, cancelled, under=None):  # type: ignore[no-untyped-def]
+            asked.append(list(paths))
+            return super().build(paths, cancelled, under)
+
+    session = Session()
+    prefetch = RowPrefetch.start(session, tree)
+    assert prefetch is not None
+    posted: list[object] = []
+    try:
+        TablePass(tree.absolute(), tree, lambda: session.staged, posted.append, lambda: False, lambda key: False,
+                  PrefetchedRows(Recording(session), prefetch)).run()
+    finally:
+        prefetch.close()
+    found = [p for m in posted if isinstance(m, RunsFound) for p in m.paths]
+    assert len(asked[0]) == FIRST_ROWS and asked[0] == found[:FIRST_ROWS]  # one request for the screenful
+    one = [m.path for m in posted if isinstance(m, RowLoaded)]
+    assert one == found[:FIRST_ROWS]  # each row on its own message, in order
+    assert asked[1:] == [found[FIRST_ROWS:]]  # the rest: one more request
+    rows = {m.path: m.row for m in posted if isinstance(m, RowLoaded)}
+    rows.update({p: r for m in posted if isinstance(m, RowsLoaded) for p, r in m.rows})
+    assert len(rows) == FIRST_ROWS + 4 and {r.status for r in rows.values()} >= {"finished", "crashed"}
