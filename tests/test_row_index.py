@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from pimm_inspect.report.json_doc import SCHEMA_VERSION, dumps, ls_document, ls_run, ls_run_fragment
-from pimm_inspect.session import Session, row_index, rows
+from pimm_inspect.session import Session, row_head, row_index, rows
 from pimm_inspect.session.store import row_cache
 from tests.cache_support import ls_stdout, quiet_copy, spy_builds
 
@@ -84,7 +84,7 @@ def test_an_indexed_row_is_the_row_a_fresh_load_gives(tmp_path, monkeypatch):
         fresh = rows.build_row(path.absolute())[0]
         assert row == fresh and fresh == row
         assert pickle.loads(pickle.dumps(row)) == fresh
-        assert all(row_index._same(getattr(row, name), getattr(fresh, name)) for name in row_index._HEAD_FIELDS)
+        assert all(row_head.same(getattr(row, name), getattr(fresh, name)) for name in row_head.HEAD_FIELDS)
         assert row.ls_json_fragment == ls_run_fragment(fresh)
 
 

@@ -96,3 +96,81 @@ def test_the_child_works_out_the_cell_texts_the_table_shows(tmp_path, monkeypatc
     for path, row in sent:
         made = maker.row(row, None)
         assert [str(made.cells[column]) for column in row_texts.COLUMNS] == list(expected[path.absolute().as_posix()][:-1])
+
+
+@pytest.mark.parametrize("copies", [5, 36])  # rows from their own entries; from the tree's row index (>= 32 runs)
+def test_the_child_sends_texts_the_ui_decodes_on_first_use(tmp_path, monkeypatch, copies) -> None:
+    """A batch holds texts only (no ``Path``, ``RunSummary`` or row objects to pickle and rebuild); the table reads a
+    sent row's status and cell texts without decoding its head or detail, and every field, once asked for, is the
+    field of the row ``ls`` stored."""
+    import pickletools
+    import pickle
+
+    from pimm_inspect.session import row_head
+    from pimm_inspect.session.store import codec
+    from pimm_inspect.tui.prefetch import Batch, SentRow, _produce
+
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _quiet_tree(tmp_path, copies=copies)
+    paths = Session().discover(tree)
+    listed = {path.absolute(): pickle.loads(pickle.dumps(row))  # plain rows (a stored row pickles as one)
+              for path, row in zip(paths, Session().rows(paths, tree))}
+    frames: list[object] = []
+    _produce(Session(), tree.absolute(), frames.append)  # the child's work, here
+    batches = [f for f in frames if isinstance(f, Batch)]
+    assert sum(len(b.sent) for b in batches) == copies and not any(b.stored for b in batches)
+    for batch in batches:
+        data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+        named = [arg for op, arg, _pos in pickletools.genops(data) if op.name in ("SHORT_BINUNICODE", "BINUNICODE")
+                 and arg in ("pathlib", "PosixPath", "RunSummary", "RunRow", "IndexedRow")]
+        assert named == []  # nothing but the batch's own class is rebuilt on the other side
+    heads: list[str] = []
+    real_head = row_head.head_values
+    monkeypatch.setattr(row_head, "head_values", lambda text: heads.append(text) or real_head(text))
+    details: list[str] = []
+    real_detail = codec.from_text
+    monkeypatch.setattr(codec, "from_text", lambda text: details.append(text) or real_detail(text))
+    sent = {path: row for b in pickle.loads(pickle.dumps(batches)) for path, row in b.rows(b.paths).items()}
+    assert set(sent) == set(listed)
+    assert {path: row.status for path, row in sent.items()} == {path: row.status for path, row in listed.items()}
+    assert all(isinstance(row, SentRow) and row.cell_texts for row in sent.values())
+    assert heads == [] and details == []  # the status and the cell texts: nothing decoded
+    for path, row in sent.items():
+        assert row.summary == listed[path].summary and row.kind == listed[path].kind
+        assert row == listed[path]  # every field (the detail's too)
+    assert len(heads) == copies and len(details) == copies  # each decoded once, on first use
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_cold_screenful_is_read_together_and_shown_row_by_row(tmp_path, monkeypatch) -> None:
+    """The first screenful of a cold tree (found together by the prefetch child) is read in one request, so the
+    session's worker processes read it (not this process, one run at a time, by turns with the UI's drawing); each
+    row is still posted as soon as it comes, in order."""
+    if threading.active_count() != 1:
+        pytest.skip("another thread is running: no prefetch by design")
+    monkeypatch.setenv("PIMM_INSPECT_CACHE_DIR", str(tmp_path / "cache"))  # empty: every run is read
+    tree = _quiet_tree(tmp_path, copies=FIRST_ROWS + 4)
+    asked: list[list[Path]] = []
+
+    class Recording(SessionRows):
+        def build(self, paths, cancelled, under=None):  # type: ignore[no-untyped-def]
+            asked.append(list(paths))
+            return super().build(paths, cancelled, under)
+
+    session = Session()
+    prefetch = RowPrefetch.start(session, tree)
+    assert prefetch is not None
+    posted: list[object] = []
+    try:
+        TablePass(tree.absolute(), tree, lambda: session.staged, posted.append, lambda: False, lambda key: False,
+                  PrefetchedRows(Recording(session), prefetch)).run()
+    finally:
+        prefetch.close()
+    found = [p for m in posted if isinstance(m, RunsFound) for p in m.paths]
+    assert len(asked[0]) == FIRST_ROWS and asked[0] == found[:FIRST_ROWS]  # one request for the screenful
+    one = [m.path for m in posted if isinstance(m, RowLoaded)]
+    assert one == found[:FIRST_ROWS]  # each row on its own message, in order
+    assert asked[1:] == [found[FIRST_ROWS:]]  # the rest: one more request
+    rows = {m.path: m.row for m in posted if isinstance(m, RowLoaded)}
+    rows.update({p: r for m in posted if isinstance(m, RowsLoaded) for p, r in m.rows})
+    assert len(rows) == FIRST_ROWS + 4 and {r.status for r in rows.values()} >= {"finished", "crashed"}

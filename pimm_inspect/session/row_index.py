@@ -17,7 +17,6 @@ stored rows differ from the index's: the per-run entries stay the source of trut
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -26,9 +25,10 @@ from typing import Any, Self
 
 import numpy as np
 
-from ..evidence import RunRow, RunSummary
+from ..evidence import RunRow
 from ..load import read_record
 from ..sources.confine import real_path
+from .row_head import HEAD_FIELDS as _HEAD_FIELDS, exact_head_text, head_values
 from .store import codec
 from .store.disk_cache import DiskCache
 from .store.row_cache import DETAIL, LazyRow, RowBuild, cached_rows, lazy_fields, stored_entry, worker_count
@@ -41,9 +41,6 @@ INDEX_MIN_RUNS = 32
 _PARTS = 5
 """Strings per record: root, dependencies, head, detail, ``ls --json`` object."""
 _ROOT, _DEPS, _HEAD, _DETAIL, _JSON = range(_PARTS)
-_SUMMARY = tuple(RunSummary.__dataclass_fields__)
-_HEAD_FIELDS = ("name", "kind", "era", "status", "attempts", "wandb_run_ids", "errors", "warnings", "infos",
-                "summary", "top_finding")
 _RUN_FIELDS = tuple(RunRow.__dataclass_fields__)
 assert set(_RUN_FIELDS) == {"root", *_HEAD_FIELDS, *DETAIL}, "RunRow changed: update the index's head"
 _SLOTS = {name: RunRow.__dict__[name] for name in _RUN_FIELDS}
@@ -123,49 +120,12 @@ def _dep_text(root: str, flat: tuple[str, ...]) -> str:
     return "\0".join(parts)
 
 
-def head_text(row: RunRow) -> str:
-    """The row without its root and detail as one flat JSON list (``IndexedRow`` rebuilds it in microseconds)."""
-    summary = row.summary
-    values: list[Any] = [getattr(row, name) for name in _HEAD_FIELDS]
-    values[_HEAD_FIELDS.index("wandb_run_ids")] = list(row.wandb_run_ids)
-    values[_HEAD_FIELDS.index("summary")] = [getattr(summary, name) for name in _SUMMARY]
-    return json.dumps(values, separators=(",", ":"))
-
-
-def head_values(text: str) -> dict[str, Any]:
-    """The head fields ``head_text`` wrote; ``codec.BadEntry`` when it does not decode to them."""
-    try:
-        values = json.loads(text)
-        if not (type(values) is list and len(values) == len(_HEAD_FIELDS)):
-            raise codec.BadEntry("a row head of another shape")
-        out = dict(zip(_HEAD_FIELDS, values))
-        out["wandb_run_ids"] = tuple(out["wandb_run_ids"])
-        out["summary"] = RunSummary(*out["summary"])
-        return out
-    except (ValueError, TypeError) as exc:
-        raise codec.BadEntry(f"a row head that does not decode: {exc}") from None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal values of the same types all the way down (an int where a float was would print otherwise)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, RunSummary):
-        return all(_same(getattr(a, n), getattr(b, n)) for n in _SUMMARY)
-    if isinstance(a, float) and a != a:
-        return bool(b != b)  # NaN
-    return bool(a == b)
-
-
 def _record(root: str, made_s: float, flat: tuple[str, ...], row: RunRow, detail: bytes | None = None
             ) -> list[bytes] | None:
     """The index record (its parts) of a valid stored row (``detail``: its detail as stored, when known); None when
     its head does not survive the flat form exactly."""
-    head = head_text(row)
-    values = head_values(head)
-    if not all(_same(values[name], getattr(row, name)) for name in _HEAD_FIELDS):
+    head = exact_head_text(row)
+    if head is None:
         return None
     from ..report.json_doc import ls_run_fragment  # only writing an index needs it (not a UI's reads: ~18 ms)
 
@@ -403,3 +363,15 @@ def stored_detail(row: RunRow) -> str | None:
     if _has_raw_detail(row):
         return str(object.__getattribute__(row, "_detail").tobytes(), "utf-8")
     return None
+
+
+def stored_head(row: RunRow) -> str | None:
+    """The head of a row read from the cache as ``row_head.head_text`` writes it (from the index: the text stored, not
+    decoded; from its own entry: written now), or None when its head does not survive that form exactly."""
+    if isinstance(row, IndexedRow):
+        index: RowIndex = object.__getattribute__(row, "_index")
+        return index.part(object.__getattribute__(row, "_at"), _HEAD)
+    try:
+        return exact_head_text(row)
+    except (codec.BadEntry, ValueError, TypeError, RecursionError):
+        return None

@@ -21,7 +21,6 @@ from ..load.discover import RUN_MARKERS_TEXT, classify_dir
 from ..load.progress import LoadCancelled
 from ..report.safe_text import clean
 from ..session import Session
-from .crash import CRASH_EXIT_CODE, write_crash
 from .facts import relative_name
 from .messages import (CompareReady, DiscoveryDone, LoadFailed, LoadFinished, LoadProgress, RowLoaded, RowsLoaded,
                        RunGlanced, RunsFound)
@@ -291,6 +290,8 @@ class InspectApp(App[None]):
         Textual's own path prints a Rich traceback with every frame's locals (whole runs, launch commands,
         cluster paths); overriding it here covers every way an exception reaches the app.
         """
+        from .crash import CRASH_EXIT_CODE, write_crash  # on a crash only: masking secrets compiles ~10 ms of regexes
+
         self._return_code = CRASH_EXIT_CODE
         if self._exception is None:
             self._exception = error  # run_test re-raises it, so a test sees which exception it was
@@ -388,6 +389,8 @@ def run_app(app: InspectApp, headless: bool = False) -> int:
     try:
         app.run(headless=headless)
     except Exception as error:  # noqa: BLE001 - a crash must leave a file and one line, never a traceback
+        from .crash import CRASH_EXIT_CODE, write_crash
+
         _path, line = write_crash(error)
         print(line, file=sys.stderr)
         return CRASH_EXIT_CODE

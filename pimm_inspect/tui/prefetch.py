@@ -3,10 +3,11 @@
 ``pimm-inspect TREE`` starts this before it imports the UI (Textual, the screens): a forked child process searches
 the tree and reads each run's stored row (what ``ls`` prints: stats and one small cache entry per run), on the other
 core, while this process imports and mounts the UI; batches come back as ``session.child.ForkedChild`` frames. A
-stored row travels as its head's values and its detail's text as the cache holds it (``SentRow``): the child never
-decodes the detail (findings, attempts, config, metrics), nor pickles it as objects, and this process decodes it only
-where a view asks for it (the runs table shows the head alone), so the rows cost neither process much and this one
-holds few objects per row. With each row come its runs-table cell texts (``row_texts``), worked out by the child: the
+stored row travels as its head's and its detail's texts as the cache holds them, and its status (``SentRow``): the
+child never decodes the detail (findings, attempts, config, metrics), pickles no row as objects (a thousand rows'
+values and paths took tens of milliseconds to pickle and as many to unpickle, texts a few), and this process decodes
+a head or a detail only where a view asks for one of its fields (the runs table shows the cell texts and reads the
+status alone), so the rows cost neither process much and this one holds few objects per row. With each row come its runs-table cell texts (``row_texts``), worked out by the child: the
 table only wraps them. The table's first pass then takes runs and rows from here (``PrefetchedRows``) instead of reading them itself; a run with no stored row is read
 by that pass as before, and every later pass (a refresh) asks the session directly. Where the process cannot fork
 safely (another thread already runs, no ``fork``), there is no prefetch and the pass does all of it itself.
@@ -26,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from ..evidence import RunRow
 from ..session import Session
 from ..session.child import ForkedChild, Send
+from ..session.row_head import HEAD_FIELDS
+from .row_texts import row_texts  # here, not in the child: the UI imports it too (the child would import it again)
 
 if TYPE_CHECKING:
     from ..session.staged import Stage
@@ -38,40 +41,47 @@ MAX_BATCH = 1024
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunRow))
 _SLOTS = {name: RunRow.__dict__[name] for name in _FIELDS}
+_HEAD = frozenset(HEAD_FIELDS)
 
 
 class SentRow(RunRow):
-    """A stored row as the child sent it: its head's fields set, its detail's fields (``Batch.detail``) decoded from
-    the cache's text (``codec.from_text``) when one of them is first asked for, as the cache's own rows are.
+    """A stored row as the child sent it: its root and status set, its head's other fields decoded from the cache's
+    text (``row_head.head_values``) when one of them is first asked for, its detail's fields (``DETAIL``) decoded
+    from the cache's text (``codec.from_text``) when one of them is, as the cache's own rows are.
 
     Equal to (and hashes as) the plain row of the same values.
     """
 
-    __slots__ = ("_detail", "_detail_fields", "cell_texts")
+    __slots__ = ("_head", "_detail", "cell_texts")
 
     cell_texts: tuple[str, ...]
     """The row's runs-table cell texts (``row_texts.row_texts``), as the child worked them out."""
 
     @classmethod
-    def of(cls, head: tuple[str, ...], values: tuple[Any, ...], detail: tuple[str, ...], text: str,
-           texts: tuple[str, ...]) -> SentRow:
+    def of(cls, root: Path, head: str, status: str, detail: str, texts: tuple[str, ...]) -> SentRow:
         row = object.__new__(cls)
-        for name, value in zip(head, values):
-            _SLOTS[name].__set__(row, value)
-        object.__setattr__(row, "_detail", text)
-        object.__setattr__(row, "_detail_fields", detail)
+        _SLOTS["root"].__set__(row, root)
+        _SLOTS["status"].__set__(row, status)  # the one head field the table reads of every row (live runs)
+        object.__setattr__(row, "_head", head)
+        object.__setattr__(row, "_detail", detail)
         object.__setattr__(row, "cell_texts", texts)
         return row
 
-    def _expand(self) -> None:
-        from ..session.store import codec
+    def _expand(self, name: str) -> None:
+        if name in _HEAD:
+            from ..session.row_head import head_values
 
-        fields: tuple[str, ...] = object.__getattribute__(self, "_detail_fields")
+            for field, value in head_values(object.__getattribute__(self, "_head")).items():
+                _SLOTS[field].__set__(self, value)
+            return
+        from ..session.store import codec
+        from ..session.store.row_cache import DETAIL
+
         values = codec.from_text(object.__getattribute__(self, "_detail"))
-        if not (isinstance(values, tuple) and len(values) == len(fields)):
+        if not (isinstance(values, tuple) and len(values) == len(DETAIL)):
             raise codec.BadEntry("a row's detail does not match its fields")
-        for name, value in zip(fields, values):
-            _SLOTS[name].__set__(self, value)
+        for field, value in zip(DETAIL, values):
+            _SLOTS[field].__set__(self, value)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in _FIELDS)
@@ -94,14 +104,14 @@ def _field(name: str) -> property:
     def get(row: SentRow) -> Any:
         try:
             return slot.__get__(row, RunRow)
-        except AttributeError:  # a detail field: the first asked for decodes them all
-            row._expand()
+        except AttributeError:  # the first head (or detail) field asked for decodes the head (or detail)
+            row._expand(name)
             return slot.__get__(row, RunRow)
 
     def put(row: SentRow, value: Any) -> None:
         slot.__set__(row, value)
 
-    return property(get, put, doc=f"``RunRow.{name}`` (a detail field: decoded on first use).")
+    return property(get, put, doc=f"``RunRow.{name}`` (decoded on first use).")
 
 
 for _name in _FIELDS:
@@ -110,44 +120,49 @@ for _name in _FIELDS:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Runs found, in discovery order, and those of their rows the cache still held (looked up: all of them): each
-    as (its place in ``paths``, its ``head`` fields' values, its detail's text, its cell texts), or whole in
-    ``stored``."""
+    """Runs found, in discovery order (``names``: their paths as text), and those of their rows the cache still
+    held (looked up: all of them): each as (its place in ``names``, its head's text, its status, its detail's text,
+    its cell texts) in ``sent``, or whole in ``stored`` (by place). Texts, not objects: a thousand rows pickle and
+    unpickle in a few milliseconds (their heads' values and ``Path``s took tens)."""
 
-    paths: list[Path]
-    stored: dict[Path, RunRow]
-    sent: list[tuple[int, tuple[Any, ...], str, tuple[str, ...]]]
-    head: tuple[str, ...]
-    detail: tuple[str, ...]
+    names: list[str]
+    stored: dict[int, RunRow]
+    sent: list[tuple[int, str, str, str, tuple[str, ...]]]
 
-    def rows(self) -> dict[Path, RunRow]:
-        """Every row of the batch, by path (``SentRow``s, and the rows sent whole)."""
-        found: dict[Path, RunRow] = {self.paths[i]: SentRow.of(self.head, values, self.detail, text, texts)
-                                     for i, values, text, texts in self.sent}
-        found.update(self.stored)
+    @property
+    def paths(self) -> list[Path]:
+        """The runs found (made anew on every call)."""
+        return [Path(name) for name in self.names]
+
+    def rows(self, paths: list[Path]) -> dict[Path, RunRow]:
+        """Every row of the batch by path (``paths``: ``self.paths``): ``SentRow``s, and the rows sent whole."""
+        found: dict[Path, RunRow] = {}
+        for i, head, status, detail, texts in self.sent:
+            path = paths[i]
+            found[path] = SentRow.of(path if path.is_absolute() else path.absolute(), head, status, detail, texts)
+        for i, row in self.stored.items():
+            found[paths[i]] = row
         return found
 
 
 def _batch(session: Session, root: Path, paths: list[Path]) -> Batch:
-    """``paths`` and their stored rows, each row's detail as the cache's text where it has one."""
-    from ..session.row_index import stored_detail
-    from ..session.store.row_cache import DETAIL
-    from .row_texts import row_texts
+    """``paths`` and their stored rows, each row's head and detail as the cache's texts where it has them."""
+    from ..session.row_index import stored_detail, stored_head
 
-    head = tuple(name for name in _FIELDS if name not in DETAIL)
-    whole: dict[Path, RunRow] = {}
-    sent: list[tuple[int, tuple[Any, ...], str, tuple[str, ...]]] = []
+    whole: dict[int, RunRow] = {}
+    sent: list[tuple[int, str, str, str, tuple[str, ...]]] = []
     stored = session.stored_rows(paths, under=root)
     for i, path in enumerate(paths):
         row = stored.get(path)
         if row is None:
             continue
-        text = stored_detail(row)
-        if text is None:
-            whole[path] = row
+        detail = stored_detail(row)
+        head = stored_head(row) if detail is not None else None
+        if detail is None or head is None:
+            whole[i] = row
         else:
-            sent.append((i, tuple(getattr(row, name) for name in head), text, row_texts(row)))
-    return Batch(paths, whole, sent, head, DETAIL)
+            sent.append((i, head, row.status, detail, row_texts(row)))
+    return Batch([str(path) for path in paths], whole, sent)
 
 
 def _produce(session: Session, root: Path, send: Send) -> None:
@@ -225,11 +240,12 @@ class PrefetchedRows:
         while True:
             frame = self.prefetch.next_frame()
             if isinstance(frame, Batch):
-                rows = frame.rows()
+                paths = frame.paths
+                rows = frame.rows(paths)
                 with self._lock:
-                    for path in frame.paths:
+                    for path in paths:
                         self._stored[path] = rows.get(path)
-                yield frame.paths  # a batch's rows are at hand: the pass takes them together
+                yield paths  # a batch's rows are at hand: the pass takes them together
             elif isinstance(frame, tuple) and frame[0] == "done":
                 for where, reason in frame[1]:
                     on_error(where, reason)

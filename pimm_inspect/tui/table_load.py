@@ -249,7 +249,8 @@ class TablePass:
 
     def _early(self, found: list[Path]) -> None:
         """Runs of the first screenful, found together: their names, the rows the cache holds (in one message: a
-        prefetch finds a screenful at once), then each other row as soon as it is read."""
+        prefetch finds a screenful at once), then the others read in one request (by the session's worker processes
+        when there are enough of them) and each row posted as soon as it is read."""
         self.post(RunsFound(found))
         mine = [p for p in found if not self.owned(p.as_posix())]
         stored = self.rows.stored(mine) if mine else {}
@@ -260,11 +261,18 @@ class TablePass:
             self.done += counted
             # While the search goes on, N is what was found so far: the line says the search is not done.
             self.post(LoadProgress(self.done, len(self.paths), "searching for more runs…"))
-        for path in mine:
-            if self.cancelled():
-                raise LoadCancelled()
-            if path not in stored:
-                self._read(path)
+        if self.cancelled():
+            raise LoadCancelled()
+        # Read together (the session's worker processes when there are enough of them, as for the rest), each row
+        # shown as soon as it comes: read one by one here they took turns with the UI's drawing under one lock.
+        misses = [path for path in mine if path not in stored and not self._defer_big(path)]
+        if misses:
+            for path, row in zip(misses, self.rows.build(misses, self.cancelled)):
+                if self.cancelled():
+                    raise LoadCancelled()
+                self.post(RowLoaded(path, row))
+                self.done += 1
+                self.post(LoadProgress(self.done, len(self.paths), "searching for more runs…"))
 
     def _found(self, batch: list[Path]) -> None:
         """Runs found past the first screenful: their names, and the rows the cache still holds, in the same breath,
@@ -275,15 +283,6 @@ class TablePass:
             self.post(RowsLoaded(list(stored.items())))
             self.done += len(stored)
             self.early_rows.update(stored)
-
-    def _read(self, path: Path) -> None:
-        """One run of the first screenful with no stored row, read now (found during the search), unless it is big
-        (then: its quick stage, and later)."""
-        if self._defer_big(path):
-            return
-        self.post(RowLoaded(path, next(self.rows.build([path], self.cancelled))))
-        self.done += 1
-        self.post(LoadProgress(self.done, len(self.paths), "searching for more runs…"))
 
     def _defer_big(self, path: Path) -> bool:
         """True (after posting its quick stage) when ``path`` is too big to read in passing: it is read last."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ...analysis.secrets import mask_text
 from ...evidence import RunRow
 from ...model import Run
 from ...report.safe_text import clean, finding_text
@@ -18,6 +17,8 @@ def top_finding(run: Run | RunRow) -> str:
     """The worst finding's message (first of the worst severity), masked and cleaned; '' when clean."""
     if not run.findings:
         return ""
+    from ...analysis.secrets import mask_text  # wide terminals only: its patterns cost the UI's start ~5-10 ms
+
     worst = max(f.severity for f in run.findings)
     finding = next(f for f in run.findings if f.severity == worst)
     return clean(mask_text(finding_text(finding.message, finding.paths)), newlines=False)
@@ -36,6 +37,8 @@ class RunPreview(Static):
             out.append("loading…", self.get_component_rich_style("preview--dim"))
             self.update(out)
             return
+        from ...analysis.secrets import mask_text  # the preview shows on wide terminals only (see ``top_finding``)
+
         out.append(clean(f"{kind_label(run)}  {run.status}  {run.attempts} attempt(s)", newlines=False) + "\n")
         for a in run.attempt_facts:
             line = f"#{a.index} {a.origin}  steps {fmt_step(a.first_step)}-{fmt_step(a.last_step)}  ended {a.ended}"
