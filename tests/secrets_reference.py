@@ -229,7 +229,9 @@ def _mask_whole(text: str) -> str:
 
     def flag_repl(match: re.Match[str]) -> str:
         value = match["value"]
-        if not secret_name(match["name"].lstrip("-")) or _benign_value(value):
+        from pimm_inspect.analysis.secrets import secret_flag  # round five: --key, --pat, -p (a rule, not a prefilter)
+
+        if not secret_flag(match["name"], value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
         if match["sep"] != "=" and value.startswith("-"):
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
@@ -271,10 +273,10 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         secret = name and secret_name(name) and not _numeric_only_name(name)
-        return MASK if secret or _after_secret_flag(previous) else value
+        return MASK if secret or _after_secret_flag(previous, str(value)) else value
     if not isinstance(value, str):
         return value
-    if _after_secret_flag(previous) and not value.startswith("-") and not _benign_value(value):
+    if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
         return MASK
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
@@ -284,10 +286,12 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
     return mask_text(value)
 
 
-def _after_secret_flag(previous: Any) -> bool:
+def _after_secret_flag(previous: Any, value: str) -> bool:
     """True when ``previous`` is a list element like ``--token`` (so this element is its value)."""
+    from pimm_inspect.analysis.secrets import secret_flag
+
     return (isinstance(previous, str) and previous.startswith("-") and "=" not in previous
-            and len(previous) < 100 and secret_name(previous.lstrip("-")))
+            and len(previous) < 100 and secret_flag(previous, value))
 
 
 def _context(parent: str, key: str) -> str:

@@ -11,6 +11,9 @@ Three rules, applied to every string a run file gives us:
   password of a ``.netrc`` entry (the body of a YAML ``!!binary`` block is data, not a key);
 * by **position**: the value after a secret-named command-line flag, in a string
   (``--password 'a b'``) or in an argument list (``["--token", "x"]``); a flag after a flag is not a value.
+  A flag is secret-named by the key rule or as one of the bare flags that name a credential only as flags
+  (``--key``, ``--pat``, and ``-p`` unless its value is a port or the command is one where ``-p`` is no password:
+  ``mkdir -p``, ``srun -p gpu``, ``ssh -p 22``: ``secret_flag``).
 
 Masking is total and iterative: any depth, any size, never an exception.
 """
@@ -139,6 +142,33 @@ def _name_words_secret(words: list[str]) -> bool:
                                         "encryption", "hf", "openai", "license", "session", "client", "master"}:
             return True
     return False
+
+
+_FLAG_ONLY_NAMES = frozenset({"key", "pat"})
+"""Flag names that say credential as a flag (``--key X``, ``--pat X``) though a config key of that name need not."""
+_PORT_LIKE = re.compile(r"\d[\d.:/]*")
+"""``-p 8080``, ``-p 8080:80``, ``-p 127.0.0.1:8080:80/tcp``: a port (ssh, docker, psql), not a password."""
+_P_NOT_PASSWORD = re.compile(r"(?:^|[\s/(])(?:mkdir|cp|install|mv|rsync|ssh|scp|docker|podman|srun|sbatch|salloc"
+                             r"|squeue|ps|kill|pkill|pgrep|pip|uvicorn|gunicorn|jupyter|tensorboard|psql|patch)\b"
+                             r"|#SBATCH", re.IGNORECASE)
+"""Commands whose ``-p`` is no password (parents, partition, port, pid, strip): their ``-p`` value stays."""
+P_CONTEXT_CHARS = 200
+"""How far back in the same command a command word still rules ``-p`` (``srun -N 2 -p gpu ...``)."""
+_COMMAND_SPLIT = re.compile(r"[\n;&|]")
+
+
+def secret_flag(flag: str, value: str, before: str = "") -> bool:
+    """True when ``value`` after the command-line flag ``flag`` (``--token``, ``-p``) is a secret; ``before`` is the
+    text of the command line before the flag (what makes ``mkdir -p x`` or ``srun -p gpu`` no password)."""
+    bare = flag.lstrip("-")
+    if secret_name(bare) or bare.lower() in _FLAG_ONLY_NAMES:
+        return True
+    if flag != "-p":
+        return False
+    if _PORT_LIKE.fullmatch(value.strip("'\"")):
+        return False
+    command = _COMMAND_SPLIT.split(before[-P_CONTEXT_CHARS:])[-1]  # this command's words, not the one before it
+    return _P_NOT_PASSWORD.search(command) is None
 
 
 @lru_cache(maxsize=8192)
@@ -281,7 +311,7 @@ def _mask_text(text: str) -> str:
 
     def flag_repl(match: re.Match[str]) -> str:
         value = match["value"]
-        if not secret_name(match["name"].lstrip("-")) or _benign_value(value):
+        if not secret_flag(match["name"], value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
         if match["sep"] != "=" and value.startswith("-"):
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
@@ -332,10 +362,10 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         secret = name and secret_name(name) and not _numeric_only_name(name)
-        return MASK if secret or _after_secret_flag(previous) else value
+        return MASK if secret or _after_secret_flag(previous, str(value)) else value
     if not isinstance(value, str):
         return value
-    if _after_secret_flag(previous) and not value.startswith("-") and not _benign_value(value):
+    if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
         return MASK
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
@@ -345,10 +375,10 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
     return mask_text(value)
 
 
-def _after_secret_flag(previous: Any) -> bool:
-    """True when ``previous`` is a list element like ``--token`` (so this element is its value)."""
+def _after_secret_flag(previous: Any, value: str) -> bool:
+    """True when ``previous`` is a list element like ``--token`` or ``-p`` (so ``value``, this element, is its value)."""
     return (isinstance(previous, str) and previous.startswith("-") and "=" not in previous
-            and len(previous) < 100 and secret_name(previous.lstrip("-")))
+            and len(previous) < 100 and secret_flag(previous, value))
 
 
 def _context(parent: str, key: str) -> str:
