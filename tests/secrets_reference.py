@@ -77,8 +77,8 @@ _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
 _FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|[ \t]+)"
                    r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
 # NAME=value, NAME: value, 'NAME': 'value', "NAME": "value" (env files, Python, dict/JSON text in a log line).
-_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:][ \t]*)"
-                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)]+)")
+_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:](?!//)[ \t]*)"
+                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)&]+)")  # round five: no scheme://, & ends
 
 _SECRET_PARTS = ("password", "passwd", "passphrase", "secret", "apikey", "accesskey", "privatekey", "sshkey",
                  "credential", "authorization", "authtoken", "wandbkey", "apitoken", "accesstoken", "sessionkey")
@@ -229,8 +229,12 @@ def _mask_whole(text: str) -> str:
 
     def flag_repl(match: re.Match[str]) -> str:
         value = match["value"]
-        from pimm_inspect.analysis.secrets import secret_flag  # round five: --key, --pat, -p (a rule, not a prefilter)
+        # round five: --key, --pat, -p, -u user:password (rules, not prefilters)
+        from pimm_inspect.analysis.secrets import _USER_FLAGS, _user_password, secret_flag
 
+        if match["name"] in _USER_FLAGS:
+            masked = _user_password(value)
+            return match.group(0) if masked is None else f"{match['name']}{match['sep']}{masked}"
         if not secret_flag(match["name"], value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
         if match["sep"] != "=" and value.startswith("-"):
@@ -238,6 +242,9 @@ def _mask_whole(text: str) -> str:
         return f"{match['name']}{match['sep']}{_quoted_mask(value)}"
 
     text = _FLAG.sub(flag_repl, text)
+    from pimm_inspect.analysis.secrets import _MYSQL_P
+
+    text = _MYSQL_P.sub(lambda m: m["head"] + _quoted_mask(m["value"]), text)
 
     def assign_repl(match: re.Match[str]) -> str:
         name, value = match["name"], match["value"]

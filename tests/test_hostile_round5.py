@@ -29,6 +29,7 @@ SECRET = "Hunter2Pass"
     (f"x --key={SECRET}", "x --key=****"),
     (f"hub upload --pat '{SECRET} x'", "hub upload --pat '****'"),
     (f"x --PAT {SECRET}", "x --PAT ****"),
+    (f"docker login -u bob -p {SECRET} registry.example", "docker login -u bob -p **** registry.example"),
 ])
 def test_bare_credential_flags_are_masked(line: str, masked: str) -> None:
     """Was: ``-p``, ``--key`` and ``--pat`` named no secret (the key rule wants ``api-key``, ``password`` ...), so a
@@ -40,11 +41,27 @@ def test_bare_credential_flags_are_masked(line: str, masked: str) -> None:
 @pytest.mark.parametrize("line", [
     "srun -N 2 -p gpu python train.py", "#SBATCH -p gpu_long", "mkdir -p out/logs", "ssh -p 2222 host",
     "docker run -p 8080:80 img", "cp -p a b", "tar -xzf x.tgz -p", "x --key none", "x --key $WANDB_KEY",
-    "x --keys a b", "x --patience 3", "x -P 8", "psql -p 5433 -h db",
+    "x --keys a b", "x --patience 3", "x -P 8", "psql -p 5433 -h db", "mysql -u root -p db",
+    "docker run -u 1000:1000 img", "python -u train.py", "curl -u bob https://x.example", "url: https://x.example/a?b=1",
 ])
 def test_flags_where_p_key_pat_are_no_secret_stay(line: str) -> None:
     """A partition, a port, ``mkdir -p``'s folder, a placeholder, and flags that only start like ``--key``/``--pat``."""
     assert mask_text(line) == line
+
+
+@pytest.mark.parametrize("line, masked", [
+    (f"curl -u bob:{SECRET} https://x.example", "curl -u bob:**** https://x.example"),
+    (f"curl --user='bob:{SECRET}' x", "curl --user='bob:****' x"),
+    ("mysql -u root -pZq9Mysql db", "mysql -u root -p**** db"),
+    ("mysqldump -p'Zq9 Mysql' db", "mysqldump -p'****' db"),
+    (f"https://hub.example/cb?access_token={SECRET}&page=2", "https://hub.example/cb?access_token=****&page=2"),
+    (f"see https://hub.example/?api_key={SECRET}", "see https://hub.example/?api_key=****"),
+])
+def test_user_passwords_attached_passwords_and_url_queries_are_masked(line: str, masked: str) -> None:
+    """Was: ``curl -u user:password`` and MySQL's ``-pPASSWORD`` stayed in clear (no secret-named flag), and a URL's
+    ``?access_token=X`` too: the assignment rule read ``https: //...`` as one ``NAME: value`` holding the whole URL,
+    so the query's ``access_token=`` was never looked at."""
+    assert mask_text(line) == masked
 
 
 def test_bare_credential_flags_in_an_argument_list() -> None:

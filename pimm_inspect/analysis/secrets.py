@@ -90,8 +90,10 @@ _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
 _FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|[ \t]+)"
                    r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
 # NAME=value, NAME: value, 'NAME': 'value', "NAME": "value" (env files, Python, dict/JSON text in a log line).
-_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:][ \t]*)"
-                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)]+)")
+_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:](?!//)[ \t]*)"
+                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)&]+)")
+"""A URL's ``scheme://`` is no ``NAME: value`` (it swallowed the URL, query and all: ``?access_token=X``), and a
+value ends at ``&`` (the next query parameter)."""
 
 _SECRET_PARTS = ("password", "passwd", "passphrase", "secret", "apikey", "accesskey", "privatekey", "sshkey",
                  "credential", "authorization", "authtoken", "wandbkey", "apitoken", "accesstoken", "sessionkey")
@@ -148,10 +150,16 @@ _FLAG_ONLY_NAMES = frozenset({"key", "pat"})
 """Flag names that say credential as a flag (``--key X``, ``--pat X``) though a config key of that name need not."""
 _PORT_LIKE = re.compile(r"\d[\d.:/]*")
 """``-p 8080``, ``-p 8080:80``, ``-p 127.0.0.1:8080:80/tcp``: a port (ssh, docker, psql), not a password."""
-_P_NOT_PASSWORD = re.compile(r"(?:^|[\s/(])(?:mkdir|cp|install|mv|rsync|ssh|scp|docker|podman|srun|sbatch|salloc"
-                             r"|squeue|ps|kill|pkill|pgrep|pip|uvicorn|gunicorn|jupyter|tensorboard|psql|patch)\b"
-                             r"|#SBATCH", re.IGNORECASE)
-"""Commands whose ``-p`` is no password (parents, partition, port, pid, strip): their ``-p`` value stays."""
+_P_NOT_PASSWORD = re.compile(r"(?:^|[\s/(])(?:mkdir|cp|install|mv|rsync|srun|sbatch|salloc|squeue|sinfo|sacct"
+                             r"|scontrol|mysql|mysqldump|mysqladmin|mariadb)\b|#SBATCH", re.IGNORECASE)
+"""Commands whose ``-p`` takes a word that is no password (parents, preserve, partition): their ``-p`` value stays
+(a port, pid or strip count is a number: ``_PORT_LIKE``; ``docker login -p`` is a password; MySQL's ``-p DB`` names
+a database, its password is ``-pPASSWORD``: ``_MYSQL_P``)."""
+_USER_FLAGS = frozenset({"-u", "--user"})
+"""``curl -u user:password``, ``--user user:password``: the part after the colon is the password."""
+_MYSQL_P = re.compile(r"(?P<head>(?<![\w.\-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b"
+                      r"[^\n;&|]{0,200}?[ \t]-p)(?P<value>'[^'\n]{1,1000}'|\"[^\"\n]{1,1000}\"|[^\s'\"\-][^\s]*)")
+"""MySQL's ``-pPASSWORD`` (no space: the one form of ``-p`` that takes a value there)."""
 P_CONTEXT_CHARS = 200
 """How far back in the same command a command word still rules ``-p`` (``srun -N 2 -p gpu ...``)."""
 _COMMAND_SPLIT = re.compile(r"[\n;&|]")
@@ -305,20 +313,43 @@ def _mask_short(text: str) -> str:
     return _mask_text(text)
 
 
-def _mask_text(text: str) -> str:
-    """``mask_text`` worked out (a pure function of the text)."""
-    text = _mask_shapes(text)
+def _user_password(value: str) -> str | None:
+    """``user:password`` (quoted or not) with the password masked; None when ``value`` holds no password (``bob``,
+    ``1000:1000``: docker's uid:gid)."""
+    quote = value[0] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else ""
+    inner = value[1:-1] if quote else value
+    user, colon, password = inner.partition(":")
+    if not colon or not password or password.isdigit() or _benign_value(password):
+        return None
+    return f"{quote}{user}:{MASK}{quote}"
+
+
+def mask_flags(text: str) -> str:
+    """The values of secret-named command-line flags in ``text`` masked (``--token X``, ``-p X``, ``curl -u u:pw``,
+    ``mysql -pPW``): the flag rule of ``mask_text``."""
+    if "-" not in text:  # every flag starts with one
+        return text
 
     def flag_repl(match: re.Match[str]) -> str:
-        value = match["value"]
-        if not secret_flag(match["name"], value, match.string[:match.start()]) or _benign_value(value):
+        name, value = match["name"], match["value"]
+        if name in _USER_FLAGS:
+            masked = _user_password(value)
+            return match.group(0) if masked is None else f"{name}{match['sep']}{masked}"
+        if not secret_flag(name, value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
         if match["sep"] != "=" and value.startswith("-"):
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
-        return f"{match['name']}{match['sep']}{_quoted_mask(value)}"
+        return f"{name}{match['sep']}{_quoted_mask(value)}"
 
-    if "-" in text:  # every flag starts with one
-        text = _FLAG.sub(flag_repl, text)
+    text = _FLAG.sub(flag_repl, text)
+    if "-p" in text and ("mysql" in text or "mariadb" in text):
+        text = _MYSQL_P.sub(lambda m: m["head"] + _quoted_mask(m["value"]), text)
+    return text
+
+
+def _mask_text(text: str) -> str:
+    """``mask_text`` worked out (a pure function of the text)."""
+    text = mask_flags(_mask_shapes(text))
     if "=" not in text and ":" not in text:  # every assignment has one
         return text
 
