@@ -285,6 +285,10 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
         return value
     if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
         return MASK
+    from pimm_inspect.analysis.secrets import _USER_FLAGS, _user_password  # round five: ["-u", "user:password"]
+
+    if previous in _USER_FLAGS and _user_password(value) is not None:
+        return _user_password(value)
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
             return MASK

@@ -69,6 +69,8 @@ def test_bare_credential_flags_in_an_argument_list() -> None:
     assert mask_value(argv) == ["train.py", "-p", MASK, "--key", MASK, "--pat", MASK, "-p", "8080", "--key",
                                 "--verbose"]
     assert mask_value({"key": "image", "p": 0.5, "pat": "x"}) == {"key": "image", "p": 0.5, "pat": "x"}
+    assert mask_value(["curl", "-u", f"bob:{SECRET}", "--user", "alice", "-u", "1000:1000"]) == [
+        "curl", "-u", "bob:****", "--user", "alice", "-u", "1000:1000"]
 
 
 def test_bare_credential_flags_never_reach_any_command(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .secret_names import numeric_only_name as _numeric_only_name, secret_flag, secret_name
+from .secret_names import _USER_FLAGS, numeric_only_name as _numeric_only_name, secret_flag, secret_name
 from .secrets import (MASK, MEMO_MAX_CHARS, SecretHit, _benign_value, _HEX40, _HEX40_CONTEXT, _kind_of, _mask_short,
-                      mask_text)
+                      _user_password, mask_text)
 
 
 def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
@@ -22,6 +22,8 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
         return value
     if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
         return MASK
+    if previous in _USER_FLAGS and (user_masked := _user_password(value)) is not None:
+        return user_masked  # ["curl", "-u", "user:password"]
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
             return MASK
