@@ -287,7 +287,7 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
         return MASK
     from pimm_inspect.analysis.secrets import _USER_FLAGS, _user_password  # round five: ["-u", "user:password"]
 
-    if previous in _USER_FLAGS and _user_password(value) is not None:
+    if isinstance(previous, str) and previous in _USER_FLAGS and _user_password(value) is not None:
         return _user_password(value)
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):

@@ -22,7 +22,7 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
         return value
     if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
         return MASK
-    if previous in _USER_FLAGS and (user_masked := _user_password(value)) is not None:
+    if isinstance(previous, str) and previous in _USER_FLAGS and (user_masked := _user_password(value)) is not None:
         return user_masked  # ["curl", "-u", "user:password"]
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
