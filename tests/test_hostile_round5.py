@@ -96,6 +96,31 @@ def test_bare_credential_flags_never_reach_any_command(tmp_path: Path) -> None:
         assert SECRET not in result.stdout + result.stderr, args
 
 
+def test_a_flag_value_after_a_shell_line_continuation_is_masked(tmp_path: Path) -> None:
+    """Was: in a script's long command (``--password \\`` then the password on the next line) the backslash was
+    masked as the value and the password on the next line stayed in clear, in show, config and the report."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from pimm_inspect.cli.main import cli
+
+    text = f"python train.py \\\n  --password \\\n  {SECRET} \\\n  --lr 0.1\n"
+    assert mask_text(text) == "python train.py \\\n  --password \\\n  **** \\\n  --lr 0.1\n"
+    assert mask_text(f"x --token \\\r\n{SECRET}") == "x --token \\\r\n****"
+    assert mask_text("x --lr \\\n 0.1 --token") == "x --lr \\\n 0.1 --token"
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "fixtures" / "runs" / "e2_crashed", run, symlinks=True)
+    meta_path = run / "run_metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta["launch_command"] = "pimm submit cfg.py \\\n  --wandb-key \\\n  " + SECRET + " \\\n  --run.name x"
+    meta_path.write_text(json.dumps(meta))
+    for args in (["show", str(run)], ["show", "--json", str(run)], ["report", str(run), "-o", "-", "--format", "md"]):
+        result = CliRunner().invoke(cli, ["--no-cache", *args])
+        assert result.exit_code in (0, 1) and SECRET not in result.stdout + result.stderr, args
+
+
 # -- the crash file never lands in a run ---------------------------------------------------------------------------
 
 

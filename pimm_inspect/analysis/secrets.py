@@ -87,8 +87,9 @@ AWS_PAIR_CHARS = 300
 """A 40-character secret access key is masked this close to an access key id (before or after it)."""
 _HEX40 = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{40}(?![0-9A-Za-z])")
 _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
-# --name value / --name=value / -name value; the lookbehind keeps the scan linear on long words.
-_FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|[ \t]+)"
+# --name value / --name=value / -name value, the value maybe on the next line after a shell continuation (``--token \``
+# then the token: a script's long command); the lookbehind keeps the scan linear on long words.
+_FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|(?:[ \t]|\\\r?\n)+)"
                    r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
 # NAME=value, NAME: value, 'NAME': 'value', "NAME": "value" (env files, Python, dict/JSON text in a log line).
 _ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:](?!//)[ \t]*)"
