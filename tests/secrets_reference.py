@@ -74,11 +74,11 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[0-9/+])(?=[
 _HEX40 = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{40}(?![0-9A-Za-z])")
 _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
 # --name value / --name=value / -name value; the lookbehind keeps the scan linear on long words.
-_FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|[ \t]+)"
+_FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|(?:[ \t]|\\\r?\n)+)"
                    r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
 # NAME=value, NAME: value, 'NAME': 'value', "NAME": "value" (env files, Python, dict/JSON text in a log line).
-_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:][ \t]*)"
-                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)]+)")
+_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:](?!//)[ \t]*)"
+                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)&]+)")  # round five: no scheme://, & ends
 
 _SECRET_PARTS = ("password", "passwd", "passphrase", "secret", "apikey", "accesskey", "privatekey", "sshkey",
                  "credential", "authorization", "authtoken", "wandbkey", "apitoken", "accesstoken", "sessionkey")
@@ -229,13 +229,22 @@ def _mask_whole(text: str) -> str:
 
     def flag_repl(match: re.Match[str]) -> str:
         value = match["value"]
-        if not secret_name(match["name"].lstrip("-")) or _benign_value(value):
+        # round five: --key, --pat, -p, -u user:password (rules, not prefilters)
+        from pimm_inspect.analysis.secrets import _USER_FLAGS, _user_password, secret_flag
+
+        if match["name"] in _USER_FLAGS:
+            masked = _user_password(value)
+            return match.group(0) if masked is None else f"{match['name']}{match['sep']}{masked}"
+        if not secret_flag(match["name"], value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
         if match["sep"] != "=" and value.startswith("-"):
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
         return f"{match['name']}{match['sep']}{_quoted_mask(value)}"
 
     text = _FLAG.sub(flag_repl, text)
+    from pimm_inspect.analysis.secrets import _MYSQL_P
+
+    text = _MYSQL_P.sub(lambda m: m["head"] + _quoted_mask(m["value"]), text)
 
     def assign_repl(match: re.Match[str]) -> str:
         name, value = match["name"], match["value"]
@@ -271,11 +280,15 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         secret = name and secret_name(name) and not _numeric_only_name(name)
-        return MASK if secret or _after_secret_flag(previous) else value
+        return MASK if secret or _after_secret_flag(previous, str(value)) else value
     if not isinstance(value, str):
         return value
-    if _after_secret_flag(previous) and not value.startswith("-") and not _benign_value(value):
+    if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
         return MASK
+    from pimm_inspect.analysis.secrets import _USER_FLAGS, _user_password  # round five: ["-u", "user:password"]
+
+    if isinstance(previous, str) and previous in _USER_FLAGS and _user_password(value) is not None:
+        return _user_password(value)
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
             return MASK
@@ -284,10 +297,12 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
     return mask_text(value)
 
 
-def _after_secret_flag(previous: Any) -> bool:
+def _after_secret_flag(previous: Any, value: str) -> bool:
     """True when ``previous`` is a list element like ``--token`` (so this element is its value)."""
+    from pimm_inspect.analysis.secrets import secret_flag
+
     return (isinstance(previous, str) and previous.startswith("-") and "=" not in previous
-            and len(previous) < 100 and secret_name(previous.lstrip("-")))
+            and len(previous) < 100 and secret_flag(previous, value))
 
 
 def _context(parent: str, key: str) -> str:

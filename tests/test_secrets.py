@@ -205,3 +205,39 @@ def test_long_texts_are_never_remembered():
 @given(st.text(max_size=300))
 def test_remembered_masking_matches_for_any_text(text):
     assert mask_text(text) == secrets._mask_text(text) == mask_text(text)
+
+
+_KEYS = ["password", "api_key", "token", "lr", "name", "wandb", "key", "max_tokens", "hf_token", "x", "--token",
+         "ghp_" + "a" * 36, "pass", "id", "args", "command", "p"]
+_LEAVES = (st.sampled_from(_FRAGMENTS) | st.lists(st.sampled_from(_FRAGMENTS), max_size=3).map("".join)
+           | st.integers(-5, 10**12) | st.floats(allow_nan=True) | st.booleans() | st.none()
+           | st.sampled_from(["-p", "--key", "--pat", "-u", "bob:pw1", "8080", "x" * 300 + " --token t0k"]))
+_DOCS = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=5) | st.lists(inner, max_size=3).map(tuple)
+                     | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=5), max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(_KEYS), _DOCS, max_size=6), st.sampled_from(["", "config", "hub_token"]))
+def test_document_walk_masks_and_finds_as_the_reference(doc, key):
+    """The walk's fast paths (leaves masked where their container is copied, remembered short strings and int names,
+    lists of numbers copied whole) mask and find exactly what the plain walk of the reference does."""
+    from tests import secrets_reference
+
+    assert repr(mask_value(doc, key)) == repr(secrets_reference.mask_value(doc, key))
+    assert _hits(find_in_mapping(doc)) == _hits(secrets_reference.find_in_mapping(doc))
+
+
+def test_document_walk_masks_as_the_reference_on_the_fixtures_documents():
+    from tests import secrets_reference
+
+    docs = []
+    for path in pimm_inspect.discover(REPO / "fixtures" / "runs"):
+        run = pimm_inspect.load_run(path)
+        docs += [doc.data for doc in run.configs if doc.data is not None]
+    assert len(docs) > 50
+    assert [repr(mask_value(d)) for d in docs] == [repr(secrets_reference.mask_value(d)) for d in docs]
+    assert [_hits(find_in_mapping(d)) for d in docs] == [_hits(secrets_reference.find_in_mapping(d)) for d in docs]
+
+
+def _hits(hits) -> list[tuple[str, str]]:
+    return [(h.where, h.kind) for h in hits]

@@ -11,6 +11,9 @@ Three rules, applied to every string a run file gives us:
   password of a ``.netrc`` entry (the body of a YAML ``!!binary`` block is data, not a key);
 * by **position**: the value after a secret-named command-line flag, in a string
   (``--password 'a b'``) or in an argument list (``["--token", "x"]``); a flag after a flag is not a value.
+  A flag is secret-named by the key rule or as one of the bare flags that name a credential only as flags
+  (``--key``, ``--pat``, and ``-p`` unless its value is a port or the command is one where ``-p`` is no password:
+  ``mkdir -p``, ``srun -p gpu``, ``ssh -p 22``: ``secret_flag``).
 
 Masking is total and iterative: any depth, any size, never an exception.
 """
@@ -20,8 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
+from .secret_names import (_MYSQL_P as _MYSQL_P, _USER_FLAGS as _USER_FLAGS, numeric_only_name as _numeric_only_name,
+                           secret_flag as secret_flag, secret_name as secret_name)
 from .yaml_binary import yaml_binary_lines
 
 MASK = "****"
@@ -83,29 +87,19 @@ AWS_PAIR_CHARS = 300
 """A 40-character secret access key is masked this close to an access key id (before or after it)."""
 _HEX40 = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{40}(?![0-9A-Za-z])")
 _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
-# --name value / --name=value / -name value; the lookbehind keeps the scan linear on long words.
-_FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|[ \t]+)"
+# --name value / --name=value / -name value, the value maybe on the next line after a shell continuation (``--token \``
+# then the token: a script's long command); the lookbehind keeps the scan linear on long words.
+_FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|(?:[ \t]|\\\r?\n)+)"
                    r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
 # NAME=value, NAME: value, 'NAME': 'value', "NAME": "value" (env files, Python, dict/JSON text in a log line).
-_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:][ \t]*)"
-                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)]+)")
+_ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:](?!//)[ \t]*)"
+                     r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)&]+)")
+"""A URL's ``scheme://`` is no ``NAME: value`` (it swallowed the URL, query and all: ``?access_token=X``), and a
+value ends at ``&`` (the next query parameter)."""
 
-_SECRET_PARTS = ("password", "passwd", "passphrase", "secret", "apikey", "accesskey", "privatekey", "sshkey",
-                 "credential", "authorization", "authtoken", "wandbkey", "apitoken", "accesstoken", "sessionkey")
-_SECRET_WORDS = {"pass", "pwd", "pw", "token", "auth", "jwt", "bearer", "cookie"}
-_BENIGN_BEFORE = {"pad", "eos", "bos", "unk", "mask", "sep", "cls", "special", "start", "end", "max", "num", "n",
-                  "image", "video", "audio", "vision", "prompt", "decoder", "encoder", "vocab", "first", "last",
-                  "extra", "total", "per", "min", "by", "no", "use", "drop", "class"}
-_BENIGN_AFTER = {"id", "ids", "len", "length", "count", "counts", "type", "limit", "num", "size", "index", "dim",
-                 "file", "path", "env", "var", "name", "names", "rate", "level", "method", "mode", "enabled", "at",
-                 "k", "policy", "strength", "min", "max", "required", "expires", "expiry", "url", "host", "budget",
-                 "per", "ratio", "dropout", "embedding", "embeddings", "weight", "weights", "loss", "prob"}
-_PLAIN_WORDS = {"pass", "pw", "token", "auth", "cookie"}
-"""Secret words whose numeric values are counts, not secrets (``token: 5``); a password of digits is still a password."""
 _BENIGN_VALUES = {"none", "null", "true", "false", "****", "<redacted>", "redacted", "***", "", "nil", "~", "[]",
                   "{}", "''", '""', "bearer", "basic"}
 _ENV_REFERENCE = re.compile(r"^(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|os\.environ.*|os\.getenv.*|getenv.*|env:.*)$")
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,36 +110,6 @@ class SecretHit:
     """Key path (``a.b.c``) in a document, or ``line N`` in a text."""
     kind: str
 
-
-@lru_cache(maxsize=8192)  # the same few names come back on every line of a log
-def secret_name(name: str) -> bool:
-    """True when a key or flag name says its value is a secret (``api-key``, ``X-Auth-Token``, ``wandb.key``)."""
-    words = [w.lower() for w in _WORD_SPLIT.split(name[:200]) if w]
-    return _name_words_secret(words)
-
-
-def _name_words_secret(words: list[str]) -> bool:
-    joined = "".join(words)
-    if joined.startswith("xauth"):
-        return True
-    for i, word in enumerate(words):
-        before = words[i - 1] if i else ""
-        after = words[i + 1] if i + 1 < len(words) else ""
-        if after in _BENIGN_AFTER or before in _BENIGN_BEFORE:
-            continue
-        if word in _SECRET_WORDS or any(part in word for part in _SECRET_PARTS):
-            return True
-        if word == "key" and before in {"api", "ssh", "private", "access", "secret", "wandb", "auth", "signing", "account",
-                                        "encryption", "hf", "openai", "license", "session", "client", "master"}:
-            return True
-    return False
-
-
-@lru_cache(maxsize=8192)
-def _numeric_only_name(name: str) -> bool:
-    """True when the only secret words in the name are ones whose numeric value would be a count."""
-    words = [w.lower() for w in _WORD_SPLIT.split(name[:200]) if w]
-    return all(w in _PLAIN_WORDS or not _name_words_secret([w]) for w in words)
 
 
 def _benign_value(value: str) -> bool:
@@ -275,20 +239,43 @@ def _mask_short(text: str) -> str:
     return _mask_text(text)
 
 
-def _mask_text(text: str) -> str:
-    """``mask_text`` worked out (a pure function of the text)."""
-    text = _mask_shapes(text)
+def _user_password(value: str) -> str | None:
+    """``user:password`` (quoted or not) with the password masked; None when ``value`` holds no password (``bob``,
+    ``1000:1000``: docker's uid:gid)."""
+    quote = value[0] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else ""
+    inner = value[1:-1] if quote else value
+    user, colon, password = inner.partition(":")
+    if not colon or not password or password.isdigit() or _benign_value(password):
+        return None
+    return f"{quote}{user}:{MASK}{quote}"
+
+
+def mask_flags(text: str) -> str:
+    """The values of secret-named command-line flags in ``text`` masked (``--token X``, ``-p X``, ``curl -u u:pw``,
+    ``mysql -pPW``): the flag rule of ``mask_text``."""
+    if "-" not in text:  # every flag starts with one
+        return text
 
     def flag_repl(match: re.Match[str]) -> str:
-        value = match["value"]
-        if not secret_name(match["name"].lstrip("-")) or _benign_value(value):
+        name, value = match["name"], match["value"]
+        if name in _USER_FLAGS:
+            masked = _user_password(value)
+            return match.group(0) if masked is None else f"{name}{match['sep']}{masked}"
+        if not secret_flag(name, value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
         if match["sep"] != "=" and value.startswith("-"):
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
-        return f"{match['name']}{match['sep']}{_quoted_mask(value)}"
+        return f"{name}{match['sep']}{_quoted_mask(value)}"
 
-    if "-" in text:  # every flag starts with one
-        text = _FLAG.sub(flag_repl, text)
+    text = _FLAG.sub(flag_repl, text)
+    if "-p" in text and ("mysql" in text or "mariadb" in text):
+        text = _MYSQL_P.sub(lambda m: m["head"] + _quoted_mask(m["value"]), text)
+    return text
+
+
+def _mask_text(text: str) -> str:
+    """``mask_text`` worked out (a pure function of the text)."""
+    text = mask_flags(_mask_shapes(text))
     if "=" not in text and ":" not in text:  # every assignment has one
         return text
 
@@ -326,91 +313,5 @@ def _kind_of(text: str) -> str:
     return "credential"
 
 
-def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
-    """The masked form of one leaf: ``name`` is the key path's last two parts, ``previous`` the list element before."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        secret = name and secret_name(name) and not _numeric_only_name(name)
-        return MASK if secret or _after_secret_flag(previous) else value
-    if not isinstance(value, str):
-        return value
-    if _after_secret_flag(previous) and not value.startswith("-") and not _benign_value(value):
-        return MASK
-    if name and secret_name(name) and not _benign_value(value):
-        if not (_numeric_only_name(name) and value.strip().isdigit()):
-            return MASK
-    if name and _HEX40.fullmatch(value.strip()) and _HEX40_CONTEXT.search(name):
-        return MASK
-    return mask_text(value)
-
-
-def _after_secret_flag(previous: Any) -> bool:
-    """True when ``previous`` is a list element like ``--token`` (so this element is its value)."""
-    return (isinstance(previous, str) and previous.startswith("-") and "=" not in previous
-            and len(previous) < 100 and secret_name(previous.lstrip("-")))
-
-
-def _context(parent: str, key: str) -> str:
-    return f"{parent}.{key}" if parent else key
-
-
-def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
-    """A masked copy of ``data`` built without recursion; records where masking changed something in ``hits``."""
-    holder: list[Any] = [None]
-    tuples: list[tuple[Any, Any, list[Any]]] = []
-    # (node, container to write into, slot in it, key-name context, path for hits, previous list element)
-    stack: list[tuple[Any, Any, Any, str, str, Any]] = [(data, holder, 0, name, "", None)]
-    while stack:
-        node, into, slot, ctx, path, previous = stack.pop()
-        if isinstance(node, dict):
-            out: dict[Any, Any] = {}
-            into[slot] = out
-            key_name = ctx.rsplit(".", 1)[-1] if ctx else ""
-            pending: list[tuple[Any, Any, Any, str, str, Any]] = []
-            for key, value in node.items():
-                shown = key
-                if isinstance(key, str):
-                    shown = mask_text(key)
-                    if shown != key:
-                        if hits is not None:
-                            hits.append(SecretHit(_context(path, shown), _kind_of(key)))
-                        n = 2
-                        while shown in out or shown in node:
-                            shown, n = f"{mask_text(key)} ({n})", n + 1
-                out[shown] = None
-                pending.append((value, out, shown, _context(key_name, str(shown)), _context(path, str(shown)), None))
-            stack += reversed(pending)
-        elif isinstance(node, (list, tuple)):
-            items: list[Any] = [None] * len(node)
-            into[slot] = items
-            if isinstance(node, tuple):
-                tuples.append((into, slot, items))
-            prev = None
-            pending = []
-            for i, value in enumerate(node):
-                pending.append((value, items, i, ctx, f"{path}[{i}]", prev))
-                prev = value
-            stack += reversed(pending)
-        else:
-            masked = _mask_scalar(node, ctx, previous)
-            into[slot] = masked
-            if hits is not None and masked is not node and masked != node:  # NaN != NaN: unchanged all the same
-                hits.append(SecretHit(path, _kind_of(node) if isinstance(node, str) else "credential"))
-    for into, slot, items in reversed(tuples):
-        into[slot] = tuple(items)
-    return holder[0]
-
-
-def find_in_mapping(data: Any, prefix: str = "") -> list[SecretHit]:
-    """Secret-looking values (and keys) in a nested JSON-like document, by key path."""
-    hits: list[SecretHit] = []
-    _walk(data, "", hits)
-    if prefix:
-        hits = [SecretHit(f"{prefix}.{h.where}" if h.where else prefix, h.kind) for h in hits]
-    return sorted(hits, key=lambda h: h.where)
-
-
-def mask_value(data: Any, key: str = "") -> Any:
-    """A copy of a JSON-like value with every secret-looking string masked (any depth, no recursion)."""
-    return _walk(data, key, None)
+# The document walk is built on the text rules above (imported last: it imports them from here).
+from .secret_docs import find_in_mapping as find_in_mapping, mask_value as mask_value  # noqa: E402

@@ -236,9 +236,17 @@ def _crashed(exc: BaseException) -> int:
     from ..session.crash import CRASH_EXIT_CODE, write_crash
 
     _silence_stdout()
-    _path, line = write_crash(exc)
+    _path, line = write_crash(exc, reading=_named_paths())
     _say(line)
     return CRASH_EXIT_CODE
+
+
+def _named_paths() -> list[str]:
+    """The existing files and folders the command line names (its PATHs): a crash file is never written in them."""
+    try:
+        return [arg for arg in sys.argv[1:] if arg and not arg.startswith("-") and os.path.lexists(arg)]
+    except (OSError, ValueError):
+        return []
 
 
 def _exit_code(value: object) -> int:

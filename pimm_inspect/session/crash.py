@@ -6,6 +6,10 @@ quoting a tag, a path or a config value carries its control sequences and secret
 with secret-shaped strings masked and control characters escaped, to
 ``$XDG_STATE_HOME/pimm-inspect/crash-<utc>.txt`` (``~/.local/state`` by default; mode 0600), and the terminal
 gets one line naming that file; the process exits with ``CRASH_EXIT_CODE``.
+
+Runs are read, never written: a state folder that lies inside a run (``$XDG_STATE_HOME`` set to a folder of a
+colleague's run, or a link into one) or inside a folder the process was reading is never written; the default
+folder is used instead, and when that one is inside too, no file is written and the line says why.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import platform
 import sys
 import traceback
 from datetime import datetime, timezone
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..analysis.secrets import mask_text
@@ -48,14 +53,59 @@ def crash_text(error: BaseException) -> str:
     return clean(mask_text("".join(parts)))
 
 
-def write_crash(error: BaseException, now: datetime | None = None) -> tuple[Path | None, str]:
-    """Write the crash report; (its path, the one line for the terminal). Never raises."""
+def default_state_dir() -> Path:
+    """``~/.local/state/pimm-inspect``: where crash reports go when ``$XDG_STATE_HOME`` may not be written."""
+    return Path.home() / ".local" / "state" / "pimm-inspect"
+
+
+def run_holding_folder(folder: Path, reading: Sequence[Path | str] = ()) -> Path | None:
+    """The run (or folder being read, of ``reading``) that ``folder`` lies in, links resolved; None when none does."""
+    from ..load.discover import classify_dir, run_containing
+    from .output_place import run_holding
+
+    real = Path(os.path.realpath(folder))
+    inside = run_holding(real, [Path(r) for r in reading])
+    if inside is not None:
+        return inside
+    here = real
+    while not here.is_dir() and here != here.parent:  # the folder may not exist yet: its nearest existing one
+        here = here.parent
+    if classify_dir(here) is not None:
+        return here
+    return run_containing(here, levels=len(here.parts))
+
+
+def crash_folder(reading: Sequence[Path | str] = ()) -> tuple[Path | None, str]:
+    """Where the crash file goes: (the state folder, "") or, when every candidate lies in a run, (None, why)."""
+    why = ""
+    for folder in dict.fromkeys([state_dir(), default_state_dir()]):
+        inside = run_holding_folder(folder, reading)
+        if inside is None:
+            return folder, ""
+        why = why or (f"{clean(folder.as_posix(), newlines=False)} lies inside {clean(inside.as_posix(), newlines=False)}"
+                      " (runs are read, never written)")
+    return None, why
+
+
+def write_crash(error: BaseException, now: datetime | None = None,
+                reading: Sequence[Path | str] = ()) -> tuple[Path | None, str]:
+    """Write the crash report; (its path, the one line for the terminal). Never raises.
+
+    ``reading``: the folders the process was reading (the command's PATHs, the UI's root), never written into."""
     when = now or datetime.now(timezone.utc)
     try:
         text = crash_text(error)
     except Exception as exc:  # noqa: BLE001 - the report itself must not crash the crash path
         text = f"pimm-inspect crashed; formatting the traceback failed too ({type(exc).__name__})\n"
-    folder = state_dir()
+    inner = getattr(error, "error", None)
+    kind = type(inner if isinstance(inner, BaseException) else error).__name__
+    try:
+        place, why = crash_folder(reading)
+    except Exception as exc:  # noqa: BLE001 - an unreadable folder on the way must not crash the crash path
+        place, why = None, f"its folder could not be checked ({type(exc).__name__})"
+    if place is None:
+        return None, f"pimm-inspect crashed ({kind}); the traceback was not saved: {why}"
+    folder = place
     stamp = when.strftime("%Y%m%dT%H%M%S") + f"{when.microsecond // 1000:03d}Z"
     path = folder / f"crash-{stamp}.txt"
     try:
@@ -64,8 +114,6 @@ def write_crash(error: BaseException, now: datetime | None = None) -> tuple[Path
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
-        inner = getattr(error, "error", None)
-        kind = type(inner if isinstance(inner, BaseException) else error).__name__
         return None, (f"pimm-inspect crashed ({kind}); the traceback could not be saved to "
                       f"{clean(folder.as_posix(), newlines=False)}: {exc.strerror or type(exc).__name__}")
     return path, f"pimm-inspect crashed; the traceback (no values) is in {clean(path.as_posix(), newlines=False)}"
