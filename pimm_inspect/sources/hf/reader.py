@@ -347,8 +347,9 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     series, summary = history_series(primary) if primary else ([], {})
     fields = primary.fields if primary else {}
     declared = {k: as_int(fields.get(k)) for k in ("logging_steps", "eval_steps", "save_steps", "global_step")}
+    seen_args: dict[bytes, Any] = {}  # training_args.bin read in this run (copies are not unpickled again)
     configs, more = read_hf_configs(run_dir, run_root, [folder for _step, tmp, folder in sorted(found, key=lambda t: t[0])
-                                                        if not tmp])
+                                                        if not tmp], seen_args)
     findings += more
     training_args = next((c.data for c in configs if c.kind == "hf_training_args"), None) or {}
     declared_in: dict[str, str | None] = {}
@@ -375,7 +376,7 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     conflicts = _merge(history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
                                                    and training_key(s) in (None, training_key(primary))])
                        if primary else [])
-    configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
+    configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs, seen_args)
     findings += more
     notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, tb_series,
                            declared_in) + [n for n in [other_histories_note(found_trainings, primary) if primary and
