@@ -31,9 +31,10 @@ _FastBlock = tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray], np.ndarray, n
 
 MIN_BUCKET_ROWS = 4
 """Smaller buckets always go to protobuf (parsing a layout costs more than it saves)."""
-PROTOBUF_ROWS = 32
-"""Smaller buckets go to protobuf first (about 2 us a record, against a layout's fixed numpy cost of some 100 us a
-bucket: the many small event files of a tree); see ``decode_window``."""
+PROTOBUF_ROWS = 64
+"""Smaller buckets go to protobuf first: 2-3 us a simple_value record (5-10 us a TF2 tensor), against some 150 us of
+fixed numpy work for a bucket decoded by a layout, so protobuf is as fast up to about 100 simple_value records (50
+tensors) of a length: the many small event files of a tree, and the odd lengths of a big one. See ``decode_window``."""
 MAX_FAST_LENGTH = 4096
 """Longer records (images, big histograms) are checked one by one and decoded by protobuf."""
 _KEY = 4096  # point order key: record index * _KEY + value position (layouts keep positions below it)
