@@ -328,21 +328,21 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
     if slow.points:
         point_records, positions, tags, point_steps, point_values, point_walls, tensors = zip(*slow.points)
         records = np.array(point_records, dtype=np.int64)
-        ids = np.array(_tag_ids(tags, acc), dtype=np.int64)
+        point_ids = np.array(_tag_ids(tags, acc), dtype=np.int64)
         steps, values, walls = (np.array(point_steps, dtype=np.int64), np.array(point_values, dtype=np.float64),
                                 np.array(point_walls, dtype=np.float64))
-        is_tensor = np.array(tensors, dtype=bool)
-        position = np.minimum(np.array(positions, dtype=np.int64), _KEY - 1)
+        point_tensor = np.array(tensors, dtype=bool)
+        point_position = np.minimum(np.array(positions, dtype=np.int64), _KEY - 1)
         if not blocks:  # protobuf's points only: in file order already
             _apply_sightings(window_sightings, acc)
-            _slow_only(records, ids, steps, values, walls, is_tensor, position, count, base, window,
+            _slow_only(records, point_ids, steps, values, walls, point_tensor, point_position, count, base, window,
                        len(slow.markers), acc)
             return
         points_per_record = np.zeros(count, dtype=np.int64)
         np.add.at(points_per_record, records, 1)
         run_start = np.flatnonzero(np.diff(records, prepend=-1))
         ranks = np.arange(records.shape[0]) - np.repeat(run_start, np.diff(np.append(run_start, records.shape[0])))
-        blocks.append((records, ranks, ids, steps, values, walls, is_tensor, position))
+        blocks.append((records, ranks, point_ids, steps, values, walls, point_tensor, point_position))
     _apply_sightings(window_sightings, acc)
     marker_records = len(slow.markers)
     if not slow.points and not (any(b[6] for b in blocks)
