@@ -222,7 +222,7 @@ def test_fast_path_matches_protobuf(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.series["neg"].steps.tolist() == [-5]
     # Protobuf decodes only the writer's file_version record and lengths too rare to be worth a layout.
     lengths = [end - start for start, end in record_bounds(data)]
-    rare = [i for i, n in enumerate(lengths) if lengths.count(n) < _tb_window.MIN_BUCKET_ROWS]
+    rare = [i for i, n in enumerate(lengths) if lengths.count(n) < _tb_window.PROTOBUF_ROWS]
     assert sorted(slow_records) == sorted({0, *rare}) and len(rare) < 20
     assert result.record_count == len(record_bounds(data))
     assert result.scalar_count == sum(len(s) for s in result.series.values())

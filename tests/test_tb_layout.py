@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 
+from pimm_inspect.sources.tensorboard import _window as _tb_window
 from pimm_inspect.sources.tensorboard._layout import parse_layout
 from pimm_inspect.sources.tensorboard.reader import read_event_file
 from tests.test_tb_events import REL, frame, record_bounds
@@ -63,10 +64,15 @@ def layout_bytes() -> list[bytes]:
     return payloads
 
 
+@pytest.mark.parametrize("protobuf_rows", [_tb_window.MIN_BUCKET_ROWS, _tb_window.PROTOBUF_ROWS],
+                         ids=["layouts", "protobuf-first"])
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_mutated_payloads_decode_exactly_as_protobuf(layout_bytes: list[bytes], tmp_path: Path, data) -> None:
-    """Bytes changed inside payloads (CRCs made valid again): the layout path agrees with protobuf record by record."""
+def test_mutated_payloads_decode_exactly_as_protobuf(layout_bytes: list[bytes], tmp_path: Path, data,
+                                                     protobuf_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes changed inside payloads (CRCs made valid again): the layout path agrees with protobuf record by record
+    (every bucket of 4+ records decoded by a layout, or the small ones given to protobuf first)."""
+    monkeypatch.setattr(_tb_window, "PROTOBUF_ROWS", protobuf_rows)
     payloads = [bytearray(p) for p in layout_bytes]
     for _ in range(data.draw(st.integers(1, 6))):
         victim = payloads[data.draw(st.integers(0, len(payloads) - 1))]

@@ -103,12 +103,27 @@ def open_regular(path: Path, rel_path: str, root: Path | None = None) -> BinaryI
         raise
 
 
+def _read_up_to(fh: BinaryIO, count: int) -> bytes:
+    """``fh.read(count)`` without making room for ``count`` bytes up front when the file is far smaller (a read of
+    64 MiB allocates 64 MiB first): the size the file has now, plus one byte to see whether it grew since."""
+    try:
+        size = os.fstat(fh.fileno()).st_size
+    except OSError:
+        return fh.read(count)
+    if size + 1 >= count:
+        return fh.read(count)
+    data = fh.read(size + 1)
+    if len(data) <= size:
+        return data  # the end of the file
+    return data + fh.read(count - len(data))  # it grew while read: the rest, up to ``count``
+
+
 def read_bytes_capped(path: Path, rel_path: str, cap: int) -> tuple[bytes, list[Finding]]:
     """Read up to ``cap`` bytes of a regular file; findings for empty/huge/unreadable."""
     findings: list[Finding] = []
     try:
         with open_regular(path, rel_path) as fh:
-            data = fh.read(cap + 1)
+            data = _read_up_to(fh, cap + 1)
     except UnreadableFile as exc:
         return b"", [exc.finding]
     except OSError as exc:

@@ -116,27 +116,48 @@ def weights_meta(folder: Path, names: list[str], run_root: Path) -> tuple[int, i
     return count, total, tuple(sorted(dtypes)), findings
 
 
-def list_files(folder: Path) -> tuple[list[str], int, float]:
-    """Names of the non-directory entries, total size and newest mtime of the regular files (no recursion).
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A folder's non-directory entries (``list_files``), with each regular file's stat."""
 
-    FIFOs and sockets are listed by name so that readers report them (opening is refused later, never blocks).
-    """
-    names, size, mtime = [], 0, 0.0
+    names: list[str]
+    """Sorted names of the non-directory entries (FIFOs, sockets and dangling links too)."""
+    stats: dict[str, os.stat_result]
+    """Name -> stat (links followed) of the regular files."""
+    size: int
+    mtime: float
+    """Total size and newest mtime of the regular files (0 and 0.0 when there is none)."""
+    error: OSError | None = None
+    """Why the folder could not be listed (then nothing is in it)."""
+
+
+def listing(folder: Path) -> Listing:
+    """The non-directory entries of ``folder`` (no recursion), each regular file stat'ed once."""
+    names, stats, size, mtime = [], {}, 0, 0.0
     try:
         entries = list(os.scandir(folder))
-    except OSError:
-        return [], 0, 0.0
+    except OSError as exc:
+        return Listing([], {}, 0, 0.0, exc)
     for entry in entries:
         try:
             if entry.is_dir():
                 continue
             names.append(entry.name)
             if entry.is_file():
-                st = entry.stat()
+                st = stats[entry.name] = entry.stat()
                 size, mtime = size + st.st_size, max(mtime, st.st_mtime)
         except OSError:  # vanished or a dangling link: keep the name, reading it will say why
             continue
-    return sorted(names), size, mtime
+    return Listing(sorted(names), stats, size, mtime)
+
+
+def list_files(folder: Path) -> tuple[list[str], int, float]:
+    """Names of the non-directory entries, total size and newest mtime of the regular files (no recursion).
+
+    FIFOs and sockets are listed by name so that readers report them (opening is refused later, never blocks).
+    """
+    found = listing(folder)
+    return found.names, found.size, found.mtime
 
 
 def _in_range(value: object) -> object:
@@ -176,24 +197,15 @@ def _resume_effect(missing: list[str], damaged: bool, state_bad: bool, tmp: bool
     return f"{effect} {why}".strip()
 
 
-def _size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size if path.is_file() else None
-    except OSError:
-        return None
-
-
 def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
                         run_root: Path) -> tuple[HfCheckpoint, StateDoc | None, list[Finding]]:
     """Inspect one checkpoint-N directory: files present, weight metadata, its trainer_state.json."""
     rel_dir = rel(folder, run_root)
-    names, size, mtime = list_files(folder)
+    found = listing(folder)
+    names, size, mtime = found.names, found.size, found.mtime
     findings: list[Finding] = []
-    try:
-        with os.scandir(folder):
-            pass
-    except OSError as exc:  # list_files says nothing: an empty listing must not read as a save that never finished
-        findings.append(file_finding("file.unreadable", rel_dir, f"{rel_dir}: cannot list ({exc.strerror})"))
+    if found.error is not None:  # an empty listing must not read as a save that never finished
+        findings.append(file_finding("file.unreadable", rel_dir, f"{rel_dir}: cannot list ({found.error.strerror})"))
     state = None
     if STATE_NAME in names:
         state, more = read_state(folder / STATE_NAME, f"{rel_dir}/{STATE_NAME}")
@@ -209,7 +221,7 @@ def read_checkpoint_dir(folder: Path, step: int, tmp: bool,
         missing.append("rng_state.pth")
     # Weights, optimizer, scheduler and RNG state of 0 bytes: no save writes them so; they were emptied since.
     empty = [n for n in names if (is_weight_file(n) or n in RESUME_NAMES or n.startswith("rng_state"))
-             and _size(folder / n) == 0]
+             and n in found.stats and found.stats[n].st_size == 0]
     damaged = any(f.code in ("file.truncated", "file.corrupt", "file.unreadable") for f in more) and \
         not set(weight_names) <= set(empty)
     state_bad = STATE_NAME in names and (state is None or state.damaged)

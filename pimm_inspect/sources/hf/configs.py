@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import ConfigDoc, Finding
-from .._common import file_finding, read_json, rel
+from .._common import UnreadableFile, file_finding, open_regular, read_json, rel
 
 
 def _is_file(path: Path) -> bool:
@@ -22,15 +22,43 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _training_args(path: Path, rel_path: str) -> tuple[ConfigDoc | None, list[Finding]]:
-    """TrainingArguments as a plain dict, from the pickle's BUILD state (never executed)."""
+SAME_BYTES_CAP = 1024 * 1024
+"""training_args.bin files up to this size are compared byte for byte with those already read in the run: a copy
+(every checkpoint-N/ holds one, the same unless the arguments changed) is not unpickled again."""
+
+Seen = dict[bytes, dict[Any, Any]]
+"""The bytes of training_args.bin files read in one run -> their pickle's BUILD state (read without a finding)."""
+
+
+def _small_bytes(path: Path, rel_path: str) -> bytes | None:
+    """The file's bytes when it is a readable regular file of at most ``SAME_BYTES_CAP`` bytes, else None."""
+    try:
+        with open_regular(path, rel_path) as fh:
+            data = fh.read(SAME_BYTES_CAP + 1)
+    except (UnreadableFile, OSError):
+        return None
+    return data if len(data) <= SAME_BYTES_CAP else None
+
+
+def _training_args(path: Path, rel_path: str, seen: Seen | None = None) -> tuple[ConfigDoc | None, list[Finding]]:
+    """TrainingArguments as a plain dict, from the pickle's BUILD state (never executed).
+
+    With ``seen``, a file byte-identical to one read before in the run (without a finding) takes that one's state:
+    the same bytes unpickle to the same state.
+    """
     from ..checkpoint.reader import read_checkpoint_file  # torch zip/pickle containers, read without torch
     from ..checkpoint.safe_pickle import PickledObject, to_plain
 
-    read = read_checkpoint_file(path, rel_path)
-    findings = list(read.findings)
-    payload = read.payload
-    state = payload.state if isinstance(payload, PickledObject) else None
+    raw = _small_bytes(path, rel_path) if seen is not None else None
+    state = seen.get(raw) if seen is not None and raw is not None else None
+    findings: list[Finding] = []
+    if state is None:
+        read = read_checkpoint_file(path, rel_path)
+        findings = list(read.findings)
+        payload = read.payload
+        state = payload.state if isinstance(payload, PickledObject) else None
+        if seen is not None and raw is not None and not findings and isinstance(state, dict):
+            seen[raw] = state
     if not isinstance(state, dict):
         if not findings:
             findings.append(file_finding("file.corrupt", rel_path, f"{rel_path}: no TrainingArguments state in the pickle",
@@ -45,10 +73,11 @@ def _training_args(path: Path, rel_path: str) -> tuple[ConfigDoc | None, list[Fi
     return (ConfigDoc(rel_path, "hf_training_args", data) if isinstance(data, dict) else None), findings
 
 
-def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path]) -> tuple[list[ConfigDoc], list[Finding]]:
+def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path], seen: Seen | None = None
+                    ) -> tuple[list[ConfigDoc], list[Finding]]:
     """config.json and training_args.bin from the top level, else from the newest checkpoint that has them.
 
-    ``checkpoint_dirs`` are the checkpoint-N folders in step order.
+    ``checkpoint_dirs`` are the checkpoint-N folders in step order; ``seen`` as in ``_training_args``.
     """
     docs: list[ConfigDoc] = []
     findings: list[Finding] = []
@@ -61,7 +90,7 @@ def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path]) 
             docs.append(ConfigDoc(rel(model, run_root), "model_config", result.data))
     args = next((d / "training_args.bin" for d in folders if _is_file(d / "training_args.bin")), None)
     if args is not None:
-        doc, more = _training_args(args, rel(args, run_root))
+        doc, more = _training_args(args, rel(args, run_root), seen)
         findings += more
         if doc is not None:
             docs.append(doc)
@@ -69,7 +98,7 @@ def read_hf_configs(run_dir: Path, run_root: Path, checkpoint_dirs: list[Path]) 
 
 
 def attempt_training_args(run_dir: Path, run_root: Path, attempts: list[Any], checkpoint_steps: list[int],
-                          docs: list[ConfigDoc]) -> tuple[list[ConfigDoc], list[Finding]]:
+                          docs: list[ConfigDoc], seen: Seen | None = None) -> tuple[list[ConfigDoc], list[Finding]]:
     """Each attempt's TrainingArguments: the training_args.bin of the newest checkpoint that attempt saved.
 
     A checkpoint at step s was saved by the last attempt that trained s (it started fresh or resumed
@@ -99,7 +128,7 @@ def attempt_training_args(run_dir: Path, run_root: Path, attempts: list[Any], ch
         if known is not None:
             out[known] = ConfigDoc(out[known].path, out[known].kind, out[known].data, out[known].text, att.index)
             continue
-        doc, more = _training_args(path, rel_path)
+        doc, more = _training_args(path, rel_path, seen)
         findings += more
         if doc is not None:
             out.append(ConfigDoc(doc.path, doc.kind, doc.data, None, att.index))

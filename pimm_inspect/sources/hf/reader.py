@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -12,7 +14,8 @@ from ...model import CheckpointInfo, ConfigDoc, Finding, Origin, ScalarSeries, S
 from .._common import file_finding, rel
 from .configs import attempt_training_args, read_hf_configs
 from .notes import schedule_notes
-from .checkpoints import CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, read_checkpoint_dir, weights_meta
+from .checkpoints import (CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, listing, read_checkpoint_dir,
+                          weights_meta)
 from .state import (STATE_NAME, StateDoc, as_float, as_int, hf_tag, history_conflicts, history_segments,
                        history_series, read_state)
 from .trainings import (Training, attempt_trainings, checkpoint_owners, training_key, trainings, trainings_by_end,
@@ -132,26 +135,49 @@ def _default_tb_reader() -> Callable[[Path, str], Any] | None:
     return read_event_file
 
 
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """``Path.is_dir()`` of the entry: links followed, False where the path leads nowhere, other errors raised."""
+    try:
+        return entry.is_dir()
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+
+
+def _below(folder: Path, run_root: Path) -> str | None:
+    """``rel(folder, run_root)`` when ``folder`` is below the run (its files' paths then extend it), else None."""
+    try:
+        inside = folder.relative_to(run_root).as_posix()
+    except ValueError:
+        return None
+    return inside if inside != "." else None
+
+
 def _tb_dirs(run_dir: Path, run_root: Path, tb_reader: Callable[[Path, str], Any] | None
              ) -> tuple[list[HfTbDir], list[ScalarSeries], list[Finding], list[SourceFile]]:
     """List runs/*/ folders in start order and read their event files when a reader is available."""
     folders = []
     try:
-        folders = [d for d in (run_dir / "runs").iterdir() if d.is_dir()]
+        with os.scandir(run_dir / "runs") as entries:
+            folders = [run_dir / "runs" / entry.name for entry in entries if _is_dir(entry)]
     except OSError:
         pass
     listed = []
     for folder in folders:
-        events = sorted((n for n in list_files(folder)[0] if "tfevents" in n), key=_event_order)
+        files = listing(folder)
+        events = sorted((n for n in files.names if "tfevents" in n), key=_event_order)
         if events:
-            listed.append((min(_event_order(n) for n in events), folder.name, folder, events))
+            listed.append((min(_event_order(n) for n in events), folder.name, folder, events, files.stats))
     dirs, all_series, findings, sources = [], [], [], []
-    for index, (_, _, folder, events) in enumerate(sorted(listed), start=1):
+    for index, (_, _, folder, events, stats) in enumerate(sorted(listed, key=lambda item: item[:2]), start=1):
         first = last = ended = None
-        for name in events:
-            path, rel_path = folder / name, rel(folder / name, run_root)
+        below = _below(folder, run_root)
+        names = [f"{below}/{n}" if below is not None else rel(folder / n, run_root) for n in events]
+        for name, rel_path in zip(events, names):
+            path = folder / name
             try:
-                st = path.stat()
+                st = stats.get(name) or path.stat()  # a regular file's stat from the listing (links followed)
                 sources.append(SourceFile(rel_path, "tb_events", st.st_size, st.st_mtime))
             except OSError:
                 pass
@@ -173,8 +199,7 @@ def _tb_dirs(run_dir: Path, run_root: Path, tb_reader: Callable[[Path, str], Any
                     if series_first is not None and series_last is not None:  # always, as the series is not empty
                         first = series_first if first is None else min(first, series_first)
                         last = series_last if last is None else max(last, series_last)
-        dirs.append(HfTbDir(rel(folder, run_root), tuple(rel(folder / n, run_root) for n in events), first, last,
-                            ended))
+        dirs.append(HfTbDir(rel(folder, run_root), tuple(names), first, last, ended))
     return dirs, all_series, findings, sources
 
 
@@ -347,8 +372,9 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     series, summary = history_series(primary) if primary else ([], {})
     fields = primary.fields if primary else {}
     declared = {k: as_int(fields.get(k)) for k in ("logging_steps", "eval_steps", "save_steps", "global_step")}
+    seen_args: dict[bytes, Any] = {}  # training_args.bin read in this run (copies are not unpickled again)
     configs, more = read_hf_configs(run_dir, run_root, [folder for _step, tmp, folder in sorted(found, key=lambda t: t[0])
-                                                        if not tmp])
+                                                        if not tmp], seen_args)
     findings += more
     training_args = next((c.data for c in configs if c.kind == "hf_training_args"), None) or {}
     declared_in: dict[str, str | None] = {}
@@ -375,7 +401,7 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     conflicts = _merge(history_conflicts(primary, [s for s in ([top] if top else []) + states if s is not primary
                                                    and training_key(s) in (None, training_key(primary))])
                        if primary else [])
-    configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs)
+    configs, more = attempt_training_args(run_dir, run_root, attempts, checkpoint_steps, configs, seen_args)
     findings += more
     notes = schedule_notes(primary, series, summary, intervals, declared, checkpoint_steps, attempts, tb_series,
                            declared_in) + [n for n in [other_histories_note(found_trainings, primary) if primary and

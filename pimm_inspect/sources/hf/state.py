@@ -108,6 +108,17 @@ def as_int(value: Any) -> int | None:
     return int(number) if number is not None and math.isfinite(number) and number == int(number) else None
 
 
+_EXACT = 2**53
+"""Integers up to this size are the same after ``as_int`` (a float holds them exactly)."""
+
+
+def as_step(value: Any) -> int | None:
+    """``as_int(value)``, without the float round trip for the plain integers steps are."""
+    if value.__class__ is int and -_EXACT <= value <= _EXACT:
+        return value  # type: ignore[no-any-return]
+    return as_int(value)
+
+
 def hf_tag(key: str) -> str:
     """The tag HF's TensorBoard/W&B callbacks show for a log key (eval_loss -> eval/loss, loss -> train/loss)."""
     for prefix in ("eval", "test"):
@@ -116,17 +127,21 @@ def hf_tag(key: str) -> str:
     return f"train/{key}"
 
 
+_SUMMARY_SET = frozenset(SUMMARY_KEYS)
+
+
 def is_summary_row(row: Mapping[str, Any]) -> bool:
     """True for the end-of-training row (train_runtime, train_loss, ...)."""
-    return any(key in row for key in SUMMARY_KEYS)
+    return not _SUMMARY_SET.isdisjoint(row)
 
 
 def history_series(state: StateDoc) -> tuple[list[ScalarSeries], dict[str, float]]:
     """Series keyed by global step from log_history, plus the last summary row."""
     points: dict[str, tuple[list[int], list[float]]] = {}
     summary: dict[str, float] = {}
+    tags: dict[str, str] = {}  # log key -> its tag
     for row in state.history:
-        step = as_int(row.get("step"))
+        step = as_step(row.get("step"))
         if step is None:
             continue
         if is_summary_row(row):
@@ -136,7 +151,10 @@ def history_series(state: StateDoc) -> tuple[list[ScalarSeries], dict[str, float
             value = as_float(raw)
             if key == "step" or value is None:
                 continue
-            steps, values = points.setdefault(hf_tag(key), ([], []))
+            tag = tags.get(key)
+            if tag is None:
+                tag = tags[key] = hf_tag(key)
+            steps, values = points.setdefault(tag, ([], []))
             # Eval rows repeat the epoch of the train row at the same step: keep one point.
             if steps and steps[-1] == step and (values[-1] == value or (value != value and values[-1] != values[-1])):
                 continue
@@ -148,7 +166,7 @@ def history_series(state: StateDoc) -> tuple[list[ScalarSeries], dict[str, float
 
 def history_segments(state: StateDoc | None) -> list[tuple[int, int]]:
     """Step ranges of log_history split where the step goes backwards (two attempts in one history)."""
-    steps = [s for s in (as_int(r.get("step")) for r in (state.history if state else [])) if s is not None]
+    steps = [s for s in (as_step(r.get("step")) for r in (state.history if state else [])) if s is not None]
     out: list[tuple[int, int]] = []
     for i, step in enumerate(steps):
         if i == 0 or step < steps[i - 1]:
@@ -165,20 +183,29 @@ def _differs(value: float | None, reference: float) -> bool:
     return not (value == reference or (math.isnan(value) and math.isnan(reference)))
 
 
+_CONFLICT_KEYS = ("loss", "eval_loss", "grad_norm")
+
+
 def history_conflicts(primary: StateDoc, others: list[StateDoc]) -> list[tuple[int, int]]:
     """Step ranges where a checkpoint's log_history holds other values than the primary one (another attempt)."""
     reference: dict[tuple[int, str], float] = {}
     for row in primary.history:
-        step = as_int(row.get("step"))
-        for key in ("loss", "eval_loss", "grad_norm"):
+        step = as_step(row.get("step"))
+        for key in _CONFLICT_KEYS:
             value = as_float(row.get(key))
             if step is not None and value is not None:
                 reference.setdefault((step, key), value)
     ranges = []
     for state in others:
-        bad = [step for row in state.history for key in ("loss", "eval_loss", "grad_norm")
-               if (step := as_int(row.get("step"))) is not None and (step, key) in reference
-               and _differs(as_float(row.get(key)), reference[(step, key)])]
-        if bad:
-            ranges.append((min(bad), max(bad)))
+        low = high = None
+        for row in state.history:
+            step = as_step(row.get("step"))
+            if step is None:
+                continue
+            for key in _CONFLICT_KEYS:
+                logged = reference.get((step, key))  # a float when present
+                if logged is not None and _differs(as_float(row.get(key)), logged):
+                    low, high = (step, step) if low is None or high is None else (min(low, step), max(high, step))
+        if low is not None and high is not None:
+            ranges.append((low, high))
     return ranges

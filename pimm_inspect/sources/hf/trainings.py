@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ...model import Finding, Severity
-from .state import StateDoc, as_int
+from .state import StateDoc, as_int, as_step
 
 TRAINING_KEYS = ("max_steps", "train_batch_size")
 """trainer_state.json fields a training never changes (a resumed Trainer restores them from the checkpoint)."""
@@ -45,7 +45,7 @@ def _losses(state: StateDoc) -> dict[int, float]:
     """Step -> logged training loss of a state's log_history."""
     out: dict[int, float] = {}
     for row in state.history:
-        step, loss = as_int(row.get("step")), row.get("loss")
+        step, loss = as_step(row.get("step")), row.get("loss")
         if step is not None and isinstance(loss, (int, float)) and not isinstance(loss, bool):
             out.setdefault(step, float(loss))
     return out

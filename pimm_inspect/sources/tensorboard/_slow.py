@@ -10,7 +10,6 @@ import numpy as np
 from ._tfrecord import Buf
 
 if TYPE_CHECKING:  # protobuf messages (tensorboard ships no type information: they check as Any)
-    from tensorboard.compat.proto.event_pb2 import Event
     from tensorboard.compat.proto.tensor_pb2 import TensorProto
 
 # TensorFlow DataType enum values of numeric scalar tensors -> (numpy dtype, repeated field).
@@ -34,6 +33,8 @@ class SlowResult:
     walls: list[tuple[int, float]] = field(default_factory=list)
     """(record, wall time) of the first and last decodable record."""
     undecodable: int = 0
+    refused: list[int] = field(default_factory=list)
+    """The records protobuf could not decode (``undecodable`` of them)."""
 
 
 def tensor_scalar(tensor: TensorProto) -> float | None:
@@ -77,20 +78,38 @@ def decode_slow(buf: Buf, offsets: np.ndarray, lengths: np.ndarray, records: np.
 
     out = SlowResult()
     status_name = event_pb2.SessionLog.SessionStatus.Name
+    parse = event_pb2.Event.FromString
+    points, sightings = out.points, out.sightings
     first_wall: tuple[int, float] | None = None
-    last_wall: tuple[int, float] | None = None
+    wall = 0.0
+    decoded = -1
     for offset, length, record in zip(offsets.tolist(), lengths.tolist(), records.tolist()):
         try:
-            event = event_pb2.Event.FromString(bytes(buf[offset + 12 : offset + 12 + length]))
+            event = parse(buf[offset + 12 : offset + 12 + length])
         except Exception:  # noqa: BLE001  (any parse failure is damage, never a crash)
             out.undecodable += 1
+            out.refused.append(record)
             continue
         wall, step = event.wall_time, event.step
+        decoded = record
         if first_wall is None:
             first_wall = (record, wall)
-        last_wall = (record, wall)
         kind = event.WhichOneof("what")
-        if kind == "file_version":
+        if kind == "summary":
+            for position, value in enumerate(event.summary.value):
+                which = value.WhichOneof("value")
+                if which == "simple_value":
+                    points.append((record, position, value.tag, step, float(value.simple_value), wall, False))
+                    continue
+                # EventAccumulator names a tensor without a tag by its node_name.
+                tag = value.tag or (value.node_name if which == "tensor" else "")
+                if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
+                    sightings.append((record, position, tag, value.metadata.plugin_data.plugin_name))
+                if which == "tensor":
+                    scalar = tensor_scalar(value.tensor)
+                    if scalar is not None:
+                        points.append((record, position, tag, step, scalar, wall, True))
+        elif kind == "file_version":
             out.markers.append(("file_version", step, wall, event.file_version, record))
         elif kind == "session_log":
             try:
@@ -98,25 +117,7 @@ def decode_slow(buf: Buf, offsets: np.ndarray, lengths: np.ndarray, records: np.
             except ValueError:
                 status = str(event.session_log.status)
             out.markers.append(("session_log", step, wall, status, record))
-        elif kind == "summary":
-            _summary_points(event, record, out)
-    out.walls = [w for w in (first_wall, last_wall) if w is not None]
+    if first_wall is not None:
+        out.walls = [first_wall, (decoded, wall)]  # ``wall`` is set by decodable records only
     return out
 
-
-def _summary_points(event: Event, record: int, out: SlowResult) -> None:
-    """Scalars (simple_value, one-element numeric tensors) and plugin sightings of one summary."""
-    step, wall = event.step, event.wall_time
-    for position, value in enumerate(event.summary.value):
-        which = value.WhichOneof("value")
-        if which == "simple_value":
-            out.points.append((record, position, value.tag, step, float(value.simple_value), wall, False))
-            continue
-        # EventAccumulator names a tensor without a tag by its node_name.
-        tag = value.tag or (value.node_name if which == "tensor" else "")
-        if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
-            out.sightings.append((record, position, tag, value.metadata.plugin_data.plugin_name))
-        if which == "tensor":
-            scalar = tensor_scalar(value.tensor)
-            if scalar is not None:
-                out.points.append((record, position, tag, step, scalar, wall, True))

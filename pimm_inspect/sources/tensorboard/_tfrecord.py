@@ -14,7 +14,7 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 """A record claiming more than this is treated as corruption, never allocated."""
 
 _POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
-_MASK_DELTA = 0xA282EAD8
+MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
 
 Buf = bytes | memoryview
@@ -52,8 +52,8 @@ def masked(crc: int | np.ndarray) -> int | np.ndarray:
     """TFRecord's CRC mask (rotate right by 15 and add a constant)."""
     if isinstance(crc, np.ndarray):
         crc = crc.astype(np.uint32)
-        return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
+        return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(MASK_DELTA)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + MASK_DELTA) & 0xFFFFFFFF
 
 
 def _not_loaded(data: bytes | bytearray | memoryview) -> int:
@@ -79,12 +79,34 @@ def _native() -> Callable[..., int] | None:
     return _native_crc32c
 
 
+_SHORT_BUDGET = 256 * 1024
+"""Bytes of short buffers (under 256 bytes) checked in pure Python, about 20 ms of work, before the crc32c package is
+looked up for them too (a tree's many small event files); a single small file never pays for its import."""
+_short_bytes = 0
+
+
 def crc32c(data: bytes | bytearray | memoryview) -> int:
-    """CRC-32C of one buffer (pure Python for short ones, numpy rows or the crc32c package for long ones)."""
+    """CRC-32C of one buffer (pure Python for short ones, numpy rows or the crc32c package for long ones).
+
+    Short buffers use the package once it is loaded (by a long one, or once ``_SHORT_BUDGET`` bytes were checked
+    in pure Python in this process)."""
+    global _short_bytes
     n = len(data)
-    native = _native() if n >= 256 else None
+    if n >= 256:
+        native = _native()
+    else:
+        native = _native_crc32c
+        if native is _NOT_LOADED:
+            _short_bytes += n
+            native = _native() if _short_bytes > _SHORT_BUDGET else None
     if native is not None:
         return native(data)
+    return _crc32c_python(data)
+
+
+def _crc32c_python(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32C without the package: a table loop for short buffers, numpy rows for long ones."""
+    n = len(data)
     if n < 256:
         crc = 0xFFFFFFFF
         table = _TABLE_LIST
@@ -110,6 +132,20 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
     for value in reg.tolist():
         acc = t0[acc & 0xFF] ^ t1[(acc >> 8) & 0xFF] ^ t2[(acc >> 16) & 0xFF] ^ t3[acc >> 24] ^ value
     return acc ^ 0xFFFFFFFF
+
+
+def crc32c_each(buf: Buf, starts: list[int], lengths: list[int]) -> list[int]:
+    """CRC-32C of ``buf[start : start + length]`` for each pair (``crc32c``'s rules: the package when it is loaded,
+    or once a buffer is long or the short ones pass the budget)."""
+    global _short_bytes
+    native = _native_crc32c
+    if native is _NOT_LOADED:
+        _short_bytes += sum(n for n in lengths if n < 256)
+        native = _native() if _short_bytes > _SHORT_BUDGET or max(lengths, default=0) >= 256 else None
+    view = memoryview(buf)
+    if native is not None:
+        return [native(view[start : start + n]) for start, n in zip(starts, lengths)]
+    return [_crc32c_python(view[start : start + n]) for start, n in zip(starts, lengths)]
 
 
 def varying_columns(block: np.ndarray) -> np.ndarray:
@@ -206,6 +242,9 @@ class Framing:
 
 
 _MIN_BULK = 64
+_FIRST_WALK = 256
+"""Records walked one by one before the first look for a periodic pattern: a small file is framed by its walk alone
+(a look costs as much as walking some hundred records)."""
 """Shorter periodic runs are walked one by one (a tiny piece costs more than it saves)."""
 _ZERO_HEADER_CRC: int | None = None  # masked CRC of a zero length field, filled on first use
 
@@ -314,7 +353,7 @@ def frame_records(buf: Buf, start: int, end: int) -> Framing:
     pieces: list[np.ndarray] = []
     singles = array("q")
     pos, bulk = start, 0
-    wait = 16
+    wait = _FIRST_WALK
     last_pattern: tuple[int, ...] = ()
     resume_tries = 0
     while True:
@@ -353,7 +392,20 @@ def frame_records(buf: Buf, start: int, end: int) -> Framing:
     return Framing(offsets, pos, stop, stop_length, bulk)
 
 
+_HEADER_CRCS: dict[int, int] = {}
+
+
+def header_crc(length: int) -> int:
+    """The masked CRC a record of ``length`` payload bytes stores after its length field (remembered per length)."""
+    found = _HEADER_CRCS.get(length)
+    if found is None:
+        if len(_HEADER_CRCS) >= 4096:
+            _HEADER_CRCS.clear()
+        found = _HEADER_CRCS[length] = masked(crc32c(_U64.pack(length)))
+    return found
+
+
 def header_ok(buf: Buf, offset: int, length: int) -> bool:
     """Whether the masked CRC of a record's length field matches."""
     stored: int = struct.unpack_from("<I", buf, offset + 8)[0]
-    return stored == masked(crc32c(_U64.pack(length)))
+    return stored == header_crc(length)

@@ -19,7 +19,7 @@ from ...arrays import unique_sorted
 from .._limits import TagCap
 from ._fast import Known, Piece, decode_bucket
 from ._slow import SlowResult, decode_slow
-from ._tfrecord import Buf, crc32c, group_crc32c, masked, varying_columns
+from ._tfrecord import Buf, crc32c_each, group_crc32c, header_crc, masked, varying_columns
 
 _Block = tuple[np.ndarray, "int | np.ndarray", "np.ndarray | tuple[np.ndarray, np.ndarray]", np.ndarray, np.ndarray, np.ndarray, "bool | np.ndarray",
                "int | np.ndarray"]
@@ -30,7 +30,11 @@ _FastBlock = tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray], np.ndarray, n
 """A ``_Block`` of the fast path (layout-decoded records): one rank, is_tensor and position per slot."""
 
 MIN_BUCKET_ROWS = 4
-"""Smaller buckets go straight to protobuf (parsing a layout costs more than it saves)."""
+"""Smaller buckets always go to protobuf (parsing a layout costs more than it saves)."""
+PROTOBUF_ROWS = 64
+"""Smaller buckets go to protobuf first: 2-3 us a simple_value record (5-10 us a TF2 tensor), against some 150 us of
+fixed numpy work for a bucket decoded by a layout, so protobuf is as fast up to about 100 simple_value records (50
+tensors) of a length: the many small event files of a tree, and the odd lengths of a big one. See ``decode_window``."""
 MAX_FAST_LENGTH = 4096
 """Longer records (images, big histograms) are checked one by one and decoded by protobuf."""
 _KEY = 4096  # point order key: record index * _KEY + value position (layouts keep positions below it)
@@ -185,59 +189,95 @@ def _bad_rows(block: np.ndarray, length: int, varying: np.ndarray, check_crc: bo
     bad: np.ndarray
     if varying[8:12].any():
         header = np.ascontiguousarray(block[:, 8:12]).view("<u4").ravel()
-        bad = header != masked(crc32c(struct.pack("<Q", length)))
+        bad = header != header_crc(length)
     else:  # the same four bytes in every row: one comparison
-        bad = np.full(block.shape[0], block[0, 8:12].view("<u4")[0] != masked(crc32c(struct.pack("<Q", length))))
+        bad = np.full(block.shape[0], block[0, 8:12].view("<u4")[0] != header_crc(length))
     if check_crc:
         stored = np.ascontiguousarray(block[:, 12 + length : 16 + length]).view("<u4").ravel()
         bad |= stored != masked(group_crc32c(block[:, 12 : 12 + length], varying[12 : 12 + length]))
     return bad
 
 
-def _bad_long(buf: Buf, offset: int, length: int, check_crc: bool) -> bool:
-    """Whether one long record's header or payload CRC is wrong."""
-    header: int
-    header, = struct.unpack_from("<I", buf, offset + 8)
-    if header != masked(crc32c(struct.pack("<Q", length))):
-        return True
-    if not check_crc:
-        return False
-    stored: int
-    stored, = struct.unpack_from("<I", buf, offset + 12 + length)
-    return stored != masked(crc32c(memoryview(buf)[offset + 12 : offset + 12 + length]))
+def _u32_at(flat: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The little-endian uint32 at each byte position ``at`` of ``flat``."""
+    return np.ascontiguousarray(flat[at[:, None] + np.arange(4)]).view("<u4").ravel()
+
+
+def _bad_each(buf: Buf, flat: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, check_crc: bool) -> np.ndarray:
+    """bool per record at ``offsets`` (of ``lengths`` payload bytes), each checked alone: header or payload CRC
+    wrong."""
+    sizes = lengths.tolist()
+    bad: np.ndarray = _u32_at(flat, offsets + 8) != np.array([header_crc(n) for n in sizes], dtype=np.uint32)
+    if check_crc:
+        crcs = np.array(crc32c_each(buf, (offsets + 12).tolist(), sizes), dtype=np.uint32)
+        bad |= _u32_at(flat, offsets + 12 + lengths) != masked(crcs)
+    return bad
 
 
 def decode_window(buf: Buf, offsets: np.ndarray, lengths: np.ndarray, base: int, check_crc: bool,
-                  acc: Accumulator) -> int | None:
-    """Decode the framed records of one window into ``acc``; returns the first bad record (local) or None."""
+                  acc: Accumulator, few_first: bool = True) -> int | None:
+    """Decode the framed records of one window into ``acc``; returns the first bad record (local) or None.
+
+    ``few_first``: buckets of fewer than ``PROTOBUF_ROWS`` records go to protobuf; when protobuf refuses one of
+    their records, or the window may bring the file past its tag cap, the window is decoded again without it.
+    """
     flat = np.frombuffer(buf, dtype=np.uint8)
     first_bad: int | None = None
     found: list[tuple[np.ndarray, Piece]] = []  # (record indices of the bucket, piece)
-    slow_parts: list[np.ndarray] = []
+    slow_parts: list[np.ndarray] = []  # records whose CRCs are checked one by one, all decoded by protobuf
+    slow_later: list[np.ndarray] = []  # records of layout buckets the layouts left to protobuf
+    handed: list[np.ndarray] = []  # buckets a layout would have decoded, given to protobuf (``few_first``)
     for length, records in _buckets(lengths):
-        if length > MAX_FAST_LENGTH:
-            bad = np.array([_bad_long(buf, o, length, check_crc) for o in offsets[records].tolist()], dtype=bool)
-            slow_parts.append(records)
-        else:
-            block = _gather(flat, offsets[records], length + 16)
-            varying = varying_columns(block)
-            bad = _bad_rows(block, length, varying, check_crc)
-            if records.shape[0] < MIN_BUCKET_ROWS:
-                slow_parts.append(records)
-            else:
-                pieces, slow_rows = decode_bucket(block[:, 12 : 12 + length], varying[12 : 12 + length],
-                                                  acc.layouts.setdefault(length, []))
-                found += [(records, piece) for piece in pieces]
-                slow_parts.append(records[slow_rows])
+        rows = records.shape[0]
+        if length > MAX_FAST_LENGTH or rows < MIN_BUCKET_ROWS or (few_first and rows < PROTOBUF_ROWS):
+            slow_parts.append(records)  # CRCs checked below, record by record
+            if length <= MAX_FAST_LENGTH and rows >= MIN_BUCKET_ROWS:
+                handed.append(records)
+            continue
+        block = _gather(flat, offsets[records], length + 16)
+        varying = varying_columns(block)
+        bad = _bad_rows(block, length, varying, check_crc)
+        pieces, slow_rows = decode_bucket(block[:, 12 : 12 + length], varying[12 : 12 + length],
+                                          acc.layouts.setdefault(length, []))
+        found += [(records, piece) for piece in pieces]
+        slow_later.append(records[slow_rows])
         if bad.any():
             candidate = int(records[bad].min())
             first_bad = candidate if first_bad is None else min(first_bad, candidate)
+    alone = np.sort(np.concatenate(slow_parts)) if slow_parts else np.zeros(0, dtype=np.int64)
+    if alone.shape[0]:
+        bad = _bad_each(buf, flat, offsets[alone], lengths[alone], check_crc)
+        if bad.any():
+            candidate = int(alone[bad].min())
+            first_bad = candidate if first_bad is None else min(first_bad, candidate)
+    # The records checked one by one, plus those the layouts left to protobuf.
     count = lengths.shape[0] if first_bad is None else first_bad
-    slow_records = np.sort(np.concatenate(slow_parts)) if slow_parts else np.zeros(0, dtype=np.int64)
+    slow_records = np.sort(np.concatenate([alone, *slow_later])) if slow_later else alone
     slow_records = slow_records[slow_records < count]
     slow = decode_slow(buf, offsets[slow_records], lengths[slow_records], slow_records)
+    if handed and (_refused(slow, handed) or _may_pass_cap(found, slow, acc)):
+        # What a layout decodes and protobuf refuses (damage inside an opaque payload) counts as another record,
+        # and which tags a capped file keeps follows the order names are met: decode as the layouts would.
+        return decode_window(buf, offsets, lengths, base, check_crc, acc, few_first=False)
     _assemble(found, slow, count, base, acc)
     return first_bad
+
+
+def _refused(slow: SlowResult, handed: list[np.ndarray]) -> bool:
+    """Whether protobuf refused a record of the buckets handed to it."""
+    return bool(slow.refused) and bool(np.isin(np.array(slow.refused, dtype=np.int64), np.concatenate(handed)).any())
+
+
+def _may_pass_cap(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, acc: Accumulator) -> bool:
+    """Whether the window's scalar tags may not all be admitted (then the order they are met decides which are)."""
+    known = acc.cap.known
+    room = acc.cap.limit - len(known)
+    if room >= len(slow.points) + sum(len(slot.tag_names) for _, piece in found for slot in piece.slots):
+        return False  # fewer names than room, however many are new
+    new = {point[2] for point in slow.points if point[2] not in known}
+    new.update(name for _, piece in found for slot in piece.slots if slot.values is not None
+               for name in slot.tag_names if name not in known)
+    return len(new) > room
 
 
 def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: int, base: int,
@@ -286,19 +326,24 @@ def _assemble(found: list[tuple[np.ndarray, Piece]], slow: SlowResult, count: in
             rank += 1
     points_per_record: np.ndarray | None = None
     if slow.points:
-        records = np.array([p[0] for p in slow.points], dtype=np.int64)
+        point_records, positions, tags, point_steps, point_values, point_walls, tensors = zip(*slow.points)
+        records = np.array(point_records, dtype=np.int64)
+        point_ids = np.array(_tag_ids(tags, acc), dtype=np.int64)
+        steps, values, walls = (np.array(point_steps, dtype=np.int64), np.array(point_values, dtype=np.float64),
+                                np.array(point_walls, dtype=np.float64))
+        point_tensor = np.array(tensors, dtype=bool)
+        point_position = np.minimum(np.array(positions, dtype=np.int64), _KEY - 1)
+        if not blocks:  # protobuf's points only: in file order already
+            _apply_sightings(window_sightings, acc)
+            _slow_only(records, point_ids, steps, values, walls, point_tensor, point_position, count, base, window,
+                       len(slow.markers), acc)
+            return
         points_per_record = np.zeros(count, dtype=np.int64)
         np.add.at(points_per_record, records, 1)
         run_start = np.flatnonzero(np.diff(records, prepend=-1))
         ranks = np.arange(records.shape[0]) - np.repeat(run_start, np.diff(np.append(run_start, records.shape[0])))
-        blocks.append((records, ranks, np.array([acc.tag_id(p[2]) for p in slow.points], dtype=np.int64), np.array([p[3] for p in slow.points], dtype=np.int64),
-                       np.array([p[4] for p in slow.points], dtype=np.float64),
-                       np.array([p[5] for p in slow.points], dtype=np.float64),
-                       np.array([p[6] for p in slow.points], dtype=bool),
-                       np.array([min(p[1], _KEY - 1) for p in slow.points], dtype=np.int64)))
-    for key, tag, plugin in sorted(window_sightings):
-        if tag in acc.sightings or len(acc.sightings) < acc.cap.limit:  # bounded like the tags themselves
-            acc.sightings.setdefault(tag, (key, plugin))
+        blocks.append((records, ranks, point_ids, steps, values, walls, point_tensor, point_position))
+    _apply_sightings(window_sightings, acc)
     marker_records = len(slow.markers)
     if not slow.points and not (any(b[6] for b in blocks)
                                 and any(plugin != "scalars" for _, plugin in acc.sightings.values())):
@@ -376,6 +421,39 @@ def _group_blocks(blocks: list[_FastBlock], window: int, acc: Accumulator) -> No
             steps, values, walls = (np.concatenate([p[i] for p in parts])[order] for i in (2, 3, 4))
         acc.parts[tag_id].append((steps, values, walls))
         acc.first_seen.setdefault(tag_id, (window, first_key))
+
+
+def _tag_ids(tags: tuple[str, ...], acc: Accumulator) -> list[int]:
+    """The id of each tag (``Accumulator.tag_id``, asked once per name, in the order names are met)."""
+    known = acc.tag_ids
+    out = []
+    for tag in tags:
+        found = known.get(tag)
+        out.append(acc.tag_id(tag) if found is None else found)
+    return out
+
+
+def _apply_sightings(window_sightings: list[tuple[int, str, str]], acc: Accumulator) -> None:
+    """Keep each tag's first plugin sighting (by file order key)."""
+    for key, tag, plugin in sorted(window_sightings):
+        if tag in acc.sightings or len(acc.sightings) < acc.cap.limit:  # bounded like the tags themselves
+            acc.sightings.setdefault(tag, (key, plugin))
+
+
+def _slow_only(records: np.ndarray, ids: np.ndarray, steps: np.ndarray, values: np.ndarray, walls: np.ndarray,
+               is_tensor: np.ndarray, position: np.ndarray, count: int, base: int, window: int, marker_records: int,
+               acc: Accumulator) -> None:
+    """``_assemble``'s end for a window whose points all came from protobuf (file order: no scattering)."""
+    tensor_keys: list[tuple[np.ndarray, np.ndarray]] = []
+    if is_tensor.any():
+        at = np.flatnonzero(is_tensor)
+        tensor_keys.append((at, (base + records[at]) * _KEY + position[at]))
+    keep = _plugin_filter(tensor_keys, ids, ids.shape[0], acc)
+    if keep is not None:
+        records, ids, steps, values, walls = records[keep], ids[keep], steps[keep], values[keep], walls[keep]
+    with_points = int(np.count_nonzero(np.diff(records))) + 1 if records.shape[0] else 0  # records ascending
+    acc.other_count += count - marker_records - with_points
+    _group(ids, steps, values, walls, window, acc)
 
 
 def _plugin_filter(tensor_keys: list[tuple[np.ndarray, np.ndarray]], tag_col: np.ndarray, total: int, acc: Accumulator) -> np.ndarray | None:
