@@ -45,3 +45,30 @@ def test_a_folder_without_a_log_starts_at_its_metadata_started_at(tmp_path):
     assert one.started_at < two.started_at
     # The header quotes the same file: the two surfaces say one time.
     assert run.provenance.created_at == started and started.startswith(want.strftime("%Y-%m-%dT%H:%M:%S"))
+
+
+def test_a_folder_without_a_log_ends_as_its_debug_log_exit_code_says(tmp_path):
+    """The same public folder was said to be "killed: log stops without an end marker" (there was no log at all)
+    while its logs/debug.log said ``got exitcode: 0`` and files/wandb-summary.json held _step 186060."""
+    copy = tmp_path / "resumed_meta"
+    shutil.copytree(RUN, copy)
+    first, _second = sorted((copy / "wandb").glob("run-*"))
+    (first / "run-startsm1.wandb").unlink()
+    assert "got exitcode: 0" in (first / "logs" / "debug.log").read_text()
+    run = pimm_inspect.load_run(copy)
+    assert [a.ended for a in run.attempts] == ["completed", "completed"]
+    assert run.attempts[0].end_detail is None and run.status == "finished"
+
+
+def test_a_crashed_folder_without_a_log_is_crashed_by_its_debug_log(tmp_path):
+    console = RUN.parents[1] / "wandb_console" / "tqdm_bar"
+    copy = tmp_path / "tqdm_bar"
+    shutil.copytree(console, copy)
+    (log,) = copy.rglob("run-tqdmoom1.wandb")
+    log.unlink()
+    assert "got exitcode: 1" in (log.parent / "logs" / "debug.log").read_text()
+    run = pimm_inspect.load_run(copy)
+    assert run.status == "crashed" and [a.ended for a in run.attempts] == ["crashed"]
+    (crashed,) = [f for f in run.findings if f.code == "run.crashed"]
+    rel = f"wandb/{log.parent.name}/files/output.log"
+    assert crashed.paths == (rel,) and crashed.explanation.startswith(f"The traceback starts at {rel}:1.")

@@ -295,6 +295,10 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
                           "config, summary, define_metric, console output, exit code")
     sources = ([state.source] if state.source else []) + files.sources
     exit_code = state.exit_code
+    if log_rel is None and files.exit_line is not None:
+        # No transaction log (gone, or never committed: GitHub refuses files over 100 MB): the process's own exit
+        # code in logs/debug.log is the only word of how it ended.
+        exit_code = files.exit_line[0]
     return WandbRunResult(
         rel_path=rel_path, wandb_file=log_rel, run_id=run_id, project=project, entity=entity,
         display_name=run.get("display_name"), group=run.get("group"), job_type=run.get("job_type"),
