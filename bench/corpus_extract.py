@@ -94,6 +94,16 @@ SOURCES: list[tuple[str, str, bool]] = [
     ("dhruvmetha/adaptive_roa", "9c6cb9ba50a2c49a3c9f2808cbf982d2757b53ed",
      True),  # Lightning TensorBoardLogger, two event files of one pid, last.ckpt + best-checkpoint per version
     ("kmchiti/MolGen", "84b8422a75354d3d7d901af9a9d0647ddbe50ef0", True),  # W&B 2023 beside wandb-resume.json
+    # claims round eight (corpus7): W&B 2023 and 2026 ids resumed several times, Lightning loggers with their own
+    # save_dir names and string versions
+    ("Tarun-AK/scaling", "f72a9e5c285625ba945000388c0b25f84244603c", False),  # W&B 2026, 47 folders, ids x3-4
+    ("aorvieto/VerySimpleTransformer", "e31370e01b3b46382944522884e0356ff29b56ac", False),  # W&B 2023, 31 folders
+    ("Bokai-Ji/ConceptPPO", "620011959f06a26116bbfe02dc950ee38bf1f100", False),  # W&B 2023, latest-run/files
+    ("jordanpainter/dial_post_train", "6f3cf6d7762d5725d0eb615a1e95a88fd7477eb4", False),  # W&B 2026, id x2
+    ("AuroraEchos/TinyLM", "f24346334a116a6daf54110f9295c5ecee2ba0b0", False),  # W&B 2026, id x2
+    ("10sajan10/CS6994FinalProject", "22b475a75dcee64c3cc1e071165ebcaffe055481",
+     False),  # CSVLogger lightning_logs_<name>/version_N and <name>/site_N_season string versions
+    ("EnderXiao/SATD", "7fdde6b3db41fdf280ebb5fc83a10ebe98cbbcda", False),  # Lightning version_0
 ]
 """(OWNER/NAME, commit, union)."""
 

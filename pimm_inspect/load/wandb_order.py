@@ -1,15 +1,18 @@
 """The order of a run's W&B folders (its attempts), by the best start evidence each folder holds.
 
-A folder's start is its run record's ``start_time`` (UTC seconds). A folder whose ``.wandb`` log holds no run
-record (a process killed right after ``wandb.init``) still has its name's time stamp, ``run-YYYYMMDD_HHMMSS-``,
-written from the same start time in the writer's local time: its UTC offset is learned from the folders that
-have both, so every folder gets a start on one clock. A folder with no evidence at all goes last.
+A folder's start is its run record's ``start_time`` (UTC seconds), else its ``files/wandb-metadata.json``
+``startedAt`` (UTC, written by the same ``wandb.init``). A folder with neither (a process killed right after
+``wandb.init``) still has its name's time stamp, ``run-YYYYMMDD_HHMMSS-``, written from the same start time in the
+writer's local time: its UTC offset is learned from the folders that have both, so every folder gets a start on one
+clock (an estimate: the offset of folders written across a daylight-saving change differs by an hour). A folder
+with no evidence at all goes last.
 """
 
 from __future__ import annotations
 
 import calendar
 import time
+from datetime import datetime, timezone
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -38,8 +41,9 @@ def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | N
     """Folder -> its start in UTC seconds (run record, else the name's stamp on the learned clock); and whether
     the stamps' UTC offset was learned (when not, a stamp-only start is on the writer's local clock)."""
     stamps = {r.rel_path: folder_stamp_s(r.rel_path) for r in runs}
-    diffs = [r.start_time_s - stamp for r in runs
-             if r.start_time_s and (stamp := stamps[r.rel_path]) is not None]
+    known = {r.rel_path: r.start_time_s or _metadata_start_s(r) for r in runs}
+    diffs = [start - stamp for r in runs
+             if (start := known[r.rel_path]) and (stamp := stamps[r.rel_path]) is not None]
     learned = bool(diffs)
     offset = 0.0
     if diffs:  # only W&B folders get here: statistics (fractions, decimal, random) stays off other start-ups
@@ -49,8 +53,21 @@ def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | N
     out: dict[str, float | None] = {}
     for r in runs:
         stamp = stamps[r.rel_path]
-        out[r.rel_path] = r.start_time_s or (stamp + offset if stamp is not None else None)
+        out[r.rel_path] = known[r.rel_path] or (stamp + offset if stamp is not None else None)
     return out, learned
+
+
+def _metadata_start_s(run: WandbRunResult) -> float | None:
+    """``startedAt`` of the folder's files/wandb-metadata.json in UTC seconds (W&B writes it in UTC, with a ``Z``
+    from 0.17 on and without one before), or None."""
+    text = run.provenance.created_at if run.provenance is not None else None
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def process_folders(runs: Sequence[WandbRunResult]) -> list[WandbRunResult]:

@@ -148,6 +148,8 @@ class RunFiles:
     reinit_line: str | None = None
     """``logs/debug.log:N`` where this folder's own ``wandb.init`` logged ``wandb.init() called when a run is still
     active``: a second init inside a process whose run was still active, which returned that run (no new process)."""
+    exit_line: tuple[int, str] | None = None
+    """(exit code, ``logs/debug.log:N``) from this folder's own ``got exitcode: N`` line (``_atexit_cleanup``)."""
 
 
 def _source(path: Path, rel_path: str, kind: str, bytes_read: int = 0) -> SourceFile | None:
@@ -284,12 +286,13 @@ def _finishing_entity(text: str, rel_path: str, run_id: str | None, out: RunFile
 
 
 _LOG_SETUP = re.compile(r"Logging user logs to (.+?)[ \t\r]*$")
+_EXIT_CODE = re.compile(r"\] got exitcode: (-?\d{1,9})[ \t\r]*$")
 _SEP = re.compile(r"[\\/]")
 
 
 def _own_init(text: str, rel_path: str, folder: str, out: RunFiles) -> None:
-    """What this folder's own ``wandb.init`` logged in debug.log: ``run resumed`` or ``wandb.init() called when a run
-    is still active``. A debug.log can hold later inits of the same process (each names its own folder in ``Logging
+    """What this folder's own ``wandb.init`` logged in debug.log: ``run resumed``, ``wandb.init() called when a run
+    is still active``, and the exit code its process ended with (``got exitcode: N``). A debug.log can hold later inits of the same process (each names its own folder in ``Logging
     user logs to <folder>/logs/debug.log``): only the lines from this folder's own set-up to the next one count."""
     mine = False
     for number, line in enumerate(text.splitlines(), start=1):
@@ -304,6 +307,8 @@ def _own_init(text: str, rel_path: str, folder: str, out: RunFiles) -> None:
             out.resumed_line = f"{rel_path}:{number}"
         elif "wandb.init() called when a run is still active" in line and out.reinit_line is None:
             out.reinit_line = f"{rel_path}:{number}"
+        elif "got exitcode:" in line and (code := _EXIT_CODE.search(line)) is not None:
+            out.exit_line = (int(code.group(1)), f"{rel_path}:{number}")
 
 
 def _urls(text: str, run_id: str | None) -> list[str]:

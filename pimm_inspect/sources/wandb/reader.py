@@ -198,6 +198,10 @@ def _read_log(path: Path, rel: str, state: _LogState) -> None:
         state.resumable = framing.header_ok and not framing.corrupt_regions
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+"""What Python prints first of an uncaught exception's traceback."""
+
+
 def _tracebacks(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: str | None
                 ) -> tuple[tuple[str, int, str], ...]:
     """Where each Python traceback in the console output starts, and the exception it ends with.
@@ -211,10 +215,17 @@ def _tracebacks(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: 
     first_no = total - len(lines) + 1
     found: list[tuple[str, int, str]] = []
     for i, line in enumerate(lines):
-        if line.text.startswith("Traceback (most recent call last):"):
-            end = next((j for j in range(i + 1, min(len(lines), i + 500))
-                        if lines[j].text and not lines[j].text.startswith((" ", "\t"))), None)
-            found.append((source, first_no + i, lines[end].text[:300] if end is not None else "a traceback"))
+        at = line.text.find(_TRACEBACK)
+        if at < 0:
+            continue
+        # The traceback need not start its line: a progress bar drawn with \r and no newline runs on into it
+        # (``  0%|...| 0/61683 [00:00<?, ?it/s]Traceback ...``), and torch's distributed excepthook puts
+        # ``[rank0]: `` before every line. A lead the next line repeats is such a prefix: the body is read past it.
+        lead = line.text[:at]
+        prefix = lead if lead and i + 1 < len(lines) and lines[i + 1].text.startswith(lead) else ""
+        body = [x.text[len(prefix):] if x.text.startswith(prefix) else x.text for x in lines[i + 1:i + 500]]
+        end = next((j for j, text in enumerate(body) if text and not text.startswith((" ", "\t"))), None)
+        found.append((source, first_no + i, body[end][:300] if end is not None else "a traceback"))
     return tuple(found[-20:])
 
 
@@ -284,6 +295,10 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
                           "config, summary, define_metric, console output, exit code")
     sources = ([state.source] if state.source else []) + files.sources
     exit_code = state.exit_code
+    if log_rel is None and files.exit_line is not None:
+        # No transaction log (gone, or never committed: GitHub refuses files over 100 MB): the process's own exit
+        # code in logs/debug.log is the only word of how it ended.
+        exit_code = files.exit_line[0]
     return WandbRunResult(
         rel_path=rel_path, wandb_file=log_rel, run_id=run_id, project=project, entity=entity,
         display_name=run.get("display_name"), group=run.get("group"), job_type=run.get("job_type"),
