@@ -66,6 +66,8 @@ class _Reader(TrainLines):
         self.corrupt_at: int | None = None
         self.ctx: BlockContext | None = None
         self.small = False
+        self.block_hits = -1
+        """``Train: [`` in the current block when it was counted (a block up to ``SMALL_BLOCK_BYTES``), else -1."""
         self.index = IndexBuilder()
         self.long_lines: tuple[tuple[int, int], ...] = ()
         self.long_line_count = self.skipped_bytes = 0  # of the whole file, for an extension's state
@@ -89,7 +91,8 @@ class _Reader(TrainLines):
         ctx = self.ctx
         if ctx is None or len(ctx.block) <= 1:
             return 0
-        return -(-int(ctx.hits.size) * self.bytes_left // len(ctx.block))
+        hits = self.block_hits if self.block_hits >= 0 else int(ctx.hits.size)
+        return -(-hits * self.bytes_left // len(ctx.block))
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -139,8 +142,8 @@ class _Reader(TrainLines):
         self.ctx = BlockContext(block, self.line_no)
         if prescan is not None:
             prescan.fill(self.ctx)
-        self.small = (prescan is None and len(block) <= SMALL_BLOCK_BYTES
-                      and block.count(TRAIN_MARK) <= SMALL_BLOCK_HITS)
+        self.block_hits = block.count(TRAIN_MARK) if prescan is None and len(block) <= SMALL_BLOCK_BYTES else -1
+        self.small = 0 <= self.block_hits <= SMALL_BLOCK_HITS
         self.bytes_left = max(0, self.size - offset)
         self.arenas.rows_left = self.rows_left  # only while the block is read (no cycle through the reader after)
         self.index.scan_submitit(self.ctx, delta)
@@ -245,7 +248,7 @@ class _Reader(TrainLines):
             series.extend(seg_series)
             live = (len(seg_series), chunk_tags)
         events = self.prefix_events + tuple(LogEvent(
-            kind=r["kind"], message=r.get("message") or record_text(r), source=rel_path, line_no=r["line"],
+            kind=r["kind"], message=r["message"] if "message" in r else record_text(r), source=rel_path, line_no=r["line"],
             level=r["level"], timestamp=r["ts"], attempt=r["seg"].index, step=r["step"]) for r in self.events)
         tables = self.prefix_tables + tuple(ValTable(t["step"], t["attempt"], t["line"], t["final"],
                                                      tuple(t["metrics"]), tuple(t["rows"])) for t in self.tables)
