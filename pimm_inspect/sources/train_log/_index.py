@@ -17,7 +17,7 @@ import numpy as np
 from . import _fast as F
 from . import _patterns as P
 from ._arena import Arenas, view
-from ._growable import extended, joined
+from ._growable import extended, joined, kept
 from ...arrays import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
 
@@ -250,7 +250,8 @@ class IndexBuilder:
             if whole is not None and whole.dtype == dtype:  # written one after another into one buffer
                 return whole
             if parts:
-                return joined(parts, dtype, release=release)
+                whole = kept(parts, dtype)
+                return whole if whole is not None else joined(parts, dtype, release=release)
             arr = np.zeros(0, np.int64)
             arr.flags.writeable = False
             return arr
@@ -269,7 +270,8 @@ class IndexBuilder:
             attempts = np.repeat(np.asarray([a for _, a in counts], dtype=_attempt_type(max([a for _, a in counts],
                                                                                               default=0))),
                                  np.asarray([n for n, _ in counts], dtype=np.int64))
-            attempts = joined([attempts]) if attempts.size else attempts
+            if attempts.size and kept([attempts]) is None:
+                attempts = joined([attempts])
         attempts.flags.writeable = False
         # A segment without a header that starts after byte 0 begins at an E0 PID change; the one at
         # byte 0 is only text before the first header.

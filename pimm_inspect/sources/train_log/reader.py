@@ -165,7 +165,8 @@ class _Reader(TrainLines):
             self.pid_markers(block, markers)
         cursor = 0
         for ls in sorted(markers):
-            self.train_range(block, cursor, ls, delta)
+            if ls - cursor > 8:  # else too short to hold a Train: line (most records follow another)
+                self.train_range(block, cursor, ls, delta)
             line_end = block.find(b"\n", ls)
             line_no = counter.line_of(ls)
             self.line_no = line_no
