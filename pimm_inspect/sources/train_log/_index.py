@@ -82,7 +82,7 @@ class BlockContext:
 
     def line_numbers(self, starts: np.ndarray) -> np.ndarray:
         """Line numbers of the lines starting at block positions ``starts`` (each after a newline)."""
-        return np.searchsorted(self.newlines, starts).astype(np.int64) + (self.first_line_no - 1)
+        return self.newlines.searchsorted(starts).astype(np.int64) + (self.first_line_no - 1)
 
     def fast_rows(self, template: P.Template) -> F.FastRows | None:
         """The block's lines matching ``template``, scanned once per template; None if it has no token layout."""
@@ -299,7 +299,10 @@ def line_runs(line_nos: np.ndarray, first_row: int) -> np.ndarray:
     """The (row, base) runs of rows ``first_row`` on with these increasing line numbers: row r's line is r + base."""
     base = line_nos.astype(np.int64) - np.arange(first_row, first_row + line_nos.size, dtype=np.int64)
     starts = np.flatnonzero(np.concatenate(([True], base[1:] != base[:-1])))
-    return np.stack([starts + first_row, base[starts]], axis=1)
+    runs = np.empty((starts.size, 2), dtype=np.int64)
+    runs[:, 0] = starts + first_row
+    runs[:, 1] = base[starts]
+    return runs
 
 
 def _joined_runs(parts: list[np.ndarray]) -> np.ndarray:
