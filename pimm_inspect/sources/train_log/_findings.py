@@ -27,8 +27,10 @@ _ADD = np.add.reduce
 def non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
     """One ``metrics.non-finite`` finding per tag whose logged values hit NaN or inf."""
     ranges: dict[str, list[int]] = {}
-    for s in series:
-        if math.isfinite(_ADD(s.values)):  # a nan or inf anywhere makes the sum non-finite (one pass, no mask)
+    with np.errstate(over="ignore", invalid="ignore"):  # the sums may overflow, or add inf to -inf
+        sums = [_ADD(s.values) for s in series]
+    for s, total in zip(series, sums):
+        if math.isfinite(total):  # a nan or inf anywhere makes the sum non-finite (one pass, no mask)
             continue
         bad = s.steps[~np.isfinite(s.values)]
         if bad.size:

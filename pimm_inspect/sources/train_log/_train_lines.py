@@ -32,6 +32,15 @@ SMALL_BLOCK_HITS = 96
 TRAIN_MARK = b"Train: ["
 
 
+def small_block_hits(block: bytes) -> int:
+    """The ``Train: [`` of a small block (``SMALL_BLOCK_BYTES``, ``SMALL_BLOCK_HITS``), read without the numpy scan;
+    -1 for a block that takes the scan."""
+    if len(block) > SMALL_BLOCK_BYTES:
+        return -1
+    hits = block.count(TRAIN_MARK)
+    return hits if hits <= SMALL_BLOCK_HITS else -1
+
+
 class TrainLines:
     """The Train: line paths of the reader (its state: ``ctx``, ``index``, ``cap``, ``line_no``, ``small``)."""
 

@@ -39,7 +39,7 @@ from ._records import MAX_MESSAGE_BYTES, continue_record, finish_record, record,
 from ._resume import TAIL_CHECK_BYTES, TrainLogResume, can_extend, completed, restore, snapshot
 from ._segments import SegmentState, finalize_segment
 from ._tail import TrainLogTail, read_train_log_tail
-from ._train_lines import SMALL_BLOCK_BYTES, SMALL_BLOCK_HITS, TRAIN_MARK, TrainLines, thinned
+from ._train_lines import TrainLines, small_block_hits, thinned
 from ._types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
 _TRIM_BLOCKS = 16
@@ -68,7 +68,7 @@ class _Reader(TrainLines):
         self.ctx: BlockContext | None = None
         self.small = False
         self.block_hits = -1
-        """``Train: [`` in the current block when it was counted (a block up to ``SMALL_BLOCK_BYTES``), else -1."""
+        """``Train: [`` in the current block when it is small (``small_block_hits``), else -1."""
         self.index = IndexBuilder()
         self.long_lines: tuple[tuple[int, int], ...] = ()
         self.long_line_count = self.skipped_bytes = 0  # of the whole file, for an extension's state
@@ -143,8 +143,8 @@ class _Reader(TrainLines):
         self.ctx = BlockContext(block, self.line_no)
         if prescan is not None:
             prescan.fill(self.ctx)
-        self.block_hits = block.count(TRAIN_MARK) if prescan is None and len(block) <= SMALL_BLOCK_BYTES else -1
-        self.small = 0 <= self.block_hits <= SMALL_BLOCK_HITS
+        self.block_hits = small_block_hits(block) if prescan is None else -1
+        self.small = self.block_hits >= 0
         self.bytes_left = max(0, self.size - offset)
         self.arenas.rows_left = self.rows_left  # only while the block is read (no cycle through the reader after)
         self.index.scan_submitit(self.ctx, delta)
