@@ -32,6 +32,8 @@ class SeriesChunks:
         """Per tag, where its last chunk lies in the buffers (when all three columns are in one)."""
         self._views: dict[tuple[int, int, int], np.ndarray] = {}
         """Views of spans made lately, by (buffer id, start, stop) (``_view``)."""
+        self._wall: tuple[str, float] = ("", 0.0)
+        """The last timestamp text ``add_point`` converted, and its seconds (a record's points share its time)."""
 
     # -- series -----------------------------------------------------------
     def add_chunk(self, tag: str, steps: np.ndarray, values: np.ndarray, walls: np.ndarray,
@@ -139,4 +141,6 @@ class SeriesChunks:
         lists = self.points.setdefault(tag, ([], [], []))
         lists[0].append(step)
         lists[1].append(value)
-        lists[2].append(P.timestamp(ts))
+        if self._wall[0] != ts or not ts:
+            self._wall = (ts, P.timestamp(ts))
+        lists[2].append(self._wall[1])

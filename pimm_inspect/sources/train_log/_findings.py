@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...model import Finding, ScalarSeries, Severity
@@ -19,10 +21,17 @@ def long_lines_finding(rel_path: str, count: int, skipped: int) -> Finding:
                     "writing into the log. Only the first MiB of each is parsed, so memory and time stay bounded.")
 
 
+_ADD = np.add.reduce
+
+
 def non_finite_findings(series: list[ScalarSeries], rel_path: str) -> list[Finding]:
     """One ``metrics.non-finite`` finding per tag whose logged values hit NaN or inf."""
     ranges: dict[str, list[int]] = {}
-    for s in series:
+    with np.errstate(over="ignore", invalid="ignore"):  # the sums may overflow, or add inf to -inf
+        sums = [_ADD(s.values) for s in series]
+    for s, total in zip(series, sums):
+        if math.isfinite(total):  # a nan or inf anywhere makes the sum non-finite (one pass, no mask)
+            continue
         bad = s.steps[~np.isfinite(s.values)]
         if bad.size:
             lo, hi, n = int(bad.min()), int(bad.max()), int(bad.size)

@@ -108,6 +108,24 @@ def extended(first: np.ndarray, rest: list[np.ndarray], dtype: np.dtype | None =
     return out
 
 
+_KEEP_WHOLE = 1 << 16
+"""A column of one part up to this many elements, an array of its own, is kept as it is (``kept``)."""
+
+
+def kept(parts: list[np.ndarray], dtype: np.dtype | None = None) -> np.ndarray | None:
+    """The only part of a small column, made read-only, when it can be the column as it is (an array of its own, of
+    ``dtype``); else None (then it is ``joined``). A small log's columns are made whole at once, and their copy with
+    room after it cost more than the rest of their join; an extension of such a column copies it (``extended`` finds
+    no room), as it copies any small column."""
+    if len(parts) != 1:
+        return None
+    part = parts[0]
+    if part.base is not None or part.size > _KEEP_WHOLE or part.ndim != 1 or (dtype is not None and part.dtype != dtype):
+        return None
+    part.flags.writeable = False
+    return part
+
+
 def join_tags(chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]], seeded: set[str],
               on_steps: Callable[[list[np.ndarray], np.ndarray], None] | None = None,
               release: Callable[[], None] | None = None,
@@ -147,6 +165,10 @@ def join_tags(chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
                 whole = slice_of(parts) if slice_of is not None else None
                 if whole is not None:  # the chunks were written one after another into one buffer
                     joined_column = whole
+                    if told is not None:
+                        told(parts, joined_column)
+                elif kept(parts) is not None:  # a small column made whole in one piece: kept, not copied
+                    joined_column = parts[0]
                     if told is not None:
                         told(parts, joined_column)
                 else:  # each chunk freed once copied

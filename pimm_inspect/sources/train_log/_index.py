@@ -17,7 +17,7 @@ import numpy as np
 from . import _fast as F
 from . import _patterns as P
 from ._arena import Arenas, view
-from ._growable import extended, joined
+from ._growable import extended, joined, kept
 from ...arrays import release_freed_memory
 from ._types import LogSegment, TrainLogIndex
 
@@ -82,7 +82,7 @@ class BlockContext:
 
     def line_numbers(self, starts: np.ndarray) -> np.ndarray:
         """Line numbers of the lines starting at block positions ``starts`` (each after a newline)."""
-        return np.searchsorted(self.newlines, starts).astype(np.int64) + (self.first_line_no - 1)
+        return self.newlines.searchsorted(starts).astype(np.int64) + (self.first_line_no - 1)
 
     def fast_rows(self, template: P.Template) -> F.FastRows | None:
         """The block's lines matching ``template``, scanned once per template; None if it has no token layout."""
@@ -250,7 +250,8 @@ class IndexBuilder:
             if whole is not None and whole.dtype == dtype:  # written one after another into one buffer
                 return whole
             if parts:
-                return joined(parts, dtype, release=release)
+                whole = kept(parts, dtype)
+                return whole if whole is not None else joined(parts, dtype, release=release)
             arr = np.zeros(0, np.int64)
             arr.flags.writeable = False
             return arr
@@ -269,7 +270,8 @@ class IndexBuilder:
             attempts = np.repeat(np.asarray([a for _, a in counts], dtype=_attempt_type(max([a for _, a in counts],
                                                                                               default=0))),
                                  np.asarray([n for n, _ in counts], dtype=np.int64))
-            attempts = joined([attempts]) if attempts.size else attempts
+            if attempts.size and kept([attempts]) is None:
+                attempts = joined([attempts])
         attempts.flags.writeable = False
         # A segment without a header that starts after byte 0 begins at an E0 PID change; the one at
         # byte 0 is only text before the first header.
@@ -297,7 +299,10 @@ def line_runs(line_nos: np.ndarray, first_row: int) -> np.ndarray:
     """The (row, base) runs of rows ``first_row`` on with these increasing line numbers: row r's line is r + base."""
     base = line_nos.astype(np.int64) - np.arange(first_row, first_row + line_nos.size, dtype=np.int64)
     starts = np.flatnonzero(np.concatenate(([True], base[1:] != base[:-1])))
-    return np.stack([starts + first_row, base[starts]], axis=1)
+    runs = np.empty((starts.size, 2), dtype=np.int64)
+    runs[:, 0] = starts + first_row
+    runs[:, 1] = base[starts]
+    return runs
 
 
 def _joined_runs(parts: list[np.ndarray]) -> np.ndarray:

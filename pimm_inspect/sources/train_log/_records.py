@@ -44,10 +44,9 @@ def record(reader: _Reader, block: bytes, ls: int, line_end: int, pm: re.Match[b
             reader.open_rec = rec
         else:
             finish_record(reader, rec)
-    elif kind is not None:
-        rec = new_event(reader, kind, level, ts, line_no, seg)
-        append_text(rec, first)
-        finish_record(reader, rec)
+    elif kind is not None:  # a one-line INFO/DEBUG record: its message is its first line (``record_text``)
+        reader.events.append({"kind": kind, "level": level, "ts": ts, "line": line_no, "seg": seg,
+                              "step": seg.last_g, "message": text})
 
 
 def new_event(reader: _Reader, kind: str, level: str, ts: str, line_no: int, seg: SegmentState) -> dict[str, Any]:

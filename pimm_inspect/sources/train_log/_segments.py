@@ -58,6 +58,8 @@ class SegmentState(SeriesChunks):
         """The Train: tail ``template`` was built from (an extension rebuilds the template from it)."""
         self.template_tries = 0
         self.pending: list[tuple[bytes, ...]] = []
+        self.pending_places: list[tuple[np.ndarray, np.ndarray]] = []
+        """(line numbers, file offsets) of the ``pending`` rows, one pair per range (their line index rows)."""
 
     def note_train(self, first: int, last: int, count: int, max_epoch: int, ipe: int) -> None:
         """Record a run of Train: lines (in file order)."""

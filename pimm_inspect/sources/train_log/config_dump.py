@@ -22,6 +22,10 @@ MAX_DUMP_BYTES = 1024 * 1024
 MAX_DEPTH = 60
 _PREFIX = re.compile(rb"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
 _CONFIG_LINE = re.compile(rb"\] Config:[ \t]*$")
+_NEXT_RECORD = re.compile(rb"\n(?=\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+"""The newline before a line ``_PREFIX`` matches (the dump's end)."""
+_LINE_BYTES = 64 * 1024
+"""Lines are read in pieces of at most this many bytes (a longer line is several)."""
 
 
 def _literal(node: ast.AST, text: str, depth: int = 0) -> Any:
@@ -65,7 +69,7 @@ def _dump_at(fh: BinaryIO, offset: int) -> tuple[str | None, int | None, bool]:
     """(dump text, 0-based line index of the ``Config:`` line from ``offset``, cut) of the attempt starting there."""
     fh.seek(offset)
     for index in range(MAX_HEAD_LINES):
-        line = fh.readline(64 * 1024)
+        line = fh.readline(_LINE_BYTES)
         if not line:
             return None, None, False
         if index and line.startswith(b"[") and b"=> Loading config" in line:
@@ -74,9 +78,16 @@ def _dump_at(fh: BinaryIO, offset: int) -> tuple[str | None, int | None, bool]:
             break
     else:
         return None, None, False
+    start = fh.tell()
+    data = fh.read(_LINE_BYTES)
+    end = 0 if _PREFIX.match(data) else _NEXT_RECORD.search(data)
+    if end is not None or len(data) < _LINE_BYTES:  # the dump ends in what was read: no line in it is cut
+        stop = len(data) if end is None else end if isinstance(end, int) else end.start() + 1
+        return data[:stop].decode("utf-8", errors="replace"), index, False
+    fh.seek(start)  # a dump longer than that: line by line, as it was always read
     body, size, cut = [], 0, False
     while True:
-        line = fh.readline(64 * 1024)
+        line = fh.readline(_LINE_BYTES)
         if not line or _PREFIX.match(line):
             break
         size += len(line)

@@ -16,13 +16,12 @@ measure gaps correctly but are not true unix seconds.
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 import os
 import re
 from contextlib import closing
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ...arrays import release_freed_memory
 from ...model import Finding, LogEvent, ScalarSeries, Severity, make_series
@@ -30,10 +29,9 @@ from . import _patterns as P
 from .._common import UnreadableFile, file_finding, open_regular
 from .. import read_progress
 from .._limits import TagCap
-from ._arena import Arenas, Span, no_rows, view
+from ._arena import Arenas, no_rows
 from ._ahead import AheadFailed, Prescan, scanned_blocks
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats
-from ._fast import FastRows
 from ._findings import long_lines_finding, non_finite_findings
 from ._index import BlockContext, IndexBuilder
 from ._preview import ThinnedPoints
@@ -41,15 +39,15 @@ from ._records import MAX_MESSAGE_BYTES, continue_record, finish_record, record,
 from ._resume import TAIL_CHECK_BYTES, TrainLogResume, can_extend, completed, restore, snapshot
 from ._segments import SegmentState, finalize_segment
 from ._tail import TrainLogTail, read_train_log_tail
+from ._train_lines import TrainLines, small_block_hits, thinned
 from ._types import LogSegment, TrainLogIndex, TrainLogResult, ValTable, ValTableRow
 
-_FLUSH_ROWS = 100_000
 _TRIM_BLOCKS = 16
 """Every so many blocks the heap's freed memory is given back (``arrays.release_freed_memory``): each block's bytes and
 arrays come and go, and the holes they left held 20-40 MB more at the end of a 1 GB log's read, its memory peak."""
 
 
-class _Reader:
+class _Reader(TrainLines):
     """Mutable state carried from block to block."""
 
     def __init__(self, rel_path: str, first_attempt: int, first_line_no: int) -> None:
@@ -68,6 +66,9 @@ class _Reader:
         self.last_pid: int | None = None
         self.corrupt_at: int | None = None
         self.ctx: BlockContext | None = None
+        self.small = False
+        self.block_hits = -1
+        """``Train: [`` in the current block when it is small (``small_block_hits``), else -1."""
         self.index = IndexBuilder()
         self.long_lines: tuple[tuple[int, int], ...] = ()
         self.long_line_count = self.skipped_bytes = 0  # of the whole file, for an extension's state
@@ -91,7 +92,8 @@ class _Reader:
         ctx = self.ctx
         if ctx is None or len(ctx.block) <= 1:
             return 0
-        return -(-int(ctx.hits.size) * self.bytes_left // len(ctx.block))
+        hits = self.block_hits if self.block_hits >= 0 else int(ctx.hits.size)
+        return -(-hits * self.bytes_left // len(ctx.block))
 
     # -- segments ---------------------------------------------------------
     def seg(self, start_line: int, start_offset: int) -> SegmentState:
@@ -128,117 +130,6 @@ class _Reader:
         cur.end_line = end_line
         cur.end_offset = end_offset
 
-    # -- Train: lines -----------------------------------------------------
-    def flush(self, seg: SegmentState) -> None:
-        """Convert the segment's pending template rows into numpy chunks."""
-        if not seg.pending:
-            return
-        assert seg.template is not None  # pending rows are only queued through the template
-        rows, seg.pending = seg.pending, []
-        cols = list(zip(*rows))
-        walls = P.timestamps(cols[0])
-        epochs, ipes = P.ints(cols[1]), P.ints(cols[4])
-        steps = (epochs - 1) * ipes + P.ints(cols[3])
-        for key, col in zip(seg.template[1], cols[5:]):
-            seg.add_chunk(_tag(key), steps, P.floats(col), walls)
-        seg.note_train(int(steps[0]), int(steps[-1]), len(rows), int(P.ints(cols[2][-1:])[0]), int(ipes[-1]))
-
-    def train_range(self, block: bytes, lo: int, hi: int, delta: int, use_fast: bool = True) -> None:
-        """Parse the Train: records between two interesting records of a block."""
-        ctx = self.ctx
-        assert ctx is not None  # set while block() reads a block
-        count = ctx.count_hits(lo, hi)
-        if count == 0:
-            return
-        seg = self.seg(self.line_no, delta + lo + 1)
-        if seg.template is None and seg.template_tries < 3:
-            seg.template_tries += 1
-            m = P.GENERIC_TRAIN.search(block, lo, hi)
-            if m is not None and not m.group(2):
-                seg.template = P.build_template(m.group(7))
-                seg.template_tail = m.group(7) if seg.template is not None else None
-        if seg.template is not None:
-            fast = ctx.fast_rows(seg.template) if use_fast else None
-            if fast is not None:
-                i, j, hits = fast.span(lo, hi)
-                if j - i == count == hits:
-                    self.flush(seg)
-                    self.add_fast(seg, fast, i, j, delta)
-                    return
-                pieces = fast.pieces(lo, hi) if j > i else []
-                if len(pieces) > 1:  # most lines are template lines: only the others take the regex paths
-                    for piece_lo, piece_hi, accepted in pieces:
-                        self.train_range(block, piece_lo, piece_hi, delta, use_fast=accepted)
-                    return
-            matches = list(seg.template[0].finditer(block, lo, hi))
-            if matches and len(matches) == count:
-                rows = [m.groups() for m in matches]
-                seg.pending.extend(rows)
-                last = rows[-1]
-                seg.set_last(int(last[1]), int(last[3]), int(last[4]))
-                self.index.add_rows(seg.index, [((int(r[1]) - 1) * int(r[4]) + int(r[3])) for r in rows],
-                                    [m.start() + 1 for m in matches], ctx, delta)
-                if len(seg.pending) >= _FLUSH_ROWS:
-                    self.flush(seg)
-                return
-        self.flush(seg)
-        self.generic_range(block, lo, hi, seg, delta)
-
-    def add_fast(self, seg: SegmentState, fast: FastRows, i: int, j: int, delta: int) -> None:
-        """Rows ``i:j`` of the block's template lines, as numpy chunks of the segment's series."""
-        assert seg.template is not None and self.ctx is not None  # only called from train_range, which checked
-        steps, walls = fast.steps[i:j], fast.walls[i:j]
-        kept: np.ndarray | Span = steps
-        for tag, col in zip(_tags(seg.template), fast.values):
-            added = seg.add_chunk(tag, steps, col[i:j], walls, create=True)
-            if added is not None:
-                kept = added
-        last = j - 1
-        seg.note_train(int(steps[0]), int(steps[-1]), j - i, int(fast.max_epochs[last]), int(fast.ipes[last]))
-        seg.set_last(int(fast.epochs[last]), int(fast.iters[last]), int(fast.ipes[last]))
-        self.index.add_chunk(seg.index, kept if isinstance(kept, np.ndarray) else view(kept), self.ctx.line_numbers(fast.starts[i:j]), fast.starts[i:j] + delta)
-
-    def generic_range(self, block: bytes, lo: int, hi: int, seg: SegmentState, delta: int) -> None:
-        """Slow path for Train: lines of other shapes (fragments, varying keys)."""
-        points: dict[str, tuple[list[int], list[float], list[int]]] = {}
-        stamps: list[bytes] = []
-        steps: list[int] = []
-        starts: list[int] = []
-        last = None
-        for m in P.GENERIC_TRAIN.finditer(block, lo, hi):
-            ts, pre, ep, max_ep, it, ipe, tail = m.groups()
-            step = (int(ep) - 1) * int(ipe) + int(it)
-            row = len(stamps)
-            stamps.append(ts)
-            steps.append(step)
-            starts.append(m.start() + 1)
-            for key, value in P.parse_tail(pre) + P.parse_tail(tail):
-                tag = self.cap.admit(_tag(key))
-                if tag is None:  # past the file's cap on distinct tags: counted, not kept
-                    self.cap.dropped_points += 1
-                    continue
-                lists = points.setdefault(tag, ([], [], []))
-                lists[0].append(step)
-                lists[1].append(P.to_float(value))
-                lists[2].append(row)
-            last = (int(ep), int(it), int(ipe), int(max_ep))
-        if last is None:
-            return
-        assert self.ctx is not None  # set while block() reads a block
-        walls = P.timestamps(tuple(stamps))
-        all_steps = np.asarray(steps, np.int64)
-        every_row = np.arange(len(steps))
-        for tag, (s, v, rows) in points.items():
-            row_array = np.asarray(rows, np.int64)
-            if row_array.size == every_row.size and np.array_equal(row_array, every_row):
-                # a term of every line: share the range's steps and times, so the joined series share them too
-                seg.add_chunk(tag, all_steps, np.asarray(v, np.float64), walls)
-            else:
-                seg.add_chunk(tag, np.asarray(s, np.int64), np.asarray(v, np.float64), walls[row_array])
-        seg.note_train(steps[0], steps[-1], len(steps), last[3], last[2])
-        seg.set_last(last[0], last[1], last[2])
-        self.index.add_rows(seg.index, steps, starts, self.ctx, delta)
-
     # -- blocks -----------------------------------------------------------
     def block(self, block: bytes, offset: int, prescan: Prescan | None = None) -> int:
         """Process ``\\n`` + complete lines starting at file offset ``offset``; returns the line count. ``prescan``:
@@ -252,10 +143,12 @@ class _Reader:
         self.ctx = BlockContext(block, self.line_no)
         if prescan is not None:
             prescan.fill(self.ctx)
+        self.block_hits = small_block_hits(block) if prescan is None else -1
+        self.small = self.block_hits >= 0
         self.bytes_left = max(0, self.size - offset)
         self.arenas.rows_left = self.rows_left  # only while the block is read (no cycle through the reader after)
         self.index.scan_submitit(self.ctx, delta)
-        counter = _LineCounter(self.ctx, self.line_no)
+        counter = _LineCounter(self.ctx, self.line_no, self.small)
         continue_record(self, block)
         first = P.RECORD_START.search(block)
         first_pm = P.PREFIX.match(block, first.end()) if first else None
@@ -267,13 +160,14 @@ class _Reader:
         if self.cur is not None and self.cur.started_at is None and first_pm is not None:
             self.cur.started_at = first_pm.group(1).decode()
         template = self.cur.template if self.cur is not None else None
-        fast = self.ctx.fast_rows(template) if template is not None else None
+        fast = self.ctx.fast_rows(template) if template is not None and not self.small else None
         markers = P.find_markers(block, fast.quiet_lines(self.ctx.buf) if fast is not None else None)
         if self.era == "E0":
             self.pid_markers(block, markers)
         cursor = 0
         for ls in sorted(markers):
-            self.train_range(block, cursor, ls, delta)
+            if ls - cursor > 8:  # else too short to hold a Train: line (most records follow another)
+                self.train_range(block, cursor, ls, delta)
             line_end = block.find(b"\n", ls)
             line_no = counter.line_of(ls)
             self.line_no = line_no
@@ -302,7 +196,8 @@ class _Reader:
         """The series read so far, each thinned to ``SO_FAR_POINTS`` to twice that (every k-th point; ``_preview``,
         kept between calls so each looks only at what was read since): what the UI shows while a big log is still
         being read. Rows not flushed into chunks yet are left out."""
-        out = [_thinned(s.tag, [(s.steps, s.values, s.wall_times_s)], rel_path, s.attempt) for s in self.prefix_series]
+        out = [thinned(s.tag, [(s.steps, s.values, s.wall_times_s)], rel_path, s.attempt, SO_FAR_POINTS)
+               for s in self.prefix_series]
         for seg in self.segments:
             for tag, parts in list(seg.sync_chunks().items()):
                 thinned = self.previews.setdefault((seg.index, tag), ThinnedPoints(SO_FAR_POINTS))
@@ -355,7 +250,7 @@ class _Reader:
             series.extend(seg_series)
             live = (len(seg_series), chunk_tags)
         events = self.prefix_events + tuple(LogEvent(
-            kind=r["kind"], message=r.get("message") or record_text(r), source=rel_path, line_no=r["line"],
+            kind=r["kind"], message=r["message"] if "message" in r else record_text(r), source=rel_path, line_no=r["line"],
             level=r["level"], timestamp=r["ts"], attempt=r["seg"].index, step=r["step"]) for r in self.events)
         tables = self.prefix_tables + tuple(ValTable(t["step"], t["attempt"], t["line"], t["final"],
                                                      tuple(t["metrics"]), tuple(t["rows"])) for t in self.tables)
@@ -377,51 +272,22 @@ class _Reader:
 
 
 class _LineCounter:
-    """Line numbers of positions in a block, from the block's newline positions (found once, with numpy)."""
+    """Line numbers of positions in a block, from the block's newline positions (found once, with numpy; a small
+    block's as a list, searched with ``bisect``, cheaper than a numpy call per record)."""
 
-    def __init__(self, ctx: BlockContext, first_line_no: int) -> None:
+    def __init__(self, ctx: BlockContext, first_line_no: int, small: bool) -> None:
         self.newlines, self.base = ctx.newlines, first_line_no - 1
+        self.listed: list[int] | None = self.newlines.tolist() if small else None
 
     def line_of(self, pos: int) -> int:
         """Line number of the line starting at ``pos`` (``block[pos-1]`` is a newline)."""
-        return self.base + int(np.searchsorted(self.newlines, pos))
+        if self.listed is not None:
+            return self.base + bisect_left(self.listed, pos)
+        return self.base + int(self.newlines.searchsorted(pos))
 
 
 SO_FAR_POINTS = 20_000
 """Points per tag in a preview of what was read so far (``_Reader.so_far``)."""
-
-
-def _thinned(tag: str, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], rel_path: str,
-             attempt: int | None) -> ScalarSeries:
-    """One series from chunks, every k-th point of each so that about ``SO_FAR_POINTS`` remain."""
-    total = sum(int(p[0].size) for p in parts)
-    k = max(1, -(-total // SO_FAR_POINTS))
-    return make_series(tag, np.concatenate([p[0][::k] for p in parts]), np.concatenate([p[1][::k] for p in parts]),
-                       np.concatenate([p[2][::k] for p in parts]), rel_path, attempt)
-
-
-_TAGS: dict[int, tuple[P.Template, list[str]]] = {}
-
-
-def _tags(template: P.Template) -> list[str]:
-    """The writer tags of a template's terms (``_tag``), made once per template."""
-    got = _TAGS.get(id(template))
-    if got is None or got[0] is not template:
-        if len(_TAGS) > 256:
-            _TAGS.clear()
-        got = _TAGS[id(template)] = (template, [_tag(key) for key in template[1]])
-    return got[1]
-
-
-def _tag(key: bytes) -> str:
-    """Writer tag of a Train: term (spec 4.2)."""
-    if key == b"Lr":
-        return "params/lr"
-    if key == b"Data":
-        return "time/data_s"
-    if key == b"Batch":
-        return "time/batch_s"
-    return "train_batch/" + key.decode("utf-8", "replace")
 
 
 def read_train_log(path: Path, rel_path: str, start_offset: int = 0, first_attempt: int = 1,
