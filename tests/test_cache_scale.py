@@ -110,23 +110,75 @@ def _small_columns() -> list[np.ndarray]:
     return out
 
 
-def test_short_columns_are_stored_as_long_ones_are():
-    """Short columns are judged with Python floats (numpy's per-call cost would dominate): the layout chosen is the
-    one numpy's arithmetic chooses, and every bit comes back."""
+def test_short_columns_are_judged_as_long_ones_are():
+    """Short float chunks (a few with NaN or infinity are not kept inline) are judged with Python floats (numpy's
+    per-call cost would dominate): the decimal form chosen is the one numpy's arithmetic chooses."""
     forms: set[object] = set()
     for array in _small_columns():
         assert array.size <= columns._SMALL
-        fast = _packed_layout(array)
-        forms.add(tuple(fast[0][0][1][:3]) if fast[0][0][1][0] == "dec" else "raw")
+        fast = _packed_floats(array)
+        forms.add(tuple(fast[0][:3]) if fast[0] is not None else "raw")
         original = columns._SMALL
         columns._SMALL = 0  # every chunk through numpy
         try:
-            slow = _packed_layout(array)
+            slow = _packed_floats(array)
         finally:
             columns._SMALL = original
         assert fast == slow, array
-        assert _bits(_round_trip(array)) == _bits(array)
     assert {("dec", 4, False), ("dec", 3, False), ("dec", 14, True), "raw"} <= forms  # every way was taken
+
+
+def _packed_floats(array: np.ndarray) -> tuple[list[object] | None, list[bytes]]:
+    blobs: list[bytes] = []
+
+    def write(data: memoryview) -> tuple[int, int, int]:
+        blobs.append(bytes(data))
+        return len(blobs), data.nbytes, columns.crc(data)
+
+    return columns._pack_floats(write, array), blobs
+
+
+def test_short_columns_are_kept_inline_and_give_back_every_bit():
+    rng = np.random.default_rng(5)
+    arrays = _small_columns() + [
+        rng.standard_normal(32).astype(np.float32), np.array([np.float32(1e-45), np.float32(3.4e38)]),
+        np.array([True, False, True]), rng.integers(0, 255, 20).astype(np.uint8), np.array([-128, 127], np.int8),
+        np.array([2**64 - 1, 0], np.uint64), np.array([-(2**63), 2**63 - 1], np.int64), np.array([-5], np.int16),
+        np.array(2.5), np.arange(6, dtype=np.int32).reshape(2, 3), np.array([5e-324, -0.0, 1e308])]
+    inline = 0
+    for array in arrays:
+        layout, blobs = _packed_layout(array)
+        finite = array.dtype.kind != "f" or bool(np.isfinite(array).all())
+        assert (layout[0][1][0] == "js") == finite, array  # NaN and infinity are not JSON: packed as columns
+        if finite:
+            inline += 1
+            assert not blobs
+        back = _round_trip(array)
+        assert back.dtype == array.dtype and back.shape == array.shape and _bits(back) == _bits(array), array
+    assert inline >= 30
+    long = np.arange(columns.INLINE_MAX + 1, dtype=np.int64) * 3
+    assert _packed_layout(long)[0][0][1][0] == "ar"  # past the bound: a column as before
+
+
+def test_damaged_inline_columns_are_refused():
+    def unpack(chunks: object, dtype: type, n: int) -> np.ndarray:
+        return columns.unpack(chunks, np.dtype(dtype), (n,), lambda offset, length: b"")
+
+    assert unpack([[2, ["js", [1.5, -0.0]]]], np.float64, 2).tolist() == [1.5, -0.0]
+    assert unpack([[2, ["js", [1, 2]]]], np.int16, 2).tolist() == [1, 2]
+    bad = [([[3, ["js", [1.5, 2.5]]]], np.float64, 3),  # fewer values than said
+           ([[2, ["js", [1, 2]]]], np.float64, 2),  # ints where floats were stored
+           ([[2, ["js", ["1.5", 2.5]]]], np.float64, 2),
+           ([[2, ["js", [True, 1]]]], np.int64, 2),
+           ([[2, ["js", [1, 0]]]], np.bool_, 2),
+           ([[1, ["js"]]], np.int64, 1),
+           ([[1, ["js", {"a": 1}]]], np.int64, 1),
+           ([[1, ["js", [1], 2]]], np.int64, 1)]
+    for chunks, dtype, n in bad:
+        with pytest.raises(columns.Damaged):
+            unpack(chunks, dtype, n)
+    with pytest.raises(OverflowError):  # out of the type's range: the codec's read turns it into BadEntry
+        unpack([[2, ["js", [300, 1]]]], np.uint8, 2)
 
 
 def _packed_layout(array: np.ndarray) -> tuple[list[object], list[bytes]]:

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 # numpy and ``columns`` are imported with the first array written or read: an entry without arrays (a ``show``
 # document, most rows) is read by a process that never imports numpy.
 
-FORMAT = 2
-"""Bumped whenever the encoding changes; entries of another format are ignored."""
-MAGIC = b"pimm-inspect cache 2\n"
+FORMAT = 3
+"""Bumped whenever the encoding changes; entries of another format are ignored (3: short columns inline)."""
+MAGIC = b"pimm-inspect cache 3\n"
 """File start; then meta offset and length (8 bytes each, little-endian), the meta's SHA-256 (hex, newline), padding
 to ``_HEAD`` bytes, the column chunks, and the meta JSON at the end."""
 _HEAD = 128

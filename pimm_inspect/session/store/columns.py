@@ -9,12 +9,16 @@ for bit with its input, so a stored chunk always decodes to exactly what was rea
 
 Each stored blob carries a CRC-32, checked when that chunk is decoded: a damaged entry is found chunk by chunk
 without hashing the whole file on every open. The layout (a JSON list per chunk) goes into the entry's meta.
+
+A short column (``INLINE_MAX`` values or fewer, none of them NaN or infinite: most of a run's tags) is kept in the
+layout itself as its JSON numbers (``["js", [...]]``), which give back every bit (a float is written as its shortest
+repr, read back as the same double), covered by the meta's checksum: no blob, no CRC, nothing to pack or unpack.
 """
 
 from __future__ import annotations
 
 import zlib
-from math import copysign, isfinite
+from math import copysign, isfinite, prod
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +37,9 @@ _EXACT = float(1 << 53)
 """Mantissas below this are exact in float64."""
 _POW10 = [10.0 ** k for k in range(16)]
 _SAMPLE = 2048
+INLINE_MAX = 32
+"""Columns of at most this many values are kept in the layout as JSON numbers (see the module)."""
+_INLINE_TYPES = {"f": float, "b": bool, "i": int, "u": int}
 _NONE = np.zeros(0, dtype=np.intp)
 
 Write = Callable[[memoryview], tuple[int, int, int]]
@@ -258,8 +265,12 @@ def _unpack_floats(spec: list[Any], n: int, read: Read, out: np.ndarray) -> None
 def pack(write: Write, array: np.ndarray) -> list[Any]:
     """Store ``array`` (any storable dtype and shape) through ``write``; returns its chunk layout."""
     flat = array.reshape(-1)
-    chunks: list[Any] = []
     kind = array.dtype.kind
+    if 0 < flat.size <= INLINE_MAX:
+        values = flat.tolist()
+        if kind != "f" or all(isfinite(v) for v in values):  # JSON holds no NaN or infinity
+            return [[flat.size, ["js", values]]]
+    chunks: list[Any] = []
     for start in range(0, flat.size, CHUNK):
         part = flat[start:start + CHUNK]
         spec: list[Any] | None = None
@@ -273,10 +284,10 @@ def pack(write: Write, array: np.ndarray) -> list[Any]:
 
 def unpack(chunks: Any, dtype: np.dtype, shape: tuple[int, ...], read: Read) -> np.ndarray:
     """The array ``pack`` stored; ``Damaged`` when the layout or a chunk's bytes are wrong."""
-    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    out = np.empty(total, dtype=dtype)
+    total = prod(shape)  # the codec checked the shape: non-negative ints
     if not isinstance(chunks, list):
         raise Damaged("bad chunk list")
+    out = np.empty(total, dtype=dtype)
     pos = 0
     for item in chunks:
         if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], list)
@@ -288,6 +299,12 @@ def unpack(chunks: Any, dtype: np.dtype, shape: tuple[int, ...], read: Read) -> 
             out[pos:pos + n] = _read_blob(read, spec[1:4], dtype, n)
         elif kind == "dec" and dtype == np.float64:
             _unpack_floats(spec, n, read, out[pos:pos + n])
+        elif kind == "js":
+            values = spec[1] if len(spec) == 2 else None
+            want = _INLINE_TYPES.get(dtype.kind)
+            if not (type(values) is list and len(values) == n and all(type(v) is want for v in values)):
+                raise Damaged("bad inline chunk")
+            out[pos:pos + n] = values
         elif kind in ("ar", "dl", "nw") and dtype.kind in "iu":
             if dtype == np.int64:
                 _unpack_ints(spec, n, read, out[pos:pos + n])
