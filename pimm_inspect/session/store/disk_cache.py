@@ -130,11 +130,11 @@ class DiskCache:
     """Told (once) why an entry or the directory was refused (``trust``); the session prints it on stderr."""
     _told: bool = False
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Worker processes get the cache without the session's reporter (it may be any callable)."""
-        state = dict(self.__dict__)
-        state["on_problem"] = None
-        return state
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Worker processes get the cache without the session's reporter (it may be any callable), one per process
+        (``_in_process``): every batch of runs a worker is handed carries the cache again, and what it learnt (where
+        the directory leads, that it exists, the bytes written since the last size check) must carry on."""
+        return _in_process, (str(self.directory), self.max_bytes)
 
     def refuse(self, problem: str) -> None:
         """Say why something in the cache was not trusted, the first time only."""
@@ -249,6 +249,18 @@ class DiskCache:
         except PermissionError as exc:
             self.refuse(f"{exc}: the cache is not used")
             raise
+
+
+_PROCESS_CACHES: dict[tuple[str, int], DiskCache] = {}
+
+
+def _in_process(directory: str, max_bytes: int) -> DiskCache:
+    """This process's ``DiskCache`` of ``directory`` (made at the first unpickling here)."""
+    key = (directory, max_bytes)
+    disk = _PROCESS_CACHES.get(key)
+    if disk is None:
+        disk = _PROCESS_CACHES[key] = DiskCache(Path(directory), max_bytes)
+    return disk
 
 
 def entries(directory: Path) -> list[tuple[Path, int, float]]:
