@@ -93,6 +93,104 @@ def test_columns_give_back_every_bit(name):
         assert _bits(back) == _bits(array), name
 
 
+def _small_columns() -> list[np.ndarray]:
+    """Short float columns of every kind a run's tags hold: logged decimals, timestamps, float32 values, specials."""
+    rng = np.random.default_rng(11)
+    out = [np.array([float(f"{v:.4f}") for v in rng.uniform(0, 3, n)]) for n in (1, 2, 7, 8, 9, 16, 31, 32)]
+    out += [_timestamps(n) for n in (1, 5, 32)]
+    out += [rng.standard_normal(n).astype(np.float32).astype(np.float64) for n in (1, 10, 32)]
+    out += [np.array([0.5, np.nan, -0.0, 1.25]), np.array([np.nan, np.inf]), np.array([-0.0]), np.array([0.0, -0.0]),
+            np.array([1e300, 2.0]), np.array([1e15, 2e15, 1e16 + 2]), np.array([0.1, 0.2, 0.1 + 0.2] * 3),
+            np.array([123456789.123456, 0.5, -2.75]), np.array([5e-324, 1.0]), np.array([-1.5, -2.5, 2.5, 0.5]),
+            np.array([float(f"{v:.2f}") for v in rng.uniform(-1e6, 1e6, 20)]), np.array([7.0] * 30 + [7.000001] * 2)]
+    # whole part + fraction / 1e14 gives these back, the plain quotient does not (the split form)
+    split = [13.735159002319019, 46.770687298536544, 60.534721755464346, 12.649074979388839, 6.3497435809925005,
+             2.6094454346532903, 1.8665245279540001, 1.6668801887381202]
+    out += [np.array(split), np.array(split[:3] + [0.5]), np.array(split * 3 + [0.25, np.nan, 1e-9])]
+    return out
+
+
+def test_short_columns_are_judged_as_long_ones_are():
+    """Short float chunks (a few with NaN or infinity are not kept inline) are judged with Python floats (numpy's
+    per-call cost would dominate): the decimal form chosen is the one numpy's arithmetic chooses."""
+    forms: set[object] = set()
+    for array in _small_columns():
+        assert array.size <= columns._SMALL
+        fast = _packed_floats(array)
+        forms.add(tuple(fast[0][:3]) if fast[0] is not None else "raw")
+        original = columns._SMALL
+        columns._SMALL = 0  # every chunk through numpy
+        try:
+            slow = _packed_floats(array)
+        finally:
+            columns._SMALL = original
+        assert fast == slow, array
+    assert {("dec", 4, False), ("dec", 3, False), ("dec", 14, True), "raw"} <= forms  # every way was taken
+
+
+def _packed_floats(array: np.ndarray) -> tuple[list[object] | None, list[bytes]]:
+    blobs: list[bytes] = []
+
+    def write(data: memoryview) -> tuple[int, int, int]:
+        blobs.append(bytes(data))
+        return len(blobs), data.nbytes, columns.crc(data)
+
+    return columns._pack_floats(write, array), blobs
+
+
+def test_short_columns_are_kept_inline_and_give_back_every_bit():
+    rng = np.random.default_rng(5)
+    arrays = _small_columns() + [
+        rng.standard_normal(32).astype(np.float32), np.array([np.float32(1e-45), np.float32(3.4e38)]),
+        np.array([True, False, True]), rng.integers(0, 255, 20).astype(np.uint8), np.array([-128, 127], np.int8),
+        np.array([2**64 - 1, 0], np.uint64), np.array([-(2**63), 2**63 - 1], np.int64), np.array([-5], np.int16),
+        np.array(2.5), np.arange(6, dtype=np.int32).reshape(2, 3), np.array([5e-324, -0.0, 1e308])]
+    inline = 0
+    for array in arrays:
+        layout, blobs = _packed_layout(array)
+        finite = array.dtype.kind != "f" or bool(np.isfinite(array).all())
+        assert (layout[0][1][0] == "js") == finite, array  # NaN and infinity are not JSON: packed as columns
+        if finite:
+            inline += 1
+            assert not blobs
+        back = _round_trip(array)
+        assert back.dtype == array.dtype and back.shape == array.shape and _bits(back) == _bits(array), array
+    assert inline >= 30
+    long = np.arange(columns.INLINE_MAX + 1, dtype=np.int64) * 3
+    assert _packed_layout(long)[0][0][1][0] == "ar"  # past the bound: a column as before
+
+
+def test_damaged_inline_columns_are_refused():
+    def unpack(chunks: object, dtype: type, n: int) -> np.ndarray:
+        return columns.unpack(chunks, np.dtype(dtype), (n,), lambda offset, length: b"")
+
+    assert unpack([[2, ["js", [1.5, -0.0]]]], np.float64, 2).tolist() == [1.5, -0.0]
+    assert unpack([[2, ["js", [1, 2]]]], np.int16, 2).tolist() == [1, 2]
+    bad = [([[3, ["js", [1.5, 2.5]]]], np.float64, 3),  # fewer values than said
+           ([[2, ["js", [1, 2]]]], np.float64, 2),  # ints where floats were stored
+           ([[2, ["js", ["1.5", 2.5]]]], np.float64, 2),
+           ([[2, ["js", [True, 1]]]], np.int64, 2),
+           ([[2, ["js", [1, 0]]]], np.bool_, 2),
+           ([[1, ["js"]]], np.int64, 1),
+           ([[1, ["js", {"a": 1}]]], np.int64, 1),
+           ([[1, ["js", [1], 2]]], np.int64, 1)]
+    for chunks, dtype, n in bad:
+        with pytest.raises(columns.Damaged):
+            unpack(chunks, dtype, n)
+    with pytest.raises(OverflowError):  # out of the type's range: the codec's read turns it into BadEntry
+        unpack([[2, ["js", [300, 1]]]], np.uint8, 2)
+
+
+def _packed_layout(array: np.ndarray) -> tuple[list[object], list[bytes]]:
+    blobs: list[bytes] = []
+
+    def write(data: memoryview) -> tuple[int, int, int]:
+        blobs.append(bytes(data))
+        return len(blobs), data.nbytes, columns.crc(data)
+
+    return columns.pack(write, array), blobs
+
+
 @pytest.fixture(scope="module")
 def small_log(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("log") / "train.log"

@@ -302,6 +302,27 @@ def test_size_cap_evicts_least_recently_used(tmp_path, monkeypatch):
     assert [p for p, _s, _t in disk_cache.entries(cache)] == [newest]
 
 
+def test_a_worker_keeps_one_cache_for_every_batch_it_is_handed(tmp_path):
+    """Each batch of runs sent to a worker process carries the cache again: unpickled, it is that process's one
+    cache, so the bytes written since the last size check add up and the cap is kept during a cold run of a tree
+    (a fresh copy per batch of four runs never reached a twentieth of the cap: nothing was evicted)."""
+    import pickle
+
+    told: list[str] = []
+    cap = 40_000
+    disk = disk_cache.DiskCache(tmp_path / "cache", max_bytes=cap, on_problem=told.append)
+    first = pickle.loads(pickle.dumps(disk))
+    assert first.on_problem is None and first.directory == disk.directory and first.max_bytes == cap
+    first.put_value("k", tmp_path / "a", "", "x" * 300)
+    assert 300 < first.written_bytes < cap // 20
+    again = pickle.loads(pickle.dumps(disk))
+    assert again is first and again.written_bytes == first.written_bytes
+    for i in range(80):  # each batch writes less than a twentieth of the cap, all of them more than the cap
+        pickle.loads(pickle.dumps(disk)).put_value("k", tmp_path / f"run{i}", "", "x" * 300)
+    assert sum(size for _p, size, _t in disk_cache.entries(tmp_path / "cache")) <= cap + cap // 20
+    assert pickle.loads(pickle.dumps(disk_cache.DiskCache(tmp_path / "other"))) is not first
+
+
 def test_the_suite_never_uses_the_real_cache_dir():
     """conftest points every test (and module-scoped fixtures before them) away from ~/.cache."""
     configured = Path(os.environ["PIMM_INSPECT_CACHE_DIR"])

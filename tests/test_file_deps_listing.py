@@ -5,6 +5,7 @@ re-linked file must still count as a change."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -128,3 +129,29 @@ def test_a_run_reached_through_a_link_resolves_as_the_kernel_says(tmp_path):
     os.symlink(tmp_path / "run2" / "run", tmp_path / "alias")  # same files, same stats, somewhere else
     assert not _one_by_one(deps)
     assert not file_deps.unchanged(deps)
+
+
+def test_a_recording_takes_what_fingerprinting_each_path_takes_and_spares_the_listed_files_a_stat(tmp_path,
+                                                                                                   monkeypatch):
+    """A file in a folder the load listed is fingerprinted from that listing's stat, and where a plain entry of a
+    resolved folder leads from the folder's real path: the same fingerprints as taking each on its own, fewer calls."""
+    run = _run(tmp_path)
+    past = time.time() - 60  # folders old enough to be stamped
+    for folder in (run, run / "ckpt", tmp_path / "elsewhere"):
+        os.utime(folder, (past, past))
+    asked: list[tuple[str, str]] = []
+    for name, kind in (("file_fingerprint", "f"), ("real_fingerprint", "r")):
+        original = getattr(fingerprints, name)
+        monkeypatch.setattr(fingerprints, name, lambda path, kind=kind, original=original: (
+            asked.append((kind, path)), original(path))[1])
+    deps = _record(run)
+    monkeypatch.undo()
+    assert deps == tuple((kind, path, fingerprints.fingerprint(kind, path)) for kind, path, _fp in deps)
+    assert any(kind == "d" and "/" in fp for kind, _path, fp in deps)  # stamps taken (from the parent's listing too)
+    spared = [("f", str(run / name)) for name in ("train.log", "config.json", "config_link.json", "ckpt/last.pth",
+                                                   "model/best.pth")] + [("r", str(run / "train.log"))]
+    assert not set(spared) & set(asked)
+    # the run itself, a link, a file below a link and a name the listing did not hold: asked as before
+    assert {("r", str(run)), ("r", str(run / "config_link.json")), ("r", str(run / "model/best.pth")),
+            ("f", str(run / "missing.txt"))} <= set(asked)
+    assert file_deps.unchanged(deps)

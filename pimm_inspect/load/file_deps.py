@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+from .fingerprints import Listed, listed_fingerprint, seen_fingerprint
 from .fingerprints import (  # noqa: F401 (the fingerprints and their check, used through this module)
     Dep as Dep,
     dir_fingerprint as dir_fingerprint,
@@ -46,12 +47,19 @@ not a use; where a path leads is a dependency only through ``note_realpath``."""
 _hooked = False
 
 
+_prefixes: tuple[str, ...] = ()
+
+
 def _python_prefixes() -> tuple[str, ...]:
-    """Folders whose files are never a run's data: the Python installation, this package, pseudo-filesystems."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    found = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p} | {here}
-    found |= {"/proc", "/sys", "/dev"}  # never searched for runs (discover.SYSTEM_DIRS); their mtimes move
-    return tuple(sorted(p.rstrip(os.sep) + os.sep for p in found))
+    """Folders whose files are never a run's data: the Python installation, this package, pseudo-filesystems
+    (found once: every file read by a load asks)."""
+    global _prefixes
+    if not _prefixes:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        found = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p} | {here}
+        found |= {"/proc", "/sys", "/dev"}  # never searched for runs (discover.SYSTEM_DIRS); their mtimes move
+        _prefixes = tuple(sorted(p.rstrip(os.sep) + os.sep for p in found))
+    return _prefixes
 
 
 class Recorder:
@@ -62,13 +70,15 @@ class Recorder:
         """Paths under this folder (the run) are always dependencies."""
         self.ignore = ignore
         self.deps: dict[tuple[str, str], str] = {}
+        self.listed: dict[str, Listed] = {}
+        """The folders this load listed, with the entries their fingerprints' listings stat'ed."""
 
     def wants(self, kind: str, path: str) -> bool:
         """True when ``path`` is a new dependency of this load."""
         if (kind, path) in self.deps:
             return False
         below = path + os.sep  # the ignored folders themselves too (the package listed for the code version)
-        return below.startswith(self.inside) or not any(below.startswith(p) for p in self.ignore)
+        return below.startswith(self.inside) or not below.startswith(self.ignore)
 
     def add(self, deps: Iterable[Dep]) -> None:
         """Dependencies with their fingerprints (taken now, or known from a cached result just checked)."""
@@ -83,20 +93,59 @@ _busy = threading.local()
 """Set while this thread fingerprints a path: the listing that takes is not a use by a reader."""
 
 
-def _use(kind: str, path: str) -> None:
-    """``path`` is about to be read (``f``) or listed (``d``): fingerprint it once for every recorder new to it."""
+def _use(kind: str, path: str, known: str | None = None) -> None:
+    """``path`` is about to be read (``f``) or listed (``d``): fingerprint it once for every recorder new to it.
+
+    ``known``: its fingerprint, taken by the caller just now. A file in a folder a running load listed, and where
+    an entry of it that is no link leads, are fingerprinted from that listing (``fingerprints.seen_fingerprint``):
+    taken before this use, it can only be older than the one a ``stat`` would take now, and an older fingerprint
+    can only fail to match later (the result is then read again), never match a change."""
     if getattr(_busy, "on", False):
         return
-    takers = [r for r in list(_ACTIVE) if r.wants(kind, path)]
+    active = list(_ACTIVE)
+    takers = [r for r in active if r.wants(kind, path)]
     if not takers:
         return
-    _busy.on = True
-    try:
-        fp = fingerprint(kind, path)
-    finally:
-        _busy.on = False
+    listed: Listed | None = None
+    fp = known
+    if fp is None:
+        _busy.on = True
+        try:
+            fp, listed = _fingerprint_now(kind, path, active)
+        finally:
+            _busy.on = False
     for recorder in takers:
         recorder.add(((kind, path, fp),))
+        if listed is not None:
+            recorder.listed[path] = listed
+
+
+def _fingerprint_now(kind: str, path: str, active: list[Recorder]) -> tuple[str, Listed | None]:
+    """The fingerprint of ``path`` (and a folder's listing), from the listing of its folder where a running load
+    made one."""
+    cut = path.rfind(os.sep)
+    name = path[cut + 1:]
+    seen = None
+    if cut > 0 and name not in ("", ".", ".."):
+        folder = path[:cut]
+        for recorder in active:
+            entries = recorder.listed.get(folder)
+            if entries is not None:
+                seen = entries.get(name)
+                if seen is not None:
+                    break
+        if seen is not None:
+            if kind == "d":
+                return listed_fingerprint(path, None if isinstance(seen[1], int) else seen[1])
+            real = None
+            if kind == "r":
+                real = next((r.deps[("r", folder)] for r in active if ("r", folder) in r.deps), None)
+            got = seen_fingerprint(kind, seen, real, name)
+            if got is not None:
+                return got, None
+    if kind == "d":
+        return listed_fingerprint(path)
+    return fingerprint(kind, path), None
 
 
 def _path_of(arg: object) -> str | None:
@@ -167,12 +216,14 @@ def note_probe(path: object) -> None:
             _use("f", absolute)
 
 
-def note_realpath(path: object) -> None:
-    """Where ``path`` leads (links resolved) decides what is read: a dependency too (the run root, a reader's file)."""
+def note_realpath(path: object, real: str | None = None) -> None:
+    """Where ``path`` leads (links resolved) decides what is read: a dependency too (the run root, a reader's file).
+
+    ``real``: where it leads, resolved by the caller just now (``confine.real_path``)."""
     if _ACTIVE:
         absolute = _path_of(path)
         if absolute is not None:
-            _use("r", absolute)
+            _use("r", absolute, real)
 
 
 def note_known(deps: Iterable[Dep]) -> None:

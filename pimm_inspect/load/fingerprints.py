@@ -78,11 +78,34 @@ def stat_text(st: os.stat_result) -> str:
 def dir_fingerprint(path: str) -> str:
     """A digest of the folder's entries (name, link target, stat fields), stamped where it may be (see the module),
     or ``-errno`` when it cannot be listed."""
-    stamp = _stamp(path)  # before the listing: a change made after it moves the mtime past the stamp
-    got, _listed, names = _listing(path)
+    return listed_fingerprint(path)[0]
+
+
+def listed_fingerprint(path: str, seen: os.stat_result | None = None) -> tuple[str, Listed]:
+    """``dir_fingerprint`` of the folder, and its entries as the listing stat'ed them (what ``file_deps`` takes the
+    fingerprints of files in it from afterwards, as ``unchanged`` checks them).
+
+    ``seen``: the folder's own ``stat`` (following links) from its parent's listing a moment ago, for its stamp."""
+    stamp = _stamp(path, seen)  # before the listing: a change made after it moves the mtime past the stamp
+    got, listed, names = _listing(path)
     if stamp is None or got.startswith("-") or len(names) > STAMP_MAX_NAMES:
-        return got
-    return f"{got}:{stamp}/{'/'.join(sorted(names))}"
+        return got, listed
+    return f"{got}:{stamp}/{'/'.join(sorted(names))}", listed
+
+
+def seen_fingerprint(kind: str, seen: tuple[bool, os.stat_result | int], folder_real: str | None,
+                     name: str) -> str | None:
+    """The fingerprint of the entry ``name`` of a folder from that folder's listing a moment ago (``seen``: its
+    ``Listed`` item), where that listing says it, as ``unchanged`` judges it: a file's ``stat`` (or errno), and
+    where an entry that is no link leads (``folder_real``: where the folder led when it was listed); None for
+    a folder (its own listing is its fingerprint) or what the listing cannot say."""
+    link, st = seen
+    if kind == "f":
+        return f"-{st}" if isinstance(st, int) else stat_text(st)
+    if kind == "r" and not link and not isinstance(st, int) and folder_real is not None \
+            and folder_real.startswith(os.sep):
+        return folder_real + ("" if folder_real.endswith(os.sep) else os.sep) + name
+    return None
 
 
 def real_fingerprint(path: str) -> str:
@@ -141,12 +164,18 @@ def _filesystem_of(dev: int) -> str | None:
     return found
 
 
-def _stamp(path: str) -> str | None:
-    """``dev:ino:mtime_ns`` of the folder ``path`` when a stamp may stand for its listing, else None."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
+def _stamp(path: str, seen: os.stat_result | None = None) -> str | None:
+    """``dev:ino:mtime_ns`` of the folder ``path`` when a stamp may stand for its listing, else None.
+
+    ``seen``: its ``stat`` (following links) taken a moment ago (an older stat can only make a stamp that no longer
+    matches: the folder is then listed again)."""
+    if seen is not None:
+        st = seen
+    else:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
     if not stat.S_ISDIR(st.st_mode) or st.st_mtime_ns >= (time.time() - STAMP_AGE_S) * 1e9 \
             or not _stamp_trusted(st.st_dev):
         return None

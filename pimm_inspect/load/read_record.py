@@ -45,15 +45,16 @@ class ReadRecord:
     """False: the result must be made again next time whatever the files say (live, failed or racy read)."""
 
 
-def record_read(root: Path, read: Callable[[], tuple[_T, bool]], cache_dir: str | None = None
-                ) -> tuple[_T, ReadRecord]:
+def record_read(root: Path, read: Callable[[], tuple[_T, bool]], cache_dir: str | None = None,
+                real_root: str | None = None) -> tuple[_T, ReadRecord]:
     """``read()`` (its value, and False when the clock alone could change it or it failed) recording what it used.
 
-    ``cache_dir``: the disk cache's directory, whose own entries are not dependencies."""
+    ``cache_dir``: the disk cache's directory, whose own entries are not dependencies; ``real_root``: where ``root``
+    really leads, resolved by the caller just before (else resolved here)."""
     root = Path(root).absolute()
     started = time.time()
     with file_deps.recording(str(root), cache_dir) as recorder:
-        file_deps.note_realpath(root)
+        file_deps.note_realpath(root, real_root)
         value, stable = read()
     deps = recorder.result()
     reusable = stable and file_deps.newest_mtime_ns(deps) < (started - RACY_S) * 1e9

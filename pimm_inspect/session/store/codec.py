@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 # numpy and ``columns`` are imported with the first array written or read: an entry without arrays (a ``show``
 # document, most rows) is read by a process that never imports numpy.
 
-FORMAT = 2
-"""Bumped whenever the encoding changes; entries of another format are ignored."""
-MAGIC = b"pimm-inspect cache 2\n"
+FORMAT = 3
+"""Bumped whenever the encoding changes; entries of another format are ignored (3: short columns inline)."""
+MAGIC = b"pimm-inspect cache 3\n"
 """File start; then meta offset and length (8 bytes each, little-endian), the meta's SHA-256 (hex, newline), padding
 to ``_HEAD`` bytes, the column chunks, and the meta JSON at the end."""
 _HEAD = 128
@@ -64,8 +64,24 @@ class BadEntry(Exception):
     """A stored entry does not decode into what it claims to be."""
 
 
+_TYPE_NAMES: dict[type, str] = {}
+
+
 def _type_name(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
+    name = _TYPE_NAMES.get(cls)
+    if name is None:
+        name = _TYPE_NAMES[cls] = f"{cls.__module__}:{cls.__qualname__}"
+    return name
+
+
+def _plain_list(values: tuple[Any, ...] | list[Any]) -> list[Any] | None:
+    """``values`` as a list when each is a string, an int, a bool, None or a finite float (stored as it is), else
+    None."""
+    for v in values:
+        t = type(v)
+        if not (t is str or t is int or t is bool or v is None or t is float and math.isfinite(v)):
+            return None
+    return list(values)
 
 
 def _lookup(name: Any) -> type:
@@ -108,6 +124,9 @@ class _Encoder:
         if kind is float:
             return value if math.isfinite(value) else {"f": repr(value)}
         if kind is tuple:
+            plain = _plain_list(value)  # a tuple of strings and numbers (a config pair, run ids): as it is
+            if plain is not None:
+                return {"t": plain}
             return self._rows(value, "t") or {"t": [self.enc(v) for v in value]}
         if kind in _FIELDS:
             return {"dc": _type_name(kind), "f": {name: self.enc(getattr(value, name)) for name in _FIELDS[kind]}}
@@ -174,6 +193,9 @@ class _Encoder:
                 raise NotCacheable(_type_name(kind))
             return {"dc": _type_name(kind), "f": {name: self.enc(getattr(value, name)) for name in _field_names(kind)}}
         if kind is list:
+            plain = _plain_list(value)
+            if plain is not None:
+                return {"l": plain}
             return self._rows(value, "l") or {"l": [self.enc(v) for v in value]}
         if kind is dict:
             return {"d": [[self.enc(k), self.enc(v)] for k, v in value.items()]}

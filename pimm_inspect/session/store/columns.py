@@ -9,11 +9,16 @@ for bit with its input, so a stored chunk always decodes to exactly what was rea
 
 Each stored blob carries a CRC-32, checked when that chunk is decoded: a damaged entry is found chunk by chunk
 without hashing the whole file on every open. The layout (a JSON list per chunk) goes into the entry's meta.
+
+A short column (``INLINE_MAX`` values or fewer, none of them NaN or infinite: most of a run's tags) is kept in the
+layout itself as its JSON numbers (``["js", [...]]``), which give back every bit (a float is written as its shortest
+repr, read back as the same double), covered by the meta's checksum: no blob, no CRC, nothing to pack or unpack.
 """
 
 from __future__ import annotations
 
 import zlib
+from math import copysign, isfinite, prod
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +37,10 @@ _EXACT = float(1 << 53)
 """Mantissas below this are exact in float64."""
 _POW10 = [10.0 ** k for k in range(16)]
 _SAMPLE = 2048
+INLINE_MAX = 32
+"""Columns of at most this many values are kept in the layout as JSON numbers (see the module)."""
+_INLINE_TYPES = {"f": float, "b": bool, "i": int, "u": int}
+_NONE = np.zeros(0, dtype=np.intp)
 
 Write = Callable[[memoryview], tuple[int, int, int]]
 """Writes bytes into the entry and returns (offset, length, CRC-32)."""
@@ -47,10 +56,17 @@ def crc(data: Any) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
+_INT_RANGES = tuple((dtype, int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)) for dtype in _INT_TYPES)
+"""Each integer type with its bounds, made once (``np.iinfo`` costs microseconds per call)."""
+_INT_NAME = {t: t.name for t in _INT_TYPES}
+_SMALL = 32
+"""Chunks of at most this many elements are judged with Python's own numbers: numpy's per-call overhead would cost
+more than the work (most stored columns are a few values: one tag's points in a short run)."""
+
+
 def _narrowest(lo: int, hi: int) -> np.dtype:
-    for dtype in _INT_TYPES:
-        info = np.iinfo(dtype)
-        if info.min <= lo and hi <= info.max:
+    for dtype, low, high in _INT_RANGES:
+        if low <= lo and hi <= high:
             return dtype
     return np.dtype(np.int64)
 
@@ -66,17 +82,24 @@ def _blob(write: Write, array: np.ndarray) -> list[int]:
 def _pack_ints(write: Write, x: np.ndarray) -> list[Any]:
     """An int64 chunk: ``["ar", first, step]``, ``["dl", first, dtype, blob...]``, ``["nw", dtype, blob...]``."""
     n = x.size
-    lo, hi = int(x.min()), int(x.max())
+    small = x.tolist() if n <= _SMALL else None
+    lo, hi = (min(small), max(small)) if small is not None else (int(x.min()), int(x.max()))
     narrow = _narrowest(lo, hi)
     if n >= 2 and -_SAFE < lo and hi < _SAFE:
-        deltas = np.diff(x)
-        dlo, dhi = int(deltas.min()), int(deltas.max())
+        if small is not None:
+            steps = [b - a for a, b in zip(small, small[1:])]
+            dlo, dhi = min(steps), max(steps)
+        else:
+            deltas = np.diff(x)
+            dlo, dhi = int(deltas.min()), int(deltas.max())
         if dlo == dhi:
             return ["ar", int(x[0]), dlo]
         delta_type = _narrowest(dlo, dhi)
         if delta_type.itemsize < narrow.itemsize:
-            return ["dl", int(x[0]), delta_type.name, *_blob(write, deltas.astype(delta_type))]
-    return ["nw", narrow.name, *_blob(write, x if narrow == x.dtype else x.astype(narrow))]
+            if small is not None:
+                deltas = np.diff(x)
+            return ["dl", int(x[0]), _INT_NAME[delta_type], *_blob(write, deltas.astype(delta_type))]
+    return ["nw", _INT_NAME[narrow], *_blob(write, x if narrow == x.dtype else x.astype(narrow))]
 
 
 def _unpack_ints(spec: list[Any], n: int, read: Read, out: np.ndarray | None = None) -> np.ndarray:
@@ -123,22 +146,69 @@ def _mantissa_values(m: np.ndarray, scale: int, split: bool, out: np.ndarray | N
     return np.divide(m.astype(np.float64), _POW10[scale], out=out)
 
 
-def _decimal_form(x: np.ndarray) -> tuple[int, bool] | None:
-    """(scale, split) under which most of a sample of ``x`` are exact decimals, or None."""
+def _decimal_form(x: np.ndarray) -> tuple[int, bool, np.ndarray | None] | None:
+    """(scale, split, mantissas) under which most of a sample of ``x`` are exact decimals, or None; the mantissas
+    (int64) are ``x``'s own when the sample is the whole of ``x`` and finite, else None (``_pack_floats`` makes them).
+
+    Scales are tried smallest first, whole before split (``_mantissa_values``); the first scale under which some
+    mantissa is not exact in float64 ends the search."""
     sample = x[:_SAMPLE]
-    sample = sample[np.isfinite(sample)]
-    if not sample.size:
-        return None
+    if sample.size <= _SMALL:
+        return _small_decimal_form(sample.tolist(), sample.size == x.size)
+    finite = np.isfinite(sample)
+    whole = sample.size == x.size and bool(finite.all())
+    if not whole:
+        sample = sample[finite]
+        if not sample.size:
+            return None
     bits = sample.view(np.int64)
+    need = sample.size * 7
     for scale in range(16):
         m = np.rint(sample * _POW10[scale])
         if np.abs(m).max() >= _EXACT:
             return None
         mi = m.astype(np.int64)
         for split in (False, True) if scale else (False,):
-            if np.count_nonzero(_mantissa_values(mi, scale, split).view(np.int64) == bits) * 8 >= sample.size * 7:
-                return scale, split
+            if np.count_nonzero(_mantissa_values(mi, scale, split).view(np.int64) == bits) * 8 >= need:
+                return scale, split, mi if whole else None
     return None
+
+
+def _small_decimal_form(values: list[float], whole: bool) -> tuple[int, bool, np.ndarray | None] | None:
+    """``_decimal_form`` of a few values, in Python floats: the same IEEE operations as numpy's (a product rounded
+    half to even, an exact mantissa made float, a quotient, a sum), so the same answer; a scale is given up at the
+    first value too many that it does not give back, so a wrong scale costs a value or two, not all of them."""
+    finite = [v for v in values if isfinite(v)]
+    if not finite:
+        return None
+    whole = whole and len(finite) == len(values)
+    misses = len(finite) - (len(finite) * 7 + 7) // 8  # at least 7 in 8 given back exactly
+    top = max(map(abs, finite))
+    for scale in range(16):
+        power = _POW10[scale]
+        if top * power >= _EXACT:  # the largest mantissa (a product of floats grows with its factor) is not exact
+            return None
+        for split in (False, True) if scale else (False,):
+            if _gives_back(finite, power, 10 ** scale if split else 0, misses):
+                return scale, split, np.array([round(v * power) for v in finite], dtype=np.int64) if whole else None
+    return None
+
+
+def _gives_back(values: list[float], power: float, unit: int, misses: int) -> bool:
+    """True when no more than ``misses`` of ``values`` differ in bits from their decimal form under ``power``
+    (``unit``: 10 ** scale for the split form, else 0), as ``_mantissa_values`` computes it."""
+    for v in values:
+        m = round(v * power)  # round half to even, as np.rint
+        if unit:
+            high, low = divmod(m, unit)  # floor division, as numpy's on int64
+            got = float(high) + low / power
+        else:
+            got = m / power
+        if got != v or (got == 0.0 and copysign(1.0, got) != copysign(1.0, v)):
+            misses -= 1
+            if misses < 0:
+                return False
+    return True
 
 
 def _pack_floats(write: Write, x: np.ndarray) -> list[Any] | None:
@@ -146,19 +216,22 @@ def _pack_floats(write: Write, x: np.ndarray) -> list[Any] | None:
     form = _decimal_form(x)
     if form is None:
         return None
-    scale, split = form
-    with np.errstate(invalid="ignore", over="ignore"):
-        m = np.multiply(x, _POW10[scale])
-        np.rint(m, out=m)
-        low, high = m.min(), m.max()  # NaN if any is NaN
-        if -_EXACT < low and high < _EXACT:  # the usual chunk: every value finite and exact as a mantissa
-            mantissas = m.astype(np.int64)
-        else:
-            usable = np.abs(m) < _EXACT  # False for NaN and inf too
-            mantissas = np.where(usable, m, 0.0).astype(np.int64)
-    del m
+    scale, split, known = form
+    if known is not None:  # the sample was the whole chunk, finite: its mantissas at that scale are all exact
+        mantissas = known
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            m = np.multiply(x, _POW10[scale])
+            np.rint(m, out=m)
+            low, high = m.min(), m.max()  # NaN if any is NaN
+            if -_EXACT < low and high < _EXACT:  # the usual chunk: every value finite and exact as a mantissa
+                mantissas = m.astype(np.int64)
+            else:
+                usable = np.abs(m) < _EXACT  # False for NaN and inf too
+                mantissas = np.where(usable, m, 0.0).astype(np.int64)
+        del m
     ok = _mantissa_values(mantissas, scale, split).view(np.int64) == x.view(np.int64)
-    bad = np.flatnonzero(~ok)
+    bad = _NONE if ok.all() else np.flatnonzero(~ok)
     if bad.size * 4 > x.size:
         return None
     if bad.size:  # exceptions repeat their neighbour's mantissa, so deltas stay small
@@ -192,8 +265,12 @@ def _unpack_floats(spec: list[Any], n: int, read: Read, out: np.ndarray) -> None
 def pack(write: Write, array: np.ndarray) -> list[Any]:
     """Store ``array`` (any storable dtype and shape) through ``write``; returns its chunk layout."""
     flat = array.reshape(-1)
-    chunks: list[Any] = []
     kind = array.dtype.kind
+    if 0 < flat.size <= INLINE_MAX:
+        values = flat.tolist()
+        if kind != "f" or all(isfinite(v) for v in values):  # JSON holds no NaN or infinity
+            return [[flat.size, ["js", values]]]
+    chunks: list[Any] = []
     for start in range(0, flat.size, CHUNK):
         part = flat[start:start + CHUNK]
         spec: list[Any] | None = None
@@ -207,10 +284,10 @@ def pack(write: Write, array: np.ndarray) -> list[Any]:
 
 def unpack(chunks: Any, dtype: np.dtype, shape: tuple[int, ...], read: Read) -> np.ndarray:
     """The array ``pack`` stored; ``Damaged`` when the layout or a chunk's bytes are wrong."""
-    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    out = np.empty(total, dtype=dtype)
+    total = prod(shape)  # the codec checked the shape: non-negative ints
     if not isinstance(chunks, list):
         raise Damaged("bad chunk list")
+    out = np.empty(total, dtype=dtype)
     pos = 0
     for item in chunks:
         if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], list)
@@ -222,6 +299,12 @@ def unpack(chunks: Any, dtype: np.dtype, shape: tuple[int, ...], read: Read) -> 
             out[pos:pos + n] = _read_blob(read, spec[1:4], dtype, n)
         elif kind == "dec" and dtype == np.float64:
             _unpack_floats(spec, n, read, out[pos:pos + n])
+        elif kind == "js":
+            values = spec[1] if len(spec) == 2 else None
+            want = _INLINE_TYPES.get(dtype.kind)
+            if not (type(values) is list and len(values) == n and all(type(v) is want for v in values)):
+                raise Damaged("bad inline chunk")
+            out[pos:pos + n] = values
         elif kind in ("ar", "dl", "nw") and dtype.kind in "iu":
             if dtype == np.int64:
                 _unpack_ints(spec, n, read, out[pos:pos + n])

@@ -14,7 +14,9 @@ import hashlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,21 @@ def _python_files(package: str, folder: str) -> list[tuple[str, str]]:
     return found
 
 
+_RESOLVED: ContextVar[tuple[str, str] | None] = ContextVar("pimm_inspect_resolved_run", default=None)
+"""(a run's root, where it really leads) while that run is loaded (``run_resolved``)."""
+
+
+@contextmanager
+def run_resolved(root: Path, real: str) -> Iterator[None]:
+    """While the run at ``root`` is loaded (this thread), ``usable_for`` answers for it from ``real``, where the
+    caller found it leads just before, instead of resolving it again for each of its files."""
+    token = _RESOLVED.set((str(root), real))
+    try:
+        yield
+    finally:
+        _RESOLVED.reset(token)
+
+
 def _inside(path: str, folder: str) -> bool:
     """True when the real path ``path`` is ``folder`` or below it."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
@@ -113,11 +130,11 @@ class DiskCache:
     """Told (once) why an entry or the directory was refused (``trust``); the session prints it on stderr."""
     _told: bool = False
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Worker processes get the cache without the session's reporter (it may be any callable)."""
-        state = dict(self.__dict__)
-        state["on_problem"] = None
-        return state
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Worker processes get the cache without the session's reporter (it may be any callable), one per process
+        (``_in_process``): every batch of runs a worker is handed carries the cache again, and what it learnt (where
+        the directory leads, that it exists, the bytes written since the last size check) must carry on."""
+        return _in_process, (str(self.directory), self.max_bytes)
 
     def refuse(self, problem: str) -> None:
         """Say why something in the cache was not trusted, the first time only."""
@@ -128,10 +145,14 @@ class DiskCache:
     def usable_for(self, run_root: Path, real_root: str | None = None) -> bool:
         """False when the cache directory is inside the run (a cache must never be written into a run).
 
-        ``real_root``: where ``run_root`` really leads, when the caller resolved it just now."""
+        ``real_root``: where ``run_root`` really leads, when the caller resolved it just now (else the resolution
+        of ``run_resolved`` for the run being loaded, else resolved here)."""
         if not self._real:
             self._real = real_path(self.directory)
-        return not _inside(self._real, real_root if real_root is not None else real_path(run_root))
+        if real_root is None:
+            known = _RESOLVED.get()
+            real_root = known[1] if known is not None and known[0] == str(run_root) else real_path(run_root)
+        return not _inside(self._real, real_root)
 
     def _entry(self, kind: str, path: Path, rel_path: str, version: str) -> tuple[Path, dict[str, Any]]:
         absolute = str(path.absolute())
@@ -228,6 +249,18 @@ class DiskCache:
         except PermissionError as exc:
             self.refuse(f"{exc}: the cache is not used")
             raise
+
+
+_PROCESS_CACHES: dict[tuple[str, int], DiskCache] = {}
+
+
+def _in_process(directory: str, max_bytes: int) -> DiskCache:
+    """This process's ``DiskCache`` of ``directory`` (made at the first unpickling here)."""
+    key = (directory, max_bytes)
+    disk = _PROCESS_CACHES.get(key)
+    if disk is None:
+        disk = _PROCESS_CACHES[key] = DiskCache(Path(directory), max_bytes)
+    return disk
 
 
 def entries(directory: Path) -> list[tuple[Path, int, float]]:

@@ -27,7 +27,7 @@ from ...evidence import RunRow
 from ...load import read_record
 from ...sources.confine import real_path
 from . import codec
-from .disk_cache import DiskCache
+from .disk_cache import DiskCache, run_resolved
 
 ROW_FORMAT = 2
 """The layout of a stored row, bumped when ``RunRow`` gains or changes a field (2: ``metrics``), so entries stored
@@ -202,9 +202,11 @@ def build_and_store(root: Path, build: RowBuild, disk: DiskCache | None, keep: K
     """``build(root)``, recording what it read, and the row stored with those dependencies when it may be
     (``keep(...)`` of the stored row handed back instead of the row, when given)."""
     root = Path(root).absolute()
-    if disk is None or not disk.usable_for(root):
+    real = real_path(root) if disk is not None else ""
+    if disk is None or not disk.usable_for(root, real):
         return build(root)[0]
-    row, record = read_record.record_read(root, partial(build, root), str(disk.directory))
+    with run_resolved(root, real):  # the files of the run ask whether the cache may serve them: resolved once
+        row, record = read_record.record_read(root, partial(build, root), str(disk.directory), real)
     if record.reusable:
         flat = read_record.flat(record)
         detail = store_entry(disk, root, record.started_s, flat, row)
