@@ -80,3 +80,22 @@ def test_a_crash_in_a_worker_writes_a_private_file_without_locals_and_exits_70(t
     out = (proc.stdout + proc.stderr).strip()
     assert out.splitlines()[-1] == f"pimm-inspect crashed; the traceback (no values) is in {report.as_posix()}"
     assert "acct_LOCAL_ONLY" not in out and "Ab3Ab3Ab3" not in out and "locals" not in out.lower()
+
+
+def test_a_crash_never_writes_into_the_tree_the_ui_was_reading(tmp_path):
+    """Was: the UI's crash path did not name the folder it was reading, so ``$XDG_STATE_HOME`` pointing into that
+    tree (outside any run) put ``pimm-inspect/crash-*.txt`` inside it. Now the default state folder is used."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(RUNS / "tb_plain", tree / "tb_plain", symlinks=True)
+    state = tree / "state"  # inside the tree, not inside a run
+    home = tmp_path / "home"
+    env = dict(os.environ, XDG_STATE_HOME=str(state), HOME=str(home), PYTHONPATH=str(REPO), NO_COLOR="1")
+    proc = subprocess.run([sys.executable, "-c", CRASHING, str(tree)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == CRASH_EXIT_CODE, proc.stderr[-2000:]
+    assert not state.exists(), "the crash file was written inside the tree being read"
+    reports = list((home / ".local" / "state" / "pimm-inspect").glob("crash-*.txt"))
+    assert len(reports) == 1
+    assert (proc.stdout + proc.stderr).strip().splitlines()[-1].endswith(reports[0].as_posix())

@@ -296,7 +296,7 @@ class InspectApp(App[None]):
         if self._exception is None:
             self._exception = error  # run_test re-raises it, so a test sees which exception it was
             self._exception_event.set()
-            self.crash_report, self._crash_line = write_crash(error)
+            self.crash_report, self._crash_line = write_crash(error, reading=[self.path])  # never into the tree
         self._close_messages_no_wait()
 
     def _print_error_renderables(self) -> None:
@@ -391,7 +391,7 @@ def run_app(app: InspectApp, headless: bool = False) -> int:
     except Exception as error:  # noqa: BLE001 - a crash must leave a file and one line, never a traceback
         from .crash import CRASH_EXIT_CODE, write_crash
 
-        _path, line = write_crash(error)
+        _path, line = write_crash(error, reading=[app.path])  # never into the tree the UI was reading
         print(line, file=sys.stderr)
         return CRASH_EXIT_CODE
     return app.return_code or 0
