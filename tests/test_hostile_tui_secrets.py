@@ -44,3 +44,30 @@ async def test_config_tab_and_log_tab_mask_every_planted_secret(tmp_path):
         lines = "\n".join(view.line_text(i) for i in range(view.line_count))
         assert "extra state {'password': '****', 'lr': 0.1}" in lines
         assert not _leaks(lines), _leaks(lines)
+
+
+async def test_log_tab_masks_a_secret_after_a_line_continuation(tmp_path):
+    """Was: the Log tab masked each line alone, so a script's long command echoed into train.log (``--wandb-key \\``
+    then the key on the next line) showed the key in clear, while ``show`` and the report masked it. Now the lines
+    are masked together with the lines before them, wherever the view starts."""
+    import shutil
+
+    from pimm_inspect.tui.widgets.log_view import LogView
+    from tests.tui_support import RUNS
+
+    secret = "Zq7" * 8
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "e2_crashed", run, symlinks=True)
+    with open(run / "train.log", "a", encoding="utf-8") as log:
+        log.write(f"launch: pimm submit cfg.py \\\n  --wandb-key \\\n  {secret} \\\n  --lr 0.1\n")
+    async with opened(run, (120, 36), tab="6") as (app, pilot):
+        view = app.screen.query_one(LogView)
+        await until(pilot, lambda: view.line_count > 0, what="the log tab's lines")
+        await settle(pilot)
+        at = next(i for i in range(view.line_count) if "--wandb-key" in view.line_text(i))
+        assert view.line_text(at + 1).strip() == "**** \\"
+        view._cache.clear()  # the view read from the key's own line: the flag is only in the context before it
+        view._read_lines(at + 1, 4)
+        assert view.line_text(at + 1).strip() == "**** \\"
+        assert view.line_text(at + 2).strip() == "--lr 0.1"
+        assert all(secret not in view.line_text(i) for i in range(view.line_count))

@@ -38,6 +38,18 @@ MAX_LINE_CHARS = 2000
 """Very long lines are cut when shown (the file is never changed)."""
 
 
+MASK_CONTEXT_LINES = 8
+"""Lines before the ones shown that the masker reads with them (a flag on one line, its secret on the next)."""
+MASK_CONTEXT_BYTES = 64 * 1024
+
+
+def _masked_lines(lines: list[str]) -> list[str]:
+    """``lines`` with secrets masked as one text (so a value after a shell line continuation is found), one entry per
+    line; line by line where masking the whole changed the number of lines (a private key block becomes one mask)."""
+    masked = mask_text("\n".join(lines)).split("\n")
+    return masked if len(masked) == len(lines) else [mask_text(line) for line in lines]
+
+
 class LogView(ScrollView, can_focus=True):
     """Shows a window of a possibly multi-GB text file, with attempt starts and warnings highlighted."""
 
@@ -160,7 +172,12 @@ class LogView(ScrollView, can_focus=True):
         if self.path is None or first >= self.line_count:
             return
         last = min(first + count, self.line_count)
-        start, end = int(self.offsets[first]), int(self.offsets[last])
+        # The lines before the block are read too, as context for the masker: a secret can sit on the line after its
+        # flag (``--token \\`` then the token: a script's long command echoed into the log).
+        lead = max(0, first - MASK_CONTEXT_LINES)
+        while lead < first and int(self.offsets[first]) - int(self.offsets[lead]) > MASK_CONTEXT_BYTES:
+            lead += 1
+        start, end = int(self.offsets[lead]), int(self.offsets[last])
         try:
             with open_regular(self.path, self.path.name) as fh:
                 fh.seek(start)
@@ -169,11 +186,13 @@ class LogView(ScrollView, can_focus=True):
             data = b""
         if len(self._cache) > 4000:
             self._cache.clear()
-        for i in range(first, last):
+        raws = []
+        for i in range(lead, last):
             a, b = int(self.offsets[i]) - start, int(self.offsets[i + 1]) - start
-            raw = data[a:b].rstrip(b"\r\n")[:MAX_LINE_CHARS * 4]
+            raws.append(data[a:b].rstrip(b"\r\n")[:MAX_LINE_CHARS * 4].decode("utf-8", errors="replace"))
+        for i, text in enumerate(_masked_lines(raws)[first - lead:], start=first):
             # Masked, then every control character shown as an escape: a log line is data, never a terminal sequence.
-            self._cache[i] = clean(mask_text(raw.decode("utf-8", errors="replace")).expandtabs(4))[:MAX_LINE_CHARS]
+            self._cache[i] = clean(text.expandtabs(4))[:MAX_LINE_CHARS]
 
     def line_text(self, index: int) -> str:
         """Text of one line (masked), read on demand."""
