@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 import struct
 from typing import Any
 
@@ -45,6 +46,38 @@ _EMPTY_DICT, _EMPTY_LIST, _SETITEMS, _SETITEM, _APPEND = 0x7D, 0x5D, 0x75, 0x73,
 _BINFLOAT, _STOP, _PROTO, _FRAME = 0x47, 0x2E, 0x80, 0x95
 _CALL_ARGS = (tuple, list, dict)
 
+_NUMBER_RUN = re.compile(
+    rb"(?:J....|\x8a\x05.....|K.|M..|G........"
+    rb"|\x8a(?:\x00|\x01.|\x02..|\x03...|\x04....|\x06......|\x07.......|\x08........)){1,4096}+",
+    re.DOTALL).match
+"""Consecutive whole number opcodes (BININT, BININT1, BININT2, LONG1 of at most 8 bytes, BINFLOAT), at most 4096.
+
+Such a run pushes one int or float per opcode and touches nothing else: no memo, no global, no call, no
+allocation beyond its values. ``random.getstate()`` is one of 625 (BININT and 5-byte LONG1 at random), about
+half the opcodes of a pimm checkpoint; float lists and step counts make others. Each alternative is one opcode
+with its argument, so a match is exactly the opcodes pickle's loop would read one by one, and it never ends
+inside an opcode (a run cut by the end of the input stops before the cut opcode, which the loop then meets).
+"""
+MIN_RUN_BYTES = 40
+"""A shorter run is read opcode by opcode (handing it to the C unpickler costs about as much as 8 opcodes)."""
+_loads = pickle.loads
+
+
+def _number_run(data: bytes, start: int, limit: int) -> tuple[int, list[Any]]:
+    """The end of the run of number opcodes at ``start`` (not past ``limit``) and its values, [] when short.
+
+    The values come from CPython's C unpickler, given exactly the run between MARK and LIST: it decodes
+    each opcode with the same functions as pickle's loop and ``struct`` (ints, and floats bit for bit), and
+    since the slice holds nothing but number opcodes its memo and globals are never used.
+    """
+    match = _NUMBER_RUN(data, start, limit)
+    if match is None:
+        return start, []  # the opcode at ``start`` is cut: pickle's loop says how
+    stop = match.end()
+    if stop - start < MIN_RUN_BYTES:
+        return stop, []
+    return stop, _loads(b"(" + data[start:stop] + b"l.")
+
 
 def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, Any]:
     """Run ``data`` from ``stream``'s position: (True, value) at STOP, or (False, None) once handed over.
@@ -68,14 +101,22 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
     frame_end = -1
     """Where the current frame (protocol 4) ends, -1 outside one: reads must not cross it."""
     limit = end
+    soft = pos
+    """Below this position neither the end (of input or frame) nor the opcode budget can be reached: every
+    opcode reads at least one byte, so ``ops`` grows no faster than ``pos`` (a number run adds one op per
+    opcode it spans). At or past it the loop checks both exactly, as pickle's loop does per opcode."""
+    run_seen = pos
+    """Where the last number run tried ended: an opcode before it is read one by one (a run's tail is short too)."""
     try:
         while True:
-            if pos >= limit:
-                if pos != frame_end or pos >= end:
-                    break  # the end of the input (or of a truncated frame): pickle's loop says how
-                frame_end, limit = -1, end  # a frame read to its end: pickle's unframer reads on from the file
-            if ops >= max_ops:
-                break  # pickle's loop counts this opcode and stops with the budget's message
+            if pos >= soft:
+                if pos >= limit:
+                    if pos != frame_end or pos >= end:
+                        break  # the end of the input (or of a truncated frame): pickle's loop says how
+                    frame_end, limit = -1, end  # a frame read to its end: pickle's unframer reads on from the file
+                if ops >= max_ops:
+                    break  # pickle's loop counts this opcode and stops with the budget's message
+                soft = min(limit, pos + max_ops - ops)
             start = pos
             op = data[pos]
             pos += 1
@@ -134,6 +175,13 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                         break  # an opcode with an argument not written out here: pickle's loop from here on
                 else:
                     if op == _LONG1:
+                        if start >= run_seen:
+                            run_seen, values = _number_run(data, start, limit)
+                            if values and ops - 1 + len(values) <= max_ops:
+                                stack.extend(values)
+                                ops += len(values) - 1
+                                pos = run_seen
+                                continue
                         if pos >= limit or pos + 1 + data[pos] > limit:
                             pos, ops = start, ops - 1
                             break
@@ -177,6 +225,7 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                             break  # inside a frame, or a frame the input does not hold whole: pickle's unframer
                         pos += 8
                         frame_end = limit = pos + _U64(data, pos - 8)[0]
+                        soft = pos  # the next opcode checks the new limit
                     elif op in _NON_READING:
                         dispatch[op](unpickler)  # metered as in pickle's loop; may pop a mark, so the stack is re-read
                         stack = unpickler.stack
@@ -192,6 +241,13 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                     append(data[pos])
                     pos += 1
                 elif op == _BININT:
+                    if start >= run_seen:
+                        run_seen, values = _number_run(data, start, limit)
+                        if values and ops - 1 + len(values) <= max_ops:
+                            stack.extend(values)
+                            ops += len(values) - 1
+                            pos = run_seen
+                            continue
                     if pos + 4 > limit:
                         pos, ops = start, ops - 1
                         break
@@ -204,6 +260,13 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                 elif op == _EMPTY_TUPLE:
                     append(())
                 elif op == _BINFLOAT:
+                    if start >= run_seen:
+                        run_seen, values = _number_run(data, start, limit)
+                        if values and ops - 1 + len(values) <= max_ops:
+                            stack.extend(values)
+                            ops += len(values) - 1
+                            pos = run_seen
+                            continue
                     if pos + 8 > limit:
                         pos, ops = start, ops - 1
                         break
