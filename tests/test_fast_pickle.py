@@ -54,7 +54,7 @@ def _torch_pickles() -> dict[str, bytes]:
 TORCH = _torch_pickles()
 UNIQUE = {data: name for name, data in sorted(TORCH.items(), reverse=True)}
 """Each distinct fixture pickle once, under its first name (many runs hold the same checkpoint)."""
-SMALL = {k: v for k, v in TORCH.items() if "e2_model_last" in k or k.endswith(".metadata") or "prezip" in k}
+SMALL = {k: v for v, k in UNIQUE.items() if "e2_model_last" in k or k.endswith(".metadata") or "prezip" in k}
 
 
 def _describe(value: Any) -> Any:

@@ -88,6 +88,8 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
     budget = unpickler.budget
     charge = budget.charge
     max_ops = budget.max_ops
+    max_bytes = budget.max_bytes
+    max_objects = budget.max_objects
     ops = budget.ops
     memo = unpickler.memo
     metastack = unpickler.metastack
@@ -202,8 +204,12 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                         pos += 1 + size
                         append(str(data[pos - size:pos], "utf-8", "surrogatepass"))
                     elif op == _NEWOBJ:
-                        if len(stack) >= 1 and isinstance(stack[-1], _CALL_ARGS):
-                            charge(8 * len(stack[-1]), len(stack[-1]))
+                        if stack and isinstance(stack[-1], _CALL_ARGS):  # Budget.charge inline: the call pays for its args
+                            size = len(stack[-1])
+                            budget.nbytes += 8 * size
+                            budget.objects += size
+                            if budget.nbytes > max_bytes or budget.objects > max_objects:
+                                charge()  # adds nothing and raises the budget's own error
                         args = stack.pop()
                         cls = stack.pop()
                         append(cls.__new__(cls, *args))
@@ -313,8 +319,12 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                     pos += 4 + size
                     append(str(data[pos - size:pos], "utf-8", "surrogatepass"))
                 elif op == _REDUCE:
-                    if len(stack) >= 1 and isinstance(stack[-1], _CALL_ARGS):
-                        charge(8 * len(stack[-1]), len(stack[-1]))
+                    if stack and isinstance(stack[-1], _CALL_ARGS):  # Budget.charge inline: the call pays for its args
+                        size = len(stack[-1])
+                        budget.nbytes += 8 * size
+                        budget.objects += size
+                        if budget.nbytes > max_bytes or budget.objects > max_objects:
+                            charge()  # adds nothing and raises the budget's own error
                     args = stack.pop()
                     func = stack[-1]
                     stack[-1] = func(*args)
