@@ -149,10 +149,13 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                             pos += 4
                             memo[_U32(data, pos - 4)[0]] = stack[-1]
                         elif op == _LONG_BINGET:
-                            if pos + 4 > limit or _U32(data, pos)[0] not in memo:
+                            if pos + 4 > limit:
+                                break
+                            key = _U32(data, pos)[0]
+                            if key not in memo:
                                 break
                             pos += 4
-                            append(memo[_U32(data, pos - 4)[0]])
+                            append(memo[key])
                         elif op == _TUPLE:
                             items = stack
                             stack = unpickler.stack = metastack.pop()
@@ -175,7 +178,9 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                         else:
                             break  # not written out here: see below
                     else:
-                        if op == _LONG1:
+                        if op == _MEMOIZE:  # protocol 4 (DCP metadata): after every object
+                            memo[len(memo)] = stack[-1]
+                        elif op == _LONG1:
                             if pos > run_seen:  # a run not tried yet
                                 run_seen, taken = _number_run(data, pos - 1, limit, stack, max_ops - ops + 1)
                                 if taken:
@@ -190,8 +195,6 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                             stack[-1] = (stack[-1],)
                         elif op == _NEWFALSE:
                             append(False)
-                        elif op == _MEMOIZE:
-                            memo[len(memo)] = stack[-1]
                         elif op == _SHORT_BINUNICODE:
                             if pos >= limit or pos + 1 + data[pos] > limit:
                                 break
