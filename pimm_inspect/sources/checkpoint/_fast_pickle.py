@@ -10,6 +10,10 @@ partial value and end offset comes from the same code as before. Inline bodies r
 expressions (``stack[-1]``, ``stack.pop()``, ``metastack.pop()``) so an error raised inside one (an
 empty stack, an unhashable key, a stand-in refusing its arguments) is the same error; the stream is
 left where pickle's reads would have left it, and the opcode count is kept in the same budget.
+
+Runs of number opcodes (an RNG state's 625 ints, float lists) are decoded in one call of the C unpickler
+(``_number_run``), each opcode still counted; the end of input/frame and the opcode budget are checked
+exactly only near a position where either could be reached (``soft``), not at every opcode.
 """
 
 from __future__ import annotations
