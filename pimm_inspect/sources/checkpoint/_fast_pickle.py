@@ -143,10 +143,13 @@ def fast_load(unpickler: Any, data: bytes, stream: io.BytesIO) -> tuple[bool, An
                             pos += 1
                             memo[data[pos - 1]] = stack[-1]
                         elif op == _BINGET:
-                            if pos >= limit or data[pos] not in memo:
+                            if pos >= limit:
+                                break
+                            key = data[pos]
+                            if key not in memo:
                                 break
                             pos += 1
-                            append(memo[data[pos - 1]])
+                            append(memo[key])
                         elif op == _LONG_BINPUT:
                             if pos + 4 > limit:
                                 break
