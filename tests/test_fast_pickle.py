@@ -11,12 +11,14 @@ from __future__ import annotations
 import pickle
 import random
 import re
+import struct
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pimm_inspect.sources.checkpoint import _fast_pickle
 from pimm_inspect.sources.checkpoint import _placeholders as ph
 from pimm_inspect.sources.checkpoint._pickle_budget import Budget
 from pimm_inspect.sources.checkpoint.safe_pickle import SafeUnpickler
@@ -50,7 +52,9 @@ def _torch_pickles() -> dict[str, bytes]:
 
 
 TORCH = _torch_pickles()
-SMALL = {k: v for k, v in TORCH.items() if "e2_model_last" in k or k.endswith(".metadata") or "prezip" in k}
+UNIQUE = {data: name for name, data in sorted(TORCH.items(), reverse=True)}
+"""Each distinct fixture pickle once, under its first name (many runs hold the same checkpoint)."""
+SMALL = {k: v for v, k in UNIQUE.items() if "e2_model_last" in k or k.endswith(".metadata") or "prezip" in k}
 
 
 def _describe(value: Any) -> Any:
@@ -62,7 +66,9 @@ def _describe(value: Any) -> Any:
         count[0] += 1
         if depth > 200 or count[0] > 200_000:
             return "<cut>"
-        if node is None or isinstance(node, (bool, float, str)):
+        if isinstance(node, float):
+            return (type(node).__name__, struct.pack(">d", node).hex())  # bit for bit: -0.0, NaN payloads
+        if node is None or isinstance(node, (bool, str)):
             return (type(node).__name__, repr(node))
         if isinstance(node, int):
             return (type(node).__name__, hex(node))
@@ -120,7 +126,7 @@ def test_fixture_pickles_were_found():
     assert any(k.endswith(".metadata") for k in TORCH) and any("prezip" in k for k in TORCH)
 
 
-@pytest.mark.parametrize("name", sorted(TORCH))
+@pytest.mark.parametrize("name", sorted(UNIQUE.values()))
 def test_real_torch_pickle_same_as_pickles_loop(name):
     results = _same(TORCH[name], loads=5)[0]
     assert results[0][1], results[0][2]  # read whole, with a real value
@@ -210,21 +216,155 @@ def test_hostile_pickles_same_as_pickles_loop(tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
-def _framed() -> list[bytes]:
-    tree = {"schema": "x", "blob": "é" * 70_000, "items": [(i, -i, 2**40 + i, f"k{i}", b"b" * (i % 7), i / 3)
-                                                     for i in range(3000)], "flags": [True, False, None]}
-    return [pickle.dumps(tree, protocol=p) for p in (2, 3, 4, 5)]
+def _tree(items: int) -> dict[str, Any]:
+    """Every opcode kind pickle writes for plain data: str short and long, bytes, ints of every width, floats, tuples,
+    lists, dicts, True/False/None, and a long run of numbers (RNG-state-like ints, then floats)."""
+    rng = random.Random(items)
+    return {"schema": "x", "blob": "é" * (items * 24), "flags": [True, False, None],
+            "items": [(i, -i, 2**40 + i, f"k{i}", b"b" * (i % 7), i / 3) for i in range(items)],
+            "rng": (3, tuple(rng.getrandbits(32) for _ in range(300)) + (624,), None),
+            "floats": [rng.random() for _ in range(200)]}
+
+
+def _small_frames(tree: Any, protocol: int, target: int) -> bytes:
+    """``tree`` pickled by pickle's pure-Python pickler with frames of about ``target`` bytes (64 KiB in pickle)."""
+    import io
+
+    out = io.BytesIO()
+    pickler = pickle._Pickler(out, protocol=protocol)  # type: ignore[attr-defined]
+    pickler.framer._FRAME_SIZE_TARGET = target
+    pickler.dump(tree)
+    return out.getvalue()
+
+
+def _frames(data: bytes) -> list[tuple[int, int]]:
+    """(position, length) of each FRAME opcode of an intact pickle."""
+    import pickletools
+
+    return [(pos, arg) for op, arg, pos in pickletools.genops(data) if op.name == "FRAME"]
+
+
+def _framed() -> dict[str, bytes]:
+    """The tree at protocols 2 and 3 (no frames) and 4 (5 writes the same opcodes), with pickle's 64 KiB frames
+    and with 1 KiB frames (many frame ends, and long strings written between frames, at a tenth of the size)."""
+    big = _tree(1700)
+    small = _tree(300)
+    out = {f"protocol {p}": pickle.dumps(small, protocol=p) for p in (2, 3)}
+    out["protocol 4, 64 KiB frames"] = pickle.dumps(big, protocol=4)
+    assert pickle.dumps(big, protocol=5)[2:] == out["protocol 4, 64 KiB frames"][2:]  # 5: only PROTO differs
+    out["protocol 4, 1 KiB frames"] = _small_frames(small, 4, 1024)
+    return out
+
+
+def _frame_damage(data: bytes) -> list[bytes]:
+    """Cuts at and just after every FRAME opcode, inside its length, at its frame's end; lengths made wrong."""
+    out = []
+    for at, length in _frames(data):
+        for cut in (at, at + 1, at + 5, at + 9, at + 10, at + 9 + length - 1, at + 9 + length, at + 9 + length + 1):
+            out.append(data[:cut])
+        for wrong in (length - 1, length + 1, 0, 2**63):
+            out.append(data[:at + 1] + wrong.to_bytes(8, "little") + data[at + 9:])
+    return out
 
 
 def test_framed_pickles_and_their_damage_same_as_pickles_loop():
-    for data in _framed():
+    """Every protocol's opcodes, frame handling and damage shape (cuts, byte and span overwrites, broken FRAMEs).
+
+    Damaged copies come from ``_damaged``'s seeded rule (a fixed sample of cut points and overwrites) plus every
+    FRAME's own damage, duplicates dropped."""
+    inputs = _framed()
+    assert len(_frames(inputs["protocol 4, 64 KiB frames"])) >= 3
+    assert len(_frames(inputs["protocol 4, 1 KiB frames"])) >= 10
+    assert not _frames(inputs["protocol 2"]) and not _frames(inputs["protocol 3"])
+    seen = set()
+    for name, data in inputs.items():
         outcome = _same(data)
-        assert outcome[0][0][1]
-        for bad in _damaged(data, seed=len(data), count=60):
-            _same(bad)
-    data = _framed()[2]
-    assert b"\x95" in data[:12]  # protocol 4 frames
-    frame_starts = [i for i in range(len(data) - 9) if data[i] == 0x95]
-    for at in frame_starts[:40]:
-        for cut in (at, at + 1, at + 5, at + 9, at + 10):
+        assert outcome[0][0][1], name
+        damaged = _frame_damage(data) + _damaged(data, seed=len(data), count=6 if "64 KiB" in name else 40)
+        for bad in damaged:
+            if bad not in seen:
+                seen.add(bad)
+                _same(bad)
+    assert len(seen) >= 400
+
+
+def _number_opcode(rng: random.Random) -> bytes:
+    """One number opcode with a random argument: BININT1/2/BININT, LONG1 of 0-9 bytes, BINFLOAT (NaNs included)."""
+    kind = rng.randrange(7)
+    if kind == 0:
+        return b"K" + bytes([rng.randrange(256)])
+    if kind == 1:
+        return b"M" + rng.randbytes(2)
+    if kind == 2:
+        return b"J" + rng.randbytes(4)
+    if kind == 3:
+        size = rng.choice([0, 1, 2, 3, 4, 5, 5, 5, 8, 9])
+        return b"\x8a" + bytes([size]) + rng.randbytes(size)
+    if kind == 4:
+        return b"G" + rng.choice([b"\x7f\xf8\x00\x00\x00\x00\x00\x01", b"\x7f\xf0\x00\x00\x00\x00\x00\x01",
+                                  b"\xff\xf8\xde\xad\xbe\xef\x00\x00", b"\x80" + bytes(7), b"\x7f\xf0" + bytes(6)])
+    return b"G" + rng.randbytes(8)
+
+
+def _number_pickles() -> dict[str, bytes]:
+    """Runs of number opcodes: random ones (every width, NaN payloads, -0.0), one over 4,096 opcodes, real RNG
+    states, and a float list long enough for protocol 4 to split it across frames."""
+    rng = random.Random(23)
+    out = {}
+    for n in (5, 40, 300, 5000):
+        body = b"".join(_number_opcode(rng) for _ in range(n))
+        out[f"random run of {n}"] = b"\x80\x02}q\x00(X\x01\x00\x00\x00a(" + body + b"lu."
+    state = random.Random(5).getstate()
+    out["random.getstate()"] = pickle.dumps({"python": state, "step": 2**40, "loss": [0.5, -0.0]}, protocol=2)
+    out["floats, protocol 4 frames"] = pickle.dumps([rng.random() for _ in range(20_000)], protocol=4)
+    return out
+
+
+def test_number_runs_same_as_pickles_loop_bit_for_bit(monkeypatch):
+    """Runs decoded by the C unpickler give pickle's loop's values bit for bit, counters, cuts and budgets."""
+    calls = []
+    monkeypatch.setattr(_fast_pickle, "_loads", lambda data: calls.append(len(data)) or pickle.loads(data))
+    for name, data in _number_pickles().items():
+        calls.clear()
+        ops = _same(data)[6]
+        assert (len(calls) > 0) == (name != "random run of 5"), name  # the run path is really taken
+        assert len(_frames(data)) >= 2 or "frames" not in name
+        cuts = sorted(set(random.Random(len(data)).sample(range(len(data)), 25)) | set(range(0, 60)))
+        for cut in cuts:
             _same(data[:cut])
+        for bad in _frame_damage(data):
+            _same(bad)
+        for max_ops in sorted({0, 1, 7, 8, 9, 40, 4096, 4104, 4105, ops // 2, ops - 1, ops, ops + 1}):
+            _same(data, max_ops=max_ops)
+
+
+def _mutations(data: bytes, rng: random.Random) -> list[bytes]:
+    """Cuts and overwrites inside the number runs of a real pickle (its RNG states, step counts, floats), and anywhere."""
+    runs = []
+    pos = 0
+    while pos < len(data):
+        match = _fast_pickle._NUMBER_RUN(data, pos, len(data))
+        if match is not None and match.end() - pos >= _fast_pickle.MIN_RUN_BYTES:
+            runs.append((pos, match.end()))
+            pos = match.end()
+        else:
+            pos += 1
+    spans = [run for run in runs[:4] for _ in range(2)] + [(0, len(data))]  # and once anywhere
+    out = []
+    for start, stop in spans:
+        at = rng.randrange(start, stop)
+        out.append(data[:at])
+        value = rng.choice([ord("J"), ord("K"), ord("M"), ord("G"), 0x8A, 0x09, 0xFF, ord("."), rng.randrange(256)])
+        out.append(data[:at] + bytes([value]) + data[at + 1:])
+    return out
+
+
+def test_mutated_torch_pickles_same_as_pickles_loop():
+    """Seeded mutations of every distinct fixture pickle, most inside its number runs."""
+    rng = random.Random(7)
+    count = 0
+    for data in sorted(UNIQUE, key=UNIQUE.__getitem__):
+        for bad in _mutations(data, rng):
+            _same(bad, loads=2)
+            count += 1
+    assert count >= 250

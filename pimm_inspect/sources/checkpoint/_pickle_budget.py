@@ -87,4 +87,6 @@ def note_call(dotted: str) -> None:
 
 def charge_items(count: int) -> None:
     """Charge copying ``count`` container items."""
-    charge(count * ITEM_BYTES, count)
+    budget = _CURRENT.get()  # ``charge`` inline: this runs for every tensor and container a pickle builds
+    if budget is not None:
+        budget.charge(count * ITEM_BYTES, count)

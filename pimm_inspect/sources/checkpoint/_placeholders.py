@@ -250,6 +250,8 @@ def checked_shape(size: Any) -> tuple[tuple[int, ...], int] | None:
 
 def in_extent(value: Any) -> bool:
     """Whether a pickled offset or stride list is within int64 (non-ints are ignored, as torch's are unused here)."""
+    if type(value) is int:  # a storage offset: the common case, answered without building a tuple
+        return value.bit_length() <= 63
     values = value if isinstance(value, (tuple, list)) else (value,)
     if len(values) > MAX_NDIM:
         return False

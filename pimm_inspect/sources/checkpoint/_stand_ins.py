@@ -77,7 +77,9 @@ def _strided(storage: Any, storage_offset: Any, size: Any, stride: Any) -> Tenso
 
 def _rebuild_tensor_v2(storage: Any, storage_offset: Any = 0, size: Any = (), stride: Any = (),
                        requires_grad: Any = False, backward_hooks: Any = None, metadata: Any = None) -> Any:
-    return _strided(storage, storage_offset, size, stride)
+    if not (in_extent(storage_offset) and in_extent(stride)):  # ``_strided`` inline: once per tensor of a file
+        raise ShapeOutOfRange("a tensor stride or storage offset is out of range (2**63 or more)")
+    return _tensor(storage, size)
 
 
 def _rebuild_tensor(storage: Any, storage_offset: Any = 0, size: Any = (), stride: Any = ()) -> Any:

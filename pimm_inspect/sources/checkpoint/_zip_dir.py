@@ -12,8 +12,9 @@ the caller then opens the archive with ``zipfile``, whose errors become the find
 from __future__ import annotations
 
 import struct
+import zipfile
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Union
 
 _END = struct.Struct("<4s4H2LH")
 """End of central directory record (22 bytes), as zipfile's ``structEndArchive``."""
@@ -31,21 +32,9 @@ MAX_EXTRACT_VERSION = 63
 """zipfile refuses members needing a later version (``NotImplementedError``)."""
 
 
-class MemberInfo(Protocol):
-    """What a checkpoint reader needs of one member: ``zipfile.ZipInfo`` and ``Member`` both have it."""
-
-    filename: str
-    flag_bits: int
-    compress_type: int
-    file_size: int
-    compress_size: int
-    header_offset: int
-    CRC: int
-
-
 @dataclass(slots=True)
 class Member:
-    """One central directory entry, with the fields zipfile's ``ZipInfo`` would hold for it."""
+    """One central directory entry, with the fields of zipfile's ``ZipInfo`` a checkpoint reader uses."""
 
     filename: str
     flag_bits: int
@@ -54,6 +43,10 @@ class Member:
     compress_size: int
     header_offset: int
     CRC: int
+
+
+MemberInfo = Union[zipfile.ZipInfo, Member]
+"""A member as this reader or, where it gives up, ``zipfile`` describes it."""
 
 
 @dataclass(frozen=True, slots=True)
