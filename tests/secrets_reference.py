@@ -356,7 +356,7 @@ def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
         else:
             masked = _mask_scalar(node, ctx, previous, before)
             into[slot] = masked
-            if hits is not None and masked != node:
+            if hits is not None and masked is not node and masked != node:  # NaN != NaN: unchanged all the same
                 hits.append(SecretHit(path, _kind_of(node) if isinstance(node, str) else "credential"))
     for into, slot, items in reversed(tuples):
         into[slot] = tuple(items)
