@@ -117,3 +117,24 @@ def test_command_shapes_never_reach_any_command(tmp_path: Path) -> None:
         result = CliRunner().invoke(cli, ["--no-cache", *args])
         assert result.exit_code in (0, 1), result.output[-2000:]
         assert SECRET not in result.stdout + result.stderr, args
+
+
+HOSTILE_NAME = "run_\x1b]8;;https://evil.example/\x07x\x1b]8;;\x07\u202eexe\nrun0 info all.clear"
+"""A folder name a shell glob hands to a command: an OSC 8 link, a bidi override and a forged line."""
+
+
+@pytest.mark.parametrize("args", [
+    ["url", "a", HOSTILE_NAME],  # click: "Got unexpected extra argument (...)"
+    ["attempts", HOSTILE_NAME],  # no such command: the UI's PATH, then the extra argument
+    ["curves", "--width", HOSTILE_NAME, "a"],  # click: "Invalid value for '--width': '...' is not a valid integer"
+])
+def test_click_usage_errors_quote_what_was_typed_inert(args: list[str], tmp_path: Path) -> None:
+    """Was: click's own usage errors printed the argument as typed, so a hostile folder name expanded by a shell glob
+    reached stderr with its escape sequences, bidi override and newline (a forged line after ``Error:``)."""
+    from tests.hostile_support import run_cli
+
+    (tmp_path / "a").mkdir()
+    outcome = run_cli("--no-cache", *args, cwd=tmp_path)
+    assert outcome.returncode == 2, outcome.stderr
+    assert "\x1b" not in outcome.stderr and "\x07" not in outcome.stderr and "\u202e" not in outcome.stderr
+    assert "\nrun0 info" not in outcome.stderr and "\\nrun0 info all.clear" in outcome.stderr
