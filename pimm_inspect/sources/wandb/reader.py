@@ -122,6 +122,9 @@ class WandbRunResult:
     reinit_of_active: str | None = None
     """``logs/debug.log:N`` when this folder was made by a second ``wandb.init`` in a process whose run was still
     active (W&B returned that run and left only this folder's debug.log): no process start of its own."""
+    core_start_s: float | None = None
+    """UTC seconds of wandb-core's first line in logs/debug-internal.log (zoned), the start evidence of a folder whose
+    run record is gone (no ``.wandb`` log) and that has no ``files/wandb-metadata.json``; None otherwise."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -328,4 +331,5 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
         link=link, provenance=metadata_provenance(files.metadata, prefix + "files/wandb-metadata.json"),
         tracebacks=_tracebacks(files, console_lines, console_total, log_rel), resume_from=run.get("resume_from"),
+        core_start_s=files.core_start_s,
     )
