@@ -28,7 +28,7 @@ def _ls() -> list[dict[str, object]]:
 
 def test_the_writer_left_the_evidence() -> None:
     debug = next(LAUNCH.glob("wandb/offline-run-*-tbsync01/logs/debug.log")).read_text()
-    assert "tensorboard callback: /tmp/pimm-fixtures/wandb-tbsync/launch/runs/exp1, True" in debug
+    assert "tensorboard callback: /tmp/pimm-fixtures/wandb-tbsync/runs/launch/runs/exp1, True" in debug
     assert len(list(LAUNCH.glob("runs/exp1/events.out.tfevents.*"))) == 1
 
 
