@@ -104,6 +104,11 @@ SOURCES: list[tuple[str, str, bool]] = [
     ("10sajan10/CS6994FinalProject", "22b475a75dcee64c3cc1e071165ebcaffe055481",
      False),  # CSVLogger lightning_logs_<name>/version_N and <name>/site_N_season string versions
     ("EnderXiao/SATD", "7fdde6b3db41fdf280ebb5fc83a10ebe98cbbcda", False),  # Lightning version_0
+    # claims round nine (claims8): LightningCLI's saved config.yaml beside hparams.yaml, 100+ CSV versions, W&B 2025
+    # beside Lightning
+    ("Green-Wood/CoMER", "ee15cdbe02467fd29f386fd554b4bc2185110fcc", False),  # LightningCLI, ckpt over 100 MB gone
+    ("luo-simon/stock-predictions", "024d09c579a3ab3605adb0ebd1bc333e59c4a656", False),  # ~150 Lightning versions
+    ("marc-harary/lit-lm", "46d0c31c91a52f614df9328cab5466f80845010a", False),  # Lightning CLI + W&B 2025 x3
 ]
 """(OWNER/NAME, commit, union)."""
 

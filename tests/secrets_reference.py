@@ -75,7 +75,8 @@ _HEX40 = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{40}(?![0-9A-Za-z])")
 _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
 # --name value / --name=value / -name value; the lookbehind keeps the scan linear on long words.
 _FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|(?:[ \t]|\\\r?\n)+)"
-                   r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
+                   r"(?:(?<==)|(?!-[A-Za-z\-]))(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
+# round six: a flag after a flag is not its value, and stays a flag itself (``--verbose --token X``)
 # NAME=value, NAME: value, 'NAME': 'value', "NAME": "value" (env files, Python, dict/JSON text in a log line).
 _ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:](?!//)[ \t]*)"
                      r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)&]+)")  # round five: no scheme://, & ends
@@ -230,10 +231,12 @@ def _mask_whole(text: str) -> str:
     def flag_repl(match: re.Match[str]) -> str:
         value = match["value"]
         # round five: --key, --pat, -p, -u user:password (rules, not prefilters)
-        from pimm_inspect.analysis.secrets import _USER_FLAGS, _user_password, secret_flag
+        from pimm_inspect.analysis.secrets import _user_password, secret_flag, user_separator
 
-        if match["name"] in _USER_FLAGS:
-            masked = _user_password(value)
+        # round six: the separator depends on the command (``smbclient -U user%password``)
+        separators = user_separator(match["name"], match.string[:match.start()])
+        if separators is not None:
+            masked = _user_password(value, separators)
             return match.group(0) if masked is None else f"{match['name']}{match['sep']}{masked}"
         if not secret_flag(match["name"], value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
@@ -241,10 +244,11 @@ def _mask_whole(text: str) -> str:
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
         return f"{match['name']}{match['sep']}{_quoted_mask(value)}"
 
-    text = _FLAG.sub(flag_repl, text)
     from pimm_inspect.analysis.secrets import _MYSQL_P
 
+    # round six: the attached ``-pPASSWORD`` first (``7z a -pPW out.7z``: ``out.7z`` is no value of a flag ``-pPW``)
     text = _MYSQL_P.sub(lambda m: m["head"] + _quoted_mask(m["value"]), text)
+    text = _FLAG.sub(flag_repl, text)
 
     def assign_repl(match: re.Match[str]) -> str:
         name, value = match["name"], match["value"]
@@ -274,21 +278,22 @@ def _kind_of(text: str) -> str:
     return "credential"
 
 
-def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
+def _mask_scalar(value: Any, name: str, previous: Any, before: str = "") -> Any:
     """The masked form of one leaf: ``name`` is the key path's last two parts, ``previous`` the list element before."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         secret = name and secret_name(name) and not _numeric_only_name(name)
-        return MASK if secret or _after_secret_flag(previous, str(value)) else value
+        return MASK if secret or _after_secret_flag(previous, str(value), before) else value
     if not isinstance(value, str):
         return value
-    if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
+    if _after_secret_flag(previous, value, before) and not value.startswith("-") and not _benign_value(value):
         return MASK
-    from pimm_inspect.analysis.secrets import _USER_FLAGS, _user_password  # round five: ["-u", "user:password"]
+    from pimm_inspect.analysis.secrets import _user_password, user_separator  # round five: ["-u", "user:password"]
 
-    if isinstance(previous, str) and previous in _USER_FLAGS and _user_password(value) is not None:
-        return _user_password(value)
+    separators = user_separator(previous, before) if isinstance(previous, str) else None  # round six: smbclient -U
+    if separators is not None and _user_password(value, separators) is not None:
+        return _user_password(value, separators)
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
             return MASK
@@ -297,12 +302,12 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
     return mask_text(value)
 
 
-def _after_secret_flag(previous: Any, value: str) -> bool:
+def _after_secret_flag(previous: Any, value: str, before: str = "") -> bool:
     """True when ``previous`` is a list element like ``--token`` (so this element is its value)."""
     from pimm_inspect.analysis.secrets import secret_flag
 
     return (isinstance(previous, str) and previous.startswith("-") and "=" not in previous
-            and len(previous) < 100 and secret_flag(previous, value))
+            and len(previous) < 100 and secret_flag(previous, value, before))
 
 
 def _context(parent: str, key: str) -> str:
@@ -314,14 +319,14 @@ def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
     holder: list[Any] = [None]
     tuples: list[tuple[Any, Any, list[Any]]] = []
     # (node, container to write into, slot in it, key-name context, path for hits, previous list element)
-    stack: list[tuple[Any, Any, Any, str, str, Any]] = [(data, holder, 0, name, "", None)]
+    stack: list[tuple[Any, Any, Any, str, str, Any, str]] = [(data, holder, 0, name, "", None, "")]
     while stack:
-        node, into, slot, ctx, path, previous = stack.pop()
+        node, into, slot, ctx, path, previous, before = stack.pop()
         if isinstance(node, dict):
             out: dict[Any, Any] = {}
             into[slot] = out
             key_name = ctx.rsplit(".", 1)[-1] if ctx else ""
-            pending: list[tuple[Any, Any, Any, str, str, Any]] = []
+            pending: list[tuple[Any, Any, Any, str, str, Any, str]] = []
             for key, value in node.items():
                 shown = key
                 if isinstance(key, str):
@@ -333,7 +338,7 @@ def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
                         while shown in out or shown in node:
                             shown, n = f"{mask_text(key)} ({n})", n + 1
                 out[shown] = None
-                pending.append((value, out, shown, _context(key_name, str(shown)), _context(path, str(shown)), None))
+                pending.append((value, out, shown, _context(key_name, str(shown)), _context(path, str(shown)), None, ""))
             stack += reversed(pending)
         elif isinstance(node, (list, tuple)):
             items: list[Any] = [None] * len(node)
@@ -343,13 +348,15 @@ def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
             prev = None
             pending = []
             for i, value in enumerate(node):
-                pending.append((value, items, i, ctx, f"{path}[{i}]", prev))
+                # round six: the command's words before a flag (``["srun", "-p", "gpu"]``, ``["redis-cli", "-a", PW]``)
+                words = " ".join(v for v in node[max(0, i - 41):max(0, i - 1)] if isinstance(v, str))
+                pending.append((value, items, i, ctx, f"{path}[{i}]", prev, words))
                 prev = value
             stack += reversed(pending)
         else:
-            masked = _mask_scalar(node, ctx, previous)
+            masked = _mask_scalar(node, ctx, previous, before)
             into[slot] = masked
-            if hits is not None and masked != node:
+            if hits is not None and masked is not node and masked != node:  # NaN != NaN: unchanged all the same
                 hits.append(SecretHit(path, _kind_of(node) if isinstance(node, str) else "credential"))
     for into, slot, items in reversed(tuples):
         into[slot] = tuple(items)

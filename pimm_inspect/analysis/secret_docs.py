@@ -6,24 +6,26 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .secret_names import _USER_FLAGS, numeric_only_name as _numeric_only_name, secret_flag, secret_name
+from .secret_names import numeric_only_name as _numeric_only_name, secret_flag, secret_name, user_separator
 from .secrets import (MASK, MEMO_MAX_CHARS, SecretHit, _benign_value, _HEX40, _HEX40_CONTEXT, _kind_of, _mask_short,
                       _user_password, mask_text)
 
 
-def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
-    """The masked form of one leaf: ``name`` is the key path's last two parts, ``previous`` the list element before."""
+def _mask_scalar(value: Any, name: str, previous: Any, before: str = "") -> Any:
+    """The masked form of one leaf: ``name`` is the key path's last two parts, ``previous`` the list element before,
+    ``before`` the list's elements before ``previous`` joined by spaces (the command a flag belongs to)."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         secret = name and secret_name(name) and not _numeric_only_name(name)
-        return MASK if secret or _after_secret_flag(previous, str(value)) else value
+        return MASK if secret or _after_secret_flag(previous, str(value), before) else value
     if not isinstance(value, str):
         return value
-    if _after_secret_flag(previous, value) and not value.startswith("-") and not _benign_value(value):
+    if _after_secret_flag(previous, value, before) and not value.startswith("-") and not _benign_value(value):
         return MASK
-    if isinstance(previous, str) and previous in _USER_FLAGS and (user_masked := _user_password(value)) is not None:
-        return user_masked  # ["curl", "-u", "user:password"]
+    if (isinstance(previous, str) and (separators := user_separator(previous, before)) is not None
+            and (user_masked := _user_password(value, separators)) is not None):
+        return user_masked  # ["curl", "-u", "user:password"], ["smbclient", "-U", "user%password"]
     if name and secret_name(name) and not _benign_value(value):
         if not (_numeric_only_name(name) and value.strip().isdigit()):
             return MASK
@@ -32,10 +34,20 @@ def _mask_scalar(value: Any, name: str, previous: Any) -> Any:
     return mask_text(value)
 
 
-def _after_secret_flag(previous: Any, value: str) -> bool:
-    """True when ``previous`` is a list element like ``--token`` or ``-p`` (so ``value``, this element, is its value)."""
+def _after_secret_flag(previous: Any, value: str, before: str = "") -> bool:
+    """True when ``previous`` is a list element like ``--token`` or ``-p`` (so ``value``, this element, is its value);
+    ``before`` is the command's words before ``previous`` (``["srun", "-p", "gpu"]`` names a partition)."""
     return (isinstance(previous, str) and previous.startswith("-") and "=" not in previous
-            and len(previous) < 100 and secret_flag(previous, value))
+            and len(previous) < 100 and secret_flag(previous, value, before))
+
+
+LIST_COMMAND_ITEMS = 40
+"""How many list elements before a flag still name its command (``["srun", "-N", "2", "-p", "gpu"]``)."""
+
+
+def _list_before(node: Any, i: int) -> str:
+    """The string elements of ``node`` before its element ``i - 1`` (a flag), joined by spaces."""
+    return " ".join(v for v in node[max(0, i - 1 - LIST_COMMAND_ITEMS):i - 1] if isinstance(v, str))
 
 
 def _context(parent: str, key: str) -> str:
@@ -118,7 +130,8 @@ def _walk(data: Any, name: str, hits: list[SecretHit] | None) -> Any:
                 elif value is None or value is True or value is False or isinstance(value, float):
                     items[i] = value
                 else:
-                    items[i] = _masked_leaf(value, ctx, prev, f"{path}[{i}]" if record else "", hits)
+                    before = _list_before(node, i) if isinstance(prev, str) and prev.startswith("-") else ""
+                    items[i] = _masked_leaf(value, ctx, prev, f"{path}[{i}]" if record else "", hits, before)
                 prev = value
             stack += reversed(pending)
         else:
@@ -141,7 +154,8 @@ def _mask_short_leaf(value: str, ctx: str) -> str:
     return masked
 
 
-def _masked_leaf(value: Any, ctx: str, previous: Any, path: str, hits: list[SecretHit] | None) -> Any:
+def _masked_leaf(value: Any, ctx: str, previous: Any, path: str, hits: list[SecretHit] | None,
+                 before: str = "") -> Any:
     """``_mask_scalar`` of one leaf, recording a hit at ``path`` when it changed."""
     kind = type(value)
     if not isinstance(previous, str):  # no flag before it: the leaf and its name decide
@@ -152,16 +166,31 @@ def _masked_leaf(value: Any, ctx: str, previous: Any, path: str, hits: list[Secr
         else:
             masked = _mask_scalar(value, ctx, previous)
     else:
-        masked = _mask_scalar(value, ctx, previous)
+        masked = _mask_scalar(value, ctx, previous, before)
     if hits is not None and masked is not value and masked != value:  # NaN != NaN: unchanged all the same
         hits.append(SecretHit(path, _kind_of(value) if isinstance(value, str) else "credential"))
     return masked
 
 
+WALK_MEMO = 8
+"""How many documents ``find_in_mapping`` keeps the masked copy of for the next ``mask_value`` of the same object."""
+_WALKED: dict[int, tuple[Any, Any]] = {}
+"""id(document) -> (the document, the masked copy its ``find_in_mapping`` walk built): ``check_secrets`` walks a
+run's config, then the run's row masks the same object; the row takes the copy instead of walking it again. Each
+copy is handed out once (popped), so no two callers share one; the document is held so its id is not reused."""
+
+
 def find_in_mapping(data: Any, prefix: str = "") -> list[SecretHit]:
     """Secret-looking values (and keys) in a nested JSON-like document, by key path."""
     hits: list[SecretHit] = []
-    _walk(data, "", hits)
+    masked = _walk(data, "", hits)
+    if isinstance(data, dict):
+        while len(_WALKED) >= WALK_MEMO:
+            try:
+                _WALKED.pop(next(iter(_WALKED)), None)  # the oldest
+            except (StopIteration, RuntimeError):  # emptied or changed by another thread meanwhile
+                break
+        _WALKED[id(data)] = (data, masked)
     if prefix:
         hits = [SecretHit(f"{prefix}.{h.where}" if h.where else prefix, h.kind) for h in hits]
     return sorted(hits, key=lambda h: h.where)
@@ -169,4 +198,8 @@ def find_in_mapping(data: Any, prefix: str = "") -> list[SecretHit]:
 
 def mask_value(data: Any, key: str = "") -> Any:
     """A copy of a JSON-like value with every secret-looking string masked (any depth, no recursion)."""
+    if not key and _WALKED:
+        walked = _WALKED.pop(id(data), None)
+        if walked is not None and walked[0] is data:
+            return walked[1]  # the same walk ``find_in_mapping`` just made of this very object
     return _walk(data, key, None)

@@ -24,8 +24,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .secret_names import (_MYSQL_P as _MYSQL_P, _USER_FLAGS as _USER_FLAGS, numeric_only_name as _numeric_only_name,
-                           secret_flag as secret_flag, secret_name as secret_name)
+from .secret_names import (_ATTACHED_P, _ATTACHED_P_WORD, _MYSQL_P as _MYSQL_P, _USER_FLAGS as _USER_FLAGS,
+                           numeric_only_name as _numeric_only_name, secret_flag as secret_flag,
+                           secret_name as secret_name, user_separator as user_separator)
 from .yaml_binary import yaml_binary_lines
 
 MASK = "****"
@@ -90,7 +91,7 @@ _HEX40_CONTEXT = re.compile(r"wandb|key|login|token|secret", re.IGNORECASE)
 # --name value / --name=value / -name value, the value maybe on the next line after a shell continuation (``--token \``
 # then the token: a script's long command); the lookbehind keeps the scan linear on long words.
 _FLAG = re.compile(r"(?<![\w.\-])(?P<name>--?[A-Za-z][\w.\-]{0,80})(?P<sep>=|(?:[ \t]|\\\r?\n)+)"
-                   r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
+                   r"(?:(?<==)|(?!-[A-Za-z\-]))(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\"]+)")
 # NAME=value, NAME: value, 'NAME': 'value', "NAME": "value" (env files, Python, dict/JSON text in a log line).
 _ASSIGN = re.compile(r"(?<![\w.\-])(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)(?P<sep>[ \t]*[=:](?!//)[ \t]*)"
                      r"(?P<value>'[^'\n]{0,1000}'|\"[^\"\n]{0,1000}\"|[^\s'\",;}\]\)&]+)")
@@ -239,38 +240,47 @@ def _mask_short(text: str) -> str:
     return _mask_text(text)
 
 
-def _user_password(value: str) -> str | None:
-    """``user:password`` (quoted or not) with the password masked; None when ``value`` holds no password (``bob``,
-    ``1000:1000``: docker's uid:gid)."""
+def _user_password(value: str, separators: str = ":") -> str | None:
+    """``user:password`` (quoted or not; ``user%password`` and so on with other ``separators``, the first one found
+    counting) with the password masked; None when ``value`` holds no password (``bob``, ``1000:1000``: docker's
+    uid:gid)."""
     quote = value[0] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else ""
     inner = value[1:-1] if quote else value
-    user, colon, password = inner.partition(":")
+    separator = next((s for s in separators if s in inner), ":")
+    user, colon, password = inner.partition(separator)
     if not colon or not password or password.isdigit() or _benign_value(password):
         return None
-    return f"{quote}{user}:{MASK}{quote}"
+    return f"{quote}{user}{separator}{MASK}{quote}"
+
+
+def mask_attached(text: str) -> str:
+    """``-pPASSWORD`` (no space) masked in the commands that take one so (``mysql``, ``7z``, ``sshpass``)."""
+    if "-p" not in text or _ATTACHED_P_WORD.search(text) is None:
+        return text
+    return _ATTACHED_P.sub(lambda m: m["head"] + _quoted_mask(m["value"]), text)
 
 
 def mask_flags(text: str) -> str:
     """The values of secret-named command-line flags in ``text`` masked (``--token X``, ``-p X``, ``curl -u u:pw``,
-    ``mysql -pPW``): the flag rule of ``mask_text``."""
+    ``mysql -pPW``, ``redis-cli -a PW``, ``smbclient -U user%PW``): the flag rule of ``mask_text``."""
     if "-" not in text:  # every flag starts with one
         return text
+    text = mask_attached(text)  # first: ``7z -pPW out.7z`` is no flag ``-pPW`` whose value is ``out.7z``
 
     def flag_repl(match: re.Match[str]) -> str:
         name, value = match["name"], match["value"]
-        if name in _USER_FLAGS:
-            masked = _user_password(value)
-            return match.group(0) if masked is None else f"{name}{match['sep']}{masked}"
+        if name in _USER_FLAGS or name in {"-U", "--username"}:
+            separators = user_separator(name, match.string[:match.start()])
+            if separators is not None:
+                masked = _user_password(value, separators)
+                return match.group(0) if masked is None else f"{name}{match['sep']}{masked}"
         if not secret_flag(name, value, match.string[:match.start()]) or _benign_value(value):
             return match.group(0)
         if match["sep"] != "=" and value.startswith("-"):
             return match.group(0)  # another flag, not this one's value (``--token --run.no-timestamp``)
         return f"{name}{match['sep']}{_quoted_mask(value)}"
 
-    text = _FLAG.sub(flag_repl, text)
-    if "-p" in text and ("mysql" in text or "mariadb" in text):
-        text = _MYSQL_P.sub(lambda m: m["head"] + _quoted_mask(m["value"]), text)
-    return text
+    return _FLAG.sub(flag_repl, text)
 
 
 def _mask_text(text: str) -> str:

@@ -206,6 +206,7 @@ def _run() -> int:
         except SystemExit as exc:
             code = _exit_code(exc.code)
         except click.ClickException as exc:
+            _clean_click_message(exc)
             exc.show()
             code = exc.exit_code
         except click.exceptions.Abort as exc:  # click's form of Ctrl-C (and of EOF at a prompt)
@@ -226,6 +227,16 @@ def _run() -> int:
             return _crashed(exc)
     except Exception as exc:  # noqa: BLE001 - a bug: its traceback must not print run data raw (below)
         return _crashed(exc)
+
+
+def _clean_click_message(exc: click.ClickException) -> None:
+    """Click quotes what was typed in its errors (``Got unexpected extra argument (PATH)``, ``Invalid value for
+    '--x': 'VALUE'``): a path a shell glob expanded from a run's folder name carries its newlines, escape sequences
+    and bidi controls; they are escaped (the message is one line, as click writes it)."""
+    from ..report.safe_text import clean
+
+    # click types ``message`` as final, yet ``show`` reads it back: set through setattr, the one field it formats.
+    setattr(exc, "message", clean(exc.message, newlines=False))  # noqa: B010
 
 
 def _crashed(exc: BaseException) -> int:

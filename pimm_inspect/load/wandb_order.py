@@ -1,7 +1,8 @@
 """The order of a run's W&B folders (its attempts), by the best start evidence each folder holds.
 
 A folder's start is its run record's ``start_time`` (UTC seconds), else its ``files/wandb-metadata.json``
-``startedAt`` (UTC, written by the same ``wandb.init``). A folder with neither (a process killed right after
+``startedAt`` (UTC, written by the same ``wandb.init``), else the zoned time of wandb-core's first line in
+``logs/debug-internal.log`` (the stream it started for this folder, within a second of ``wandb.init``). A folder with neither (a process killed right after
 ``wandb.init``) still has its name's time stamp, ``run-YYYYMMDD_HHMMSS-``, written from the same start time in the
 writer's local time: its UTC offset is learned from the folders that have both, so every folder gets a start on one
 clock (an estimate: the offset of folders written across a daylight-saving change differs by an hour). A folder
@@ -41,7 +42,7 @@ def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | N
     """Folder -> its start in UTC seconds (run record, else the name's stamp on the learned clock); and whether
     the stamps' UTC offset was learned (when not, a stamp-only start is on the writer's local clock)."""
     stamps = {r.rel_path: folder_stamp_s(r.rel_path) for r in runs}
-    known = {r.rel_path: r.start_time_s or _metadata_start_s(r) for r in runs}
+    known = {r.rel_path: r.start_time_s or _metadata_start_s(r) or r.core_start_s for r in runs}
     diffs = [start - stamp for r in runs
              if (start := known[r.rel_path]) and (stamp := stamps[r.rel_path]) is not None]
     learned = bool(diffs)

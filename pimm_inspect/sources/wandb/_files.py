@@ -150,6 +150,9 @@ class RunFiles:
     active``: a second init inside a process whose run was still active, which returned that run (no new process)."""
     exit_line: tuple[int, str] | None = None
     """(exit code, ``logs/debug.log:N``) from this folder's own ``got exitcode: N`` line (``_atexit_cleanup``)."""
+    core_start_s: float | None = None
+    """When wandb-core started this folder's stream: the first line of logs/debug-internal.log, UTC seconds; only a
+    time written with its zone (wandb-core's JSON lines: ``Z`` or ``+01:00``), never a local clock (wandb <= 0.17)."""
 
 
 def _source(path: Path, rel_path: str, kind: str, bytes_read: int = 0) -> SourceFile | None:
@@ -218,6 +221,7 @@ def read_run_files(run_dir: Path, rel_path: str, run_id: str | None) -> RunFiles
                 text = _text(path, rel, out) or ""
                 if name == "debug-internal.log":
                     _server_facts(text, rel, out)
+                    out.core_start_s = core_start_s(text)
                 elif name == "debug.log":
                     _finishing_entity(text, rel, run_id, out)
                     _own_init(text, rel, run_dir.name, out)
@@ -263,6 +267,26 @@ def _server_facts(text: str, rel_path: str, out: RunFiles) -> None:
             http = re.search(r"returned error (\d{3})", error)
             reason = found.group(0) if found else error[:200]
             out.server_rejection = f"{reason}" + (f" (HTTP {http.group(1)})" if http else "")
+
+
+_CORE_TIME = re.compile(r'^\{"time":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?)(Z|[+-]\d\d:\d\d)"')
+
+
+def core_start_s(text: str) -> float | None:
+    """The zoned time of wandb-core's first log line (``{"time":"2026-12-01T08:02:29.127030244Z",...``) in UTC
+    seconds, or None (no such line, a Python logging line without a zone, or a time that is no date)."""
+    from datetime import datetime
+
+    match = _CORE_TIME.match(text)
+    if match is None:
+        return None
+    stamp, zone = match.groups()
+    if "." in stamp:
+        stamp = stamp[:stamp.index(".") + 7]  # microseconds: what datetime keeps of wandb-core's nanoseconds
+    try:
+        return datetime.fromisoformat(stamp + ("+00:00" if zone == "Z" else zone)).timestamp()
+    except (ValueError, OverflowError):
+        return None
 
 
 _HTTP_STATUS = re.compile(r"\b(\d{3}) response executing GraphQL|\(Error (\d{3})\b|\b(\d{3}) Client Error")

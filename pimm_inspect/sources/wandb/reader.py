@@ -81,7 +81,8 @@ class WandbRunResult:
     exit_code: int | None
     runtime_s: int | None
     status: str
-    """finished (exit 0), crashed (non-zero exit), unknown (no exit record: running or killed)."""
+    """finished (exit 0), crashed (non-zero exit), stopped (non-zero exit after an interrupt: ``interrupted``), unknown
+    (no exit record: running or killed)."""
     preempted: bool
     explicit_step_logging: bool
     """wandb's telemetry says ``run.log(..., step=...)`` was used."""
@@ -122,6 +123,13 @@ class WandbRunResult:
     reinit_of_active: str | None = None
     """``logs/debug.log:N`` when this folder was made by a second ``wandb.init`` in a process whose run was still
     active (W&B returned that run and left only this folder's debug.log): no process start of its own."""
+    interrupted: str | None = None
+    """``<file>:<line>: <text>`` when the console's last word is an interrupt (Ctrl-C, SIGINT): a traceback ending in
+    ``KeyboardInterrupt``, or Lightning's ``Detected KeyboardInterrupt, attempting graceful shutdown`` after the last
+    traceback. A non-zero exit code then says the process was stopped, not that it crashed (``status``)."""
+    core_start_s: float | None = None
+    """UTC seconds of wandb-core's first line in logs/debug-internal.log (zoned), the start evidence of a folder whose
+    run record is gone (no ``.wandb`` log) and that has no ``files/wandb-metadata.json``; None otherwise."""
 
 
 def find_wandb_dirs(root: Path, max_depth: int = 3) -> list[Path]:
@@ -229,6 +237,40 @@ def _tracebacks(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: 
     return tuple(found[-20:])
 
 
+_LIGHTNING_INTERRUPT = "Detected KeyboardInterrupt, attempting graceful shutdown"
+"""What pytorch-lightning prints when a KeyboardInterrupt (Ctrl-C, SIGINT) stops ``fit``; it then exits non-zero."""
+
+
+def _interrupt(files: RunFiles, lines: list[ConsoleLine], total: int, log_rel: str | None,
+               tracebacks: tuple[tuple[str, int, str], ...]) -> str | None:
+    """Where the console says the process was interrupted, when that is its last word (``interrupted``)."""
+    if files.output_log is not None:
+        lines, total, source = list(files.output_log.lines), files.output_log.total, files.output_log.source
+    else:
+        source = log_rel or ""
+    last_traceback = tracebacks[-1] if tracebacks else None
+    first_no = total - len(lines) + 1
+    after = last_traceback[1] if last_traceback is not None else 0
+    for i in range(len(lines) - 1, -1, -1):
+        number = first_no + i
+        if number <= after:
+            break
+        if _LIGHTNING_INTERRUPT in lines[i].text:
+            return f"{source}:{number}: {_LIGHTNING_INTERRUPT}"
+    if last_traceback is not None and last_traceback[2].startswith("KeyboardInterrupt"):
+        return f"{last_traceback[0]}:{last_traceback[1]}: {last_traceback[2][:100]}"
+    return None
+
+
+def _status(exit_code: int | None, interrupted: str | None) -> str:
+    """finished (exit code 0), crashed (another code), stopped (another code after an interrupt), unknown (none)."""
+    if exit_code is None:
+        return "unknown"
+    if exit_code == 0:
+        return "finished"
+    return "stopped" if interrupted else "crashed"
+
+
 def _union_dropped(*sources: list[DroppedStep]) -> list[DroppedStep]:
     """Every dropped call any file records, once per (step, current step), in step order.
 
@@ -294,6 +336,8 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         roles[log_rel] = ("W&B transaction log (binary, LevelDB-log framing of protobuf records): history rows, "
                           "config, summary, define_metric, console output, exit code")
     sources = ([state.source] if state.source else []) + files.sources
+    tracebacks = _tracebacks(files, console_lines, console_total, log_rel)
+    interrupted = _interrupt(files, console_lines, console_total, log_rel, tracebacks)
     exit_code = state.exit_code
     if log_rel is None and files.exit_line is not None:
         # No transaction log (gone, or never committed: GitHub refuses files over 100 MB): the process's own exit
@@ -316,7 +360,7 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         metrics=tuple(state.metrics), hidden_keys=tuple(m.name for m in state.metrics if m.hidden and m.name),
         non_scalar_keys=tuple(non_scalar), console=tuple(console_lines), console_line_count=console_total,
         exit_code=exit_code, runtime_s=state.runtime_s,
-        status="unknown" if exit_code is None else ("finished" if exit_code == 0 else "crashed"),
+        status=_status(exit_code, interrupted),
         preempted=state.preempted, explicit_step_logging=state.explicit_step, first_step=first_step,
         few_rows_late_start=bool(state.explicit_step and first_step and first_step > 0 and len(steps) <= FEW_ROWS),
         dropped_steps=tuple(d.step for d in dropped), dropped_step_details=tuple(dropped),
@@ -327,5 +371,6 @@ def read_wandb_run(run_dir: Path, rel_path: str, base_url: str | None = None,
         # Only a log without its exit record can still grow: keep the state to continue from.
         end_offset=state.end_offset, log_state=state if log_paths and exit_code is None else None,
         link=link, provenance=metadata_provenance(files.metadata, prefix + "files/wandb-metadata.json"),
-        tracebacks=_tracebacks(files, console_lines, console_total, log_rel), resume_from=run.get("resume_from"),
+        tracebacks=tracebacks, resume_from=run.get("resume_from"), core_start_s=files.core_start_s,
+        interrupted=interrupted,
     )
