@@ -58,8 +58,12 @@ async def test_log_tab_masks_a_secret_after_a_line_continuation(tmp_path):
     secret = "Zq7" * 8
     run = tmp_path / "run"
     shutil.copytree(RUNS / "e2_crashed", run, symlinks=True)
+    key_lines = ["b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+                 "QyNTUxOQAAACBSb2Y3ZmFrZWtleWZha2VrZXlmYWtla2V5ZmFrZWtleQAAAJgAAAAAAAAA"]
     with open(run / "train.log", "a", encoding="utf-8") as log:
         log.write(f"launch: pimm submit cfg.py \\\n  --wandb-key \\\n  {secret} \\\n  --lr 0.1\n")
+        log.write("-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + "\n".join(key_lines) + "\n-----END OPENSSH "
+                  + "PRIVATE KEY-----\nafter the key\n")
     async with opened(run, (120, 36), tab="6") as (app, pilot):
         view = app.screen.query_one(LogView)
         await until(pilot, lambda: view.line_count > 0, what="the log tab's lines")
@@ -71,3 +75,10 @@ async def test_log_tab_masks_a_secret_after_a_line_continuation(tmp_path):
         assert view.line_text(at + 1).strip() == "**** \\"
         assert view.line_text(at + 2).strip() == "--lr 0.1"
         assert all(secret not in view.line_text(i) for i in range(view.line_count))
+        begin = next(i for i in range(view.line_count) if "PRIVATE" in view.line_text(i) or
+                     view.line_text(i).strip() == "****" and i > at + 2)
+        view._cache.clear()
+        view._read_lines(begin + 2, 4)  # from inside the key: its BEGIN line is only in the context before
+        shown = [view.line_text(i) for i in range(begin, begin + 5)]
+        assert shown == ["****"] * 4 + ["after the key"], shown
+        assert not any(part in "\n".join(view.line_text(i) for i in range(view.line_count)) for part in key_lines)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import lru_cache
 
 from .secret_names import (_ATTACHED_P, _ATTACHED_P_WORD, _MYSQL_P as _MYSQL_P, _USER_FLAGS as _USER_FLAGS,
@@ -119,17 +120,26 @@ def _benign_value(value: str) -> bool:
     return (v.lower() in _BENIGN_VALUES or MASK in v or placeholder or bool(_ENV_REFERENCE.match(v)))
 
 
-def _mask_pem(text: str) -> str:
-    """Every ``-----BEGIN ... PRIVATE KEY-----`` block up to its END line (or 20,000 characters) becomes MASK."""
+def _mask_pem(text: str, keep_lines: bool = False) -> str:
+    """Every ``-----BEGIN ... PRIVATE KEY-----`` block up to its END line (or 20,000 characters) becomes MASK
+    (``keep_lines``: one MASK per line of the block, so the text keeps its lines)."""
     if "-----BEGIN" not in text:
         return text
     out, position = [], 0
     while (begin := _PEM_BEGIN.search(text, position)) is not None:
         end = _PEM_END.search(text, begin.end(), begin.end() + MAX_PEM_CHARS)
         stop = end.end() if end else min(len(text), begin.end() + MAX_PEM_CHARS)
-        out += [text[position:begin.start()], MASK]
+        block = MASK if not keep_lines else "\n".join([MASK] * (text.count("\n", begin.start(), stop) + 1))
+        out += [text[position:begin.start()], block]
         position = stop
     return "".join(out) + text[position:]
+
+
+def mask_lines(lines: Sequence[str]) -> list[str]:
+    """``lines`` (no line breaks in them) masked as one text, one entry per line: a secret on the line after its flag
+    (``--token \\`` then the token) is found, and every line of a private key block becomes MASK."""
+    masked = mask_text(_mask_pem("\n".join(lines), keep_lines=True)).split("\n")
+    return masked if len(masked) == len(lines) else [mask_text(line) for line in lines]
 
 
 def _auth_repl(match: re.Match[str]) -> str:

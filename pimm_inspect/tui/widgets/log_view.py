@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...analysis.secrets import mask_text
+from ...analysis.secrets import mask_lines
 from ...report.safe_text import clean
 from ...sources import UnreadableFile, open_regular
 from ..messages import LogIndexProgress
@@ -38,16 +38,10 @@ MAX_LINE_CHARS = 2000
 """Very long lines are cut when shown (the file is never changed)."""
 
 
-MASK_CONTEXT_LINES = 8
-"""Lines before the ones shown that the masker reads with them (a flag on one line, its secret on the next)."""
+MASK_CONTEXT_LINES = 64
+"""Lines before the ones shown that the masker reads with them (a flag on one line, its secret on the next; a
+private key's BEGIN line above the key's lines on screen)."""
 MASK_CONTEXT_BYTES = 64 * 1024
-
-
-def _masked_lines(lines: list[str]) -> list[str]:
-    """``lines`` with secrets masked as one text (so a value after a shell line continuation is found), one entry per
-    line; line by line where masking the whole changed the number of lines (a private key block becomes one mask)."""
-    masked = mask_text("\n".join(lines)).split("\n")
-    return masked if len(masked) == len(lines) else [mask_text(line) for line in lines]
 
 
 class LogView(ScrollView, can_focus=True):
@@ -190,7 +184,7 @@ class LogView(ScrollView, can_focus=True):
         for i in range(lead, last):
             a, b = int(self.offsets[i]) - start, int(self.offsets[i + 1]) - start
             raws.append(data[a:b].rstrip(b"\r\n")[:MAX_LINE_CHARS * 4].decode("utf-8", errors="replace"))
-        for i, text in enumerate(_masked_lines(raws)[first - lead:], start=first):
+        for i, text in enumerate(mask_lines(raws)[first - lead:], start=first):
             # Masked, then every control character shown as an escape: a log line is data, never a terminal sequence.
             self._cache[i] = clean(text.expandtabs(4))[:MAX_LINE_CHARS]
 
