@@ -8,6 +8,7 @@ as its source text. Only the head of each attempt is read (bounded), never the w
 from __future__ import annotations
 
 import ast
+import io
 import re
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
@@ -15,6 +16,7 @@ from typing import Any, BinaryIO, Iterable
 from ...model import ConfigDoc, Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular
 from ._dump_literals import parse_literals
+from ._handoff import take
 
 MAX_HEAD_LINES = 200
 """Lines after an attempt's first line searched for ``Config:``."""
@@ -112,10 +114,15 @@ def read_config_dumps(path: Path, rel_path: str, segments: Iterable[Any]) -> tup
     """One ``log_config`` document per attempt that logged a ``Config:`` dump (``attempt`` set)."""
     docs: list[ConfigDoc] = []
     findings: list[Finding] = []
-    try:
-        fh = open_regular(path, rel_path)  # never a FIFO or a link out of the run swapped in since the log's read
-    except (UnreadableFile, OSError):
-        return docs, findings  # the train.log reader already reports an unreadable file
+    read = take(segments, path)  # the bytes these segments were just read from, when the log was small
+    fh: BinaryIO
+    if read is not None:
+        fh = io.BytesIO(read)
+    else:
+        try:
+            fh = open_regular(path, rel_path)  # never a FIFO or a link out of the run swapped in since the log's read
+        except (UnreadableFile, OSError):
+            return docs, findings  # the train.log reader already reports an unreadable file
     with fh:
         for seg in segments:
             try:
