@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PosixPath
 from typing import Any, BinaryIO
 
 from ..model import Finding, Severity
@@ -19,6 +19,9 @@ MAX_TEXT_BYTES = 16 * 1024 * 1024
 MAX_SHOWN_TEXT_BYTES = 4 * 1024 * 1024
 """Text documents shown verbatim and scanned for secrets line by line (``config.py``, ``launch.sbatch``) are read
 up to this size: real ones are a few KiB, and masking a hostile one costs about 1 s per MiB."""
+
+
+_POSIX_PATH = PosixPath if os.name == "posix" else None
 
 
 class UnreadableFile(Exception):
@@ -38,6 +41,15 @@ def file_finding(code: str, rel_path: str, message: str, explanation: str = "",
 
 def rel(path: Path, root: Path) -> str:
     """POSIX path of ``path`` relative to ``root`` (or its name when outside)."""
+    if type(path) is _POSIX_PATH and type(root) is _POSIX_PATH:
+        # The usual case by string: a Path's text is normalised (no ``//``, ``.`` or trailing ``/``), so a root's
+        # text plus ``/`` starting the path's text is exactly ``relative_to``'s parts test (3x cheaper).
+        whole, base = str(path), str(root)
+        if whole.startswith(base) and base.startswith("/") and base != "/":
+            if len(whole) == len(base):
+                return "."
+            if whole[len(base)] == "/":
+                return whole[len(base) + 1:]
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
