@@ -26,8 +26,9 @@ SAME_BYTES_CAP = 1024 * 1024
 """training_args.bin files up to this size are compared byte for byte with those already read in the run: a copy
 (every checkpoint-N/ holds one, the same unless the arguments changed) is not unpickled again."""
 
-Seen = dict[bytes, dict[Any, Any]]
-"""The bytes of training_args.bin files read in one run -> their pickle's BUILD state (read without a finding)."""
+Seen = dict[bytes, tuple[Any, tuple[str, ...]]]
+"""The bytes of training_args.bin files read in one run (without a finding) -> their TrainingArguments as plain data
+and the caps ``to_plain`` hit on them (the same bytes unpickle to the same state, which converts to the same)."""
 
 
 def _small_bytes(path: Path, rel_path: str) -> bytes | None:
@@ -43,31 +44,35 @@ def _small_bytes(path: Path, rel_path: str) -> bytes | None:
 def _training_args(path: Path, rel_path: str, seen: Seen | None = None) -> tuple[ConfigDoc | None, list[Finding]]:
     """TrainingArguments as a plain dict, from the pickle's BUILD state (never executed).
 
-    With ``seen``, a file byte-identical to one read before in the run (without a finding) takes that one's state:
-    the same bytes unpickle to the same state.
+    With ``seen``, a file byte-identical to one read before in the run (without a finding) takes that one's
+    arguments: the same bytes unpickle to the same state, and convert to the same plain data.
     """
     from ..checkpoint.reader import read_checkpoint_file  # torch zip/pickle containers, read without torch
     from ..checkpoint.safe_pickle import PickledObject, to_plain
 
     raw = _small_bytes(path, rel_path) if seen is not None else None
-    state = seen.get(raw) if seen is not None and raw is not None else None
+    known = seen.get(raw) if seen is not None and raw is not None else None
     findings: list[Finding] = []
-    if state is None:
+    if known is not None:
+        data, caps = known
+    else:
         read = read_checkpoint_file(path, rel_path)
         findings = list(read.findings)
         payload = read.payload
         state = payload.state if isinstance(payload, PickledObject) else None
-        if seen is not None and raw is not None and not findings and isinstance(state, dict):
-            seen[raw] = state
-    if not isinstance(state, dict):
-        if not findings:
-            findings.append(file_finding("file.corrupt", rel_path, f"{rel_path}: no TrainingArguments state in the pickle",
-                                         "The file does not hold a pickled TrainingArguments object."))
-        return None, findings
-    cut: list[str] = []
-    data = to_plain(state, cut=cut)
-    if cut:
-        findings.append(file_finding("file.over-limit", rel_path, f"{rel_path}: TrainingArguments are {', '.join(cut)}; "
+        if not isinstance(state, dict):
+            if not findings:
+                findings.append(file_finding("file.corrupt", rel_path,
+                                             f"{rel_path}: no TrainingArguments state in the pickle",
+                                             "The file does not hold a pickled TrainingArguments object."))
+            return None, findings
+        cut: list[str] = []
+        data = to_plain(state, cut=cut)
+        caps = tuple(cut)
+        if seen is not None and raw is not None and not findings:
+            seen[raw] = (data, caps)
+    if caps:
+        findings.append(file_finding("file.over-limit", rel_path, f"{rel_path}: TrainingArguments are {', '.join(caps)}; "
                                      "the rest is not shown", "Real TrainingArguments are a flat set of a few hundred "
                                      "values; this pickle was cut where it passed the limit."))
     return (ConfigDoc(rel_path, "hf_training_args", data) if isinstance(data, dict) else None), findings

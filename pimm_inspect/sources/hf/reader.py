@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from ...model import CheckpointInfo, ConfigDoc, Finding, Origin, ScalarSeries, SourceFile
 from .._common import file_finding, rel
-from .configs import attempt_training_args, read_hf_configs
+from .configs import Seen, attempt_training_args, read_hf_configs
 from .notes import schedule_notes
 from .checkpoints import (CHECKPOINT_RE, HfCheckpoint, is_weight_file, list_files, listing, read_checkpoint_dir,
                           weights_meta)
@@ -372,7 +372,7 @@ def read_hf_trainer_dir(run_dir: Path, run_root: Path,
     series, summary = history_series(primary) if primary else ([], {})
     fields = primary.fields if primary else {}
     declared = {k: as_int(fields.get(k)) for k in ("logging_steps", "eval_steps", "save_steps", "global_step")}
-    seen_args: dict[bytes, Any] = {}  # training_args.bin read in this run (copies are not unpickled again)
+    seen_args: Seen = {}  # training_args.bin read in this run (copies are not unpickled or converted again)
     configs, more = read_hf_configs(run_dir, run_root, [folder for _step, tmp, folder in sorted(found, key=lambda t: t[0])
                                                         if not tmp], seen_args)
     findings += more

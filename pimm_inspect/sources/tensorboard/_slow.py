@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,21 +72,96 @@ def _tensor_value(tensor: TensorProto) -> float | None:
     return float(raw[0])
 
 
-def decode_slow(buf: Buf, offsets: np.ndarray, lengths: np.ndarray, records: np.ndarray) -> SlowResult:
-    """Decode records one by one with protobuf, in file order (``offsets`` ascending)."""
-    # Imported here: ~0.05 s, and only needed for records off the fast path.
-    from tensorboard.compat.proto import event_pb2
+_DOUBLE = struct.Struct("<d").unpack_from
+_FLOAT = struct.Struct("<f").unpack_from
 
+
+def plain_event(payload: Buf) -> tuple[float, int, str, float | None] | None:
+    """(wall time, step, tag, value) of an ``Event`` holding one ``simple_value`` (value None: a ``file_version``
+    event, its string in ``tag``), read from its bytes; None for any other content or spelling, which protobuf then
+    decodes.
+
+    Only the canonical encoding of those two shapes is taken (fields in number order, each once, lengths exact,
+    the step a varint under 2**63, a valid UTF-8 string, a value that is not a NaN), so what is taken is what
+    protobuf gives for the record: ``Event.FromString`` costs some 2 us more per record, the whole cost of a small
+    file's scalars (tests/test_tb_plain_events.py compares both on generated and damaged records).
+    """
+    end = len(payload)
+    if end < 12 or payload[0] != 0x09:
+        return None
+    wall: float = _DOUBLE(payload, 1)[0]
+    at = 9
+    step = 0
+    if payload[9] == 0x10:
+        at, shift = 10, 0
+        while True:  # a short varint; a longer one (a negative step) goes to protobuf
+            if at >= end:
+                return None
+            byte = payload[at]
+            at += 1
+            step |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+            if shift > 56:
+                return None
+    if at + 2 > end:
+        return None
+    field = payload[at]
+    size = payload[at + 1]
+    at += 2
+    if size >= 0x80 or at + size != end:  # one field to the end, its length in one byte
+        return None
+    if field == 0x1A:  # file_version
+        try:
+            return wall, step, str(payload[at:], "utf-8"), None
+        except UnicodeDecodeError:
+            return None
+    if field != 0x2A or size < 7 or payload[at] != 0x0A or payload[at + 1] != size - 2 or payload[at + 2] != 0x0A:
+        return None  # not a summary holding exactly one value that starts with its tag
+    tag_size = payload[at + 3]
+    at += 4
+    if tag_size >= 0x80 or tag_size == 0 or at + tag_size + 5 != end or payload[at + tag_size] != 0x15:
+        return None  # not a tag then a simple_value, and nothing else
+    value: float = _FLOAT(payload, at + tag_size + 1)[0]
+    if value != value:
+        return None  # a NaN: protobuf's bits for it
+    try:
+        return wall, step, str(payload[at : at + tag_size], "utf-8"), value
+    except UnicodeDecodeError:
+        return None
+
+
+def decode_slow(buf: Buf, offsets: np.ndarray, lengths: np.ndarray, records: np.ndarray) -> SlowResult:
+    """Decode records one by one, in file order (``offsets`` ascending): the plain shapes from their bytes
+    (``plain_event``), the rest with protobuf."""
     out = SlowResult()
-    status_name = event_pb2.SessionLog.SessionStatus.Name
-    parse = event_pb2.Event.FromString
+    parse = None
     points, sightings = out.points, out.sightings
     first_wall: tuple[int, float] | None = None
     wall = 0.0
     decoded = -1
     for offset, length, record in zip(offsets.tolist(), lengths.tolist(), records.tolist()):
+        payload = buf[offset + 12 : offset + 12 + length]
+        plain = plain_event(payload) if length >= 12 else None
+        if plain is not None:
+            wall, step, tag, scalar = plain
+            decoded = record
+            if first_wall is None:
+                first_wall = (record, wall)
+            if scalar is not None:
+                points.append((record, 0, tag, step, scalar, wall, False))
+            else:
+                out.markers.append(("file_version", step, wall, tag, record))
+            continue
+        if parse is None:
+            # Imported here: ~0.05 s, and only needed for records off the plain shapes.
+            from tensorboard.compat.proto import event_pb2
+
+            status_name = event_pb2.SessionLog.SessionStatus.Name
+            parse = event_pb2.Event.FromString
         try:
-            event = parse(buf[offset + 12 : offset + 12 + length])
+            event = parse(payload)
         except Exception:  # noqa: BLE001  (any parse failure is damage, never a crash)
             out.undecodable += 1
             out.refused.append(record)

@@ -1,19 +1,22 @@
 """The ``Config:`` dump pimm logs at every process start, one per train.log attempt, parsed without executing it.
 
-The dump is Python source (``key = value`` lines, ``dict(...)`` calls, lists). It is parsed with ``ast`` and
-only literals are taken: ``dict(k=v)`` becomes a dict, anything else (a call, a name, an expression) is kept
+The dump is Python source (``key = value`` lines, ``dict(...)`` calls, lists). It is parsed (the plain literal
+shapes by ``_dump_literals``, anything else with ``ast``) and only literals are taken: ``dict(k=v)`` becomes a dict, anything else (a call, a name, an expression) is kept
 as its source text. Only the head of each attempt is read (bounded), never the whole log.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import re
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
 from ...model import ConfigDoc, Finding, Severity
 from .._common import UnreadableFile, file_finding, open_regular
+from ._dump_literals import parse_literals
+from ._handoff import take
 
 MAX_HEAD_LINES = 200
 """Lines after an attempt's first line searched for ``Config:``."""
@@ -50,7 +53,16 @@ def _literal(node: ast.AST, text: str, depth: int = 0) -> Any:
 
 
 def parse_dump(text: str) -> dict[str, Any] | None:
-    """``key = value`` assignments of a config dump as a dict (None when the text is not Python)."""
+    """``key = value`` assignments of a config dump as a dict (None when the text is not Python).
+
+    The plain literal shapes pimm writes are read without an AST (``_dump_literals``, several times faster);
+    anything else is parsed with ``ast`` (``parse_dump_ast``), which gives the same for those shapes."""
+    fast = parse_literals(text)
+    return fast if fast is not None else parse_dump_ast(text)
+
+
+def parse_dump_ast(text: str) -> dict[str, Any] | None:
+    """``parse_dump`` through ``ast.parse``: literals as values, any other expression as its source text."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -102,10 +114,15 @@ def read_config_dumps(path: Path, rel_path: str, segments: Iterable[Any]) -> tup
     """One ``log_config`` document per attempt that logged a ``Config:`` dump (``attempt`` set)."""
     docs: list[ConfigDoc] = []
     findings: list[Finding] = []
-    try:
-        fh = open_regular(path, rel_path)  # never a FIFO or a link out of the run swapped in since the log's read
-    except (UnreadableFile, OSError):
-        return docs, findings  # the train.log reader already reports an unreadable file
+    read = take(segments, path)  # the bytes these segments were just read from, when the log was small
+    fh: BinaryIO
+    if read is not None:
+        fh = io.BytesIO(read)
+    else:
+        try:
+            fh = open_regular(path, rel_path)  # never a FIFO or a link out of the run swapped in since the log's read
+        except (UnreadableFile, OSError):
+            return docs, findings  # the train.log reader already reports an unreadable file
     with fh:
         for seg in segments:
             try:

@@ -15,13 +15,14 @@ measure gaps correctly but are not true unix seconds.
 
 from __future__ import annotations
 
+import io
 import itertools
 from bisect import bisect_left
 import os
 import re
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ...arrays import release_freed_memory
 from ...model import Finding, LogEvent, ScalarSeries, Severity, make_series
@@ -33,6 +34,7 @@ from ._arena import Arenas, no_rows
 from ._ahead import AheadFailed, Prescan, scanned_blocks
 from ._blocks import BLOCK_BYTES, MAX_LINE_BYTES, LineStats
 from ._findings import long_lines_finding, non_finite_findings
+from ._handoff import HANDOFF_BYTES, leave
 from ._index import BlockContext, IndexBuilder
 from ._preview import ThinnedPoints
 from ._records import MAX_MESSAGE_BYTES, continue_record, finish_record, record, record_text
@@ -317,6 +319,7 @@ def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, firs
     lines = 0
     stats = LineStats()
     identity: tuple[int, bytes] | None = None
+    whole: bytes | None = None
     end = start_offset
     with fh:
         try:
@@ -343,7 +346,13 @@ def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, firs
                     severity=Severity.INFO))
                 return reader.result(rel_path, 0, 0, findings, read_from=start_offset)
             block_bytes = read_progress.block_bytes(BLOCK_BYTES)  # the loader's, when it wants smaller steps
-            with closing(scanned_blocks(fh, start_offset, size, stats, block_bytes, MAX_LINE_BYTES,
+            source: BinaryIO = fh
+            if start_offset == 0 and 0 < size <= min(block_bytes, HANDOFF_BYTES):
+                # A small log in one read: its bytes go to the Config: dump reader too (``_handoff``).
+                fh.seek(0)  # ``can_extend`` may have read elsewhere
+                whole = fh.read(size)
+                source = io.BytesIO(whole)
+            with closing(scanned_blocks(source, start_offset, size, stats, block_bytes, MAX_LINE_BYTES,
                                         ahead)) as scanned:
                 for count, (block, offset, real_end, prescan) in enumerate(scanned, 1):
                     lines += reader.block(block, offset, prescan)
@@ -351,8 +360,11 @@ def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, firs
                     read_progress.advanced(end, lambda: reader.so_far(rel_path))
                     if count % _TRIM_BLOCKS == 0:
                         release_freed_memory()
-            fh.seek(max(0, end - TAIL_CHECK_BYTES))
-            identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
+            if whole is not None:
+                identity = (st.st_ino, whole[max(0, end - TAIL_CHECK_BYTES) : end])
+            else:
+                fh.seek(max(0, end - TAIL_CHECK_BYTES))
+                identity = (st.st_ino, fh.read(end - max(0, end - TAIL_CHECK_BYTES)))
         except OSError as exc:
             findings.append(file_finding("file.unreadable", rel_path, f"{rel_path}: read failed ({exc.strerror})"))
             stats.partial_bytes = 0
@@ -365,7 +377,10 @@ def _read(path: Path, rel_path: str, start_offset: int, first_attempt: int, firs
         findings.append(long_lines_finding(rel_path, stats.long_line_count, stats.skipped_bytes))
     reader.long_lines = tuple(stats.long_lines)
     reader.long_line_count, reader.skipped_bytes = stats.long_line_count, stats.skipped_bytes
-    return reader.result(rel_path, end, lines, findings, identity, read_from=start_offset)
+    result = reader.result(rel_path, end, lines, findings, identity, read_from=start_offset)
+    if whole is not None and identity is not None:
+        leave(result.segments, path, whole)
+    return result
 
 
 __all__ = ["MAX_MESSAGE_BYTES", "LogSegment", "TrainLogIndex", "TrainLogResult", "TrainLogResume", "TrainLogTail",
