@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Attempt, Origin, ScalarSeries
+from .attribution import attributed, kind_of_source
 from .collect import Collected
 from .column_ranges import ColumnRanges
 from .process_evidence import (RAN_AT_ONCE_S, csv_attempts, epoch_axis_tags, fold_evaluator_segments,
@@ -32,7 +33,8 @@ def _utc(seconds: float | None) -> str | None:
 
 
 def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]]:
-    """Attempts from train.log segments (else one per event file), with every series attributed."""
+    """Attempts from train.log segments (else one per event file), with every series attributed to its attempt and
+    tagged with its source file's reader kind (``attribution``)."""
     series: list[ScalarSeries] = []
     attempts: list[Attempt] = []
     c.train_log = fold_evaluator_segments(c.train_log)  # a tester's config line is no process start
@@ -111,10 +113,10 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         attempts += _hf_attempts(c)
     elif c.csv_metrics:
         attempts += csv_attempts(c.csv_metrics)
+    placed: list[tuple[ScalarSeries, int | None]] = [(s, s.attempt) for s in series]  # (series, its attempt)
     for rel_path, _name, result in tb_parts:
         attempt = part_attempt.get(id(result), tb_attempt.get(rel_path))
-        for s in result.series.values():
-            series.append(dataclasses.replace(s, attempt=attempt))
+        placed += [(s, attempt) for s in result.series.values()]
     if not wandb_attempt and len(c.wandb_runs) > 1 and len({r.run_id for r in c.wandb_runs}) == 1:
         # One W&B id, several local folders: each folder is one process start (a requeued offline run).
         wandb_attempt = {r.rel_path: i for i, r in enumerate(process_folders(c.wandb_runs), start=1)}
@@ -122,14 +124,15 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
         attempt = wandb_attempt.get(run.rel_path)
         # A declared step metric (pimm's hidden train/global_step) is the x axis of the others, not a curve.
         step_metrics = set(run.x_axis.values()) - {"_step"}
-        series += [dataclasses.replace(s, attempt=attempt) if attempt is not None else s
-                   for s in run.series if s.tag not in step_metrics]
+        placed += [(s, attempt if attempt is not None else s.attempt) for s in run.series if s.tag not in step_metrics]
     for _rel, csv_result in c.csv_metrics:  # Lightning's CSVLogger: one file, one logger version, one process
         only = attempts[0].index if len(attempts) == 1 else None  # beside several writers of event files: unknown
-        series += [dataclasses.replace(s, attempt=only) for s in csv_result.series.values()]
+        placed += [(s, only) for s in csv_result.series.values()]
     if c.hf is not None:
         # Trainer history (trainer_state.json) plus the runs/* TensorBoard folders, one per process start.
-        series += list(c.hf.series) + list(c.hf.tb_series)
+        placed += [(s, s.attempt) for s in (*c.hf.series, *c.hf.tb_series)]
+    kinds = {source.path: source.kind for source in c.sources}
+    series = [attributed(s, attempt, kind_of_source(s.source, kinds)) for s, attempt in placed]  # each built once
     return _reconcile_spans(attempts, series, epoch_axis_tags(c.train_log, series)), series
 
 
