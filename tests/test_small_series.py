@@ -159,11 +159,35 @@ def test_copy_spreads_of_a_few_points_are_the_numpy_ones(monkeypatch: pytest.Mon
     assert answered > 300
 
 
+def test_copy_spreads_of_a_requeued_run_are_worked_out_in_python_as_numpy_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A requeued run's ranges span many short series (more points than ``SMALL_POINTS`` in all, a few dozen each):
+    the Python path answers them (``POINTS_PER_SERIES``), with numpy's figures."""
+    from pathlib import Path
+
+    from pimm_inspect.analysis.replays import compute_replayed, drawn_series
+    from pimm_inspect.load.assemble import load_run
+
+    run = load_run(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_requeued_twice")
+    by_writer = replay_copies.writers_of(drawn_series(run))
+    ranges = compute_replayed(run)
+    assert ranges
+    fast = [replay_copies._few_spreads(by_writer, r) for r in ranges]
+    assert all(spreads is not None for spreads in fast)
+    assert max(sum(len(s) for w in (*r.attempts, *r.paths) for s in by_writer.get(w, ())) for r in ranges) > SMALL_POINTS
+    monkeypatch.setattr(replay_copies, "_few_spreads", lambda _by_writer, _r: None)
+    slow = [replay_copies.copy_spreads(by_writer, r) for r in ranges]
+    assert [[(t.tag, t.held, t.first_held, t.last_held) for t in spreads or []] for spreads in fast] == \
+        [[(t.tag, t.held, t.first_held, t.last_held) for t in spreads] for spreads in slow]
+    assert all(_same_float(a.spread, b.spread) for f, sl in zip(fast, slow) for a, b in zip(f or [], sl))
+    assert any(t.spread > 0 for spreads in slow for t in spreads)  # copies that differ: a figure worth checking
+
+
 def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from pathlib import Path
 
     from pimm_inspect import load_run
-    from pimm_inspect.analysis import analyze, replays
+    from pimm_inspect.analysis import analyze, checks_replayed, replays
 
     run = load_run(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_clean")
     calls: list[int] = []
@@ -171,7 +195,8 @@ def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pyte
     monkeypatch.setattr(replays, "written_ranges", lambda series: calls.append(1) or real(series))
     analysed = analyze(run)
     assert analysed.replayed == () and calls == [1]  # once by analyze; check_replayed took its answer
-    assert replays.replayed_of(run) == () and calls == [1, 1]  # a run not analysed: worked out now
+    assert [f for f in checks_replayed.check_replayed(run) if f.code == "steps.replayed"] == [] and calls == [1]
+    # a check never looks for replays itself: the ranges come from analysis only
 
 
 def test_median_gap_and_distinct_sorted_of_a_few_integers_are_numpys() -> None:
