@@ -14,7 +14,7 @@ from .distinct import distinct_sorted
 
 
 def check_replayed(run: Run) -> list[Finding]:
-    """``steps.replayed``: one finding per replayed range (``checks_replayed``)."""
+    """``steps.replayed``: one finding per range of ``run.replayed``, set by ``analyze`` (``checks_replayed``)."""
     from .checks_replayed import check_replayed as check
 
     return check(run)

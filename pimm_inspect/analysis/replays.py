@@ -16,9 +16,6 @@ a few MB, not every tag's pairs).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -266,28 +263,6 @@ class _Spans:
                 break
             at -= 1
         return lo, hi
-
-
-_ANALYSED: ContextVar[Run | None] = ContextVar("analysed_run", default=None)
-"""The run ``analyze`` is checking, whose ``replayed`` it has set (an empty tuple then means: none)."""
-
-
-@contextmanager
-def replayed_known(run: Run) -> Iterator[None]:
-    """While checking ``run`` (its ``replayed`` set by analysis), ``replayed_of`` gives that instead of working it
-    out again: a run without replays has an empty ``replayed`` that would otherwise mean "not analysed yet"."""
-    token = _ANALYSED.set(run)
-    try:
-        yield
-    finally:
-        _ANALYSED.reset(token)
-
-
-def replayed_of(run: Run) -> tuple[ReplayedRange, ...]:
-    """``run.replayed`` when analysis set it, else computed now (a run not analysed yet: the same ranges)."""
-    if run.replayed or _ANALYSED.get() is run:
-        return run.replayed
-    return compute_replayed(run)
 
 
 def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
