@@ -30,9 +30,11 @@ Writer = int | str
 """An attempt index, or the run-relative path of a file whose points name no attempt."""
 
 
-def drawn_series(run: Run) -> list[ScalarSeries]:
-    """The series the curves draw: per tag the preferred source kind with points, stale event files left out."""
-    stale = stale_event_files(run)
+def drawn_series(run: Run, stale: set[str] | None = None) -> list[ScalarSeries]:
+    """The series the curves draw: per tag the preferred source kind with points, stale event files left out
+    (``stale``: the run's, when the caller has them)."""
+    if stale is None:
+        stale = stale_event_files(run)
     by_tag: dict[str, dict[str, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
     for s in run.series:
         if len(s) and s.source not in stale:
@@ -267,18 +269,19 @@ class _Spans:
 
 def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
     """Every step range held more than once, with its copy count and writers, oldest step first."""
-    series = drawn_series(run)
+    stale = stale_event_files(run)
+    written_all = written_ranges(drawn_series(run, stale))
     ranges: dict[tuple[int, int, tuple[Writer, ...]], ReplayedRange] = {}
     by_attempt: dict[int, list[tuple[str, tuple[int, int]]]] = defaultdict(list)  # every copy's file and steps
-    stale = stale_event_files(run)
     columns = ColumnRanges()  # each step column scanned once, not once per range
-    for s in run.series:
+    for s in run.series if written_all else ():  # (no range held twice, the usual case: no copy to name)
         if s.attempt is not None and len(s) and s.source not in stale:
             span = columns.steps(s)
             assert span is not None  # the series is not empty
             by_attempt[s.attempt].append((s.source, span))
-    spans = _Spans(run)
-    for written in written_ranges(series):
+    spans = _Spans(run) if written_all else None
+    for written in written_all:
+        assert spans is not None
         first, last = spans.widen(written)
         attempts = tuple(w for w in written.writers if isinstance(w, int))
         files = {w for w in written.writers if isinstance(w, str)}
