@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from pathlib import Path
 
 from ..arrays import median, unique_sorted
@@ -13,6 +12,7 @@ from .attempt_context import attempt_context
 from .attempts import attempts_and_series, finish_attempts
 from .checkpoint_writers import checkpoint_writers
 from .restored import restored_checkpoints
+from .stamps import stamp_seconds
 from .collect import Collected, collect
 from .collected import FileCache
 from .discover import classify_dir
@@ -151,12 +151,7 @@ def _step_cadence_s(c: Collected) -> float | None:
 
 def log_time(text: str | None) -> float | None:
     """A train.log timestamp (node-local, read as UTC like the reader's wall times) in seconds, or None."""
-    if not text:
-        return None
-    try:
-        return datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S").timestamp()
-    except ValueError:
-        return None
+    return stamp_seconds(text[:19], "%Y-%m-%d %H:%M:%S") if text else None
 
 
 def _status(attempts: list[Attempt], live: bool) -> RunStatus:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model import Attempt, ScalarSeries
 from .collect import Collected
+from .stamps import stamp_seconds
 
 if TYPE_CHECKING:
     from ..sources.slurm.rank_logs import RankLog
@@ -31,12 +31,7 @@ attempt's (both are the node's local clock)."""
 
 def _stamp_s(text: str | None, fmt: str) -> float | None:
     """A node-local time stamp as seconds (read as UTC, like every node-local time here; only differences count)."""
-    if not text:
-        return None
-    try:
-        return datetime.strptime(text, fmt).timestamp()
-    except ValueError:
-        return None
+    return stamp_seconds(text, fmt)
 
 
 def _log_s(text: str | None) -> float | None:
