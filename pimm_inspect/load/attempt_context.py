@@ -279,6 +279,9 @@ def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSe
                 gpus_n = facts["gpus"][0]
                 assert isinstance(gpus_n, int)
                 facts["lost_gpu_hours"] = (round(lost[0] * gpus_n / 3600.0, 6), facts["gpus"][1])
+        if not facts and not att.context_sources:  # no file says anything more: the attempt as it is
+            out.append(att)
+            continue
         values = {name: value for name, (value, _src) in facts.items()}
         out.append(dataclasses.replace(att, **values,  # type: ignore[arg-type]  # each value has its field's type
                                        context_sources=tuple((name, src) for name, (_v, src) in facts.items())))

@@ -211,15 +211,17 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
             first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls[0]))
     out = []
     for att in attempts:
+        changes: dict[str, Any] = {}
         span = spans.get(att.index)
         if span is not None:
-            firsts = [v for v in (att.first_step, span[0]) if v is not None]
-            lasts = [v for v in (att.last_step, span[1]) if v is not None]
-            att = dataclasses.replace(att, first_step=min(firsts), last_step=max(lasts))
+            first = span[0] if att.first_step is None else min(att.first_step, span[0])
+            last = span[1] if att.last_step is None else max(att.last_step, span[1])
+            if (first, last) != (att.first_step, att.last_step):
+                changes.update(first_step=first, last_step=last)
         if att.started_at is None and att.index in first_wall:
             # No log line gives the start: the first point the attempt wrote is the best evidence.
-            att = dataclasses.replace(att, started_at=_utc(first_wall[att.index]), started_at_utc=True)
-        out.append(att)
+            changes.update(started_at=_utc(first_wall[att.index]), started_at_utc=True)
+        out.append(dataclasses.replace(att, **changes) if changes else att)  # rebuilt once, when something changed
     return out
 
 
@@ -326,8 +328,7 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
     evidence = _has_checkpoint_evidence(c)
     out: list[Attempt] = []
     cut = _interrupted_saves(c)
-    restored = [dataclasses.replace(att, restore_step=restore_point(att),
-                                    saved_steps=tuple(s for s in att.saved_steps if s not in cut)) for att in attempts]
+    restored = [_with_restore(att, cut) for att in attempts]
     for i, att in enumerate(restored):
         prev = out[-1] if out else None
         nxt = restored[i + 1] if i + 1 < len(restored) else None
@@ -340,8 +341,18 @@ def finish_attempts(attempts: list[Attempt], live: bool, c: Collected) -> list[A
         keeps = _end_kept(c, nxt is None)
         lost = (_lost(att, nxt, keeps) if evidence or att.saved_steps or (nxt is not None and nxt.resume_step is not None)
                 else None)
-        out.append(dataclasses.replace(att, origin=origin, lost_steps=lost))
+        out.append(att if (origin, lost) == (att.origin, att.lost_steps) else
+                   dataclasses.replace(att, origin=origin, lost_steps=lost))
     return out
+
+
+def _with_restore(att: Attempt, cut: set[int]) -> Attempt:
+    """The attempt with its restore point set and its interrupted saves left out (itself when neither changes)."""
+    restore = restore_point(att)
+    saved = tuple(s for s in att.saved_steps if s not in cut) if cut else tuple(att.saved_steps)
+    if restore == att.restore_step and saved == att.saved_steps:
+        return att
+    return dataclasses.replace(att, restore_step=restore, saved_steps=saved)
 
 
 def _interrupted_saves(c: Collected) -> set[int]:
