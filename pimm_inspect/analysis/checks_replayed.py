@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..load.attempts import restore_point
+from ..load.attempt_endings import restore_point
 from ..load.column_ranges import ColumnRanges
 from ..model import Attempt, Finding, ReplayedRange, Run, Severity
 from . import _facts

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ..arrays import median_gap
-from ..load.attempts import restore_point
+from ..load.attempt_endings import restore_point
 from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
 from .curves import within_duplicates

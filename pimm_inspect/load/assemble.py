@@ -9,7 +9,8 @@ from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Era, Finding, Run, RunStatus, Severity
 from . import evidence
 from .attempt_context import attempt_context
-from .attempts import attempts_and_series, finish_attempts
+from .attempt_endings import finish_attempts
+from .attempts import attempts_and_series
 from .checkpoint_writers import checkpoint_writers
 from .restored import restored_checkpoints
 from .stamps import stamp_seconds
