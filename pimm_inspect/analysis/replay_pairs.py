@@ -108,7 +108,14 @@ def _few_keys(by_tag: dict[str, dict[Writer, list[ScalarSeries]]], rank: dict[Wr
     slot = {step: i for i, step in enumerate(logged.tolist())}  # every step logged: its index among them
     writers = len(rank)
     keys: set[int] = set()
+    taken: set[tuple[tuple[int, tuple[tuple[str, bytes], ...]], ...]] = set()
     for groups in tags:
+        # A tag whose writers logged exactly the steps of a tag taken before adds the same pairs: skipped.
+        sign = tuple(sorted((rank[writer], tuple((s.steps.dtype.str, s.steps.tobytes()) for s in group))
+                            for writer, group in groups.items()))
+        if sign in taken:
+            continue
+        taken.add(sign)
         owners: dict[int, list[int]] = {}  # step -> ranks of the tag's writers that logged it
         for writer, group in groups.items():
             for step in {step for s in group for step in s.steps.tolist()}:
