@@ -194,6 +194,7 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
     """
     spans: dict[int, tuple[int, int]] = {}
     first_wall: dict[int, float] = {}
+    unstarted = {att.index for att in attempts if att.started_at is None}  # only these take a start from the points
     ranges = ColumnRanges()  # each step and time column scanned once (the tags of a train.log share theirs)
     for s in series:
         if s.attempt is None or not len(s) or s.tag in epoch_tags:
@@ -203,7 +204,7 @@ def _reconcile_spans(attempts: list[Attempt], series: list[ScalarSeries],
         lo, hi = span
         old = spans.get(s.attempt)
         spans[s.attempt] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
-        walls = ranges.of(s.wall_times_s, finite_only=True)
+        walls = ranges.of(s.wall_times_s, finite_only=True) if s.attempt in unstarted else None
         if walls is not None:
             first_wall[s.attempt] = min(first_wall.get(s.attempt, np.inf), float(walls[0]))
     out = []
