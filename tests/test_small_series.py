@@ -183,6 +183,25 @@ def test_copy_spreads_of_a_requeued_run_are_worked_out_in_python_as_numpy_does(
     assert any(t.spread > 0 for spreads in slow for t in spreads)  # copies that differ: a figure worth checking
 
 
+def test_non_finite_values_of_a_few_points_are_found_as_numpy_finds_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    from pimm_inspect.analysis import checks_run
+    from pimm_inspect.model import Run, SourceFile
+
+    rng = random.Random(23)
+    runs = []
+    for _ in range(400):
+        series = tuple(_group(rng, rng.choice(["loss", "lr"]), AWKWARD + [1.0, 2.0, 0.5] * 4))
+        runs.append(Run(root=Path("/nowhere"), kind="tensorboard", era=None, status="finished", series=series,
+                        sources=tuple(SourceFile(s.source, "tb_events", 1, 0.0) for s in series)))
+    fast = [checks_run.check_non_finite(run) for run in runs]
+    monkeypatch.setattr(checks_run, "SMALL_POINTS", 0)  # numpy for every series
+    slow = [checks_run.check_non_finite(run) for run in runs]
+    assert fast == slow
+    assert sum(bool(found) for found in slow) > 100 and sum(not found for found in slow) > 50
+
+
 def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from pathlib import Path
 
