@@ -202,6 +202,23 @@ def test_non_finite_values_of_a_few_points_are_found_as_numpy_finds_them(monkeyp
     assert sum(bool(found) for found in slow) > 100 and sum(not found for found in slow) > 50
 
 
+def test_some_finite_time_of_a_few_points_is_numpys() -> None:
+    from pimm_inspect.load.attempt_context import _some_finite
+
+    rng = random.Random(29)
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        with np.errstate(over="ignore"):  # 1e308 as float32: inf
+            values = np.array(rng.choices(AWKWARD + [1.7e9] * 3, k=rng.randint(1, 40)),
+                              dtype=rng.choice([np.float64, np.float32]))
+        if rng.random() < 0.3:
+            values[:] = rng.choice([math.nan, math.inf, -math.inf])
+        want = bool(np.isfinite(values).any())
+        assert _some_finite(values) is want, values
+        seen[want] += 1
+    assert min(seen.values()) > 300
+
+
 def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from pathlib import Path
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..model import Attempt, ScalarSeries
 from .collect import Collected
+from .column_ranges import ColumnRanges
 from .stamps import stamp_seconds
 
 if TYPE_CHECKING:
@@ -172,14 +173,15 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     first, last = att.lost_steps
     if elapsed is not None and att.first_step is not None and first <= att.first_step and last >= (att.last_step or last):
         return elapsed
-    own = [s for s in series if s.attempt == att.index and len(s) and np.isfinite(s.wall_times_s).any()]
+    own = [s for s in series if s.attempt == att.index and len(s) and _some_finite(s.wall_times_s)]
     if not own:
         return None
     # A series that reaches the last lost step (an event file may have lost its unflushed tail), then the writers
     # that stamp each point on the training node's clock (a W&B row's time is when the client took it), then the
     # most written one.
-    best = min(own, key=lambda s: ((s.last_step or 0) < last, _CLOCK_RANK.get(kinds.get(s.source, ""), len(_CLOCK_RANK)),
-                                   -len(s)))
+    columns = ColumnRanges()  # each step column scanned once (the tags of a train.log share theirs)
+    best = min(own, key=lambda s: ((columns.steps(s) or (0, 0))[1] < last,
+                                   _CLOCK_RANK.get(kinds.get(s.source, ""), len(_CLOCK_RANK)), -len(s)))
     ok = np.isfinite(best.wall_times_s)
     # No copies of a column that is all finite (5M points: each copy was 40 MB more at the peak of a load).
     steps, walls = (best.steps, best.wall_times_s) if ok.all() else (best.steps[ok], best.wall_times_s[ok])
@@ -190,6 +192,16 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     return (spent, best.source) if spent >= 0 else None
 
 
+def _some_finite(values: np.ndarray) -> bool:
+    """True when a value is finite: a few values' sum is finite when every one is (else numpy answers)."""
+    if values.ndim == 1 and 0 < values.shape[0] <= _FEW:
+        total = sum(values.tolist())
+        if total - total == 0:
+            return True
+    return bool(np.isfinite(values).any())
+
+
+_FEW = 256
 _SLICE = 1 << 18
 
 
