@@ -219,6 +219,23 @@ def test_some_finite_time_of_a_few_points_is_numpys() -> None:
     assert min(seen.values()) > 300
 
 
+def test_last_logged_time_of_a_few_points_is_numpys() -> None:
+    from pimm_inspect.analysis.summary import _finite_max
+
+    rng = random.Random(31)
+    answered = 0
+    for _ in range(3000):
+        with np.errstate(over="ignore"):  # 1e308 as float32: inf
+            values = np.array(rng.choices(AWKWARD + [1.7e9, 1.7e9 + 0.5, -3.0], k=rng.randint(1, 40)),
+                              dtype=rng.choice([np.float64, np.float32]))
+        finite = values[np.isfinite(values)]
+        want = float(finite.max()) if finite.size else None
+        got = _finite_max(values)
+        assert _same_float(got, want) if want is not None else got is None, (values, got, want)
+        answered += want is not None
+    assert answered > 2000
+
+
 def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from pathlib import Path
 
