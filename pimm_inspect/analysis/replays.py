@@ -35,12 +35,15 @@ def drawn_series(run: Run, stale: set[str] | None = None) -> list[ScalarSeries]:
     (``stale``: the run's, when the caller has them)."""
     if stale is None:
         stale = stale_event_files(run)
-    by_tag: dict[str, dict[str, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
+    by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
     for s in run.series:
         if len(s) and s.source not in stale:
-            by_tag[s.tag][source_kind(run, s)].append(s)
+            by_tag.setdefault(s.tag, {}).setdefault(s.source_kind or source_kind(run, s), []).append(s)
     out: list[ScalarSeries] = []
     for kinds in by_tag.values():
+        if len(kinds) == 1:  # one source kind (the usual case): nothing to rank
+            out += next(iter(kinds.values()))
+            continue
         ranked = sorted(kinds, key=lambda k: SOURCE_PRIORITY.index(k) if k in SOURCE_PRIORITY else len(SOURCE_PRIORITY))
         out += kinds[ranked[0]]
     return out
