@@ -32,7 +32,3 @@ def attributed(s: ScalarSeries, attempt: int | None, kind: str) -> ScalarSeries:
         return ScalarSeries(s.tag, s.steps, s.values, s.wall_times_s, s.source, attempt, kind)
     return lazy.replace(s, attempt=attempt, source_kind=kind)  # type: ignore[no-any-return]
 
-
-def with_source_kinds(series: list[ScalarSeries], kinds: dict[str, str]) -> list[ScalarSeries]:
-    """Each series tagged with the reader kind of its source file (arrays are shared, not copied)."""
-    return [attributed(s, s.attempt, kind_of_source(s.source, kinds)) for s in series]
