@@ -103,7 +103,8 @@ class ScalarSeries:
     """Reader kind of ``source`` (tb_events, train_log, wandb, hf_trainer), set by the loader."""
 
     def __len__(self) -> int:
-        return int(self.steps.shape[0])
+        length: int = self.steps.shape[0]  # a Python int already (asked hundreds of times per run)
+        return length
 
     @property
     def first_step(self) -> int | None:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pimm_inspect.analysis import analyze, checks_checkpoint, checks_provenance, checks_run, checks_steps, checks_wandb
+from pimm_inspect.analysis import (analyze, checks_checkpoint, checks_provenance, checks_run, checks_steps, checks_wandb,
+                                   run_checks)
+from pimm_inspect.analysis.replays import compute_replayed
 from pimm_inspect.evidence import EventFileFacts, EventMarker, ModelDirFacts, RankLogFacts, TrainLogFacts
 from pimm_inspect.model import (Attempt, CheckpointInfo, ConfigDoc, LogEvent, Provenance, Run, SourceFile,
                                 make_series)
@@ -26,20 +28,28 @@ def tb_source(path: str) -> SourceFile:
     return SourceFile(path, "tb_events", 100, 0.0)
 
 
+def with_replayed(run: Run) -> Run:
+    """The run with its replayed ranges set, as ``analyze`` sets them before the checks run."""
+    return dataclasses.replace(run, replayed=compute_replayed(run))
+
+
 def test_replayed_fires_on_overlap_and_is_info_with_purge_marker():
     s1 = make_series("loss", np.arange(1, 76), np.ones(75), None, "ev.1", 1)
     s2 = make_series("loss", np.arange(51, 101), np.ones(50) * 1.5, None, "ev.2", 2)
     run = run_of(series=(s1, s2), sources=(tb_source("ev.1"), tb_source("ev.2")))
-    (f,) = checks_steps.check_replayed(run)
+    assert checks_steps.check_replayed(run) == []  # the check reads the ranges analysis found: none yet
+    (f,) = checks_steps.check_replayed(with_replayed(run))
     assert (f.code, f.steps, f.severity.label) == ("steps.replayed", (51, 75), "warning")
     assert "0.5" in f.explanation
     marker = EventMarker(kind="session_log", step=51, wall_time_s=0.0, detail="START")
     purged = dataclasses.replace(run, event_files=(event_file("ev.1"), event_file("ev.2", markers=(marker,))))
-    (f,) = checks_steps.check_replayed(purged)
+    (f,) = checks_steps.check_replayed(with_replayed(purged))
     assert f.severity.label == "info" and "purge marker" in f.explanation
     quiet = run_of(series=(s1, make_series("loss", np.arange(76, 101), np.ones(25), None, "ev.2", 2)),
                    sources=(tb_source("ev.1"), tb_source("ev.2")))
-    assert checks_steps.check_replayed(quiet) == []
+    assert checks_steps.check_replayed(with_replayed(quiet)) == []
+    (f,) = [f for f in run_checks(run) if f.code == "steps.replayed"]  # run_checks works the ranges out itself
+    assert f.steps == (51, 75)
 
 
 def test_gap_fires_only_when_every_source_shows_it():

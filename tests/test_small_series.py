@@ -159,11 +159,88 @@ def test_copy_spreads_of_a_few_points_are_the_numpy_ones(monkeypatch: pytest.Mon
     assert answered > 300
 
 
+def test_copy_spreads_of_a_requeued_run_are_worked_out_in_python_as_numpy_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A requeued run's ranges span many short series (more points than ``SMALL_POINTS`` in all, a few dozen each):
+    the Python path answers them (``POINTS_PER_SERIES``), with numpy's figures."""
+    from pathlib import Path
+
+    from pimm_inspect.analysis.replays import compute_replayed, drawn_series
+    from pimm_inspect.load.assemble import load_run
+
+    run = load_run(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_requeued_twice")
+    by_writer = replay_copies.writers_of(drawn_series(run))
+    ranges = compute_replayed(run)
+    assert ranges
+    fast = [replay_copies._few_spreads(by_writer, r) for r in ranges]
+    assert all(spreads is not None for spreads in fast)
+    assert max(sum(len(s) for w in (*r.attempts, *r.paths) for s in by_writer.get(w, ())) for r in ranges) > SMALL_POINTS
+    monkeypatch.setattr(replay_copies, "_few_spreads", lambda _by_writer, _r: None)
+    slow = [replay_copies.copy_spreads(by_writer, r) for r in ranges]
+    assert [[(t.tag, t.held, t.first_held, t.last_held) for t in spreads or []] for spreads in fast] == \
+        [[(t.tag, t.held, t.first_held, t.last_held) for t in spreads] for spreads in slow]
+    assert all(_same_float(a.spread, b.spread) for f, sl in zip(fast, slow) for a, b in zip(f or [], sl))
+    assert any(t.spread > 0 for spreads in slow for t in spreads)  # copies that differ: a figure worth checking
+
+
+def test_non_finite_values_of_a_few_points_are_found_as_numpy_finds_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    from pimm_inspect.analysis import checks_run
+    from pimm_inspect.model import Run, SourceFile
+
+    rng = random.Random(23)
+    runs = []
+    for _ in range(400):
+        series = tuple(_group(rng, rng.choice(["loss", "lr"]), AWKWARD + [1.0, 2.0, 0.5] * 4))
+        runs.append(Run(root=Path("/nowhere"), kind="tensorboard", era=None, status="finished", series=series,
+                        sources=tuple(SourceFile(s.source, "tb_events", 1, 0.0) for s in series)))
+    fast = [checks_run.check_non_finite(run) for run in runs]
+    monkeypatch.setattr(checks_run, "SMALL_POINTS", 0)  # numpy for every series
+    slow = [checks_run.check_non_finite(run) for run in runs]
+    assert fast == slow
+    assert sum(bool(found) for found in slow) > 100 and sum(not found for found in slow) > 50
+
+
+def test_some_finite_time_of_a_few_points_is_numpys() -> None:
+    from pimm_inspect.load.attempt_context import _some_finite
+
+    rng = random.Random(29)
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        with np.errstate(over="ignore"):  # 1e308 as float32: inf
+            values = np.array(rng.choices(AWKWARD + [1.7e9] * 3, k=rng.randint(1, 40)),
+                              dtype=rng.choice([np.float64, np.float32]))
+        if rng.random() < 0.3:
+            values[:] = rng.choice([math.nan, math.inf, -math.inf])
+        want = bool(np.isfinite(values).any())
+        assert _some_finite(values) is want, values
+        seen[want] += 1
+    assert min(seen.values()) > 300
+
+
+def test_last_logged_time_of_a_few_points_is_numpys() -> None:
+    from pimm_inspect.analysis.summary import _finite_max
+
+    rng = random.Random(31)
+    answered = 0
+    for _ in range(3000):
+        with np.errstate(over="ignore"):  # 1e308 as float32: inf
+            values = np.array(rng.choices(AWKWARD + [1.7e9, 1.7e9 + 0.5, -3.0], k=rng.randint(1, 40)),
+                              dtype=rng.choice([np.float64, np.float32]))
+        finite = values[np.isfinite(values)]
+        want = float(finite.max()) if finite.size else None
+        got = _finite_max(values)
+        assert _same_float(got, want) if want is not None else got is None, (values, got, want)
+        answered += want is not None
+    assert answered > 2000
+
+
 def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from pathlib import Path
 
     from pimm_inspect import load_run
-    from pimm_inspect.analysis import analyze, replays
+    from pimm_inspect.analysis import analyze, checks_replayed, replays
 
     run = load_run(Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "e2_clean")
     calls: list[int] = []
@@ -171,7 +248,8 @@ def test_an_analysed_run_without_replays_is_not_searched_again(monkeypatch: pyte
     monkeypatch.setattr(replays, "written_ranges", lambda series: calls.append(1) or real(series))
     analysed = analyze(run)
     assert analysed.replayed == () and calls == [1]  # once by analyze; check_replayed took its answer
-    assert replays.replayed_of(run) == () and calls == [1, 1]  # a run not analysed: worked out now
+    assert [f for f in checks_replayed.check_replayed(run) if f.code == "steps.replayed"] == [] and calls == [1]
+    # a check never looks for replays itself: the ranges come from analysis only
 
 
 def test_median_gap_and_distinct_sorted_of_a_few_integers_are_numpys() -> None:

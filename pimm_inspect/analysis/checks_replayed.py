@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..load.attempts import restore_point
+from ..load.attempt_endings import restore_point
 from ..load.column_ranges import ColumnRanges
 from ..model import Attempt, Finding, ReplayedRange, Run, Severity
 from . import _facts
 from .replay_copies import Writers, copy_spreads, densest_tags, writers_of
-from .replays import describe, drawn_series, marks, replayed_of
+from .replays import describe, drawn_series, marks
 from .wandb_view import wandb_view
 
 MAX_FINDINGS = 50
@@ -78,10 +78,11 @@ def _context(run: Run) -> _Context:
 
 
 def check_replayed(run: Run) -> list[Finding]:
-    """``steps.replayed``: one finding per range of steps written by more than one attempt or writer."""
+    """``steps.replayed``: one finding per range of ``run.replayed`` (steps written by more than one attempt or
+    writer), which ``analyze`` works out once before the checks run; a run not analysed holds none."""
     from .checks_steps import _repeated_in_session
 
-    ranges = replayed_of(run)
+    ranges = run.replayed
     findings: list[Finding] = []
     if ranges:
         ctx = _context(run)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 import numpy as np
 
@@ -42,13 +41,12 @@ def _agree(tag: str, kinds: tuple[str, str], left: dict[int, float], right: dict
 
 def check_source_mismatch(run: Run) -> list[Finding]:
     """``metrics.source-mismatch``: a tag logged by two sources whose values disagree at common steps."""
-    groups: dict[str, dict[str, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[str, dict[str, list[ScalarSeries]]] = {}
     for s in run.series:
-        kind = _facts.source_kind(run, s)
         if len(s):
-            groups[s.tag][kind].append(s)
+            groups.setdefault(s.tag, {}).setdefault(s.source_kind or _facts.source_kind(run, s), []).append(s)
     findings = []
-    for tag in sorted(groups):
+    for tag in sorted(tag for tag, by_kind in groups.items() if len(by_kind) > 1):  # a tag of one source: no pair
         kinds = sorted(groups[tag])
         for i, a in enumerate(kinds):
             for b in kinds[i + 1:]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ..arrays import median_gap
-from ..load.attempts import restore_point
+from ..arrays import median_gap, value_range
+from ..load.attempt_endings import restore_point
 from ..model import Attempt, Finding, LogEvent, Run, ScalarSeries, Severity
 from . import _facts
 from .curves import within_duplicates
@@ -14,7 +14,7 @@ from .distinct import distinct_sorted
 
 
 def check_replayed(run: Run) -> list[Finding]:
-    """``steps.replayed``: one finding per replayed range (``checks_replayed``)."""
+    """``steps.replayed``: one finding per range of ``run.replayed``, set by ``analyze`` (``checks_replayed``)."""
     from .checks_replayed import check_replayed as check
 
     return check(run)
@@ -45,14 +45,14 @@ def _repeated_in_session(run: Run, s: ScalarSeries) -> list[Finding]:
 
 def _densest_by_kind(run: Run) -> dict[str, dict[int, ScalarSeries]]:
     """Per source kind, the attempt-attributed series of its most densely logged tag."""
-    per_kind: dict[str, dict[str, dict[int, ScalarSeries]]] = defaultdict(lambda: defaultdict(dict))
+    per_kind: dict[str, dict[str, dict[int, ScalarSeries]]] = {}
     for s in run.series:
         if s.attempt is not None and len(s):
-            per_kind[_facts.source_kind(run, s)][s.tag][s.attempt] = s
+            per_kind.setdefault(s.source_kind or _facts.source_kind(run, s), {}).setdefault(s.tag, {})[s.attempt] = s
     densest: dict[str, dict[int, ScalarSeries]] = {}
     for kind, tags in per_kind.items():
         # Per-epoch metrics (val/*, train/*) are too sparse to show a gap; the per-step ones are not.
-        densest[kind] = max(tags.values(), key=lambda by_attempt: (sum(len(s) for s in by_attempt.values()),
+        densest[kind] = max(tags.values(), key=lambda by_attempt: (sum(map(len, by_attempt.values())),
                                                                     len(by_attempt)))
     return densest
 
@@ -72,9 +72,10 @@ def check_gaps(run: Run) -> list[Finding]:
         interval = int(median_gap(steps)) if steps.shape[0] > 1 else 1
         far = max(2 * interval, interval + 1)
         ordered = sorted(by_attempt)
-        # _densest_by_kind keeps non-empty series only: every first_step/last_step here is an int.
-        firsts = {i: s.first_step for i, s in by_attempt.items() if s.first_step is not None}
-        lasts = {i: s.last_step for i, s in by_attempt.items() if s.last_step is not None}
+        # _densest_by_kind keeps non-empty series only: every span here is a pair of ints (one scan per series).
+        spans = {i: span for i, s in by_attempt.items() if (span := value_range(s.steps)) is not None}
+        firsts = {i: int(span[0]) for i, span in spans.items()}
+        lasts = {i: int(span[1]) for i, span in spans.items()}
         for a, b in zip(ordered, ordered[1:]):
             jump = firsts[b] - lasts[a]
             verdicts[(a, b)].append(jump > far and not _facts.other_wandb_runs(run, a, b))

@@ -80,6 +80,11 @@ numpy calls per tag cost more than looping over a few points (most tags of a run
 def newest_points(series: list[ScalarSeries]) -> dict[int, float] | None:
     """``merge(series, "newest")`` of a few points as {step: value} (its steps are the sorted keys), in Python; None
     when numpy should do it: more than ``SMALL_POINTS`` points, steps that are not integers or values not floats."""
+    if len(series) == 1:  # one writer (the usual case): its points in the order logged, the last copy winning
+        (only,) = series
+        if len(only) > SMALL_POINTS or only.steps.dtype.kind != "i" or only.values.dtype.kind != "f":
+            return None
+        return dict(zip(only.steps.tolist(), only.values.tolist()))
     if sum(len(s) for s in series) > SMALL_POINTS or any(
             s.steps.dtype.kind != "i" or s.values.dtype.kind != "f" for s in series):
         return None

@@ -16,6 +16,9 @@ from ..arrays import SMALL, unique_sorted
 
 SMALL_TOTAL = 256
 """``distinct_sorted`` of at most this many integers (over all its arrays) is worked out in Python."""
+SMALL_KEY = 1024
+"""An array of at most this many values is told from the others taken by its bytes (a set lookup) rather than by
+comparing it with those alike at its ends."""
 
 
 def strictly_increasing(values: np.ndarray) -> bool:
@@ -40,8 +43,15 @@ def distinct_sorted(arrays: Sequence[np.ndarray]) -> np.ndarray:
         return np.array(sorted({v for a in arrays for v in a.tolist()}), dtype=dtype)
     parts: list[np.ndarray] = []
     seen: dict[tuple[int, object, object], list[np.ndarray]] = {}
+    held: set[tuple[str, bytes]] = set()  # the content of each small array taken
     for a in arrays:  # an array equal to one taken adds nothing (the tags of one writer share their steps)
         if not a.shape[0]:
+            continue
+        if a.shape[0] <= SMALL_KEY and a.ndim == 1:  # small: its bytes are its key (one hash, no comparisons)
+            key = (a.dtype.str, a.tobytes())
+            if key not in held:
+                held.add(key)
+                parts.append(a)
             continue
         alike = seen.setdefault((a.shape[0], a[0].item(), a[-1].item()), [])
         if any(np.array_equal(a, b) for b in alike):

@@ -11,7 +11,7 @@ from typing import Any
 from ..model import Finding, Run
 from . import (checks_checkpoint, checks_provenance, checks_run, checks_slurm, checks_sources, checks_steps,
                checks_wandb)
-from .replays import compute_replayed, replayed_known
+from .replays import compute_replayed
 from .resume_hint import resume_hint
 from .summary import summarize
 
@@ -46,7 +46,13 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 
 
 def run_checks(run: Run) -> list[Finding]:
-    """All analysis findings for a run; a failing check becomes an ``internal.check-failed`` finding."""
+    """All analysis findings for a run (its replayed ranges worked out first, as ``analyze`` does); a failing check
+    becomes an ``internal.check-failed`` finding."""
+    return _checks(dataclasses.replace(run, replayed=compute_replayed(run)))
+
+
+def _checks(run: Run) -> list[Finding]:
+    """Every check's findings on a run whose ``replayed`` analysis has set (``steps.replayed`` reads them)."""
     from ..model import Severity
 
     findings: list[Finding] = []
@@ -70,9 +76,8 @@ def scalar_frame(run: Run, tags: tuple[str, ...] | list[str] | str = (), policy:
 def analyze(run: Run) -> Run:
     """The run with reader findings plus every check's findings, worst first, its derived row facts (the replayed
     ranges among them), and the row rules of ``Run.scalars()``."""
-    run = dataclasses.replace(run, replayed=compute_replayed(run))  # the checks and every view read it
-    with replayed_known(run):  # no replay found is an answer too: the checks do not look again
-        combined = list(run.findings) + run_checks(run)
+    run = dataclasses.replace(run, replayed=compute_replayed(run))  # computed once: the checks and every view read it
+    combined = list(run.findings) + _checks(run)
     combined.sort(key=lambda f: (-int(f.severity), f.code, f.steps or (0, 0)))
     return dataclasses.replace(run, findings=tuple(combined), summary=summarize(run), scalar_table=scalar_frame,
                                resume=resume_hint(run))

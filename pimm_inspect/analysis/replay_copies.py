@@ -144,13 +144,18 @@ def copy_spreads(by_writer: Writers, r: ReplayedRange) -> list[TagSpread]:
     return out
 
 
+POINTS_PER_SERIES = 48
+"""``copy_spreads`` loops in Python over up to this many points per series of a range's writers (at least
+``SMALL_POINTS`` in all): about what the dozen numpy calls it makes per series cost (a few microseconds each)."""
+
+
 def _few_spreads(by_writer: Writers, r: ReplayedRange) -> list[TagSpread] | None:
-    """``copy_spreads`` worked out in Python when the range's writers hold a few points (``SMALL_POINTS``) of integer
-    steps and float values; None when numpy should, or when a value in the range is 0.0 (numpy's ``fmax``/``fmin``
-    choose between 0.0 and -0.0 their own way)."""
+    """``copy_spreads`` worked out in Python when the range's writers hold a few points (``POINTS_PER_SERIES`` per
+    series, ``SMALL_POINTS`` at least) of integer steps and float values; None when numpy should, or when a value in
+    the range is 0.0 (numpy's ``fmax``/``fmin`` choose between 0.0 and -0.0 their own way)."""
     chosen = [(writer, s) for writer in list(r.attempts) + [p for p in r.paths if p in by_writer]
               for s in by_writer.get(writer, ())]
-    if sum(len(s) for _w, s in chosen) > SMALL_POINTS or any(
+    if sum(len(s) for _w, s in chosen) > max(SMALL_POINTS, POINTS_PER_SERIES * len(chosen)) or any(
             s.steps.dtype.kind != "i" or s.values.dtype.kind != "f" for _w, s in chosen):
         return None
     first, last = r.first_step, r.last_step

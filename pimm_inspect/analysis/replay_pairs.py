@@ -13,7 +13,7 @@ import numpy as np
 from ..arrays import unique_sorted
 from ..model import ScalarSeries
 from .distinct import distinct_sorted, strictly_increasing
-from .replay_copies import Writer
+from .replay_copies import POINTS_PER_SERIES, Writer
 
 
 def _steps_of(group: list[ScalarSeries]) -> np.ndarray:
@@ -94,7 +94,8 @@ def pair_keys(by_tag: dict[str, dict[Writer, list[ScalarSeries]]], rank: dict[Wr
 
 
 FEW_POINTS = 512
-"""``pair_keys`` of tags holding at most this many points together is worked out in Python (``_few_keys``)."""
+"""``pair_keys`` of tags holding at most this many points together (or ``replay_copies.POINTS_PER_SERIES`` per
+series, what numpy's calls for one cost) is worked out in Python (``_few_keys``)."""
 
 
 def _few_keys(by_tag: dict[str, dict[Writer, list[ScalarSeries]]], rank: dict[Writer, int],
@@ -102,13 +103,21 @@ def _few_keys(by_tag: dict[str, dict[Writer, list[ScalarSeries]]], rank: dict[Wr
     """``pair_keys`` of a few integer steps with sets and dicts (numpy's calls per tag cost more than the points);
     None when numpy should do it."""
     tags = [groups for groups in by_tag.values() if len(groups) > 1]
-    if sum(len(s) for groups in tags for group in groups.values() for s in group) > FEW_POINTS or any(
-            s.steps.dtype.kind != "i" for groups in tags for group in groups.values() for s in group):
+    series = [s for groups in tags for group in groups.values() for s in group]
+    if sum(len(s) for s in series) > max(FEW_POINTS, POINTS_PER_SERIES * len(series)) or any(
+            s.steps.dtype.kind != "i" for s in series):
         return None
     slot = {step: i for i, step in enumerate(logged.tolist())}  # every step logged: its index among them
     writers = len(rank)
     keys: set[int] = set()
+    taken: set[tuple[tuple[int, tuple[tuple[str, bytes], ...]], ...]] = set()
     for groups in tags:
+        # A tag whose writers logged exactly the steps of a tag taken before adds the same pairs: skipped.
+        sign = tuple(sorted((rank[writer], tuple((s.steps.dtype.str, s.steps.tobytes()) for s in group))
+                            for writer, group in groups.items()))
+        if sign in taken:
+            continue
+        taken.add(sign)
         owners: dict[int, list[int]] = {}  # step -> ranks of the tag's writers that logged it
         for writer, group in groups.items():
             for step in {step for s in group for step in s.steps.tolist()}:

@@ -16,9 +16,6 @@ a few MB, not every tag's pairs).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,15 +30,20 @@ Writer = int | str
 """An attempt index, or the run-relative path of a file whose points name no attempt."""
 
 
-def drawn_series(run: Run) -> list[ScalarSeries]:
-    """The series the curves draw: per tag the preferred source kind with points, stale event files left out."""
-    stale = stale_event_files(run)
-    by_tag: dict[str, dict[str, list[ScalarSeries]]] = defaultdict(lambda: defaultdict(list))
+def drawn_series(run: Run, stale: set[str] | None = None) -> list[ScalarSeries]:
+    """The series the curves draw: per tag the preferred source kind with points, stale event files left out
+    (``stale``: the run's, when the caller has them)."""
+    if stale is None:
+        stale = stale_event_files(run)
+    by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
     for s in run.series:
         if len(s) and s.source not in stale:
-            by_tag[s.tag][source_kind(run, s)].append(s)
+            by_tag.setdefault(s.tag, {}).setdefault(s.source_kind or source_kind(run, s), []).append(s)
     out: list[ScalarSeries] = []
     for kinds in by_tag.values():
+        if len(kinds) == 1:  # one source kind (the usual case): nothing to rank
+            out += next(iter(kinds.values()))
+            continue
         ranked = sorted(kinds, key=lambda k: SOURCE_PRIORITY.index(k) if k in SOURCE_PRIORITY else len(SOURCE_PRIORITY))
         out += kinds[ranked[0]]
     return out
@@ -268,42 +270,21 @@ class _Spans:
         return lo, hi
 
 
-_ANALYSED: ContextVar[Run | None] = ContextVar("analysed_run", default=None)
-"""The run ``analyze`` is checking, whose ``replayed`` it has set (an empty tuple then means: none)."""
-
-
-@contextmanager
-def replayed_known(run: Run) -> Iterator[None]:
-    """While checking ``run`` (its ``replayed`` set by analysis), ``replayed_of`` gives that instead of working it
-    out again: a run without replays has an empty ``replayed`` that would otherwise mean "not analysed yet"."""
-    token = _ANALYSED.set(run)
-    try:
-        yield
-    finally:
-        _ANALYSED.reset(token)
-
-
-def replayed_of(run: Run) -> tuple[ReplayedRange, ...]:
-    """``run.replayed`` when analysis set it, else computed now (a run not analysed yet: the same ranges)."""
-    if run.replayed or _ANALYSED.get() is run:
-        return run.replayed
-    return compute_replayed(run)
-
-
 def compute_replayed(run: Run) -> tuple[ReplayedRange, ...]:
     """Every step range held more than once, with its copy count and writers, oldest step first."""
-    series = drawn_series(run)
+    stale = stale_event_files(run)
+    written_all = written_ranges(drawn_series(run, stale))
     ranges: dict[tuple[int, int, tuple[Writer, ...]], ReplayedRange] = {}
     by_attempt: dict[int, list[tuple[str, tuple[int, int]]]] = defaultdict(list)  # every copy's file and steps
-    stale = stale_event_files(run)
     columns = ColumnRanges()  # each step column scanned once, not once per range
-    for s in run.series:
+    for s in run.series if written_all else ():  # (no range held twice, the usual case: no copy to name)
         if s.attempt is not None and len(s) and s.source not in stale:
             span = columns.steps(s)
             assert span is not None  # the series is not empty
             by_attempt[s.attempt].append((s.source, span))
-    spans = _Spans(run)
-    for written in written_ranges(series):
+    spans = _Spans(run) if written_all else None
+    for written in written_all:
+        assert spans is not None
         first, last = spans.widen(written)
         attempts = tuple(w for w in written.writers if isinstance(w, int))
         files = {w for w in written.writers if isinstance(w, str)}

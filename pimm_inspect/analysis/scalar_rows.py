@@ -139,11 +139,12 @@ def tag_groups(run: Run, tags: tuple[str, ...] | list[str] | str, all_sources: b
         tags = (tags,)
     by_tag: dict[str, dict[str, list[ScalarSeries]]] = {}
     for s in run.series:
-        if tag_matches(s.tag, tags) and s.source not in skip:
-            by_tag.setdefault(s.tag, {}).setdefault(source_kind(run, s), []).append(s)
+        if (not tags or tag_matches(s.tag, tags)) and s.source not in skip:
+            by_tag.setdefault(s.tag, {}).setdefault(s.source_kind or source_kind(run, s), []).append(s)
     for tag in sorted(by_tag):
         kinds = by_tag[tag]
-        ranked = sorted(kinds, key=lambda k: SOURCE_PRIORITY.index(k) if k in SOURCE_PRIORITY else len(SOURCE_PRIORITY))
+        ranked = list(kinds) if len(kinds) == 1 else sorted(
+            kinds, key=lambda k: SOURCE_PRIORITY.index(k) if k in SOURCE_PRIORITY else len(SOURCE_PRIORITY))
         if not all_sources:
             with_points = [k for k in ranked if any(len(s) for s in kinds[k])]
             ranked = with_points[:1] or ranked[:1]

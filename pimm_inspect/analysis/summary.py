@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..arrays import value_range
 from ..evidence import RunRow, RunSummary
 from ..load.column_ranges import ColumnRanges
 from ..model import CheckpointInfo, Run, Severity
 from ._facts import stale_event_files
 from .configs import flatten_config, query_config
+from .curves import SMALL_POINTS
 from .lost_compute import lost_totals
 from .metric_summary import metric_summaries
 from .secrets import mask_text, mask_value
@@ -32,14 +36,29 @@ def last_logged_s(run: Run) -> float | None:
     """Unix time of the newest point any series logged (the run's own clock, not file mtimes)."""
     stale = stale_event_files(run)
     latest = None
-    ranges = ColumnRanges()  # each time column scanned once (the tags of a train.log share theirs)
+    seen: set[int] = set()  # each time column scanned once (the tags of a train.log share theirs)
     for s in run.series:
-        if len(s) and s.source not in stale:
-            finite = ranges.of(s.wall_times_s, finite_only=True)
-            if finite is not None:
-                value = float(finite[1])
-                latest = value if latest is None else max(latest, value)
+        walls = s.wall_times_s
+        if len(s) and s.source not in stale and id(walls) not in seen:  # the run holds every column: ids stay
+            seen.add(id(walls))
+            top = _finite_max(walls)
+            if top is not None:
+                latest = top if latest is None else max(latest, top)
     return latest
+
+
+def _finite_max(values: np.ndarray) -> float | None:
+    """The largest finite value (None without one), as numpy finds it: a few values in Python when every one is
+    finite (their sum is) and the largest is not zero (which of 0.0 and -0.0 numpy returns is numpy's)."""
+    if values.ndim == 1 and 0 < values.shape[0] <= SMALL_POINTS:
+        items = values.tolist()
+        total = sum(items)
+        if total - total == 0:
+            top = max(items)
+            if top != 0:
+                return float(top)
+    finite = value_range(values, finite_only=True)
+    return None if finite is None else float(finite[1])
 
 
 def best_metric_fact(run: Run) -> tuple[str | None, float | None]:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from pathlib import Path
 
 from ..arrays import median, unique_sorted
 from ..model import Attempt, CheckpointInfo, Era, Finding, Run, RunStatus, Severity
 from . import evidence
 from .attempt_context import attempt_context
-from .attempts import attempts_and_series, finish_attempts
+from .attempt_endings import finish_attempts
+from .attempts import attempts_and_series
 from .checkpoint_writers import checkpoint_writers
 from .restored import restored_checkpoints
+from .stamps import stamp_seconds
 from .collect import Collected, collect
 from .collected import FileCache
 from .discover import classify_dir
@@ -59,7 +60,7 @@ def load_run_and_liveness(path: Path | str, now: float | None = None, cache: Fil
         status=status,
         name=root.name,
         attempts=tuple(attempts),
-        series=tuple(evidence.with_source_kinds(series, {s.path: s.kind for s in c.sources})),
+        series=tuple(series),  # attributed to attempts and tagged with their source kinds (``attribution``)
         events=(tuple(c.train_log.events) if c.train_log is not None else ()) + tuple(wandb_events(c)),
         checkpoints=tuple(checkpoints),
         configs=tuple(c.configs) + extra_configs(c),
@@ -151,12 +152,7 @@ def _step_cadence_s(c: Collected) -> float | None:
 
 def log_time(text: str | None) -> float | None:
     """A train.log timestamp (node-local, read as UTC like the reader's wall times) in seconds, or None."""
-    if not text:
-        return None
-    try:
-        return datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S").timestamp()
-    except ValueError:
-        return None
+    return stamp_seconds(text[:19], "%Y-%m-%d %H:%M:%S") if text else None
 
 
 def _status(attempts: list[Attempt], live: bool) -> RunStatus:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model import Attempt, ScalarSeries
 from .collect import Collected
+from .column_ranges import ColumnRanges
+from .stamps import stamp_seconds
 
 if TYPE_CHECKING:
     from ..sources.slurm.rank_logs import RankLog
@@ -31,12 +32,7 @@ attempt's (both are the node's local clock)."""
 
 def _stamp_s(text: str | None, fmt: str) -> float | None:
     """A node-local time stamp as seconds (read as UTC, like every node-local time here; only differences count)."""
-    if not text:
-        return None
-    try:
-        return datetime.strptime(text, fmt).timestamp()
-    except ValueError:
-        return None
+    return stamp_seconds(text, fmt)
 
 
 def _log_s(text: str | None) -> float | None:
@@ -177,14 +173,15 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     first, last = att.lost_steps
     if elapsed is not None and att.first_step is not None and first <= att.first_step and last >= (att.last_step or last):
         return elapsed
-    own = [s for s in series if s.attempt == att.index and len(s) and np.isfinite(s.wall_times_s).any()]
+    own = [s for s in series if s.attempt == att.index and len(s) and _some_finite(s.wall_times_s)]
     if not own:
         return None
     # A series that reaches the last lost step (an event file may have lost its unflushed tail), then the writers
     # that stamp each point on the training node's clock (a W&B row's time is when the client took it), then the
     # most written one.
-    best = min(own, key=lambda s: ((s.last_step or 0) < last, _CLOCK_RANK.get(kinds.get(s.source, ""), len(_CLOCK_RANK)),
-                                   -len(s)))
+    columns = ColumnRanges()  # each step column scanned once (the tags of a train.log share theirs)
+    best = min(own, key=lambda s: ((columns.steps(s) or (0, 0))[1] < last,
+                                   _CLOCK_RANK.get(kinds.get(s.source, ""), len(_CLOCK_RANK)), -len(s)))
     ok = np.isfinite(best.wall_times_s)
     # No copies of a column that is all finite (5M points: each copy was 40 MB more at the peak of a load).
     steps, walls = (best.steps, best.wall_times_s) if ok.all() else (best.steps[ok], best.wall_times_s[ok])
@@ -195,6 +192,16 @@ def _lost_wall(att: Attempt, series: list[ScalarSeries], elapsed: tuple[float, s
     return (spent, best.source) if spent >= 0 else None
 
 
+def _some_finite(values: np.ndarray) -> bool:
+    """True when a value is finite: a few values' sum is finite when every one is (else numpy answers)."""
+    if values.ndim == 1 and 0 < values.shape[0] <= _FEW:
+        total = sum(values.tolist())
+        if total - total == 0:
+            return True
+    return bool(np.isfinite(values).any())
+
+
+_FEW = 256
 _SLICE = 1 << 18
 
 
@@ -284,6 +291,9 @@ def attempt_context(attempts: list[Attempt], c: Collected, series: list[ScalarSe
                 gpus_n = facts["gpus"][0]
                 assert isinstance(gpus_n, int)
                 facts["lost_gpu_hours"] = (round(lost[0] * gpus_n / 3600.0, 6), facts["gpus"][1])
+        if not facts and not att.context_sources:  # no file says anything more: the attempt as it is
+            out.append(att)
+            continue
         values = {name: value for name, (value, _src) in facts.items()}
         out.append(dataclasses.replace(att, **values,  # type: ignore[arg-type]  # each value has its field's type
                                        context_sources=tuple((name, src) for name, (_v, src) in facts.items())))

@@ -5,10 +5,8 @@ This is the one place that knows both sides: everything above ``load`` reads the
 
 from __future__ import annotations
 
-from .. import lazy
 from ..evidence import (AttemptStart, BestMetric, EvalFacts, EventFileFacts, EventMarker, HfFacts, ModelDirFacts,
                         RankLogFacts, SbatchFacts, SlurmAttemptFacts, SlurmLogFacts, TrainLogFacts, WandbRunFacts)
-from ..model import ScalarSeries
 from .attempts import created_at_seconds
 from .collect import Collected
 from .stale import is_stale
@@ -105,25 +103,6 @@ def hf(c: Collected) -> HfFacts | None:
     return HfFacts(state_path=h.state_path, best_metric=h.best_metric,
                    schedule_notes=tuple(h.schedule_notes), best_metric_name=h.best_metric_name,
                    history_conflicts=tuple(h.history_conflicts))
-
-
-def with_source_kinds(series: list[ScalarSeries], kinds: dict[str, str]) -> list[ScalarSeries]:
-    """Each series tagged with the reader kind of its source file (arrays are shared, not copied)."""
-    out = []
-    for s in series:
-        kind = kinds.get(s.source) or _guess_kind(s.source)
-        out.append(s if s.source_kind == kind else lazy.replace(s, source_kind=kind))  # cached values stay undecoded
-    return out
-
-
-def _guess_kind(source: str) -> str:
-    """Kind of a series whose source file is not among the run's sources (e.g. an HF checkpoint's state)."""
-    if source.startswith("wandb") or "run-" in source:
-        return "wandb"
-    if "tfevents" in source:
-        return "tb_events"
-    return "hf_trainer" if source.endswith("trainer_state.json") else "train_log"
-
 
 
 def eval_results(c: Collected) -> tuple[EvalFacts, ...]:
