@@ -33,7 +33,9 @@ def test_an_uncaught_keyboard_interrupt_is_a_stop_not_a_crash() -> None:
     assert "run.crashed" not in codes
     show = json.loads(CliRunner().invoke(cli, ["--no-cache", "show", "--json", str(CONSOLE / "interrupted")]).stdout)
     assert show["runs"][0]["status"] == "stopped"
-    assert show["runs"][0]["attempts"][0]["end_detail"] == "exit code 255"
+    attempt = show["runs"][0]["attempts"][0]
+    assert attempt["ended"] == "stopped"  # as the run: one claim, from output.log
+    assert attempt["end_detail"] == f"interrupted (wandb/{folder.name}/files/output.log:1: KeyboardInterrupt), exit code 255"
 
 
 def test_a_crash_stays_a_crash() -> None:

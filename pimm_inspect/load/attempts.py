@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Attempt, Origin, ScalarSeries
+from ..sources.wandb.reader import WandbRunResult
 from .attribution import attributed, kind_of_source
 from .attempt_endings import INEXACT_MARKERS, finish_attempts, restore_point
 from .collect import Collected
@@ -97,12 +98,12 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
             wandb_spans = [span for s in wrun.series if len(s) and s.tag not in step_metrics
                            if (span := ranges.steps(s)) is not None]
             started = _utc(wrun.start_time_s or (starts[wrun.rel_path] if on_utc else None))
-            ended = {"finished": "completed", "crashed": "crashed"}.get(wrun.status, "unknown")
+            ended = {"finished": "completed", "crashed": "crashed", "stopped": "stopped"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
                                     first_step=min((span[0] for span in wandb_spans), default=None),
                                     last_step=max((span[1] for span in wandb_spans), default=None),
                                     origin=_wandb_origin(wrun, ordered[:index - 1]), ended=ended,
-                                    end_detail=f"exit code {wrun.exit_code}" if wrun.exit_code else None,
+                                    end_detail=_wandb_end_detail(wrun),
                                     sources=(wrun.rel_path,)))
             if len(c.wandb_runs) > 1:
                 wandb_attempt[wrun.rel_path] = index
@@ -262,3 +263,11 @@ def _map_event_files(c: Collected, segments: list[Any]) -> dict[str, int]:
 
 
 __all__ = ["INEXACT_MARKERS", "attempts_and_series", "created_at_seconds", "finish_attempts", "restore_point"]
+
+
+def _wandb_end_detail(wrun: WandbRunResult) -> str | None:
+    """What a W&B run's files say about its end: the interrupt its console ended with (file and line), its exit code."""
+    code = f"exit code {wrun.exit_code}" if wrun.exit_code else None
+    if wrun.interrupted:
+        return f"interrupted ({wrun.interrupted})" + (f", {code}" if code else "")
+    return code
