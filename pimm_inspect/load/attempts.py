@@ -90,14 +90,14 @@ def attempts_and_series(c: Collected) -> tuple[list[Attempt], list[ScalarSeries]
     elif c.wandb_runs and c.kind == "wandb":
         # By the best start evidence, folder stamps included; a second wandb.init inside a live process is no start.
         ordered = process_folders(c.wandb_runs)
-        starts, on_utc = start_estimates(c.wandb_runs)
+        _order, utc_starts = start_estimates(c.wandb_runs)
         ranges = ColumnRanges()
         for index, wrun in enumerate(ordered, start=1):
             # A declared step metric (pimm's train/global_step) counts W&B rows, not training steps.
             step_metrics = set(wrun.x_axis.values()) - {"_step"}
             wandb_spans = [span for s in wrun.series if len(s) and s.tag not in step_metrics
                            if (span := ranges.steps(s)) is not None]
-            started = _utc(wrun.start_time_s or (starts[wrun.rel_path] if on_utc else None))
+            started = _utc(wrun.start_time_s or utc_starts[wrun.rel_path])
             ended = {"finished": "completed", "crashed": "crashed", "stopped": "stopped"}.get(wrun.status, "unknown")
             attempts.append(Attempt(index=index, started_at=started, started_at_utc=started is not None,
                                     first_step=min((span[0] for span in wandb_spans), default=None),
@@ -270,4 +270,15 @@ def _wandb_end_detail(wrun: WandbRunResult) -> str | None:
     code = f"exit code {wrun.exit_code}" if wrun.exit_code else None
     if wrun.interrupted:
         return f"interrupted ({wrun.interrupted})" + (f", {code}" if code else "")
+    if code is None and wrun.status == "unknown" and not any(f.kind == "wandb" and f.path.endswith(".wandb")
+                                                               for f in wrun.sources):
+        # No transaction log (GitHub refuses files over 100 MB; a copy left it out): say so, and what files/ holds.
+        folder = "" if wrun.rel_path == "." else f" in {wrun.rel_path}"
+        detail = f"no .wandb log{folder}: how the run ended is not recorded"
+        step, runtime = wrun.summary.get("_step"), wrun.summary.get("_runtime")
+        if type(step) is int:
+            summary = f"{wrun.rel_path}/files/wandb-summary.json" if wrun.rel_path != "." else "files/wandb-summary.json"
+            after = f" after {runtime:,.0f} s" if isinstance(runtime, (int, float)) and runtime == runtime else ""
+            detail += f" ({summary}: last _step {step:,}{after})"
+        return detail
     return code

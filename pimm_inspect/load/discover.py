@@ -55,7 +55,8 @@ def classify_dir(path: Path | str, names: set[str] | None = None) -> RunKind | N
     if "trainer_state.json" in names or any(HF_CHECKPOINT_DIR.match(n) for n in names):
         return "hf-trainer"
     name = path.name if isinstance(path, Path) else os.path.basename(path.rstrip(os.sep))
-    if WANDB_RUN_DIR.match(name) and any(n.endswith(".wandb") for n in names):
+    if WANDB_RUN_DIR.match(name) and (any(n.endswith(".wandb") for n in names) or
+                                      "files" in names and _has_wandb_files(os.path.join(path, "files"))):
         return "wandb"
     if "wandb" in names and len(_wandb_run_ids(Path(path, "wandb"))) == 1:
         return "wandb"
@@ -64,6 +65,19 @@ def classify_dir(path: Path | str, names: set[str] | None = None) -> RunKind | N
     if LIGHTNING_CSV in names and ("hparams.yaml" in names or csv_logger_header(os.path.join(path, LIGHTNING_CSV))):
         return "lightning"  # CSVLogger's version folder (with event files beside it, the TensorBoard run holds it)
     return None
+
+
+WANDB_RUN_FILES = ("wandb-metadata.json", "wandb-summary.json")
+"""Files W&B writes into a run folder's ``files/``: with one of them, a folder whose ``.wandb`` log is gone (GitHub
+refuses files over 100 MB; a copy that left it out) is still a W&B run (its start, summary and config are there)."""
+
+
+def _has_wandb_files(files_dir: str) -> bool:
+    try:
+        return any(os.path.isfile(os.path.join(files_dir, n)) and not os.path.islink(os.path.join(files_dir, n))
+                   for n in WANDB_RUN_FILES)
+    except OSError:
+        return False
 
 
 def csv_logger_header(path: str) -> bool:

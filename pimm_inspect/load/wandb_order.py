@@ -38,9 +38,10 @@ def folder_stamp_s(rel_path: str) -> float | None:
         return None
 
 
-def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | None], bool]:
-    """Folder -> its start in UTC seconds (run record, else the name's stamp on the learned clock); and whether
-    the stamps' UTC offset was learned (when not, a stamp-only start is on the writer's local clock)."""
+def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """Folder -> its start in seconds for ordering (run record, ``startedAt`` or wandb-core's first line, else the
+    name's stamp on the learned clock, or as if UTC when no offset could be learned); and folder -> its start in UTC
+    seconds where the files ground one (the same, without a stamp read on an unlearned clock)."""
     stamps = {r.rel_path: folder_stamp_s(r.rel_path) for r in runs}
     known = {r.rel_path: r.start_time_s or _metadata_start_s(r) or r.core_start_s for r in runs}
     diffs = [start - stamp for r in runs
@@ -52,10 +53,12 @@ def start_estimates(runs: Sequence[WandbRunResult]) -> tuple[dict[str, float | N
 
         offset = round(statistics.median(diffs) / _OFFSET_GRAIN_S) * _OFFSET_GRAIN_S
     out: dict[str, float | None] = {}
+    utc: dict[str, float | None] = {}
     for r in runs:
         stamp = stamps[r.rel_path]
         out[r.rel_path] = known[r.rel_path] or (stamp + offset if stamp is not None else None)
-    return out, learned
+        utc[r.rel_path] = out[r.rel_path] if known[r.rel_path] or learned else None
+    return out, utc
 
 
 def _metadata_start_s(run: WandbRunResult) -> float | None:
