@@ -11,6 +11,7 @@ size is capped (``Settings.cache_max_bytes``, default 2 GB) by evicting the leas
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import tempfile
 import time
@@ -236,10 +237,10 @@ class DiskCache:
             self._make_dir()
             self._made = True
         try:
-            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+            return _new_temp(self.directory)
         except FileNotFoundError:  # removed since (another process cleared the cache): make it again
             self._make_dir()
-            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+            return _new_temp(self.directory)
 
     def _make_dir(self) -> None:
         """The directory, made 0700 when missing; a PermissionError (an OSError: nothing is written) when it is not
@@ -249,6 +250,22 @@ class DiskCache:
         except PermissionError as exc:
             self.refuse(f"{exc}: the cache is not used")
             raise
+
+
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) \
+    | getattr(os, "O_BINARY", 0)
+_temp_numbers = itertools.count()
+
+
+def _new_temp(directory: Path) -> tuple[int, str]:
+    """(descriptor, path) of a new private (0600) file ``.tmp-<pid>-<n>.pimc`` in ``directory``: named by this
+    process and a counter (``tempfile.mkstemp`` draws random names, a few microseconds per entry written), and created
+    exclusively, so a name left by a dead process of the same number is never written through; ``mkstemp`` then."""
+    path = os.path.join(directory, f".tmp-{os.getpid()}-{next(_temp_numbers)}{ENTRY_SUFFIX}")
+    try:
+        return os.open(path, _TEMP_FLAGS, 0o600), path
+    except FileExistsError:
+        return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=directory)
 
 
 _PROCESS_CACHES: dict[tuple[str, int], DiskCache] = {}
