@@ -89,7 +89,7 @@ class _Encoder:
             plain = _plain_list(value)  # a tuple of strings and numbers (a config pair, run ids): as it is
             if plain is not None:
                 return {"t": plain}
-            return self._rows(value, "t") or {"t": [self.enc(v) for v in value]}
+            return self._rows(value, "t") or {"t": self._items(value)}
         if kind is dict:  # a config's mapping: its plain keys and values as they are, without a call each
             enc = self.enc
             return {"d": [[k if type(k) in _AS_IS else enc(k), v if type(v) in _AS_IS else enc(v)]
@@ -100,18 +100,23 @@ class _Encoder:
             plain = _plain_list(value)
             if plain is not None:
                 return {"l": plain}
-            return self._rows(value, "l") or {"l": [self.enc(v) for v in value]}
+            return self._rows(value, "l") or {"l": self._items(value)}
         return self._general(value, kind)
+
+    def _items(self, values: tuple[Any, ...] | list[Any]) -> list[Any]:
+        """Each of ``values`` encoded (a plain one as it is, without a call)."""
+        enc = self.enc
+        return [v if type(v) in _AS_IS else enc(v) for v in values]
 
     def _rows(self, values: tuple[Any, ...] | list[Any], container: str) -> dict[str, Any] | None:
         """Two or more dataclasses of one type as a table: the type and field names once, then one row each."""
         if len(values) < 2:
             return None
-        kind = type(values[0])
-        if any(type(v) is not kind for v in values):
-            return None
-        kind = lazy.BASES.get(kind, kind)
+        first = type(values[0])
+        kind = lazy.BASES.get(first, first)
         if kind not in _FIELDS and not (dataclasses.is_dataclass(kind) and kind.__module__.startswith(_PACKAGE)):
+            return None  # (asked first: most sequences hold no dataclasses, and this needs no scan of them)
+        if any(type(v) is not first for v in values):
             return None
         names = _field_names(kind)
         enc, isfinite = self.enc, math.isfinite
