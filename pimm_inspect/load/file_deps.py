@@ -102,7 +102,7 @@ def _use(kind: str, path: str, known: str | None = None) -> None:
     can only fail to match later (the result is then read again), never match a change."""
     if getattr(_busy, "on", False):
         return
-    active = list(_ACTIVE)
+    active = tuple(_ACTIVE)
     takers = [r for r in active if r.wants(kind, path)]
     if not takers:
         return
@@ -114,13 +114,14 @@ def _use(kind: str, path: str, known: str | None = None) -> None:
             fp, listed = _fingerprint_now(kind, path, active)
         finally:
             _busy.on = False
+    key = (kind, path)
     for recorder in takers:
-        recorder.add(((kind, path, fp),))
+        recorder.deps.setdefault(key, fp)  # ``Recorder.add`` of one
         if listed is not None:
             recorder.listed[path] = listed
 
 
-def _fingerprint_now(kind: str, path: str, active: list[Recorder]) -> tuple[str, Listed | None]:
+def _fingerprint_now(kind: str, path: str, active: tuple[Recorder, ...]) -> tuple[str, Listed | None]:
     """The fingerprint of ``path`` (and a folder's listing), from the listing of its folder where a running load
     made one."""
     cut = path.rfind(os.sep)

@@ -95,13 +95,22 @@ class _Encoder:
             return {"d": [[k if type(k) in _AS_IS else enc(k), v if type(v) in _AS_IS else enc(v)]
                           for k, v in value.items()]}
         if kind in _FIELDS:
-            return {"dc": _type_name(kind), "f": {name: self.enc(getattr(value, name)) for name in _FIELDS[kind]}}
+            return {"dc": _type_name(kind), "f": self._fields(value, _FIELDS[kind])}
         if kind is list:
             plain = _plain_list(value)
             if plain is not None:
                 return {"l": plain}
             return self._rows(value, "l") or {"l": self._items(value)}
         return self._general(value, kind)
+
+    def _fields(self, value: Any, names: tuple[str, ...]) -> dict[str, Any]:
+        """The fields ``names`` of the dataclass ``value``, encoded (a plain one as it is, without a call)."""
+        enc = self.enc
+        out = {}
+        for name in names:
+            x = getattr(value, name)
+            out[name] = x if type(x) in _AS_IS else enc(x)
+        return out
 
     def _items(self, values: tuple[Any, ...] | list[Any]) -> list[Any]:
         """Each of ``values`` encoded (a plain one as it is, without a call)."""
@@ -167,7 +176,7 @@ class _Encoder:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             if not kind.__module__.startswith(_PACKAGE):
                 raise NotCacheable(_type_name(kind))
-            return {"dc": _type_name(kind), "f": {name: self.enc(getattr(value, name)) for name in _field_names(kind)}}
+            return {"dc": _type_name(kind), "f": self._fields(value, _field_names(kind))}
         if kind in (set, frozenset):
             return {"s" if kind is set else "fs": [self.enc(v) for v in value]}
         if kind is bytes:
