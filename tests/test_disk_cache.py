@@ -392,3 +392,20 @@ def test_text_values_encode_as_plain_json_of_their_tree() -> None:
     back = codec.from_text(text)
     assert back[0] == value[0] and back[1] == value[1] and back[2][0] == value[2][0]
     assert back[2][1][0] == "j" and back[2][1][1][0] == 1.5 and back[2][1][1][1] != back[2][1][1][1]  # NaN kept
+
+
+def test_a_fifo_in_place_of_an_entry_is_refused_without_blocking(tmp_path):
+    import threading
+
+    problems: list[str] = []
+    disk = disk_cache.DiskCache(tmp_path / "cache", on_problem=problems.append)
+    disk.put_value("probe", tmp_path / "a", "", ("stored", 1))
+    entry = disk.entry_file("probe", tmp_path / "a", "")
+    entry.unlink()
+    os.mkfifo(entry)
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(disk.get_value("probe", tmp_path / "a", "")), daemon=True)
+    reader.start()
+    reader.join(timeout=60)  # a generous hang guard: an open that waited for a writer would never return
+    assert not reader.is_alive() and got == [None]
+    assert problems and "not a regular file" in problems[0]

@@ -193,8 +193,13 @@ def _or_bad_entry(array: Callable[[Any], np.ndarray], index: int) -> np.ndarray:
 def read_file(fh: Any, header: dict[str, Any]) -> Any:
     """``read`` of an open binary file: only the meta and the chunks are read, each once, the big columns of
     ``lazy`` fields on first use (the file is then kept open for them, through a duplicate of its descriptor)."""
-    fd = fh.fileno()
-    size = os.fstat(fd).st_size
+    return read_fd(fh.fileno(), header)
+
+
+def read_fd(fd: int, header: dict[str, Any], size: int | None = None) -> Any:
+    """``read_file`` of an open descriptor (``size``: its size, from an ``fstat`` made just now)."""
+    if size is None:
+        size = os.fstat(fd).st_size
     if size <= _SMALL_ENTRY:  # a run's row, a small file's result: one read, then slices of it
         whole = memoryview(os.pread(fd, size, 0))
         return read(lambda offset, length: bytes(whole[offset:offset + length]), size, header,

@@ -181,20 +181,25 @@ class DiskCache:
     def get_value(self, kind: str, path: Path, rel_path: str, extra_code: tuple[str, ...] = ()) -> Any:
         """The value stored under (kind, path, rel_path) by this code version, or None (missing, damaged, foreign)."""
         entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
-        try:
-            with open(entry, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                problem = entry_problem(st, entry)
-                if problem is not None:  # someone else could have written it: a checksum is no signature
-                    self.refuse(f"{problem}: entries there are not trusted")
-                    return None
-                used_s = st.st_mtime
-                try:
-                    stored = codec.read_file(fh, header)
-                except codec.BadEntry:
-                    return None  # damaged or foreign: ignored, and replaced by the next put
+        try:  # a bare descriptor: the entry is read with ``pread`` (no buffered file, its tty test and seeks)
+            fd = os.open(entry, _READ_FLAGS)
         except OSError:
             return None
+        try:
+            st = os.fstat(fd)
+            problem = entry_problem(st, entry)
+            if problem is not None:  # someone else could have written it: a checksum is no signature
+                self.refuse(f"{problem}: entries there are not trusted")
+                return None
+            used_s = st.st_mtime
+            try:
+                stored = codec.read_fd(fd, header, st.st_size)
+            except codec.BadEntry:
+                return None  # damaged or foreign: ignored, and replaced by the next put
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         if time.time() - used_s > TOUCH_AFTER_S:
             try:
                 os.utime(entry)  # least recently used = oldest mtime
@@ -252,6 +257,8 @@ class DiskCache:
             raise
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+"""An entry is opened without blocking: a FIFO put in its place opens at once, and is refused as no regular file."""
 _TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) \
     | getattr(os, "O_BINARY", 0)
 _temp_numbers = itertools.count()
