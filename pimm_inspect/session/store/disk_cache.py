@@ -215,7 +215,7 @@ class DiskCache:
         except OSError:
             return  # a read-only or full disk must never stop reading runs
         try:
-            with os.fdopen(fd, "wb") as fh:
+            with os.fdopen(fd, "wb", buffering=1 << 16) as fh:  # a size given: no tty test of the file
                 size = codec.write(fh, value, header)
             os.replace(tmp, entry)
         except BaseException as exc:
