@@ -307,3 +307,15 @@ def test_cold_read_with_the_cache_peaks_like_without(tmp_path):
     with_cache, series_cached = _peak_above_import(run, str(cache))
     assert series_cached == series and any(cache.iterdir())  # the entry was written
     assert with_cache <= without * 1.15, f"cold with the cache {with_cache} KiB above imports, without {without}"
+
+
+def test_byte_columns_are_stored_as_their_bytes():
+    """A column of one-byte integers (a row's encoded detail) has no narrower form: stored raw, bit for bit."""
+    rng = np.random.default_rng(11)
+    arrays = (np.frombuffer("détail ✓ text".encode() * 40, dtype=np.uint8),
+              rng.integers(-128, 127, 5000).astype(np.int8), np.zeros(columns.CHUNK + 3, dtype=np.uint8))
+    for array in arrays:
+        layout, blobs = _packed_layout(array)
+        assert [chunk[1][0] for chunk in layout] == ["raw"] * len(layout)
+        assert b"".join(blobs) == array.tobytes()
+        assert _bits(_round_trip(array)) == _bits(array) and _round_trip(array).dtype == array.dtype

@@ -359,3 +359,53 @@ def test_reading_an_entry_marks_it_used_unless_marked_recently(tmp_path, monkeyp
     _cli("check", RUNS / "e2_rollback", "--json")  # reads the reader entries (show read its document alone)
     assert found[0].stat().st_mtime > long_ago + disk_cache.TOUCH_AFTER_S
     assert found[1].stat().st_mtime_ns == recent
+
+
+def test_a_temp_name_left_by_a_dead_process_is_never_written_through(tmp_path, monkeypatch):
+    """Entries are written to ``.tmp-<pid>-<n>.pimc`` (created exclusively); a file already there under that name (a
+    process of the same number that died mid-write, or someone else's) is left alone and a random name is used."""
+    import itertools
+
+    cache = tmp_path / "cache"
+    disk = disk_cache.DiskCache(cache)
+    disk.put_value("probe", tmp_path / "a", "", ("first", 1))  # makes the directory
+    monkeypatch.setattr(disk_cache, "_temp_numbers", itertools.count(7))
+    squatter = cache / f".tmp-{os.getpid()}-7{disk_cache.ENTRY_SUFFIX}"
+    squatter.write_bytes(b"not an entry of this process")
+    disk.put_value("probe", tmp_path / "b", "", ("second", 2))
+    assert squatter.read_bytes() == b"not an entry of this process"
+    assert disk.get_value("probe", tmp_path / "b", "") == ("second", 2)
+    assert disk.get_value("probe", tmp_path / "a", "") == ("first", 1)
+    assert [p.name for p in cache.iterdir() if p.name.startswith(".tmp-")] == [squatter.name]
+    entry = disk.entry_file("probe", tmp_path / "b", "")
+    assert entry.stat().st_mode & 0o777 == 0o600  # private, as mkstemp made them
+
+
+def test_text_values_encode_as_plain_json_of_their_tree() -> None:
+    """``to_text`` is the JSON of the encoder's node tree: plain dict items and sequence items kept as they are,
+    NaN and infinity tagged, and it decodes back to the value."""
+    value = ({"lr": 0.1, "name": "x", "n": 3, "on": True, "none": None, "inf": float("inf"), 2: ("a", 1)},
+             ["a", {"b": 1}], (("k", 1), ("j", [1.5, float("nan")])))
+    text = codec.to_text(value)
+    assert json.loads(text)["t"][0] == {"d": [["lr", 0.1], ["name", "x"], ["n", 3], ["on", True], ["none", None],
+                                              ["inf", {"f": "inf"}], [2, {"t": ["a", 1]}]]}
+    back = codec.from_text(text)
+    assert back[0] == value[0] and back[1] == value[1] and back[2][0] == value[2][0]
+    assert back[2][1][0] == "j" and back[2][1][1][0] == 1.5 and back[2][1][1][1] != back[2][1][1][1]  # NaN kept
+
+
+def test_a_fifo_in_place_of_an_entry_is_refused_without_blocking(tmp_path):
+    import threading
+
+    problems: list[str] = []
+    disk = disk_cache.DiskCache(tmp_path / "cache", on_problem=problems.append)
+    disk.put_value("probe", tmp_path / "a", "", ("stored", 1))
+    entry = disk.entry_file("probe", tmp_path / "a", "")
+    entry.unlink()
+    os.mkfifo(entry)
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(disk.get_value("probe", tmp_path / "a", "")), daemon=True)
+    reader.start()
+    reader.join(timeout=60)  # a generous hang guard: an open that waited for a writer would never return
+    assert not reader.is_alive() and got == [None]
+    assert problems and "not a regular file" in problems[0]

@@ -102,7 +102,7 @@ def _use(kind: str, path: str, known: str | None = None) -> None:
     can only fail to match later (the result is then read again), never match a change."""
     if getattr(_busy, "on", False):
         return
-    active = list(_ACTIVE)
+    active = tuple(_ACTIVE)
     takers = [r for r in active if r.wants(kind, path)]
     if not takers:
         return
@@ -114,13 +114,14 @@ def _use(kind: str, path: str, known: str | None = None) -> None:
             fp, listed = _fingerprint_now(kind, path, active)
         finally:
             _busy.on = False
+    key = (kind, path)
     for recorder in takers:
-        recorder.add(((kind, path, fp),))
+        recorder.deps.setdefault(key, fp)  # ``Recorder.add`` of one
         if listed is not None:
             recorder.listed[path] = listed
 
 
-def _fingerprint_now(kind: str, path: str, active: list[Recorder]) -> tuple[str, Listed | None]:
+def _fingerprint_now(kind: str, path: str, active: tuple[Recorder, ...]) -> tuple[str, Listed | None]:
     """The fingerprint of ``path`` (and a folder's listing), from the listing of its folder where a running load
     made one."""
     cut = path.rfind(os.sep)
@@ -150,6 +151,9 @@ def _fingerprint_now(kind: str, path: str, active: list[Recorder]) -> tuple[str,
 
 def _path_of(arg: object) -> str | None:
     """An absolute path for an audit event's path argument (None for a file descriptor)."""
+    if type(arg) is str:
+        text = arg
+        return text if os.path.isabs(text) else os.path.join(os.getcwd(), text)
     if isinstance(arg, int):
         return None
     try:
@@ -160,27 +164,41 @@ def _path_of(arg: object) -> str | None:
 
 
 def _audit(event: str, args: tuple[object, ...]) -> None:
+    """Every audit event of the process while a load is recorded: an ``open``, ``os.listdir`` or ``os.scandir`` of a
+    path some recorder is new to is a use. Cheapest tests first: most events are of other kinds (``builtins.id``,
+    ``sys._getframe``), and most opens of a descriptor (``os.fdopen``), of a write or of a path already recorded."""
     if not _ACTIVE:
         return
     if event == "open":
-        kind = "f"
+        if not args:
+            return
+        target = args[0]
+        if type(target) is int:
+            return  # a descriptor (``os.fdopen``): its path was seen when it was opened
         mode, flags = (args + (None, None))[1:3]
         if isinstance(mode, str) and any(c in mode for c in "wax+") or (
                 isinstance(flags, int) and flags & _WRITE_FLAGS):
             return  # a write (only the cache writes, never into a run): nothing read
         if _PATH_ONLY and isinstance(flags, int) and flags & _PATH_ONLY:
             return  # resolving a path, not reading it
-    elif event in ("os.listdir", "os.scandir"):
+        kind = "f"
+    elif event == "os.scandir" or event == "os.listdir":
         kind = "d"
+        target = args[0] if args else None
     else:
         return
     try:
+        path = os.getcwd() if target is None and kind == "d" else _path_of(target)
+        if path is None or getattr(_busy, "on", False):
+            return
+        for recorder in tuple(_ACTIVE):  # a snapshot: another thread's load may start or end meanwhile
+            if recorder.wants(kind, path):
+                break
+        else:
+            return  # known to every load recorded now (a file opened twice, a folder listed again)
         if "importlib" in sys._getframe(1).f_code.co_filename:
             return  # the import system or importlib.metadata listing sys.path folders: not the run's data
-        target = args[0] if args else None
-        path = os.getcwd() if target is None and kind == "d" else _path_of(target)
-        if path is not None:
-            _use(kind, path)
+        _use(kind, path)
     except Exception:  # noqa: BLE001 - an audit hook that raises would fail the open itself
         return
 

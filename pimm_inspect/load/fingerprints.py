@@ -200,12 +200,13 @@ def _listing(path: str, entries: Iterable[os.DirEntry[str]] | None = None) -> tu
 
 
 def _digest(entries: Iterable[os.DirEntry[str]]) -> tuple[str, Listed, list[str]]:
-    lines = []
-    names = []
+    lines: list[str] = []
+    names: list[str] = []
     listed: Listed = {}
+    line, named = lines.append, names.append
     for entry in entries:
         name = entry.name
-        names.append(name)
+        named(name)
         try:
             link = entry.is_symlink()  # the directory entry's type: no system call on most filesystems
         except OSError:
@@ -217,9 +218,9 @@ def _digest(entries: Iterable[os.DirEntry[str]]) -> tuple[str, Listed, list[str]
                 pass  # judged below
             else:  # the common case: a plain file or folder, one stat
                 listed[name] = (False, st)
-                lines.append(f"{name}\0\0{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+                line(f"{name}\0\0{st.st_mode:o}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
                 continue
-        lines.append(_odd_entry(entry.name, entry.path, entry.is_symlink, entry.stat, listed))
+        line(_odd_entry(entry.name, entry.path, entry.is_symlink, entry.stat, listed))
     return _digest_text(lines), listed, names
 
 

@@ -274,7 +274,9 @@ def pack(write: Write, array: np.ndarray) -> list[Any]:
     for start in range(0, flat.size, CHUNK):
         part = flat[start:start + CHUNK]
         spec: list[Any] | None = None
-        if kind in "iu" and (kind == "i" or array.dtype.itemsize < 8):
+        if kind in "iu" and array.dtype.itemsize == 1:
+            pass  # bytes (a row's encoded detail): no type is narrower and a progression of bytes is rare: kept raw
+        elif kind in "iu" and (kind == "i" or array.dtype.itemsize < 8):
             spec = _pack_ints(write, part.astype(np.int64))
         elif array.dtype == np.float64:
             spec = _pack_floats(write, part)

@@ -11,6 +11,7 @@ size is capped (``Settings.cache_max_bytes``, default 2 GB) by evicting the leas
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import tempfile
 import time
@@ -180,20 +181,25 @@ class DiskCache:
     def get_value(self, kind: str, path: Path, rel_path: str, extra_code: tuple[str, ...] = ()) -> Any:
         """The value stored under (kind, path, rel_path) by this code version, or None (missing, damaged, foreign)."""
         entry, header = self._entry(kind, path, rel_path, code_version(extra_code))
-        try:
-            with open(entry, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                problem = entry_problem(st, entry)
-                if problem is not None:  # someone else could have written it: a checksum is no signature
-                    self.refuse(f"{problem}: entries there are not trusted")
-                    return None
-                used_s = st.st_mtime
-                try:
-                    stored = codec.read_file(fh, header)
-                except codec.BadEntry:
-                    return None  # damaged or foreign: ignored, and replaced by the next put
+        try:  # a bare descriptor: the entry is read with ``pread`` (no buffered file, its tty test and seeks)
+            fd = os.open(entry, _READ_FLAGS)
         except OSError:
             return None
+        try:
+            st = os.fstat(fd)
+            problem = entry_problem(st, entry)
+            if problem is not None:  # someone else could have written it: a checksum is no signature
+                self.refuse(f"{problem}: entries there are not trusted")
+                return None
+            used_s = st.st_mtime
+            try:
+                stored = codec.read_fd(fd, header, st.st_size)
+            except codec.BadEntry:
+                return None  # damaged or foreign: ignored, and replaced by the next put
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         if time.time() - used_s > TOUCH_AFTER_S:
             try:
                 os.utime(entry)  # least recently used = oldest mtime
@@ -209,7 +215,7 @@ class DiskCache:
         except OSError:
             return  # a read-only or full disk must never stop reading runs
         try:
-            with os.fdopen(fd, "wb") as fh:
+            with os.fdopen(fd, "wb", buffering=1 << 16) as fh:  # a size given: no tty test of the file
                 size = codec.write(fh, value, header)
             os.replace(tmp, entry)
         except BaseException as exc:
@@ -236,10 +242,10 @@ class DiskCache:
             self._make_dir()
             self._made = True
         try:
-            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+            return _new_temp(self.directory)
         except FileNotFoundError:  # removed since (another process cleared the cache): make it again
             self._make_dir()
-            return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=self.directory)
+            return _new_temp(self.directory)
 
     def _make_dir(self) -> None:
         """The directory, made 0700 when missing; a PermissionError (an OSError: nothing is written) when it is not
@@ -249,6 +255,24 @@ class DiskCache:
         except PermissionError as exc:
             self.refuse(f"{exc}: the cache is not used")
             raise
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+"""An entry is opened without blocking: a FIFO put in its place opens at once, and is refused as no regular file."""
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) \
+    | getattr(os, "O_BINARY", 0)
+_temp_numbers = itertools.count()
+
+
+def _new_temp(directory: Path) -> tuple[int, str]:
+    """(descriptor, path) of a new private (0600) file ``.tmp-<pid>-<n>.pimc`` in ``directory``: named by this
+    process and a counter (``tempfile.mkstemp`` draws random names, a few microseconds per entry written), and created
+    exclusively, so a name left by a dead process of the same number is never written through; ``mkstemp`` then."""
+    path = os.path.join(directory, f".tmp-{os.getpid()}-{next(_temp_numbers)}{ENTRY_SUFFIX}")
+    try:
+        return os.open(path, _TEMP_FLAGS, 0o600), path
+    except FileExistsError:
+        return tempfile.mkstemp(prefix=".tmp-", suffix=ENTRY_SUFFIX, dir=directory)
 
 
 _PROCESS_CACHES: dict[tuple[str, int], DiskCache] = {}
