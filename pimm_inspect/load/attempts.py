@@ -6,12 +6,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Set
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..model import Attempt, Origin, ScalarSeries
-from ..sources.wandb.reader import WandbRunResult
 from .attribution import attributed, kind_of_source
 from .attempt_endings import INEXACT_MARKERS, finish_attempts, restore_point
 from .collect import Collected
@@ -21,6 +20,9 @@ from .process_evidence import (RAN_AT_ONCE_S, csv_attempts, epoch_axis_tags, fol
 from .stale import is_stale
 from .tb_sessions import tb_sessions, writer_sessions
 from .wandb_order import process_folders, start_estimates
+
+if TYPE_CHECKING:  # W&B's reader (its protos, link rules) loads only for runs with a W&B folder
+    from ..sources.wandb.reader import WandbRunResult
 
 
 
