@@ -172,25 +172,10 @@ def _masked_leaf(value: Any, ctx: str, previous: Any, path: str, hits: list[Secr
     return masked
 
 
-WALK_MEMO = 8
-"""How many documents ``find_in_mapping`` keeps the masked copy of for the next ``mask_value`` of the same object."""
-_WALKED: dict[int, tuple[Any, Any]] = {}
-"""id(document) -> (the document, the masked copy its ``find_in_mapping`` walk built): ``check_secrets`` walks a
-run's config, then the run's row masks the same object; the row takes the copy instead of walking it again. Each
-copy is handed out once (popped), so no two callers share one; the document is held so its id is not reused."""
-
-
 def find_in_mapping(data: Any, prefix: str = "") -> list[SecretHit]:
     """Secret-looking values (and keys) in a nested JSON-like document, by key path."""
     hits: list[SecretHit] = []
-    masked = _walk(data, "", hits)
-    if isinstance(data, dict):
-        while len(_WALKED) >= WALK_MEMO:
-            try:
-                _WALKED.pop(next(iter(_WALKED)), None)  # the oldest
-            except (StopIteration, RuntimeError):  # emptied or changed by another thread meanwhile
-                break
-        _WALKED[id(data)] = (data, masked)
+    _walk(data, "", hits)
     if prefix:
         hits = [SecretHit(f"{prefix}.{h.where}" if h.where else prefix, h.kind) for h in hits]
     return sorted(hits, key=lambda h: h.where)
@@ -198,8 +183,4 @@ def find_in_mapping(data: Any, prefix: str = "") -> list[SecretHit]:
 
 def mask_value(data: Any, key: str = "") -> Any:
     """A copy of a JSON-like value with every secret-looking string masked (any depth, no recursion)."""
-    if not key and _WALKED:
-        walked = _WALKED.pop(id(data), None)
-        if walked is not None and walked[0] is data:
-            return walked[1]  # the same walk ``find_in_mapping`` just made of this very object
     return _walk(data, key, None)
