@@ -25,9 +25,9 @@ OUTSIDE = "<path>"
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+")
 _REMOTE = re.compile(r"(?:\bgit@[A-Za-z0-9.\-]+:[^\s'\"`<>|]+|\b(?:ssh|git|https?)://[^\s'\"`<>|]+?\.git\b)")
 _ABS_PATH = re.compile(r"(?<![\w.~:/\-\\<>])(?:~/|/)(?:[^\s/'\"`|<>(),;=]+/)*[^\s/'\"`|<>(),;=]*")
-"""An absolute (or ``~``) path not inside a URL or a word: ``/sdf/home/u/x/run`` in ``cwd=/sdf/...``."""
+"""An absolute (or ``~``) path not inside a URL or a word: ``/SITE/home/U/USER/run`` in ``cwd=/SITE/...``."""
 _HOME = re.compile(r"(?:^|/)(?:home|Users)/(?:[a-z]/)?([A-Za-z][\w.\-]{1,31})(?=/|$)")
-"""The user folder of a home path: ``/home/USER``, ``/Users/USER``, ``/sdf/home/U/USER`` (USER: any login name)."""
+"""The user folder of a home path: ``/home/USER``, ``/Users/USER``, ``/SITE/home/U/USER`` (USER: any login name)."""
 _NOT_NAMES = {"root", "user", "users", "home", "group", "data", "scratch", "work", "tmp", "shared", "public",
               "local", "opt", "lib", "bin", "sdf", "fs", "project", "projects", "nobody", "admin"}
 """Folder names a home-path rule may find that are not anyone's name (replacing them would garble text)."""
