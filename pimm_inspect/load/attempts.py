@@ -272,8 +272,7 @@ def _wandb_end_detail(wrun: WandbRunResult) -> str | None:
     code = f"exit code {wrun.exit_code}" if wrun.exit_code else None
     if wrun.interrupted:
         return f"interrupted ({wrun.interrupted})" + (f", {code}" if code else "")
-    if code is None and wrun.status == "unknown" and not any(f.kind == "wandb" and f.path.endswith(".wandb")
-                                                               for f in wrun.sources):
+    if code is None and wrun.status == "unknown" and wrun.wandb_file is None:
         # No transaction log (GitHub refuses files over 100 MB; a copy left it out): say so, and what files/ holds.
         folder = "" if wrun.rel_path == "." else f" in {wrun.rel_path}"
         detail = f"no .wandb log{folder}: how the run ended is not recorded"
